@@ -1,0 +1,299 @@
+"""Appending an op to a block: the one path every op takes, from the generated API or
+``Block.append_op``.
+
+In order: attrs are validated (pydantic), inputs are checked against the OpProto's slots, the
+op's shape rule infers output shapes and dtypes, outputs are created (or the given ones updated),
+and only then is an Operator added. Any failure raises before the block changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from .dtypes import DTYPES
+from .errors import OpInputError, PluginError, ShapeError, did_you_mean
+from .framework import Block, Operator, Parameter, Variable, format_shape
+
+DTYPE_SET = frozenset(DTYPES)
+
+
+class ShapeContext:
+    """What a shape rule sees: input variables (``.shape``, ``.dtype``), attrs, and setters.
+
+    A rule reads ``ctx.input("x")`` (or ``ctx.input_list("xs")`` for duplicable slots),
+    ``ctx.attrs["axis"]``, and calls ``ctx.set_output("out", shape, dtype)`` for each output;
+    ``ctx.fail("why")`` raises a ShapeError naming the op and its inputs.
+    """
+
+    __slots__ = ("op", "attrs", "inputs", "outputs", "output_slots")
+
+    def __init__(
+        self,
+        op: str,
+        inputs: dict[str, list[Variable]],
+        attrs: dict[str, Any],
+        output_slots: list[str],
+    ) -> None:
+        self.op = op
+        self.inputs = inputs
+        self.attrs = attrs
+        self.output_slots = output_slots  # declared output slot names, in order
+        self.outputs: dict[str, list[tuple[tuple, str]]] = {}
+
+    def input(self, slot: str) -> Variable | None:
+        """The variable in a single-variable slot (None for an unused dispensable slot)."""
+        vars_ = self.inputs.get(slot)
+        return vars_[0] if vars_ else None
+
+    def input_list(self, slot: str) -> list[Variable]:
+        return self.inputs.get(slot, [])
+
+    def set_output(self, slot: str, shape: Any, dtype: str) -> None:
+        self.outputs[slot] = [(tuple(shape), dtype)]
+
+    def set_output_list(self, slot: str, specs: list[tuple[Any, str]]) -> None:
+        self.outputs[slot] = [(tuple(shape), dtype) for shape, dtype in specs]
+
+    def fail(self, message: str) -> NoReturn:
+        raise ShapeError(f"op {self.op!r}{self.describe_inputs()}: {message}", op=self.op)
+
+    def describe_inputs(self) -> str:
+        parts = [
+            f"{slot}={v.name!r} {v.dtype}{format_shape(v.shape)}"
+            for slot, vars_ in self.inputs.items()
+            for v in vars_
+        ]
+        return f" ({', '.join(parts)})" if parts else ""
+
+
+def append(
+    block: Block,
+    op_type: str,
+    inputs: dict[str, Any],
+    attrs: dict[str, Any],
+    outputs: dict[str, Any] | None = None,
+    *,
+    position: int | None = None,
+    name: str | None = None,
+) -> Operator:
+    """Validate and append (or insert at ``position``) one op; return the Operator."""
+    from .registry import get_registry
+
+    info = get_registry().op(op_type)
+    op, _ = append_info(block, info, inputs, attrs, outputs, position=position, name=name)
+    return op
+
+
+def append_info(
+    block: Block,
+    info: Any,
+    inputs: dict[str, Any],
+    attrs: dict[str, Any],
+    outputs: dict[str, Any] | None = None,
+    *,
+    position: int | None = None,
+    name: str | None = None,
+) -> tuple[Operator, dict[str, list[Variable]]]:
+    """``append`` for an already looked-up OpInfo; also returns the output variables."""
+    sig = info._signature or info.signature()
+    attrs = sig.validate(attrs)
+    in_vars = _bind_inputs(block, info, sig, inputs)
+    ctx = ShapeContext(info.type, in_vars, attrs, sig.output_slots)
+    _infer(info, ctx)
+    out_vars = _bind_outputs(block, info, sig, ctx.outputs, outputs, name)
+    op = Operator(
+        block,
+        info.type,
+        {slot: [v.name for v in vs] for slot, vs in in_vars.items()},
+        {slot: [v.name for v in vs] for slot, vs in out_vars.items()},
+        attrs,
+        sig.attr_types,
+    )
+    for vs in out_vars.values():
+        for v in vs:
+            if type(v) is not Parameter:
+                v.op = op
+    if position is None:
+        block.ops.append(op)
+    else:
+        block.ops.insert(position, op)
+    block.program._version += 1
+    return op, out_vars
+
+
+def _infer(info: Any, ctx: ShapeContext) -> None:
+    """Run the op's shape rule; every failure becomes a ShapeError naming the op."""
+    rule = info._shape_rule
+    if rule is None:
+        try:
+            rule = info.shape_rule()
+        except PluginError as e:
+            raise ShapeError(f"op {info.type!r} cannot infer shapes: {e}", op=info.type) from e
+    try:
+        rule(ctx)
+    except ShapeError:
+        raise
+    except Exception as e:  # a bug in the rule still surfaces as our error, naming the op
+        raise ShapeError(
+            f"op {info.type!r}{ctx.describe_inputs()}: its shape rule raised "
+            f"{type(e).__name__}: {e}",
+            op=info.type,
+        ) from e
+
+
+def _bind_inputs(
+    block: Block, info: Any, sig: Any, given: dict[str, Any]
+) -> dict[str, list[Variable]]:
+    op_type = info.type
+    bound: dict[str, list[Variable]] = {}
+    for slot, duplicable, dispensable, comment in sig.inputs:
+        value = given.get(slot)
+        if value is None:
+            if not dispensable:
+                detail = f" ({comment.rstrip('.')})" if comment else ""
+                raise OpInputError(f"op {op_type!r} requires input {slot!r}{detail}", op=op_type)
+            continue
+        if type(value) is Variable and (value.block is block or value.block.idx == 0):
+            if value.block.program is not block.program:
+                raise OpInputError(
+                    f"op {op_type!r}: input {slot!r} is variable {value.name!r} of another program",
+                    op=op_type,
+                )
+            bound[slot] = [value]  # the common case: one variable of this block or the global one
+        elif duplicable:
+            values = value if isinstance(value, (list, tuple)) else [value]
+            if not values and not dispensable:
+                raise OpInputError(
+                    f"op {op_type!r}: input {slot!r} needs at least one variable", op=op_type
+                )
+            bound[slot] = [_to_var(block, op_type, slot, v) for v in values]
+        elif isinstance(value, (list, tuple)):
+            raise OpInputError(
+                f"op {op_type!r}: input {slot!r} takes one variable, got a "
+                f"{type(value).__name__} of {len(value)}",
+                op=op_type,
+            )
+        else:
+            bound[slot] = [_to_var(block, op_type, slot, value)]
+    if len(given) > len(bound):
+        for key, value in given.items():
+            if key not in sig.input_names and value is not None:
+                names = [s[0] for s in sig.inputs]
+                raise OpInputError(
+                    f"op {op_type!r} has no input {key!r}{did_you_mean(key, names)}; "
+                    f"its inputs are: {', '.join(names) or 'none'}",
+                    op=op_type,
+                )
+    return bound
+
+
+def _to_var(block: Block, op_type: str, slot: str, value: Any) -> Variable:
+    if isinstance(value, Variable):
+        if value.block.program is block.program and block.find_var(value.name) is value:
+            return value
+        raise OpInputError(
+            f"op {op_type!r}: input {slot!r} is variable {value.name!r} of another program or "
+            f"of a block not enclosing block {block.idx}",
+            op=op_type,
+        )
+    if isinstance(value, str):
+        return block.var(value)
+    raise OpInputError(
+        f"op {op_type!r}: input {slot!r} must be a Variable (or a variable name), "
+        f"got {type(value).__name__}",
+        op=op_type,
+    )
+
+
+def _bind_outputs(
+    block: Block,
+    info: Any,
+    sig: Any,
+    specs: dict[str, list[tuple[tuple, str]]],
+    given: dict[str, Any] | None,
+    name: str | None,
+) -> dict[str, list[Variable]]:
+    op_type = info.type
+    for slot, _, dispensable in sig.outputs:
+        if slot not in specs and not dispensable:
+            raise ShapeError(
+                f"op {op_type!r}: its shape rule did not set required output {slot!r} "
+                f"(a bug in {info.plugin.label})",
+                op=op_type,
+            )
+    for slot, slot_specs in specs.items():
+        for shape, dtype in slot_specs:
+            _check_spec(info, slot, shape, dtype)
+    if given is not None:
+        return _given_outputs(block, info, sig, specs, given)
+    base = name or block.program.unique_name(op_type)
+    single = name is not None and len(specs) == 1 and len(next(iter(specs.values()))) == 1
+    planned = []
+    for slot, slot_specs in specs.items():
+        many = len(slot_specs) > 1
+        for i, (shape, dtype) in enumerate(slot_specs):
+            var_name = name if single else (f"{base}.{slot}_{i}" if many else f"{base}.{slot}")
+            if var_name in block.vars:
+                raise OpInputError(
+                    f"op {op_type!r}: a variable named {var_name!r} already exists", op=op_type
+                )
+            planned.append((slot, var_name, shape, dtype))
+    out: dict[str, list[Variable]] = {slot: [] for slot in specs}
+    for slot, var_name, shape, dtype in planned:  # nothing is created unless all names are free
+        var = Variable(block, var_name, shape, dtype)
+        block.vars[var_name] = var
+        out[slot].append(var)
+    return out
+
+
+def _given_outputs(
+    block: Block, info: Any, sig: Any, specs: dict, given: dict[str, Any]
+) -> dict[str, list[Variable]]:
+    """Bind caller-provided outputs (``Block.append_op(outputs=...)``) and set their shapes."""
+    op_type = info.type
+    names = sig.output_slots
+    for key in given:
+        if key not in names:
+            raise OpInputError(
+                f"op {op_type!r} has no output {key!r}{did_you_mean(key, names)}", op=op_type
+            )
+    bound = []
+    for slot, slot_specs in specs.items():
+        value = given.get(slot)
+        targets = value if isinstance(value, (list, tuple)) else [value]
+        if value is None or len(targets) != len(slot_specs):
+            raise OpInputError(
+                f"op {op_type!r}: output {slot!r} needs {len(slot_specs)} variable(s)",
+                op=op_type,
+            )
+        for target, spec in zip(targets, slot_specs):
+            if not isinstance(target, (Variable, str)):
+                raise OpInputError(
+                    f"op {op_type!r}: output {slot!r} must be a Variable or a name, "
+                    f"got {type(target).__name__}",
+                    op=op_type,
+                )
+            bound.append((slot, target, spec))
+    out: dict[str, list[Variable]] = {slot: [] for slot in specs}
+    for slot, target, (shape, dtype) in bound:
+        var = target if isinstance(target, Variable) else block.find_var(target)
+        if var is None:
+            var = block.create_var(target, shape, dtype)
+        var.shape, var.dtype = shape, dtype
+        out[slot].append(var)
+    return out
+
+
+def _check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:
+    """Catch a shape rule returning nonsense here, not in a kernel at run time."""
+    ok = dtype in DTYPE_SET
+    for d in shape:
+        if d is not None and (type(d) is not int or d < 0):
+            ok = False
+    if not ok:
+        raise ShapeError(
+            f"op {info.type!r}: its shape rule gave output {slot!r} shape {shape!r} and dtype "
+            f"{dtype!r}; expected ints >= 0 or None, and one of {', '.join(DTYPES)} "
+            f"(a bug in {info.plugin.label})",
+            op=info.type,
+        )

@@ -1,0 +1,445 @@
+"""The ``paddle-ops`` command: list ops, show one, inspect plugins, diagnose, write stubs.
+
+Exit status: 0 on success; 1 with a one-line reason on stderr when the request fails (an
+unknown op, a problem found by ``doctor``); 2 for usage errors.
+
+``list`` reads only the plugin index (no plugin code, NumPy, pydantic or protobuf) and prints
+its table without rich: rich's import and layout cost ~45 ms, half of the time budget that
+``list`` has (no slower than ``import numpy``; see bench/bench_startup.py). The other commands
+use rich. ``plugins`` and ``doctor`` import plugin code on purpose, to check it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import PaddleCoreError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `list`
+if TYPE_CHECKING:
+    from typing import Any
+
+JSON_SCHEMA_VERSION = 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    import warnings
+
+    warnings.showwarning = _show_warning
+    try:
+        return args.run(args)
+    except PaddleCoreError as e:
+        print(f"paddle-ops: error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `paddle-ops list | head`
+        return 0
+
+
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    print(f"paddle-ops: warning: {message}", file=sys.stderr)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="paddle-ops", description="Inspect the ops that installed paddle-core plugins provide."
+    )
+    from ._version import __version__
+
+    parser.add_argument("--version", action="version", version=f"paddle-core {__version__}")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list every op: plugin, version, devices, dtypes, gradient")
+    p.add_argument("--plugin", help="only ops of this plugin (name or distribution)")
+    p.add_argument("--device", help="only ops with a kernel for this device type (cpu, cuda)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=cmd_list)
+
+    p = sub.add_parser("show", help="show one op: comment, inputs, outputs, attrs, kernels")
+    p.add_argument("op")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=cmd_show)
+
+    p = sub.add_parser("plugins", help="list plugins and whether each loads (imports their code)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=cmd_plugins)
+
+    p = sub.add_parser(
+        "doctor", help="find broken plugins, conflicts, missing kernels, stale cache"
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=cmd_doctor)
+
+    p = sub.add_parser("stubs", help="write a .pyi so editors complete paddle_core.ops functions")
+    p.add_argument(
+        "-o", "--output", help="file to write (default: ops.pyi beside paddle_core/ops.py)"
+    )
+    p.set_defaults(run=cmd_stubs)
+    return parser
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+
+
+def _table(*columns: str, title: str | None = None) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(*columns, title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    return table
+
+
+def _dump(data: Any) -> None:
+    import json
+
+    print(json.dumps({"schema": JSON_SCHEMA_VERSION, **data}, indent=2, sort_keys=True))
+
+
+def _registry() -> Any:
+    from .registry import get_registry
+
+    return get_registry()
+
+
+# -- list ----------------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .config import normalize
+
+    registry = _registry()
+    infos = [registry.ops[t] for t in registry.op_types()]
+    if args.plugin:
+        wanted = normalize(args.plugin)
+        infos = [
+            i
+            for i in infos
+            if wanted in (normalize(i.plugin.name), normalize(i.plugin.distribution))
+        ]
+    if args.device:
+        infos = [i for i in infos if args.device in i.devices]
+    rows = [
+        {
+            "op": i.type,
+            "plugin": i.plugin.name,
+            "distribution": i.plugin.distribution,
+            "version": i.plugin.version,
+            "devices": i.devices,
+            "dtypes": i.dtypes,
+            "has_grad": i.has_grad,
+            "available": i.plugin.status == "ok" and bool(i.kernels),
+            "comment": i.summary["comment"],
+        }
+        for i in infos
+    ]
+    if args.json:
+        _dump({"ops": rows})
+        return 0
+    if not rows:
+        print(_empty_reason(registry, args))
+        return 0
+    lines = plain_table(
+        ("op", "plugin", "version", "devices", "dtypes", "grad"),
+        [
+            (
+                r["op"] if r["available"] else f"{r['op']} (unavailable)",
+                r["plugin"],
+                r["version"],
+                ",".join(r["devices"]) or "-",
+                ",".join(r["dtypes"]) or "-",
+                "yes" if r["has_grad"] else "-",
+            )
+            for r in rows
+        ],
+    )
+    plugins = len({r["plugin"] for r in rows})
+    lines.append(f"{len(rows)} ops from {plugins} plugin{'s' if plugins != 1 else ''}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def plain_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns under a rule, as rich's SIMPLE_HEAD table draws them."""
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    return [line(headers), "─" * (sum(widths) + 2 * (len(widths) - 1)), *map(line, rows)]
+
+
+def _empty_reason(registry: Any, args: argparse.Namespace) -> str:
+    if args.plugin or args.device:
+        return "No op matches the filter."
+    if registry.settings.no_plugins:
+        return "No ops: plugins are switched off (PADDLE_CORE_NO_PLUGINS is set)."
+    if registry.records:
+        return "No ops: no installed plugin loaded; `paddle-ops plugins` says why."
+    return "No ops: no plugin is installed. Install one, e.g. `pip install paddle-ops-math`."
+
+
+# -- show ----------------------------------------------------------------------------------------
+
+
+def op_json(info: Any) -> dict[str, Any]:
+    """Everything about one op as plain data (``show --json``)."""
+    from . import attrs as A
+    from .opdoc import signature_text
+
+    def bound(ap: Any, side: str) -> Any:
+        if not ap.HasField(side):
+            return None
+        b = getattr(ap, side)
+        return {"value": b.value, "exclusive": b.exclusive}
+
+    proto = info.proto
+    return {
+        "op": info.type,
+        "comment": proto.comment,
+        "plugin": info.plugin.name,
+        "distribution": info.plugin.distribution,
+        "version": info.plugin.version,
+        "signature": signature_text(info),
+        "inputs": [_slot_json(s) for s in proto.inputs],
+        "outputs": [_slot_json(s) for s in proto.outputs],
+        "attrs": [
+            {
+                "name": ap.name,
+                "type": A.type_name(ap.type),
+                "comment": ap.comment,
+                "required": ap.name not in info.defaults,
+                "default": info.defaults.get(ap.name),
+                "min": bound(ap, "min"),
+                "max": bound(ap, "max"),
+                "choices": A.from_attr_value(ap.choices) if ap.HasField("choices") else None,
+            }
+            for ap in proto.attrs
+        ],
+        "kernels": [
+            {
+                "device": device,
+                "dtype": dtype,
+                "impl": refs[0].impl,
+                "ref": refs[0].ref,
+                "plugin": refs[0].plugin.name,
+            }
+            for (device, dtype), refs in sorted(info.kernels.items())
+        ],
+        "shape_rule": info.opdef.shape_rule,
+        "grad_rule": info.opdef.grad_rule or None,
+        "also_declared_by": [p.name for p in info.others],
+    }
+
+
+def _slot_json(slot: Any) -> dict[str, Any]:
+    return {
+        "name": slot.name,
+        "comment": slot.comment,
+        "duplicable": slot.duplicable,
+        "dispensable": slot.dispensable,
+    }
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .opdoc import attr_summary, signature_text
+
+    info = _registry().op(args.op)
+    if args.json:
+        _dump(op_json(info))
+        return 0
+    console = _console()
+    proto = info.proto
+    console.print(f"[bold]{info.type}[/bold]  from {info.plugin.label}")
+    console.print(signature_text(info), markup=False)
+    console.print()
+    console.print(proto.comment.strip() or "(no description)", markup=False)
+    for title, slots in (("inputs", proto.inputs), ("outputs", proto.outputs)):
+        table = _table("name", "kind", "comment", title=title)
+        for s in slots:
+            kind = ", ".join(
+                k for k, on in (("list", s.duplicable), ("optional", s.dispensable)) if on
+            )
+            table.add_row(s.name, kind or "one", s.comment)
+        console.print(table)
+    if proto.attrs:
+        table = _table("name", "accepts", "comment", title="attrs")
+        for ap in proto.attrs:
+            table.add_row(ap.name, attr_summary(ap, info.defaults), ap.comment)
+        console.print(table)
+    table = _table("device", "dtype", "kernel", "plugin", title="kernels")
+    for (device, dtype), refs in sorted(info.kernels.items()):
+        table.add_row(device, dtype, f"{refs[0].impl}:{refs[0].ref}", refs[0].plugin.name)
+    console.print(table)
+    console.print(f"shape rule: {info.opdef.shape_rule}", markup=False)
+    console.print(f"grad rule:  {info.opdef.grad_rule or '- (not differentiable)'}", markup=False)
+    if info.others:
+        names = ", ".join(p.label for p in info.others)
+        console.print(f"also declared by {names} (not used)", markup=False)
+    return 0
+
+
+# -- plugins and doctor ---------------------------------------------------------------------------
+
+
+def check_plugin_code(record: Any) -> None:
+    """Import a loaded plugin's modules and resolve every name its manifest declares; problems
+    are recorded in ``record.runtime_errors``."""
+    from .errors import PluginError
+    from .registry import resolve
+
+    if not record.loaded:
+        return
+    manifest = record.manifest()
+    refs = []
+    for opdef in manifest.ops:
+        op = opdef.proto.type
+        refs += [(opdef.shape_rule, f"shape rule of op {op!r}")]
+        refs += [(opdef.grad_rule, f"grad rule of op {op!r}")] if opdef.grad_rule else []
+        refs += [(k.python, f"{k.device} kernel of op {op!r}") for k in opdef.kernels if k.python]
+    for pack in manifest.kernel_packs:
+        refs += [
+            (k.python, f"{k.device} kernel of op {pack.op!r}") for k in pack.kernels if k.python
+        ]
+    for ref, what in refs:
+        try:
+            resolve(record, ref, what)
+        except PluginError:
+            pass  # recorded by resolve
+    if record.hooks_module:
+        from .hooks import plugin_manager
+
+        plugin_manager()  # imports hooks modules, recording failures
+
+
+def plugin_json(record: Any) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "distribution": record.distribution,
+        "version": record.version,
+        "entry_point": record.entry_point,
+        "manifest": record.manifest_path,
+        "comment": record.comment,
+        "status": record.status,
+        "problems": ([record.disabled] if record.disabled else [])
+        + record.errors
+        + record.runtime_errors,
+        "warnings": record.warnings,
+        "ops": [s["type"] for s in record.ops],
+    }
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    registry = _registry()
+    for record in registry.records:
+        check_plugin_code(record)
+    rows = [plugin_json(r) for r in registry.records]
+    if args.json:
+        _dump({"plugins": rows})
+        return 0
+    if not rows:
+        print(_empty_reason(registry, args).replace("No ops", "No plugins"))
+        return 0
+    table = _table("plugin", "distribution", "version", "entry point", "ops", "status")
+    for r, record in zip(rows, registry.records):
+        status = record.status if record.status == "ok" else f"{record.status}: {record.reason}"
+        table.add_row(
+            r["name"], r["distribution"], r["version"], r["entry_point"], str(len(r["ops"])), status
+        )
+    _console().print(table)
+    return 0
+
+
+def doctor_report(registry: Any) -> dict[str, Any]:
+    """Problems (exit 1) and warnings found across plugins, conflicts, kernels and the index."""
+    from . import __version__
+    from .config import normalize
+    from .registry import discover
+
+    problems: list[str] = []
+    warnings: list[str] = []
+    for record in registry.records:
+        check_plugin_code(record)
+        if record.status == "broken":
+            problems += [f"{record.label}: {p}" for p in record.errors + record.runtime_errors]
+        warnings += [f"{record.label}: {w}" for w in record.warnings]
+    for conflict in registry.conflicts:
+        (warnings if conflict.preferred else problems).append(conflict.describe())
+    for info in registry.ops.values():
+        if not info.kernels:
+            problems.append(f"op {info.type!r} ({info.plugin.label}) declares no kernel")
+    for record in registry.records:
+        for pack in record.kernel_packs if record.loaded else []:
+            if pack["op"] not in registry.ops:
+                warnings.append(
+                    f"{record.label} has kernels for op {pack['op']!r}, which no plugin declares"
+                )
+    for key, wanted in registry.settings.prefer.items():
+        op = key.split(":", 1)[0]
+        providers = {
+            normalize(p.name) for p in registry.records if any(s["type"] == op for s in p.ops)
+        }
+        providers |= {
+            normalize(p.distribution)
+            for p in registry.records
+            if any(s["type"] == op for s in p.ops)
+        }
+        if normalize(wanted) not in providers:
+            warnings.append(f"preference {key}={wanted}: no such plugin provides op {op!r}")
+    stale = False
+    if registry.settings.cache_dir is not None and not registry.settings.no_plugins:
+        cached = [r.to_json() for r in registry.records if r.namespace is None]
+        fresh = discover(registry.settings, rescan=True)
+        stale = cached != [r.to_json() for r in fresh]
+        if stale:
+            problems.append("the plugin index was stale; it has been rebuilt")
+    return {
+        "core_version": __version__,
+        "problems": problems,
+        "warnings": warnings,
+        "stale_index": stale,
+    }
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    registry = _registry()
+    report = doctor_report(registry)
+    if args.json:
+        _dump(report)
+    else:
+        console = _console()
+        for p in report["problems"]:
+            console.print(f"[red]problem[/red]  {p}")
+        for w in report["warnings"]:
+            console.print(f"[yellow]warning[/yellow]  {w}")
+        plugins = len(registry.records)
+        console.print(
+            f"{len(report['problems'])} problems, {len(report['warnings'])} warnings "
+            f"({plugins} plugins, {len(registry.ops)} ops, paddle-core {report['core_version']})"
+        )
+    if report["problems"]:
+        print(f"paddle-ops: doctor found {len(report['problems'])} problem(s)", file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- stubs ---------------------------------------------------------------------------------------
+
+
+def cmd_stubs(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .stubs import write_stubs
+
+    path = Path(args.output) if args.output else None
+    written = write_stubs(_registry(), path)
+    print(f"wrote {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""The on-disk plugin index: discovery's result, reused while the installed plugins are unchanged.
+
+The index is valid while all of these hold (checked with a few ``stat`` calls, no scanning):
+
+- the same core version, Python and ``sys.path`` (in order);
+- for every ``sys.path`` directory whose mtime moved, the same ``*.dist-info``/``*.egg-info``
+  entries with the same mtimes (pip recreates these on install, upgrade and removal, and a
+  new or removed distribution changes its directory's mtime);
+- every plugin's manifest file has the same size and mtime (editable installs edit in place).
+
+One file per interpreter and resolved ``sys.path`` (so ``python -c`` and a console script,
+whose first path entries differ, do not evict each other), under the cache directory. Writes
+are atomic (temporary file + rename); an unwritable cache directory just means no caching.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import zlib
+from typing import Any
+
+from .discovery import PluginRecord
+
+FORMAT = 1
+
+
+def search_path() -> list[str]:
+    """``sys.path`` with the current directory ("") spelled out, as discovery will see it."""
+    return [p or os.getcwd() for p in sys.path]
+
+
+def index_file(cache_dir: str) -> str:
+    env = "\0".join([sys.executable, *search_path()]).encode()
+    return os.path.join(cache_dir, f"index-{zlib.crc32(env):08x}.json")
+
+
+def load(cache_dir: str, core_version: str) -> list[PluginRecord] | None:
+    """The cached records if the index is still valid, else None."""
+    try:
+        with open(index_file(cache_dir), "rb") as f:
+            data = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if not _valid(data, core_version):
+        return None
+    return [PluginRecord.from_json(r) for r in data["plugins"]]
+
+
+def store(cache_dir: str, core_version: str, records: list[PluginRecord]) -> None:
+    """Write the index for ``records``; silently skipped if the cache is not writable."""
+    data = {
+        "format": FORMAT,
+        "core": core_version,
+        "python": sys.version,
+        "paths": [[p, _mtime(p), _dists(p)] for p in search_path()],
+        "manifests": {r.manifest_path: _file_state(r.manifest_path) for r in records},
+        "plugins": [r.to_json() for r in records],
+    }
+    path = index_file(cache_dir)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(cache_dir, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _valid(data: dict[str, Any], core_version: str) -> bool:
+    if data.get("format") != FORMAT or data.get("core") != core_version:
+        return False
+    if data.get("python") != sys.version:
+        return False
+    paths = data.get("paths", [])
+    if [p[0] for p in paths] != search_path():
+        return False
+    for entry, mtime, dists in paths:
+        if _mtime(entry) != mtime and _dists(entry) != dists:
+            return False
+    return all(_file_state(f) == state for f, state in data.get("manifests", {}).items())
+
+
+def _mtime(entry: str) -> int | None:
+    try:
+        return os.stat(entry).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _dists(entry: str) -> dict[str, int]:
+    """Distribution metadata directories in a sys.path entry, with their mtimes."""
+    found = {}
+    try:
+        with os.scandir(entry) as it:
+            for e in it:
+                if e.name.endswith((".dist-info", ".egg-info")):
+                    found[e.name] = e.stat().st_mtime_ns
+    except OSError:
+        pass  # a zip file or a missing directory: its mtime alone tracks it
+    return found
+
+
+def _file_state(path: str) -> list[int] | None:
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]

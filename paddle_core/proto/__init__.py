@@ -1,0 +1,1 @@
+"""Generated protobuf classes for protos/framework.proto (regenerate with protos/generate.py)."""

@@ -1,0 +1,159 @@
+"""Saving and loading programs: ProgramDesc bytes (or text format) <-> Program.
+
+Loading reads data only: no plugin code runs, and a program whose ops come from plugins that
+are not installed still loads (running it then says which op is missing).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from .attrs import from_attr_value
+from .errors import ProgramError
+
+_NUMBERED = re.compile(r"(.+)_(\d+)(?:\..*)?\Z")
+
+
+def _text_path(path: str | os.PathLike) -> bool:
+    return os.fspath(path).endswith((".pbtxt", ".txt"))
+
+
+def save_program(program: Any, path: str | os.PathLike) -> None:
+    """Write ``program`` to ``path``: protobuf binary, or text format for ``.pbtxt``/``.txt``."""
+    desc = program.to_desc()
+    if _text_path(path):
+        from google.protobuf import text_format
+
+        data = text_format.MessageToString(desc).encode("utf-8")
+    else:
+        data = desc.SerializeToString()
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise ProgramError(
+            f"cannot save the program to {os.fspath(path)!r}: {e.strerror}"
+        ) from None
+
+
+def load_program(path: str | os.PathLike) -> Any:
+    """Read a program written by ``save_program``."""
+    from .framework import Program
+    from .proto import framework_pb2 as pb
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ProgramError(
+            f"cannot load a program from {os.fspath(path)!r}: {e.strerror}"
+        ) from None
+    if _text_path(path):
+        from google.protobuf import text_format
+
+        desc = pb.ProgramDesc()
+        try:
+            text_format.Parse(data.decode("utf-8"), desc)
+        except (text_format.ParseError, UnicodeDecodeError) as e:
+            raise ProgramError(
+                f"{os.fspath(path)!r} is not a program in text format: {e}"
+            ) from None
+        return Program.from_desc(desc)
+    return Program.from_desc(parse_program_desc(data, os.fspath(path)))
+
+
+def parse_program_desc(data: bytes, source: str = "the given bytes") -> Any:
+    from google.protobuf.message import DecodeError
+
+    from .proto import framework_pb2 as pb
+
+    try:
+        return pb.ProgramDesc.FromString(data)
+    except DecodeError as e:
+        raise ProgramError(f"{source} is not a serialized ProgramDesc: {e}") from None
+
+
+def program_from_desc(cls: type, desc: Any) -> Any:
+    """Build a Program (of class ``cls``) from a ProgramDesc, checking its structure."""
+    from . import dtypes as D
+    from .framework import Block, Initializer, Operator, Parameter, Variable
+
+    if desc.version > cls.FORMAT_VERSION:
+        raise ProgramError(
+            f"the program uses format version {desc.version}; this paddle-core reads up to "
+            f"{cls.FORMAT_VERSION} (upgrade paddle-core)"
+        )
+    if not desc.blocks:
+        raise ProgramError("the ProgramDesc has no blocks")
+    program = cls()
+    program.blocks = []
+    for i, bdesc in enumerate(desc.blocks):
+        if bdesc.idx != i or not -1 <= bdesc.parent_idx < i or (i > 0) != (bdesc.parent_idx >= 0):
+            raise ProgramError(f"block {i} has idx {bdesc.idx} and parent {bdesc.parent_idx}")
+        block = Block(program, i, bdesc.parent_idx)
+        program.blocks.append(block)
+        for vdesc in bdesc.vars:
+            shape = tuple(None if d < 0 else d for d in vdesc.shape)
+            dtype = D.from_enum(vdesc.dtype)
+            if vdesc.HasField("parameter"):
+                info = vdesc.parameter
+                init = None
+                if info.initializer:
+                    init = Initializer(info.initializer, **_attr_dict(info.initializer_attrs))
+                var: Variable = Parameter(
+                    block,
+                    vdesc.name,
+                    shape,
+                    dtype,
+                    trainable=info.trainable,
+                    initializer=init,
+                    optimize_attrs=_attr_dict(info.optimize_attrs),
+                )
+                var.persistable, var.stop_gradient = vdesc.persistable, vdesc.stop_gradient
+            else:
+                var = Variable(
+                    block,
+                    vdesc.name,
+                    shape,
+                    dtype,
+                    persistable=vdesc.persistable,
+                    is_data=vdesc.is_data,
+                    stop_gradient=vdesc.stop_gradient,
+                )
+            if var.name in block.vars:
+                raise ProgramError(f"block {i} declares variable {var.name!r} twice")
+            block.vars[var.name] = var
+        for odesc in bdesc.ops:
+            op = Operator(
+                block,
+                odesc.type,
+                {s.name: list(s.vars) for s in odesc.inputs},
+                {s.name: list(s.vars) for s in odesc.outputs},
+                {a.name: from_attr_value(a.value) for a in odesc.attrs},
+                {a.name: a.value.type for a in odesc.attrs},
+            )
+            for name in op.input_names + op.output_names:
+                if block.find_var(name) is None:
+                    raise ProgramError(
+                        f"op {op.type!r} (#{len(block.ops)} in block {i}) uses variable "
+                        f"{name!r}, which no enclosing block declares"
+                    )
+            for name in op.output_names:
+                out = block.find_var(name)
+                if out is not None and not isinstance(out, Parameter):
+                    out.op = op
+            block.ops.append(op)
+    # Continue unique-name counters after the highest number already used, so ops appended
+    # to a loaded program never collide with its names.
+    for var in program.list_vars():
+        m = _NUMBERED.match(var.name)
+        if m:
+            prefix, n = m.group(1), int(m.group(2))
+            program._name_counts[prefix] = max(program._name_counts.get(prefix, 0), n + 1)
+    return program
+
+
+def _attr_dict(attrs: Any) -> dict[str, Any]:
+    return {a.name: from_attr_value(a.value) for a in attrs}
