@@ -44,7 +44,9 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    print(f"{'op appended':12} {'µs/op median':>13} {'µs/op best':>11}   ({args.ops} ops x {args.repeat})")
+    print(
+        f"{'op appended':12} {'µs/op median':>13} {'µs/op best':>11}   ({args.ops} ops x {args.repeat})"
+    )
     for kind in ("scale", "add", "matmul"):
         build(kind, 100)  # first use builds the op's validator and loads its rules
         runs = [build(kind, args.ops) / args.ops * 1e6 for _ in range(args.repeat)]

@@ -273,15 +273,43 @@ def _given_outputs(
                     f"got {type(target).__name__}",
                     op=op_type,
                 )
+            if isinstance(target, Variable) and block.find_var(target.name) is not target:
+                raise OpInputError(
+                    f"op {op_type!r}: output {slot!r} is variable {target.name!r} of another "
+                    f"program or of a block not enclosing block {block.idx}",
+                    op=op_type,
+                )
             bound.append((slot, target, spec))
-    out: dict[str, list[Variable]] = {slot: [] for slot in specs}
-    for slot, target, (shape, dtype) in bound:
+    resolved = []
+    for slot, target, (shape, dtype) in bound:  # check every target before changing any
         var = target if isinstance(target, Variable) else block.find_var(target)
+        if var is not None:
+            shape = _refine(op_type, slot, var, shape, dtype)
+        resolved.append((slot, target, var, shape, dtype))
+    out: dict[str, list[Variable]] = {slot: [] for slot in specs}
+    for slot, target, var, shape, dtype in resolved:
         if var is None:
             var = block.create_var(target, shape, dtype)
         var.shape, var.dtype = shape, dtype
         out[slot].append(var)
     return out
+
+
+def _refine(op_type: str, slot: str, var: Variable, shape: tuple, dtype: str) -> tuple:
+    """The shape an existing output variable takes: its own, with unknown dimensions filled in
+    from the inferred one. A different dtype or a contradicting dimension is a ShapeError."""
+    same_rank = len(var.shape) == len(shape)
+    if (
+        var.dtype != dtype
+        or not same_rank
+        or any(a is not None and b is not None and a != b for a, b in zip(var.shape, shape))
+    ):
+        raise ShapeError(
+            f"op {op_type!r} would write output {slot!r} as {dtype}{format_shape(shape)} into "
+            f"variable {var.name!r}, declared {var.dtype}{format_shape(var.shape)}",
+            op=op_type,
+        )
+    return tuple(a if a is not None else b for a, b in zip(var.shape, shape))
 
 
 def _check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:

@@ -141,7 +141,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         _dump({"ops": rows})
         return 0
     if not rows:
-        print(_empty_reason(registry, args))
+        print(
+            "No op matches the filter."
+            if args.plugin or args.device
+            else _empty_reason(registry, "ops")
+        )
         return 0
     lines = plain_table(
         ("op", "plugin", "version", "devices", "dtypes", "grad"),
@@ -173,14 +177,13 @@ def plain_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[s
     return [line(headers), "─" * (sum(widths) + 2 * (len(widths) - 1)), *map(line, rows)]
 
 
-def _empty_reason(registry: Any, args: argparse.Namespace) -> str:
-    if args.plugin or args.device:
-        return "No op matches the filter."
+def _empty_reason(registry: Any, what: str) -> str:
+    """Why there are no ops (or plugins) to show, and what to do about it."""
     if registry.settings.no_plugins:
-        return "No ops: plugins are switched off (PADDLE_CORE_NO_PLUGINS is set)."
+        return f"No {what}: plugins are switched off (PADDLE_CORE_NO_PLUGINS is set)."
     if registry.records:
-        return "No ops: no installed plugin loaded; `paddle-ops plugins` says why."
-    return "No ops: no plugin is installed. Install one, e.g. `pip install paddle-ops-math`."
+        return f"No {what}: no installed plugin loaded; `paddle-ops plugins` says why."
+    return f"No {what}: no plugin is installed. Install one, e.g. `pip install paddle-ops-math`."
 
 
 # -- show ----------------------------------------------------------------------------------------
@@ -342,7 +345,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         _dump({"plugins": rows})
         return 0
     if not rows:
-        print(_empty_reason(registry, args).replace("No ops", "No plugins"))
+        print(_empty_reason(registry, "plugins"))
         return 0
     table = _table("plugin", "distribution", "version", "entry point", "ops", "status")
     for r, record in zip(rows, registry.records):

@@ -39,6 +39,11 @@ class Device:
         """Why device ``index`` of this type cannot be used here, or None if it can."""
         return None
 
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` is already a buffer of this device. The executor moves scope
+        values that are not; device types whose buffers differ from the host's override this."""
+        return True
+
     def to_device(self, array: Any) -> Any:
         """A host (NumPy) array as this device's buffer type."""
         raise NotImplementedError
@@ -58,6 +63,13 @@ class CPU(Device):
 
     def __str__(self) -> str:
         return "cpu"
+
+    @classmethod
+    def unavailable_reason(cls, index: int) -> str | None:
+        return None if index == 0 else "there is one CPU device, cpu:0"
+
+    def holds(self, value: Any) -> bool:
+        return type(value).__module__ == "numpy"
 
     def to_device(self, array: Any) -> Any:
         return array
@@ -84,6 +96,9 @@ class CUDA(Device):
         if index >= count:
             return f"this machine has {count} CUDA device(s)"
         return None
+
+    def holds(self, value: Any) -> bool:
+        return type(value).__module__.startswith("cupy") and value.device.id == self.index
 
     def to_device(self, array: Any) -> Any:
         import cupy
@@ -119,8 +134,10 @@ def get_device(spec: Any) -> Device:
         device = spec
     elif isinstance(spec, str):
         name, _, index = spec.strip().lower().partition(":")
+        if index and not index.isdigit():
+            raise DeviceError(f"device {spec!r}: the index after ':' must be a number")
         if name == "cpu":
-            device = CPU(0)
+            device = CPU(int(index or 0))
         else:
             types = device_types()
             if name not in types:
@@ -128,8 +145,6 @@ def get_device(spec: Any) -> Device:
                     f"unknown device {spec!r}{did_you_mean(name, types)}; "
                     f"known types: {', '.join(sorted(types))}"
                 )
-            if index and not index.isdigit():
-                raise DeviceError(f"device {spec!r}: the index after ':' must be a number")
             device = types[name](int(index or 0))
     else:
         raise DeviceError(f"a device must be a Device or a string like 'cuda:0', got {spec!r}")

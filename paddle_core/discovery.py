@@ -129,7 +129,8 @@ def record_from_manifest(
     except ManifestError as e:
         record.errors.append(str(e))
         return record
-    errors, warnings = M.check(parsed, core_version=core_version)
+    in_process = record.namespace is not None
+    errors, warnings = M.check(parsed, core_version=core_version, in_process=in_process)
     record.errors += errors
     record.warnings += warnings
     record.comment = parsed.comment

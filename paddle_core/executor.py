@@ -16,6 +16,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+from . import hooks
 from .device import Device, get_device
 from .errors import (
     FeedError,
@@ -25,6 +26,7 @@ from .errors import (
     did_you_mean,
 )
 from .framework import Program, Variable, default_main_program, format_shape
+from .registry import get_registry
 from .scope import Scope, global_scope
 
 _warned_fallbacks: set[tuple[str, str, str]] = set()
@@ -81,6 +83,9 @@ class PreparedProgram:
                     f"persistable variable {name!r} has no value in the scope; "
                     "initialise it first (run the startup program or scope.set_var)"
                 )
+            if not device.holds(value):  # e.g. a NumPy array set by the user, on CUDA
+                value = device.to_device(value)
+                scope.set_var(name, value)  # moved once, not on every run
             values[name] = value
         values.update(feed)
         for step in self.steps:
@@ -157,12 +162,14 @@ def _check_output(step: Step, name: str, value: Any, shape: tuple, dtype: str) -
 
 
 class Executor:
-    """Runs programs on one device; prepared plans are cached per program version and signature."""
+    """Runs programs on one device; prepared plans are cached per program version and signature,
+    and dropped when plugins are registered or unregistered."""
 
     def __init__(self, device: Any = "cpu", *, cache_size: int = 64) -> None:
         self.device = get_device(device)
         self.cache_size = cache_size
         self._plans: weakref.WeakKeyDictionary[Program, OrderedDict] = weakref.WeakKeyDictionary()
+        self._plugins: tuple = ()  # (registry, hooks generation) the plans were prepared under
         self.prepare_count = 0  # how many plans were built (cache misses)
         self.run_count = 0
 
@@ -214,6 +221,10 @@ class Executor:
         return self._plan(program, tuple(signature), [_fetch_name(block, f) for f in fetch_list])
 
     def _plan(self, program: Program, signature: tuple, fetch_names: list[str]) -> PreparedProgram:
+        plugins = (get_registry(), hooks.generation)
+        if plugins != self._plugins:  # plugins changed: kernels, passes may differ
+            self._plans = weakref.WeakKeyDictionary()
+            self._plugins = plugins
         plans = self._plans.get(program)
         if plans is None:
             plans = self._plans[program] = OrderedDict()
@@ -240,8 +251,14 @@ class Executor:
         if not isinstance(value, np.ndarray):
             if hasattr(value, "__cuda_array_interface__"):  # already a device array (CuPy)
                 value = value.get()
-            else:  # lists and scalars take the variable's dtype
-                value = np.asarray(value, dtype=var.dtype)
+            else:  # lists and scalars take the variable's dtype, unless that loses meaning
+                value = np.asarray(value)
+                if not np.can_cast(value.dtype, var.dtype, casting="same_kind"):
+                    raise FeedError(
+                        f"feed {name!r} holds {value.dtype.name} values, which variable "
+                        f"{name!r} ({var.dtype}) cannot hold without loss"
+                    )
+                value = value.astype(var.dtype, copy=False)
         if value.dtype.name != var.dtype:
             raise FeedError(
                 f"feed {name!r} has dtype {value.dtype.name}, but variable {name!r} is {var.dtype} "
@@ -331,7 +348,7 @@ class Executor:
                 warnings.warn(
                     f"op {op.type!r} has no {device} kernel for {dtype}; running it on CPU with copies",
                     RuntimeWarning,
-                    stacklevel=4,
+                    stacklevel=5,  # the caller of Executor.run or .prepare
                 )
         if kernel is None:
             have = (

@@ -291,7 +291,7 @@ class Block:
         stop_gradient: bool = False,
     ) -> Variable:
         """A new variable in this block (named uniquely when ``name`` is None)."""
-        name = name or self.program.unique_name("tmp")
+        name = self.program.unique_name("tmp") if name is None else name
         self._check_new(name)
         var = Variable(
             self,
@@ -319,7 +319,7 @@ class Block:
     ) -> Parameter:
         """A new parameter; whichever block this is called on, it lands in the global block."""
         block = self.program.global_block()
-        name = name or self.program.unique_name("param")
+        name = self.program.unique_name("param") if name is None else name
         block._check_new(name)
         dims = _shape(shape, f"parameter {name!r}")
         if None in dims:

@@ -54,8 +54,9 @@ class HookSpecs:
     def paddle_core_transform_program(self, program: Any, device: Any) -> None:
         """Rewrite ``program`` in place before it is prepared for ``device``.
 
-        Called on a private copy (never the user's program), after pruning and before kernel
-        selection. Typical uses: fusion, layout changes, inserting device copies.
+        Called on a private copy (never the user's program), before pruning and kernel
+        selection, so a pass may change which ops the fetches need. Typical uses: fusion,
+        layout changes, inserting device copies.
         """
 
 
@@ -74,6 +75,9 @@ class CoreHooks:
 
 
 _manager: pluggy.PluginManager | None = None
+# Bumped whenever register_plugin/unregister_plugin change the hooks, so that executors drop
+# plans prepared under the old ones.
+generation = 0
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -103,10 +107,7 @@ def _register_hooks_modules() -> None:
             module = importlib.import_module(record.hooks_module)
             manager.register(module, name=record.name)
         except Exception as e:
-            message = (
-                f"{record.label}: hooks module {record.hooks_module!r} failed: "
-                f"{type(e).__name__}: {e}"
-            )
+            message = f"hooks module {record.hooks_module!r} failed: {type(e).__name__}: {e}"
             if message not in record.runtime_errors:
                 record.runtime_errors.append(message)
 
@@ -118,6 +119,7 @@ def register_plugin(plugin: object, name: str | None = None) -> str:
     plugins' ops of the same type (reported as a conflict). Raises PluginError if the name is
     taken or its manifest is invalid.
     """
+    global generation
     from . import __version__
 
     manager = plugin_manager()
@@ -137,6 +139,7 @@ def register_plugin(plugin: object, name: str | None = None) -> str:
                 plugin=name,
             )
     manager.register(plugin, name=name)
+    generation += 1
     if record is not None:
         R.in_process.insert(0, record)
         R.reload_registry()
@@ -145,10 +148,12 @@ def register_plugin(plugin: object, name: str | None = None) -> str:
 
 def unregister_plugin(name: str) -> None:
     """Remove an in-process plugin registered with ``register_plugin``."""
+    global generation
     manager = plugin_manager()
     if manager.get_plugin(name) is None:
         raise PluginError(f"no in-process plugin named {name!r} is registered", plugin=name)
     manager.unregister(name=name)
+    generation += 1
     before = len(R.in_process)
     R.in_process[:] = [r for r in R.in_process if r.name != name]
     if len(R.in_process) != before:

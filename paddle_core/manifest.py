@@ -26,21 +26,26 @@ RESERVED = frozenset({"name"})
 
 
 def parse(text: str, *, plugin: str, source: str) -> pb.PluginManifest:
-    """Parse manifest text; a syntax error names the plugin, the file and the line."""
+    """Parse manifest text; a syntax error names the file, the line and the column."""
     manifest = pb.PluginManifest()
     try:
         text_format.Parse(text, manifest)
     except text_format.ParseError as e:
-        raise ManifestError(f"plugin {plugin!r}: {source}: {e}", plugin=plugin) from None
+        raise ManifestError(f"{source}: {e}", plugin=plugin) from None
     return manifest
 
 
-def check(manifest: pb.PluginManifest, *, core_version: str) -> tuple[list[str], list[str]]:
+def check(
+    manifest: pb.PluginManifest, *, core_version: str, in_process: bool = False
+) -> tuple[list[str], list[str]]:
     """Check a manifest; return (problems, warnings).
 
     Problems make the plugin unusable; warnings are shown by ``paddle-ops doctor``. As a side
-    effect, the ``type`` of every default and choices AttrValue is filled in.
+    effect, the ``type`` of every default and choices AttrValue is filled in. ``in_process``
+    manifests (``register_plugin``) resolve bare names on their plugin object, so they need no
+    ``rules_module``.
     """
+    bare_ok = bool(manifest.rules_module) or in_process
     problems: list[str] = []
     warnings: list[str] = []
     problems += _check_compatibility(manifest, core_version)
@@ -51,15 +56,13 @@ def check(manifest: pb.PluginManifest, *, core_version: str) -> tuple[list[str],
         if op in seen:
             problems.append(f"{where} is declared twice")
         seen.add(op)
-        problems += [f"{where}: {p}" for p in _check_op(opdef, manifest)]
+        problems += [f"{where}: {p}" for p in _check_op(opdef, bare_ok)]
         if not opdef.proto.comment:
             warnings.append(f"{where} has no comment (its docstring will be empty)")
     for pack in manifest.kernel_packs:
         if not _IDENT.match(pack.op):
             problems.append(f"kernel pack for {pack.op!r}: op is not a valid op type")
-        problems += [
-            f"kernels for {pack.op!r}: {p}" for p in _check_kernels(pack.kernels, manifest)
-        ]
+        problems += [f"kernels for {pack.op!r}: {p}" for p in _check_kernels(pack.kernels, bare_ok)]
     return problems, warnings
 
 
@@ -96,7 +99,7 @@ def _all_kernels(manifest: pb.PluginManifest):
         yield from pack.kernels
 
 
-def _check_op(opdef: pb.OpDef, manifest: pb.PluginManifest) -> list[str]:
+def _check_op(opdef: pb.OpDef, bare_ok: bool) -> list[str]:
     proto = opdef.proto
     problems = []
     if not _IDENT.match(proto.type) or keyword.iskeyword(proto.type):
@@ -111,13 +114,16 @@ def _check_op(opdef: pb.OpDef, manifest: pb.PluginManifest) -> list[str]:
         if kind == "input":
             params |= names
     for ap in proto.attrs:
+        if ap.name in {s.name for s in proto.inputs}:
+            problems.append(f"attr {ap.name!r} has the name of an input")
+            continue
         problems += _check_name(f"attr {ap.name!r}", ap.name, params)
         problems += [f"attr {ap.name!r}: {p}" for p in _check_attr(ap)]
-    problems += _check_kernels(opdef.kernels, manifest)
+    problems += _check_kernels(opdef.kernels, bare_ok)
     if not opdef.shape_rule:
         problems.append("has no shape_rule")
     for field in ("shape_rule", "grad_rule"):
-        problems += _check_ref(field, getattr(opdef, field), manifest)
+        problems += _check_ref(field, getattr(opdef, field), bare_ok)
     return problems
 
 
@@ -199,7 +205,7 @@ def describe_range(ap: pb.AttrProto) -> str:
     return f"{left}{lo}, {hi}{right}"
 
 
-def _check_kernels(kernels, manifest: pb.PluginManifest) -> list[str]:
+def _check_kernels(kernels, bare_ok: bool) -> list[str]:
     problems = []
     seen: set[tuple[str, int]] = set()
     for k in kernels:
@@ -212,7 +218,7 @@ def _check_kernels(kernels, manifest: pb.PluginManifest) -> list[str]:
         if impl is None:
             problems.append(f"{name}: sets neither `python` nor `native`")
         elif impl == "python":
-            problems += _check_ref(f"{name} python", k.python, manifest)
+            problems += _check_ref(f"{name} python", k.python, bare_ok)
         elif not re.match(r"[A-Za-z_]\w*\Z", k.native):
             problems.append(f"{name}: native symbol {k.native!r} is not an identifier")
         for dtype in k.dtypes:
@@ -222,12 +228,14 @@ def _check_kernels(kernels, manifest: pb.PluginManifest) -> list[str]:
     return problems
 
 
-def _check_ref(what: str, ref: str, manifest: pb.PluginManifest) -> list[str]:
+def _check_ref(what: str, ref: str, bare_ok: bool) -> list[str]:
+    """``bare_ok``: a bare "function" has somewhere to resolve (a rules_module or, for
+    in-process plugins, the plugin object)."""
     if not ref:
         return []
     if not _REF.match(ref):
         return [f"{what} {ref!r} must be 'function' or 'module:function'"]
-    if ":" not in ref and not manifest.rules_module:
+    if ":" not in ref and not bare_ok:
         return [f"{what} {ref!r} names a function but the manifest sets no rules_module"]
     return []
 

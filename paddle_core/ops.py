@@ -29,7 +29,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(get_registry().ops))
+    return sorted(get_registry().ops)  # the ops; module internals are not part of the API
 
 
 def _forget_generated() -> None:

@@ -6,7 +6,9 @@ front. The OpProto, the attr model, the rules and the kernels are resolved per o
 Conflict rule (documented in docs/plugins.md): when several plugins declare the same op type,
 or the same (op, device, dtype) kernel, the provider is chosen in this order:
 
-1. the plugin the user prefers (``PADDLE_CORE_PREFER`` / ``[prefer]`` in the config file);
+1. the plugin the user prefers (``PADDLE_CORE_PREFER`` / ``[prefer]`` in the config file); a
+   preference for one of an op's kernels (``scale:cpu:float32=math``) also picks the op's
+   declaration when no preference names the op itself;
 2. plugins registered in-process with ``register_plugin``, most recent first;
 3. installed plugins by name (for kernels: the plugin declaring the op, then the others by name).
 
@@ -204,22 +206,24 @@ def resolve(plugin: PluginRecord, ref: str, what: str) -> Any:
     module_name, sep, attr = ref.rpartition(":")
     try:
         if sep:
-            owner = importlib.import_module(module_name)
+            owner, where = importlib.import_module(module_name), repr(module_name)
         elif plugin.namespace is not None:
-            owner, module_name = plugin.namespace, f"the object registered as {plugin.name!r}"
+            owner, where = plugin.namespace, f"the object registered as {plugin.name!r}"
         else:
             module_name = plugin.rules_module
-            owner = importlib.import_module(module_name)
+            owner, where = importlib.import_module(module_name), repr(module_name)
     except Exception as e:
-        message = f"{plugin.label}: importing {module_name!r} raised {type(e).__name__}: {e}"
+        message = f"importing {module_name!r} raised {type(e).__name__}: {e}"
         _record(plugin, message)
-        raise PluginError(f"cannot load the {what}: {message}", plugin=plugin.name) from e
+        raise PluginError(
+            f"cannot load the {what} from {plugin.label}: {message}", plugin=plugin.name
+        ) from e
     try:
         return getattr(owner, attr)
     except AttributeError:
-        message = f"{plugin.label}: {module_name!r} has no {attr!r} (the {what})"
+        message = f"{where} has no {attr!r} (the {what})"
         _record(plugin, message)
-        raise PluginError(f"cannot load the {what}: {message}", plugin=plugin.name) from None
+        raise PluginError(f"{plugin.label}: {message}", plugin=plugin.name) from None
 
 
 def _record(plugin: PluginRecord, message: str) -> None:
@@ -242,7 +246,8 @@ class Conflict:
         )
 
     def describe(self) -> str:
-        names = ", ".join(p.label for p in [self.chosen, *self.others])
+        labels = [p.label for p in [self.chosen, *self.others]]
+        names = ", ".join(labels[:-1]) + " and " + labels[-1]
         how = "as preferred by the user" if self.preferred else "by the default conflict rule"
         hint = "" if self.preferred else f"; choose with PADDLE_CORE_PREFER={self.key}=<plugin>"
         return f"{self.kind} {self.key!r} is provided by {names}; using {self.chosen.name!r} {how}{hint}"
@@ -311,6 +316,11 @@ class Registry:
         wanted = self.settings.prefer.get(key)
         if wanted is None and key.count(":") == 2:  # kernels fall back to the op's preference
             wanted = self.settings.prefer.get(key.split(":", 1)[0])
+        elif wanted is None and ":" not in key:  # an op follows a preference for its kernels
+            prefix = key + ":"
+            wanted = next(
+                (w for k, w in self.settings.prefer.items() if k.startswith(prefix)), None
+            )
         if wanted is not None:
             w = normalize(wanted)
             chosen = [

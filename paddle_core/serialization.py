@@ -10,10 +10,10 @@ import os
 import re
 from typing import Any
 
-from .attrs import from_attr_value
-from .errors import ProgramError
+from .attrs import VALUE_FIELD, from_attr_value
+from .errors import PaddleCoreError, ProgramError
 
-_NUMBERED = re.compile(r"(.+)_(\d+)(?:\..*)?\Z")
+_NUMBERED = re.compile(r"(.+?)_(\d+)(?:\..*)?\Z")  # "split_0.outs_1" -> ("split", 0)
 
 
 def _text_path(path: str | os.PathLike) -> bool:
@@ -64,7 +64,8 @@ def load_program(path: str | os.PathLike) -> Any:
     return Program.from_desc(parse_program_desc(data, os.fspath(path)))
 
 
-def parse_program_desc(data: bytes, source: str = "the given bytes") -> Any:
+def parse_program_desc(data: bytes, source: str | None = None) -> Any:
+    """ProgramDesc from bytes; ``source`` (a path) names them in errors."""
     from google.protobuf.message import DecodeError
 
     from .proto import framework_pb2 as pb
@@ -72,7 +73,8 @@ def parse_program_desc(data: bytes, source: str = "the given bytes") -> Any:
     try:
         return pb.ProgramDesc.FromString(data)
     except DecodeError as e:
-        raise ProgramError(f"{source} is not a serialized ProgramDesc: {e}") from None
+        what = f"{source!r} is" if source else "the data is"
+        raise ProgramError(f"{what} not a serialized ProgramDesc: {e}") from None
 
 
 def program_from_desc(cls: type, desc: Any) -> Any:
@@ -96,12 +98,18 @@ def program_from_desc(cls: type, desc: Any) -> Any:
         program.blocks.append(block)
         for vdesc in bdesc.vars:
             shape = tuple(None if d < 0 else d for d in vdesc.shape)
-            dtype = D.from_enum(vdesc.dtype)
+            try:
+                dtype = D.from_enum(vdesc.dtype)
+            except PaddleCoreError as e:
+                raise ProgramError(f"variable {vdesc.name!r} in block {i}: {e}") from None
             if vdesc.HasField("parameter"):
                 info = vdesc.parameter
                 init = None
                 if info.initializer:
-                    init = Initializer(info.initializer, **_attr_dict(info.initializer_attrs))
+                    init = Initializer(
+                        info.initializer,
+                        **_attr_dict(info.initializer_attrs, f"parameter {vdesc.name!r}"),
+                    )
                 var: Variable = Parameter(
                     block,
                     vdesc.name,
@@ -109,7 +117,7 @@ def program_from_desc(cls: type, desc: Any) -> Any:
                     dtype,
                     trainable=info.trainable,
                     initializer=init,
-                    optimize_attrs=_attr_dict(info.optimize_attrs),
+                    optimize_attrs=_attr_dict(info.optimize_attrs, f"parameter {vdesc.name!r}"),
                 )
                 var.persistable, var.stop_gradient = vdesc.persistable, vdesc.stop_gradient
             else:
@@ -131,7 +139,7 @@ def program_from_desc(cls: type, desc: Any) -> Any:
                 odesc.type,
                 {s.name: list(s.vars) for s in odesc.inputs},
                 {s.name: list(s.vars) for s in odesc.outputs},
-                {a.name: from_attr_value(a.value) for a in odesc.attrs},
+                _attr_dict(odesc.attrs, f"op {odesc.type!r} in block {i}"),
                 {a.name: a.value.type for a in odesc.attrs},
             )
             for name in op.input_names + op.output_names:
@@ -155,5 +163,8 @@ def program_from_desc(cls: type, desc: Any) -> Any:
     return program
 
 
-def _attr_dict(attrs: Any) -> dict[str, Any]:
+def _attr_dict(attrs: Any, owner: str) -> dict[str, Any]:
+    for a in attrs:
+        if a.value.type not in VALUE_FIELD:
+            raise ProgramError(f"{owner}: attr {a.name!r} has no valid type ({a.value.type})")
     return {a.name: from_attr_value(a.value) for a in attrs}

@@ -55,7 +55,8 @@ def broadcast_shapes(ctx: Any, *shapes: tuple) -> tuple:
                 dim = d
             elif dim != d:
                 ctx.fail(
-                    "shapes " + ", ".join(str(list(s)) for s in shapes)
+                    "shapes "
+                    + ", ".join(str(list(s)) for s in shapes)
                     + f" cannot be broadcast together (axis {axis}: {dim} vs {d})"
                 )
         out.append(dim)

@@ -24,7 +24,11 @@ _INT_LIMITS = {pb.INT: (-(2**31), 2**31 - 1), pb.LONG: (-(2**63), 2**63 - 1)}
 
 
 def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool) or type(value).__name__ == "bool_"
+    # NumPy's bool scalar is not a bool subclass; its class is numpy.bool_ ("bool" since NumPy 2).
+    cls = type(value)
+    return isinstance(value, bool) or (
+        cls.__module__ == "numpy" and cls.__name__ in ("bool", "bool_")
+    )
 
 
 def _as_int(value: Any) -> int:
@@ -69,7 +73,10 @@ def _as_block(value: Any) -> int:
 
 
 def _as_list(value: Any) -> list:
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") or hasattr(value, "keys"):
+    # Strings, mappings and sets are iterable but not lists: a set has no defined order.
+    if isinstance(value, (str, bytes, set, frozenset)) or hasattr(value, "keys"):
+        raise ValueError("not a list")
+    if not hasattr(value, "__iter__"):
         raise ValueError("not a list")
     return list(value)
 
@@ -175,7 +182,7 @@ class AttrValidator:
         got = f"{type(value).__name__} {value!r}"
         if ap.type in A.LIST_TYPES and len(first["loc"]) > 1:
             index = first["loc"][1]
-            item = value[index] if isinstance(index, int) else None
+            item = first["input"]  # the element as given (``value`` may be a set or an iterator)
             got += f" (item {index}: {type(item).__name__} {item!r})"
         hint = ""
         if ap.HasField("choices") and isinstance(value, str):

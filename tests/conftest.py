@@ -1,0 +1,118 @@
+"""Shared fixtures: an isolated plugin index, real pip installs of test plugins, the CLI.
+
+The toy plugin (tests/plugins/paddle_ops_toy) is installed into the test environment by
+`./dev test`, like any user's plugin. Other test plugins are pip-installed here, into target
+directories that tests put on the path of a subprocess (or, carefully, of this process).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_PLUGINS = ROOT / "tests" / "plugins"
+
+# Settings that would change what the tests see; the user's own values must not leak in.
+_SETTINGS = (
+    "PADDLE_CORE_NO_PLUGINS",
+    "PADDLE_CORE_PLUGINS",
+    "PADDLE_CORE_DISABLE",
+    "PADDLE_CORE_PREFER",
+    "PADDLE_CORE_NO_CACHE",
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test (and every subprocess it starts) uses a private index cache and no config."""
+    saved = {
+        k: os.environ.get(k) for k in (*_SETTINGS, "PADDLE_CORE_CACHE_DIR", "PADDLE_CORE_CONFIG")
+    }
+    for key in _SETTINGS:
+        os.environ.pop(key, None)
+    os.environ["PADDLE_CORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("index-cache"))
+    os.environ["PADDLE_CORE_CONFIG"] = str(tmp_path_factory.mktemp("config") / "none.toml")
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry() -> Iterator[None]:
+    """Each test starts from the installed plugins, with no in-process plugin left behind
+    (neither op-declaring ones nor hooks-only ones)."""
+    from paddle_core import hooks, registry
+
+    before = {name for name, _ in hooks.plugin_manager().list_name_plugin()}
+    yield
+    for name, _ in hooks.plugin_manager().list_name_plugin():
+        if name not in before:
+            hooks.unregister_plugin(name)
+    registry.reload_registry()
+
+
+def pip_install(target: Path, *packages: Path | str) -> None:
+    """Really install ``packages`` (local project directories) into ``target`` with pip."""
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    cmd += ["--no-deps", "--no-build-isolation", "--target", str(target)]
+    subprocess.run([*cmd, *map(str, packages)], check=True, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the deliberately broken plugins (paddle-ops-broken), pip-installed."""
+    target = tmp_path_factory.mktemp("broken-site")
+    pip_install(target, TEST_PLUGINS / "broken")
+    return target
+
+
+def paddle_ops_command() -> str:
+    """The installed `paddle-ops` console script of this environment."""
+    found = shutil.which("paddle-ops", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("the paddle-ops console script is not installed in this environment")
+    return found
+
+
+def run_cli(
+    *args: str,
+    pythonpath: Path | None = None,
+    env: dict[str, str] | None = None,
+    check: int | None = 0,
+) -> subprocess.CompletedProcess:
+    """Run `paddle-ops ARGS` as a subprocess; assert its exit status when ``check`` is given."""
+    full_env = {**os.environ, **(env or {})}
+    if pythonpath is not None:
+        full_env["PYTHONPATH"] = str(pythonpath)
+    result = subprocess.run(
+        [paddle_ops_command(), *args], env=full_env, capture_output=True, text=True, timeout=120
+    )
+    if check is not None:
+        assert result.returncode == check, (
+            f"paddle-ops {' '.join(args)} exited {result.returncode}\n"
+            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+        )
+    return result
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """Put directories on this process's sys.path and rebuild the registry (undone after)."""
+    from paddle_core.registry import reload_registry
+
+    def add(*dirs: Path) -> None:
+        for d in dirs:
+            monkeypatch.syspath_prepend(str(d))
+        reload_registry()
+
+    yield add

@@ -1,0 +1,165 @@
+"""The `paddle-ops` command, run as a subprocess the way users run it."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+TOY_OPS = {
+    "add", "concat", "dropout", "fill", "leaky_relu", "linear",
+    "matmul", "reduce", "relu", "scale", "split",
+}  # fmt: skip
+
+
+def as_json(*args: str, **kwargs) -> dict:
+    data = json.loads(run_cli(*args, "--json", **kwargs).stdout)
+    assert data.pop("schema") == 1
+    return data
+
+
+def test_list_json_rows() -> None:
+    rows = {r["op"]: r for r in as_json("list")["ops"]}
+    assert TOY_OPS <= set(rows)
+    assert rows["scale"] == {
+        "op": "scale",
+        "plugin": "toy",
+        "distribution": "paddle-ops-toy",
+        "version": "0.1.0",
+        "devices": ["cpu"],
+        "dtypes": ["int32", "int64", "float32", "float64"],
+        "has_grad": True,
+        "available": True,
+        "comment": rows["scale"]["comment"],
+    }
+    assert rows["scale"]["comment"].startswith("Multiply by a scalar")
+    assert rows["matmul"]["has_grad"] is False
+
+
+def test_list_table_and_filters() -> None:
+    out = run_cli("list").stdout.splitlines()
+    assert out[0].split() == ["op", "plugin", "version", "devices", "dtypes", "grad"]
+    assert set(out[1]) == {"─"}
+    row = next(line for line in out if line.startswith("scale "))
+    assert row.split() == ["scale", "toy", "0.1.0", "cpu", "int32,int64,float32,float64", "yes"]
+    assert out[-1] == f"{len(TOY_OPS)} ops from 1 plugin"
+    assert {r["op"] for r in as_json("list", "--plugin", "paddle-ops-toy")["ops"]} == TOY_OPS
+    assert as_json("list", "--plugin", "nope")["ops"] == []
+    assert "No op matches the filter." in run_cli("list", "--device", "cuda").stdout
+
+
+def test_show_json_has_everything_from_the_proto() -> None:
+    op = as_json("show", "dropout")
+    assert op["signature"] == "dropout(x, *, p=0.5, is_test=False, seed=0, name=None)"
+    assert [i["name"] for i in op["inputs"]] == ["x"]
+    assert op["outputs"][1] == {
+        "name": "mask",
+        "comment": "1 where kept, 0 where dropped; only while training.",
+        "duplicable": False,
+        "dispensable": True,
+    }
+    p = next(a for a in op["attrs"] if a["name"] == "p")
+    assert p["type"] == "FLOAT" and p["default"] == 0.5 and not p["required"]
+    assert p["min"] == {"value": 0.0, "exclusive": False}
+    assert p["max"] == {"value": 1.0, "exclusive": True}
+    seed = next(a for a in op["attrs"] if a["name"] == "seed")
+    assert seed["type"] == "LONG"
+    assert op["kernels"] == [
+        {"device": "cpu", "dtype": d, "impl": "python", "ref": "dropout_cpu", "plugin": "toy"}
+        for d in ("float32", "float64")
+    ]
+    assert op["shape_rule"] == "dropout_shape" and op["grad_rule"] is None
+    reduction = next(a for a in as_json("show", "reduce")["attrs"] if a["name"] == "reduction")
+    assert reduction["choices"] == ["sum", "mean", "max"]
+    shape = next(a for a in as_json("show", "fill")["attrs"] if a["name"] == "shape")
+    assert shape["required"] and shape["default"] is None
+
+
+def test_show_human() -> None:
+    out = run_cli("show", "leaky_relu").stdout
+    assert "leaky_relu  from plugin 'toy' (paddle-ops-toy 0.1.0)" in out
+    assert "leaky_relu(x, *, alpha=0.02, name=None)" in out
+    assert "float in [0, 1), default 0.02" in out
+    assert "python:leaky_relu_cpu" in out
+
+
+def test_unknown_op_exits_1_with_one_line() -> None:
+    result = run_cli("show", "scael", check=1)
+    assert result.stdout == ""
+    assert result.stderr.strip() == "paddle-ops: error: unknown op 'scael' (did you mean 'scale'?)"
+
+
+def test_plugins_json() -> None:
+    toy = next(p for p in as_json("plugins")["plugins"] if p["name"] == "toy")
+    assert toy["status"] == "ok" and toy["problems"] == []
+    assert toy["distribution"] == "paddle-ops-toy" and set(toy["ops"]) == TOY_OPS
+    assert toy["comment"] == "NumPy-kernel ops for testing paddle-core"
+
+
+def test_doctor_clean_and_broken(broken_site: Path) -> None:
+    report = as_json("doctor")
+    assert report["problems"] == [] and report["stale_index"] is False
+    result = run_cli("doctor", "--json", pythonpath=broken_site, check=1)
+    report = json.loads(result.stdout)
+    assert "doctor found" in result.stderr
+    problems = "\n".join(report["problems"])
+    for plugin in ("bad_syntax", "wrong_core", "raising_rules", "missing_symbol", "no_package"):
+        assert f"plugin {plugin!r}" in problems
+    assert "op 'scale' is provided by plugin 'dup'" in problems
+    # With the conflict settled by a preference it becomes a warning, not a problem.
+    report = json.loads(
+        run_cli(
+            "doctor",
+            "--json",
+            pythonpath=broken_site,
+            env={"PADDLE_CORE_PREFER": "scale=toy"},
+            check=1,
+        ).stdout
+    )
+    assert not any("'scale'" in p for p in report["problems"])
+    assert any("'scale'" in w for w in report["warnings"])
+
+
+def test_doctor_warns_about_a_preference_nobody_can_honour() -> None:
+    report = json.loads(
+        run_cli("doctor", "--json", env={"PADDLE_CORE_PREFER": "scale=nobody"}).stdout
+    )
+    assert "preference scale=nobody: no such plugin provides op 'scale'" in report["warnings"]
+
+
+def test_stubs_are_valid_python_with_signatures(tmp_path: Path) -> None:
+    target = tmp_path / "ops.pyi"
+    assert run_cli("stubs", "-o", str(target)).stdout.strip() == f"wrote {target}"
+    text = target.read_text()
+    tree = ast.parse(text)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert TOY_OPS <= set(functions)
+    assert (
+        "def scale(x: Variable, *, scale: float = 1.0, bias: float = 0.0, "
+        "bias_after_scale: bool = True, name: str | None = None) -> Variable:" in text
+    )
+    assert (
+        "def split(x: Variable, *, num: int = 2, axis: int = 0, name: str | None = None) -> list[Variable]:"
+        in text
+    )
+    assert (
+        "def linear(x: Variable, w: Variable, b: Variable | None = None, *, name: str | None = None)"
+        in text
+    )
+    assert ast.get_docstring(functions["scale"]).startswith("Multiply by a scalar")
+
+
+def test_usage_errors_exit_2() -> None:
+    assert run_cli(check=2).stderr.startswith("usage: paddle-ops")
+    assert "invalid choice" in run_cli("frobnicate", check=2).stderr
+
+
+def test_version() -> None:
+    assert run_cli("--version").stdout.strip() == "paddle-core 0.1.0"
+
+
+def test_no_plugins_message() -> None:
+    result = run_cli("plugins", env={"PADDLE_CORE_NO_PLUGINS": "1"})
+    assert "PADDLE_CORE_NO_PLUGINS" in result.stdout
