@@ -55,6 +55,9 @@ _EXPORTS = {
     "reload_registry": "registry",
     "PluginConflictWarning": "registry",
     "ShapeContext": "append",
+    # the kernel SDK
+    "get_include": "sdk",
+    "get_cmake_dir": "sdk",
     # errors
     "PaddleCoreError": "errors",
     "PluginError": "errors",
@@ -130,4 +133,5 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     from .hooks import hookimpl, hookspec, register_plugin, unregister_plugin
     from .registry import PluginConflictWarning, get_registry, reload_registry
     from .scope import Scope, global_scope
+    from .sdk import get_cmake_dir, get_include
     from .serialization import load_program, save_program

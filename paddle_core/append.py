@@ -17,6 +17,20 @@ from .framework import Block, Operator, Parameter, Variable, format_shape
 DTYPE_SET = frozenset(DTYPES)
 
 
+class TensorSpec:
+    """What a shape rule reads of a variable (name, shape, dtype, ndim), without a program:
+    the executor re-runs shape rules on concrete shapes when it prepares a plan."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name: str, shape: tuple, dtype: str) -> None:
+        self.name, self.shape, self.dtype = name, shape, dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
 class ShapeContext:
     """What a shape rule sees: input variables (``.shape``, ``.dtype``), attrs, and setters.
 
@@ -99,7 +113,7 @@ def append_info(
     attrs = sig.validate(attrs)
     in_vars = _bind_inputs(block, info, sig, inputs)
     ctx = ShapeContext(info.type, in_vars, attrs, sig.output_slots)
-    _infer(info, ctx)
+    infer(info, ctx)
     out_vars = _bind_outputs(block, info, sig, ctx.outputs, outputs, name)
     op = Operator(
         block,
@@ -121,7 +135,7 @@ def append_info(
     return op, out_vars
 
 
-def _infer(info: Any, ctx: ShapeContext) -> None:
+def infer(info: Any, ctx: ShapeContext) -> None:
     """Run the op's shape rule; every failure becomes a ShapeError naming the op."""
     rule = info._shape_rule
     if rule is None:

@@ -23,7 +23,7 @@ import warnings
 
 from .config import Settings, load_settings, normalize
 from .discovery import PluginRecord
-from .errors import KernelLoadError, OpNotFoundError, PluginError, did_you_mean
+from .errors import OpNotFoundError, PluginError, did_you_mean
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
 if TYPE_CHECKING:
@@ -52,18 +52,15 @@ class KernelRef:
         return f"<{self.impl} kernel {self.ref!r} for {self.op}/{self.device}/{self.dtype} from {self.plugin.name}>"
 
     def load(self) -> Any:
-        """The callable (Python kernels). Raises KernelLoadError naming plugin, op and symbol."""
+        """The callable (Python kernels) or the kernel capsule (native kernels), loaded on
+        first use. Raises KernelLoadError naming plugin, op and symbol."""
         if self._loaded is None:
-            if self.impl != "python":
-                raise KernelLoadError(
-                    f"op {self.op!r}: {self.plugin.label} declares a native kernel "
-                    f"{self.ref!r}, which this build of paddle-core cannot call yet",
-                    op=self.op,
-                )
-            try:
-                self._loaded = resolve(self.plugin, self.ref, f"kernel for op {self.op!r}")
-            except PluginError as e:
-                raise KernelLoadError(str(e), op=self.op) from e.__cause__
+            from .kernels import load_native, load_python
+
+            if self.impl == "native":
+                self._loaded = load_native(self.plugin, self.op, self.ref)
+            else:
+                self._loaded = load_python(self.plugin, self.op, self.device, self.ref)
         return self._loaded
 
 

@@ -5,7 +5,6 @@ Examples that do not run are a common complaint about op libraries; ours run in 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -18,10 +17,10 @@ PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    # Runs against the installed paddle-core, from a directory outside the checkout.
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     return result
 

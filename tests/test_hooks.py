@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import paddle_core as pc
-from paddle_core import executor as executor_module
+from paddle_core import planning as planning_module
 from paddle_core import registry as registry_module
 from paddle_core.hooks import plugin_manager
 
@@ -21,7 +21,7 @@ from paddle_core.hooks import plugin_manager
 def fresh_warnings(monkeypatch):
     """Conflict and CPU-fallback warnings are given once per process; each test starts anew."""
     monkeypatch.setattr(registry_module, "_warned", set())
-    monkeypatch.setattr(executor_module, "_warned_fallbacks", set())
+    monkeypatch.setattr(planning_module, "_warned_fallbacks", set())
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,15 @@
+# CMake package config for paddle-core's kernel SDK (header-only).
+#
+#   find_package(paddle_core CONFIG REQUIRED)
+#   target_link_libraries(my_kernels PRIVATE paddle_core::sdk)
+#
+# scikit-build-core finds this automatically when paddle-core is a build requirement (it is
+# registered as a "cmake.prefix" entry point); otherwise pass
+# -Dpaddle_core_DIR=$(python -c "import paddle_core; print(paddle_core.get_cmake_dir())").
+get_filename_component(_paddle_core_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+set(paddle_core_INCLUDE_DIR "${_paddle_core_root}/include")
+set(paddle_core_KERNEL_ABI_VERSION 1)
+if(NOT TARGET paddle_core::sdk)
+  add_library(paddle_core::sdk INTERFACE IMPORTED)
+  set_target_properties(paddle_core::sdk PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${paddle_core_INCLUDE_DIR}")
+endif()

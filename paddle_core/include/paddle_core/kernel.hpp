@@ -1,0 +1,214 @@
+// paddle_core/kernel.hpp: a thin, header-only C++ layer over kernel_abi.h.
+//
+// A kernel is a class K with
+//   K(const Attrs& attrs, const Slots& in, const Slots& out);   // prepare: check, decode
+//   void run(const Slots& in, const Slots& out, const Context& ctx) const;
+// registered as `paddle_core::kernel<K>("symbol")`. The constructor runs once per plan with
+// data-less tensors (shapes and dtypes only): validate there with `fail(...)`, keep decoded
+// attrs as members. `run` then only computes. Exceptions never cross the ABI: the
+// trampolines below turn them into PC_ERROR plus a message.
+//
+// Includes only the C header and a few standard headers, so a kernel file compiles in seconds.
+#ifndef PADDLE_CORE_KERNEL_HPP_
+#define PADDLE_CORE_KERNEL_HPP_
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "paddle_core/kernel_abi.h"
+
+namespace paddle_core {
+
+// Raised by kernel code; carries the message shown to the user (with the op name prefixed).
+class KernelError : public std::exception {
+ public:
+  explicit KernelError(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+// Throw a KernelError with a printf-style message.
+[[noreturn]] inline void fail(const char* format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof buffer, format, args);
+  va_end(args);
+  throw KernelError(buffer);
+}
+
+// C++ type -> PC_* dtype.
+template <class T> struct DType;
+template <> struct DType<bool> { static constexpr int32_t value = PC_BOOL; };
+template <> struct DType<int8_t> { static constexpr int32_t value = PC_INT8; };
+template <> struct DType<int16_t> { static constexpr int32_t value = PC_INT16; };
+template <> struct DType<int32_t> { static constexpr int32_t value = PC_INT32; };
+template <> struct DType<int64_t> { static constexpr int32_t value = PC_INT64; };
+template <> struct DType<uint8_t> { static constexpr int32_t value = PC_UINT8; };
+template <> struct DType<float> { static constexpr int32_t value = PC_FLOAT32; };
+template <> struct DType<double> { static constexpr int32_t value = PC_FLOAT64; };
+
+inline const char* dtype_name(int32_t dtype) {
+  static const char* const names[] = {"?",       "bool",     "int8",    "int16",
+                                      "int32",   "int64",    "uint8",   "float16",
+                                      "bfloat16", "float32", "float64"};
+  return dtype >= 1 && dtype <= 10 ? names[dtype] : "?";
+}
+
+// A tensor view.
+class Tensor {
+ public:
+  explicit Tensor(const pc_tensor& t) : t_(&t) {}
+
+  int32_t ndim() const { return t_->ndim; }
+  int64_t dim(int32_t axis) const { return t_->shape[axis < 0 ? axis + t_->ndim : axis]; }
+  int32_t dtype() const { return t_->dtype; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int32_t k = 0; k < t_->ndim; ++k) n *= t_->shape[k];
+    return n;
+  }
+  const int64_t* shape() const { return t_->shape; }
+  template <class T> T* data() const { return static_cast<T*>(t_->data); }
+  const pc_tensor& raw() const { return *t_; }
+
+  bool same_shape(const Tensor& other) const {
+    if (ndim() != other.ndim()) return false;
+    for (int32_t k = 0; k < ndim(); ++k)
+      if (t_->shape[k] != other.t_->shape[k]) return false;
+    return true;
+  }
+  // "float32[2, 3]", for messages.
+  std::string describe() const {
+    std::string s = std::string(dtype_name(dtype())) + "[";
+    for (int32_t k = 0; k < ndim(); ++k) s += (k ? ", " : "") + std::to_string(t_->shape[k]);
+    return s + "]";
+  }
+  // Fail unless the dtype is `expected`.
+  void expect_dtype(int32_t expected, const char* what) const {
+    if (dtype() != expected)
+      fail("%s must be %s, got %s", what, dtype_name(expected), describe().c_str());
+  }
+
+ private:
+  const pc_tensor* t_;
+};
+
+// The tensors of an op's input or output slots (see pc_tensors).
+class Slots {
+ public:
+  explicit Slots(const pc_tensors* t) : t_(t) {}
+
+  int32_t num_slots() const { return t_->num_slots; }
+  int32_t size(int32_t slot) const { return t_->slot_begin[slot + 1] - t_->slot_begin[slot]; }
+  bool has(int32_t slot) const { return slot < t_->num_slots && size(slot) > 0; }
+  // The k-th tensor of `slot` (k = 0 for plain slots).
+  Tensor operator()(int32_t slot, int32_t k = 0) const {
+    return Tensor(t_->items[t_->slot_begin[slot] + k]);
+  }
+  const pc_tensors* raw() const { return t_; }
+
+ private:
+  const pc_tensors* t_;
+};
+
+// Attribute access by name, checked against the declared type.
+class Attrs {
+ public:
+  explicit Attrs(const pc_attrs* a) : a_(a) {}
+
+  const pc_attr& get(const char* name, int32_t type) const {
+    const pc_attr* attr = pc_find_attr(a_, name);
+    if (attr == nullptr) fail("the op has no attr '%s'", name);
+    if (attr->type != type) fail("attr '%s' has type %d, the kernel expects %d", name, attr->type, type);
+    return *attr;
+  }
+  bool has(const char* name) const { return pc_find_attr(a_, name) != nullptr; }
+  double f(const char* name) const { return get(name, PC_ATTR_FLOAT).f; }
+  int64_t i(const char* name) const { return get(name, PC_ATTR_INT).i; }
+  int64_t l(const char* name) const { return get(name, PC_ATTR_LONG).i; }
+  bool b(const char* name) const { return get(name, PC_ATTR_BOOL).i != 0; }
+  std::string s(const char* name) const { return get(name, PC_ATTR_STRING).s; }
+  std::vector<int64_t> ints(const char* name) const {
+    const pc_attr& a = get(name, PC_ATTR_INTS);
+    return std::vector<int64_t>(a.ints, a.ints + a.count);
+  }
+  std::vector<double> floats(const char* name) const {
+    const pc_attr& a = get(name, PC_ATTR_FLOATS);
+    return std::vector<double>(a.floats, a.floats + a.count);
+  }
+
+ private:
+  const pc_attrs* a_;
+};
+
+// The per-call context.
+class Context {
+ public:
+  explicit Context(pc_context* c) : c_(c) {}
+  int32_t num_threads() const { return c_->num_threads > 0 ? c_->num_threads : 1; }
+  void* stream() const { return c_->stream; }
+
+ private:
+  pc_context* c_;
+};
+
+namespace detail {
+
+inline pc_status report(pc_context* ctx, const char* message) {
+  if (ctx != nullptr && ctx->message != nullptr && ctx->message_capacity > 0) {
+    std::strncpy(ctx->message, message, ctx->message_capacity - 1);
+    ctx->message[ctx->message_capacity - 1] = '\0';
+  }
+  return PC_ERROR;
+}
+
+template <class K>
+pc_status prepare(const pc_attrs* attrs, const pc_tensors* in, const pc_tensors* out,
+                  pc_context* ctx, void** state) {
+  try {
+    *state = new K(Attrs(attrs), Slots(in), Slots(out));
+    return PC_OK;
+  } catch (const std::exception& e) {
+    return report(ctx, e.what());
+  } catch (...) {
+    return report(ctx, "unknown C++ exception in prepare");
+  }
+}
+
+template <class K>
+pc_status run(void* state, const pc_tensors* in, const pc_tensors* out, pc_context* ctx) {
+  try {
+    static_cast<const K*>(state)->run(Slots(in), Slots(out), Context(ctx));
+    return PC_OK;
+  } catch (const std::exception& e) {
+    return report(ctx, e.what());
+  } catch (...) {
+    return report(ctx, "unknown C++ exception in run");
+  }
+}
+
+template <class K> void release(void* state) { delete static_cast<K*>(state); }
+
+}  // namespace detail
+
+// The table entry for kernel class K under `name` (the manifest's KernelDef.native).
+template <class K> constexpr pc_kernel kernel(const char* name) {
+  return pc_kernel{PADDLE_CORE_KERNEL_ABI_VERSION, sizeof(pc_kernel), name,
+                   &detail::prepare<K>, &detail::run<K>, &detail::release<K>};
+}
+
+// The kernels of one source file ("family"); each file ends with one of these and the
+// plugin's module lists the families (see paddle_core/pybind.hpp).
+using Family = std::vector<pc_kernel>;
+
+}  // namespace paddle_core
+
+#endif  // PADDLE_CORE_KERNEL_HPP_

@@ -1,0 +1,41 @@
+// paddle_core/pybind.hpp: export a plugin's kernels from its pybind11 module (`_C`).
+//
+// The only header that needs pybind11; include it in one small file of the plugin:
+//
+//   #include <paddle_core/pybind.hpp>
+//   const paddle_core::Family& elementwise_kernels();   // defined in elementwise_cpu.cpp
+//   PYBIND11_MODULE(_C, m) { paddle_core::export_kernels(m, {&elementwise_kernels()}); }
+//
+// The module then has KERNEL_ABI_VERSION and kernels() -> {name: capsule}, which the core
+// checks against the plugin's manifest (both ways) when it first loads the module.
+#ifndef PADDLE_CORE_PYBIND_HPP_
+#define PADDLE_CORE_PYBIND_HPP_
+
+#include <pybind11/pybind11.h>
+
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+#include "paddle_core/kernel.hpp"
+
+namespace paddle_core {
+
+inline void export_kernels(pybind11::module_& m, std::initializer_list<const Family*> families) {
+  pybind11::dict table;
+  for (const Family* family : families) {
+    for (const pc_kernel& k : *family) {
+      if (table.contains(k.name))
+        throw std::runtime_error(std::string("kernel '") + k.name + "' is exported twice");
+      // Capsules point into static storage: no destructor.
+      table[k.name] = pybind11::capsule(static_cast<const void*>(&k), PADDLE_CORE_KERNEL_CAPSULE);
+    }
+  }
+  m.attr("KERNEL_ABI_VERSION") = PADDLE_CORE_KERNEL_ABI_VERSION;
+  m.def("kernels", [table]() { return pybind11::dict(table); },
+        "The kernel table: symbol name -> capsule of a pc_kernel.");
+}
+
+}  // namespace paddle_core
+
+#endif  // PADDLE_CORE_PYBIND_HPP_

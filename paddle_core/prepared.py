@@ -1,0 +1,293 @@
+"""PreparedProgram: a planned run, executed by a runner.
+
+On CPU the compiled runtime (paddle_core._runtime) runs the plan: native kernels are called
+through their function pointers in a C++ loop with no Python between ops, Python kernels are
+called back. Variables get one buffer each, in one of four roles:
+
+- fed: bound to the caller's array each run;
+- persistable: bound to the scope's array each run (updated in place), created if absent;
+- fetched: allocated fresh each run, because the caller keeps it;
+- everything else: allocated once when the plan is built and reused by every run.
+
+Other devices run the plan with a Python loop that moves data through the device's buffers
+(and copies for ops that fall back to CPU kernels), until compiled kernels for them exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dtypes as D
+from .errors import FeedError, KernelError, KernelRuntimeError
+from .framework import format_shape
+from .planning import PlanSpec, Step
+from .scope import Scope
+
+ALIGNMENT = 64  # bytes; the kernel ABI promises it for buffers the core allocates
+
+
+def aligned_empty(shape: tuple, dtype: str) -> Any:
+    """An uninitialised C-contiguous array whose data is 64-byte aligned."""
+    import numpy as np
+
+    dt = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    offset = -raw.ctypes.data % ALIGNMENT
+    return raw[offset : offset + nbytes].view(dt).reshape(shape)
+
+
+def c_contiguous(array: Any) -> Any:
+    """``array`` itself if C-contiguous, else a C-contiguous copy (keeping 0-d arrays 0-d,
+    which np.ascontiguousarray does not)."""
+    return array if array.flags.c_contiguous else array.copy(order="C")
+
+
+class PreparedProgram:
+    """A program ready to run: ``run(feed, scope)`` executes the planned steps in order."""
+
+    def __init__(self, spec: PlanSpec, device: Any, num_threads: int) -> None:
+        self.spec = spec
+        self.program = spec.program
+        self.device = device
+        self.feed_names = spec.feed_names
+        self.fetch_names = spec.fetch_names
+        self.steps = spec.steps
+        self.persistable_inputs = spec.persistable_inputs
+        self.persistable_outputs = spec.persistable_outputs
+        compiled = device.type == "cpu" and not any(s.fallback for s in spec.steps)
+        self._runner = CompiledRunner(spec, num_threads) if compiled else PythonRunner(spec, device)
+
+    def __repr__(self) -> str:
+        runner = type(self._runner).__name__
+        return f"<PreparedProgram: {len(self.steps)} ops on {self.device} ({runner}), fetch {self.fetch_names}>"
+
+    @property
+    def op_types(self) -> list[str]:
+        return [s.op.type for s in self.steps]
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled runtime runs this plan."""
+        return isinstance(self._runner, CompiledRunner)
+
+    def run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
+        values = self._runner.run(feed, scope)
+        return [self.device.to_host(v) for v in values] if return_numpy else values
+
+
+def _scope_value(scope: Scope, name: str) -> Any:
+    value = scope.find_var(name)
+    if value is None:
+        raise FeedError(
+            f"persistable variable {name!r} has no value in the scope; "
+            "initialise it first (run the startup program or scope.set_var)"
+        )
+    return value
+
+
+def compiled_runtime() -> Any:
+    """paddle_core._runtime, or a clear error when this paddle_core was never built."""
+    try:
+        from . import _runtime
+    except ImportError as e:
+        import os
+
+        from .errors import PaddleCoreError
+
+        raise PaddleCoreError(
+            f"paddle-core's compiled runtime is missing from {os.path.dirname(__file__)}: "
+            "this looks like a source checkout on sys.path; install paddle-core "
+            "(`./dev test` or `pip install .`) and run from outside the checkout"
+        ) from e
+    return _runtime
+
+
+class CompiledRunner:
+    """Runs a plan on CPU through paddle_core._runtime."""
+
+    def __init__(self, spec: PlanSpec, num_threads: int) -> None:
+        _runtime = compiled_runtime()
+        self.spec = spec
+        self.plan = _runtime.Plan(num_threads)
+        self.index: dict[str, int] = {}
+        for name, (shape, dtype) in spec.shapes.items():
+            self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+        fed, persistable = set(spec.feed_names), set(spec.persistable_inputs)
+        persistable |= set(spec.persistable_outputs)
+        self.persistable = [n for n in spec.shapes if n in persistable and n not in fed]
+        self.fetched = [n for n in dict.fromkeys(spec.fetch_names) if n not in fed | persistable]
+        per_run = fed | persistable | set(self.fetched)
+        for name, (shape, dtype) in spec.shapes.items():
+            if name not in per_run:  # planned once, reused by every run
+                self.plan.bind(self.index[name], aligned_empty(shape, dtype))
+        for step in spec.steps:
+            ins = [[self.index[n] for n in names] for _, _, names in step.inputs]
+            outs = [[self.index[n] for n in names] for _, _, names in step.outputs]
+            if step.kernel.impl == "native":
+                self.plan.add_native(step.fn, ins, outs, _native_attrs(step))
+            else:
+                flat = [i for slot in outs for i in slot]
+                self.plan.add_python(_python_step(step, spec.shapes), ins, flat)
+        try:
+            self.plan.prepare()
+        except _runtime.KernelFailure as e:
+            index, message = e.args[0]
+            step = spec.steps[index]
+            raise KernelError(
+                f"{step.describe()} rejected its inputs: {message}", op=step.op.type
+            ) from None
+        self._failure = _runtime.KernelFailure
+
+    def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+
+        shapes, index = self.spec.shapes, self.index
+        indices, arrays = [], []
+        for name in self.spec.feed_names:
+            indices.append(index[name])
+            arrays.append(c_contiguous(feed[name]))
+        for name in self.persistable:
+            value = scope.find_var(name)
+            if value is None:
+                if name in self.spec.persistable_inputs:
+                    _scope_value(scope, name)  # raises: read before written
+                value = aligned_empty(*shapes[name])
+            else:
+                value = _checked_persistable(name, value, shapes[name])
+            indices.append(index[name])
+            arrays.append(value)
+        for name in self.fetched:
+            indices.append(index[name])
+            arrays.append(aligned_empty(*shapes[name]))
+        try:
+            self.plan.run(indices, arrays)
+        except self._failure as e:
+            step_index, message = e.args[0]
+            step = self.spec.steps[step_index]
+            raise KernelRuntimeError(
+                f"{step.describe()} failed: {message}", op=step.op.type
+            ) from None
+        for name in self.spec.persistable_outputs:
+            scope.set_var(name, self.plan.array(index[name]))
+        persistable = set(self.persistable)
+        return [
+            self.plan.array(index[n]).copy() if n in persistable else self.plan.array(index[n])
+            for n in self.spec.fetch_names
+        ]
+
+
+def _checked_persistable(name: str, value: Any, planned: tuple[tuple, str]) -> Any:
+    import numpy as np
+
+    shape, dtype = planned
+    if not isinstance(value, np.ndarray) or value.shape != shape or value.dtype.name != dtype:
+        got = f"{getattr(value, 'dtype', type(value).__name__)}{list(getattr(value, 'shape', []))}"
+        raise FeedError(
+            f"persistable variable {name!r} holds {got} in the scope, but the program declares "
+            f"{dtype}{format_shape(shape)}"
+        )
+    if not value.flags.c_contiguous or not value.flags.writeable:
+        raise FeedError(
+            f"persistable variable {name!r} must be a writeable C-contiguous array in the scope"
+        )
+    return value
+
+
+def _native_attrs(step: Step) -> list[tuple[str, int, Any]]:
+    types = step.info.attr_types
+    return [(name, types[name], value) for name, value in step.attrs.items()]
+
+
+def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
+    """The callback the compiled runtime makes for a Python kernel: unpack slots, call, check."""
+
+    fn, attrs = step.fn, step.attrs
+    layout = [(duplicable, bool(names)) for _, duplicable, names in step.inputs]
+
+    def call(inputs: list[list[Any]]) -> list[Any]:
+        args = [
+            slot if duplicable else (slot[0] if present else None)
+            for slot, (duplicable, present) in zip(inputs, layout)
+        ]
+        produced = _call_kernel(step, fn, args, attrs)
+        return [c_contiguous(a) for a in _outputs(step, produced, shapes)]
+
+    return call
+
+
+def _call_kernel(step: Step, fn: Any, args: list[Any], attrs: dict[str, Any]) -> Any:
+    try:
+        return fn(*args, **attrs)
+    except Exception as e:
+        raise KernelRuntimeError(
+            f"{step.describe()} failed: {type(e).__name__}: {e}", op=step.op.type
+        ) from e
+
+
+def _outputs(step: Step, result: Any, shapes: dict[str, tuple[tuple, str]]) -> list[Any]:
+    """A Python kernel's result as a flat list of arrays, checked against the planned shapes."""
+    if len(step.outputs) == 1:
+        result = (result,)
+    elif not isinstance(result, (tuple, list)) or len(result) != len(step.outputs):
+        _bad_result(step, f"should return {len(step.outputs)} outputs as a tuple")
+    flat = []
+    for (slot, duplicable, names), value in zip(step.outputs, result):
+        if not names:  # a dispensable output this op instance does not produce
+            continue
+        produced = value if duplicable else [value]
+        if len(produced) != len(names):
+            _bad_result(
+                step, f"returned {len(produced)} arrays for output {slot!r}, expected {len(names)}"
+            )
+        for name, array in zip(names, produced):
+            _check_output(step, name, array, *shapes[name])
+            flat.append(array)
+    return flat
+
+
+def _bad_result(step: Step, problem: str) -> None:
+    raise KernelRuntimeError(f"{step.describe()} {problem}", op=step.op.type)
+
+
+def _check_output(step: Step, name: str, value: Any, shape: tuple, dtype: str) -> None:
+    got_shape = getattr(value, "shape", None)
+    got_dtype = getattr(getattr(value, "dtype", None), "name", None)
+    if got_shape is None or got_dtype != dtype or tuple(got_shape) != tuple(shape):
+        _bad_result(
+            step,
+            f"produced {name!r} as {type(value).__name__} {got_dtype}{list(got_shape or [])}, "
+            f"but the op declares {dtype}{format_shape(shape)}",
+        )
+
+
+class PythonRunner:
+    """Runs a plan with a Python loop on any device (CPU-fallback ops copy in and out)."""
+
+    def __init__(self, spec: PlanSpec, device: Any) -> None:
+        self.spec = spec
+        self.device = device
+
+    def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+        device, shapes = self.device, self.spec.shapes
+        values: dict[str, Any] = {}
+        for name in self.spec.persistable_inputs:
+            value = _scope_value(scope, name)
+            if not device.holds(value):  # e.g. a NumPy array set by the user, on CUDA
+                value = device.to_device(value)
+                scope.set_var(name, value)  # moved once, not on every run
+            values[name] = value
+        values.update({name: device.to_device(array) for name, array in feed.items()})
+        for step in self.spec.steps:
+            args = []
+            for _, duplicable, names in step.inputs:
+                slot = [values[n] for n in names]
+                if step.fallback:
+                    slot = [device.to_host(v) for v in slot]
+                args.append(slot if duplicable else (slot[0] if slot else None))
+            produced = _outputs(step, _call_kernel(step, step.fn, args, step.attrs), shapes)
+            names = [n for _, _, slot_names in step.outputs for n in slot_names]
+            for name, array in zip(names, produced):
+                values[name] = device.to_device(array) if step.fallback else array
+        for name in self.spec.persistable_outputs:
+            scope.set_var(name, values[name])
+        return [values[name] for name in self.spec.fetch_names]
