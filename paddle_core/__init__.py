@@ -37,6 +37,9 @@ _EXPORTS = {
     "data": "framework",
     "save_program": "serialization",
     "load_program": "serialization",
+    "gradients": "backward",
+    "append_backward": "backward",
+    "GradContext": "backward",
     # running
     "Executor": "executor",
     "PreparedProgram": "executor",
@@ -75,7 +78,7 @@ _EXPORTS = {
     "DeviceError": "errors",
     "ConfigError": "errors",
 }
-_SUBMODULES = {"ops", "shape_rules"}
+_SUBMODULES = {"ops", "shape_rules", "testing"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
 
@@ -97,8 +100,9 @@ def __dir__() -> list[str]:
 
 TYPE_CHECKING = False  # (not typing.TYPE_CHECKING: importing typing costs start-up time)
 if TYPE_CHECKING:  # let type checkers and editors see the lazy names
-    from . import ops, shape_rules
+    from . import ops, shape_rules, testing
     from .append import ShapeContext
+    from .backward import GradContext, append_backward, gradients
     from .device import CPU, CUDA, Device, get_device
     from .errors import (
         AttrError,

@@ -271,9 +271,13 @@ def _given_outputs(
             raise OpInputError(
                 f"op {op_type!r} has no output {key!r}{did_you_mean(key, names)}", op=op_type
             )
+    dispensable = {slot for slot, _, optional in sig.outputs if optional}
     bound = []
-    for slot, slot_specs in specs.items():
+    for slot, slot_specs in list(specs.items()):
         value = given.get(slot)
+        if value is None and slot in dispensable:  # not requested: the op will not produce it
+            del specs[slot]
+            continue
         targets = value if isinstance(value, (list, tuple)) else [value]
         if value is None or len(targets) != len(slot_specs):
             raise OpInputError(

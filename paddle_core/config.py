@@ -52,6 +52,8 @@ class Settings:
         keys = {normalize(n) for n in names}
         if self.no_plugins:
             return "PADDLE_CORE_NO_PLUGINS is set"
+        if keys == {"core", "paddle_core"}:  # the core's own ops: only NO_PLUGINS turns them off
+            return None
         if self.allow is not None and not keys & self.allow:
             return "it is not in the plugin allowlist (PADDLE_CORE_PLUGINS / [plugins] allow)"
         if keys & self.disable:

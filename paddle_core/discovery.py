@@ -1,7 +1,8 @@
 """Find installed plugins and read their manifests, without importing any plugin code.
 
 A plugin registers one entry point in group ``paddle_core.plugins`` whose value names its
-manifest as ``package:file.pbtxt``. The core owns the loader loop: each plugin is read on its
+manifest as ``package:file.pbtxt``, or ``package:directory`` holding several ``*.pbtxt``
+files (one per op family, merged in name order). The core owns the loader loop: each plugin is read on its
 own, every failure is recorded against that plugin (``PluginRecord.errors``), and nothing here
 raises. The result is cached on disk (``index_cache``), so a process that finds nothing changed
 reads one small JSON file instead of scanning distributions and parsing manifests.
@@ -37,6 +38,7 @@ class PluginRecord:
         "version",
         "entry_point",
         "manifest_path",
+        "manifest_files",
         "comment",
         "rules_module",
         "kernel_module",
@@ -54,7 +56,8 @@ class PluginRecord:
         self.distribution = distribution
         self.version = version
         self.entry_point = fields.get("entry_point", "")
-        self.manifest_path = fields.get("manifest_path", "")
+        self.manifest_path = fields.get("manifest_path", "")  # the file or directory named
+        self.manifest_files: list[str] = list(fields.get("manifest_files", ()))
         self.comment = fields.get("comment", "")
         self.rules_module = fields.get("rules_module", "")
         self.kernel_module = fields.get("kernel_module", "")
@@ -117,17 +120,44 @@ class PluginRecord:
         return cls(**data)
 
 
+# Manifest fields that hold one value for the whole plugin: every file that sets one must agree.
+_PLUGIN_FIELDS = (
+    "comment",
+    "requires_core",
+    "kernel_abi",
+    "rules_module",
+    "kernel_module",
+    "hooks_module",
+)
+
+
 def record_from_manifest(
-    record: PluginRecord, text: str, source: str, core_version: str
+    record: PluginRecord, parts: list[tuple[str, str]], core_version: str
 ) -> PluginRecord:
-    """Fill ``record`` from manifest text; problems go to ``record.errors``. Never raises."""
+    """Fill ``record`` from manifest texts ((text, source) per file, merged in order);
+    problems go to ``record.errors``. Never raises."""
     from . import manifest as M
     from .errors import ManifestError
+    from .proto import framework_pb2 as pb
 
-    try:
-        parsed = M.parse(text, plugin=record.name, source=source)
-    except ManifestError as e:
-        record.errors.append(str(e))
+    parsed = pb.PluginManifest()
+    setters: dict[str, str] = {}
+    for text, source in parts:
+        try:
+            part = M.parse(text, plugin=record.name, source=source)
+        except ManifestError as e:
+            record.errors.append(str(e))
+            continue
+        for field in _PLUGIN_FIELDS:
+            value, current = getattr(part, field), getattr(parsed, field)
+            if value and current and value != current:
+                record.errors.append(
+                    f"{source} sets {field} {value!r}, but {setters[field]} sets {current!r}"
+                )
+            elif value:
+                setters.setdefault(field, source)
+        parsed.MergeFrom(part)
+    if record.errors:
         return record
     in_process = record.namespace is not None
     errors, warnings = M.check(parsed, core_version=core_version, in_process=in_process)
@@ -174,20 +204,24 @@ def _read_entry_point(ep, core_version: str) -> PluginRecord:
     try:
         path = locate_manifest(ep.value)
         record.manifest_path = str(path)
-        text = path.read_text(encoding="utf-8")
+        files = sorted(path.glob("*.pbtxt")) if path.is_dir() else [path]
+        if not files:
+            raise ValueError(f"manifest directory {str(path)!r} holds no *.pbtxt file")
+        record.manifest_files = [str(f) for f in files]
+        parts = [(f.read_text(encoding="utf-8"), str(f)) for f in files]
     except (OSError, ValueError, UnicodeDecodeError) as e:
         record.errors.append(str(e))
         return record
     try:
-        return record_from_manifest(record, text, str(path), core_version)
+        return record_from_manifest(record, parts, core_version)
     except Exception as e:  # a checker bug must not take the host down; report it instead
         record.errors.append(f"unexpected {type(e).__name__} while reading the manifest: {e}")
         return record
 
 
 def locate_manifest(value: str) -> Path:
-    """The manifest file named by an entry-point value "package:file.pbtxt", found without
-    importing the package (``find_spec`` locates it; nothing is executed)."""
+    """The manifest file (or directory) named by an entry-point value "package:file.pbtxt",
+    found without importing the package (``find_spec`` locates it; nothing is executed)."""
     import importlib.machinery
     import importlib.util
     from pathlib import Path
@@ -207,6 +241,6 @@ def locate_manifest(value: str) -> Path:
         raise ValueError(f"package {package!r} named by entry point {value!r} is not installed")
     for location in spec.submodule_search_locations:
         candidate = Path(location) / resource
-        if candidate.is_file():
+        if candidate.exists():
             return candidate
     raise ValueError(f"manifest file {resource!r} is missing from package {package!r}")

@@ -132,7 +132,7 @@ def register_plugin(plugin: object, name: str | None = None) -> str:
         declared = impl()
         text = declared if isinstance(declared, str) else _to_text(declared)
         record = PluginRecord(name, namespace=plugin)
-        record_from_manifest(record, text, f"<register_plugin {name!r}>", __version__)
+        record_from_manifest(record, [(text, f"<register_plugin {name!r}>")], __version__)
         if record.errors:
             raise PluginError(
                 f"plugin {name!r} declares an invalid manifest: " + "; ".join(record.errors),

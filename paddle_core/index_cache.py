@@ -6,7 +6,8 @@ The index is valid while all of these hold (checked with a few ``stat`` calls, n
 - for every ``sys.path`` directory whose mtime moved, the same ``*.dist-info``/``*.egg-info``
   entries with the same mtimes (pip recreates these on install, upgrade and removal, and a
   new or removed distribution changes its directory's mtime);
-- every plugin's manifest file has the same size and mtime (editable installs edit in place).
+- every plugin's manifest file (and manifest directory) has the same size and mtime
+  (editable installs edit in place).
 
 One file per interpreter and resolved ``sys.path`` (so ``python -c`` and a console script,
 whose first path entries differ, do not evict each other), under the cache directory. Writes
@@ -56,7 +57,13 @@ def store(cache_dir: str, core_version: str, records: list[PluginRecord]) -> Non
         "core": core_version,
         "python": sys.version,
         "paths": [[p, _mtime(p), _dists(p)] for p in search_path()],
-        "manifests": {r.manifest_path: _file_state(r.manifest_path) for r in records},
+        # Every manifest file, and a manifest directory itself (its mtime moves when files
+        # are added or removed).
+        "manifests": {
+            path: _file_state(path)
+            for r in records
+            for path in dict.fromkeys([r.manifest_path, *r.manifest_files])
+        },
         "plugins": [r.to_json() for r in records],
     }
     path = index_file(cache_dir)

@@ -181,6 +181,8 @@ def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
     ctx = ShapeContext(op.type, inputs, step.attrs, [slot for slot, _, _ in step.outputs])
     infer(step.info, ctx)
     for slot, _, names in step.outputs:
+        if not names:  # a dispensable output this op instance does not produce
+            continue
         specs = ctx.outputs.get(slot, [])
         if len(specs) != len(names):
             raise ShapeError(

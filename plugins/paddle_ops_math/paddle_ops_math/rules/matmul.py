@@ -1,0 +1,49 @@
+"""Shape rules of the matrix products (kernels: src/matmul_cpu.cpp)."""
+
+from __future__ import annotations
+
+from math import prod
+
+from paddle_core.shape_rules import broadcast_shapes
+
+
+def matmul_shape(ctx):
+    x, y = ctx.input("x"), ctx.input("y")
+    if x.ndim < 2 or y.ndim < 2:
+        ctx.fail("x and y must be at least 2-D")
+    if x.dtype != y.dtype:
+        ctx.fail(f"x and y must share a dtype, got {x.dtype} and {y.dtype}")
+    m, kx = x.shape[-2:][:: -1 if ctx.attrs["transpose_x"] else 1]
+    ky, n = y.shape[-2:][:: -1 if ctx.attrs["transpose_y"] else 1]
+    if kx is not None and ky is not None and kx != ky:
+        ctx.fail(f"inner dimensions differ: {kx} (x) vs {ky} (y)")
+    batch = broadcast_shapes(ctx, x.shape[:-2], y.shape[:-2])
+    ctx.set_output("out", (*batch, m, n), x.dtype)
+
+
+def _flat(dims):
+    return None if None in dims else prod(dims)
+
+
+def matmul_2d_shape(ctx):
+    x, y = ctx.input("x"), ctx.input("y")
+    xk, yk = ctx.attrs["x_num_col_dims"], ctx.attrs["y_num_col_dims"]
+    if xk > x.ndim or yk > y.ndim:
+        ctx.fail(f"x_num_col_dims={xk} / y_num_col_dims={yk} exceed the ranks {x.ndim} / {y.ndim}")
+    if x.dtype != y.dtype:
+        ctx.fail(f"x and y must share a dtype, got {x.dtype} and {y.dtype}")
+    inner_x, inner_y = _flat(x.shape[xk:]), _flat(y.shape[:yk])
+    if inner_x is not None and inner_y is not None and inner_x != inner_y:
+        ctx.fail(f"x flattens to [*, {inner_x}] and y to [{inner_y}, *]: inner dimensions differ")
+    ctx.set_output("out", (*x.shape[:xk], *y.shape[yk:]), x.dtype)
+
+
+def rowwise_add_shape(ctx):
+    x, b = ctx.input("x"), ctx.input("b")
+    if x.ndim != 2 or b.ndim != 1:
+        ctx.fail("x must be 2-D and b 1-D")
+    if None not in (x.shape[1], b.shape[0]) and x.shape[1] != b.shape[0]:
+        ctx.fail(f"b has {b.shape[0]} elements but x has {x.shape[1]} columns")
+    if x.dtype != b.dtype:
+        ctx.fail(f"x and b must share a dtype, got {x.dtype} and {b.dtype}")
+    ctx.set_output("out", x.shape, x.dtype)

@@ -1,0 +1,47 @@
+// paddle_ops_math._C: the kernel table the core loads (see paddle_core/pybind.hpp), and the
+// process-wide threading setup. The only file that includes pybind11.
+#include <cblas.h>
+#include <omp.h>
+
+#include <paddle_core/pybind.hpp>
+
+namespace pom {
+// One family per source file (src/<family>_cpu.cpp).
+const paddle_core::Family& elementwise_kernels();
+const paddle_core::Family& fill_kernels();
+const paddle_core::Family& matmul_kernels();
+
+namespace {
+
+// OpenBLAS hands us its parallel jobs and we run them on OpenMP's threads, so the process
+// has one thread pool. Two pools (OpenBLAS's own and OpenMP's) spin against each other on a
+// small machine: we measured 256^2 GEMMs 15-35x slower when BLAS calls and OpenMP loops
+// alternate.
+void run_blas_jobs(int sync, openblas_dojob_callback dojob, int numjobs, size_t jobdata_elsize,
+                   void* jobdata, int dojob_data) {
+  (void)sync;
+#pragma omp parallel for num_threads(numjobs) schedule(static)
+  for (int i = 0; i < numjobs; ++i)
+    dojob(i, static_cast<char*>(jobdata) + static_cast<size_t>(i) * jobdata_elsize, dojob_data);
+}
+
+}  // namespace
+}  // namespace pom
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "Compiled CPU kernels of paddle-ops-math.";
+  scipy_openblas_set_threads_callback_function(&pom::run_blas_jobs);
+  paddle_core::export_kernels(
+      m, {&pom::elementwise_kernels(), &pom::fill_kernels(), &pom::matmul_kernels()});
+  m.def(
+      "threading_info",
+      []() {
+        pybind11::dict info;
+        info["openmp_max_threads"] = omp_get_max_threads();
+        info["openblas_threads"] = scipy_openblas_get_num_threads();
+        info["openblas_config"] = scipy_openblas_get_config();
+        info["blas_runs_on_openmp"] = true;
+        return info;
+      },
+      "How the kernels thread: one OpenMP pool, which OpenBLAS runs its jobs on.");
+}

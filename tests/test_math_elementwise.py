@@ -1,0 +1,104 @@
+"""paddle-ops-math elementwise binary ops and comparisons against NumPy; their gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from math_helpers import FLOATS, NUMBERS, assert_matches, check_grad, rand, run1
+
+BINARY = {
+    "add": (np.add, NUMBERS),
+    "sub": (np.subtract, NUMBERS),
+    "mul": (np.multiply, NUMBERS),
+    "div": (np.divide, FLOATS),
+    "pow": (np.power, FLOATS),
+    "maximum": (np.maximum, NUMBERS),
+    "minimum": (np.minimum, NUMBERS),
+}
+COMPARE = {
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+}
+# (x shape, y shape): same, scalar either side, row and column broadcasts, both-sided
+# broadcast, batch dims, and empty tensors.
+SHAPES = [
+    ((3, 4), (3, 4)),
+    ((3, 4), ()),
+    ((), (3, 4)),
+    ((3, 4), (4,)),
+    ((3, 1), (1, 4)),
+    ((2, 3, 4), (3, 1)),
+    ((2, 1, 4, 5), (3, 1, 5)),
+    ((0, 4), (4,)),
+    ((3, 0), (3, 1)),
+    ((4097, 33), (33,)),  # large enough to split across threads
+]
+
+
+def inputs(rng, op, xs, ys, dtype):
+    x, y = rand(rng, xs, dtype), rand(rng, ys, dtype)
+    if op == "pow":
+        x = np.abs(x) + np.asarray(0.5, dtype)  # real results only
+    if op == "div" or (op == "pow" and dtype in ("int32", "int64")):
+        y = np.where(y == 0, np.asarray(1, dtype), y)
+    return x, y
+
+
+@pytest.mark.parametrize("op", BINARY)
+@pytest.mark.parametrize(("xs", "ys"), SHAPES)
+def test_binary_matches_numpy(op, xs, ys):
+    reference, dtypes = BINARY[op]
+    rng = np.random.default_rng(0)
+    for dtype in dtypes:
+        x, y = inputs(rng, op, xs, ys, dtype)
+        assert_matches(
+            run1(op, {"x": x, "y": y}), reference(x, y), rtol=1e-5 if op == "pow" else None
+        )
+
+
+@pytest.mark.parametrize("op", COMPARE)
+@pytest.mark.parametrize(("xs", "ys"), SHAPES[:7])
+def test_comparisons_give_bool(op, xs, ys):
+    rng = np.random.default_rng(1)
+    for dtype in NUMBERS:
+        x, y = rand(rng, xs, dtype, -2, 2), rand(rng, ys, dtype, -2, 2)  # plenty of ties
+        assert_matches(run1(op, {"x": x, "y": y}), COMPARE[op](x, y))
+
+
+def test_non_contiguous_inputs_are_read_correctly():
+    rng = np.random.default_rng(2)
+    x = rand(rng, (5, 4), "float32").T  # a transposed view
+    y = rand(rng, (8, 5), "float32")[::2]  # a strided view
+    assert not x.flags.c_contiguous and not y.flags.c_contiguous
+    assert_matches(run1("add", {"x": x, "y": y}), x + y)
+
+
+def test_nan_propagates_through_maximum_and_minimum():
+    x = np.array([np.nan, 1.0, 2.0], np.float32)
+    y = np.array([0.0, np.nan, 1.0], np.float32)
+    assert_matches(run1("maximum", {"x": x, "y": y}), np.maximum(x, y))
+    assert_matches(run1("minimum", {"x": x, "y": y}), np.minimum(x, y))
+
+
+@pytest.mark.parametrize("op", BINARY)
+@pytest.mark.parametrize(("xs", "ys"), [((3, 4), (3, 4)), ((2, 3, 4), (3, 1)), ((3, 1), (1, 4))])
+def test_binary_gradients(op, xs, ys):
+    rng = np.random.default_rng(3)
+    x, y = inputs(rng, op, xs, ys, "float64")
+    if op in ("maximum", "minimum"):
+        y = y + 0.25  # no ties: the gradient is not defined there
+    check_grad(op, {"x": x, "y": y}, rtol=1e-6, atol=1e-9)
+
+
+def test_mismatched_shapes_are_refused_when_appended():
+    import paddle_core as pc
+
+    with pc.program_guard(pc.Program()):
+        with pytest.raises(pc.ShapeError, match=r"op 'add' .* cannot be broadcast together"):
+            pc.ops.add(pc.data("a", [3, 4]), pc.data("b", [3, 5]))
+        with pytest.raises(pc.ShapeError, match="inputs must share one dtype"):
+            pc.ops.add(pc.data("c", [3]), pc.data("d", [3], "float64"))

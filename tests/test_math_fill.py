@@ -1,0 +1,76 @@
+"""paddle-ops-math scale, cast, fill_constant, full_like, assign against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from math_helpers import FLOATS, NUMBERS, assert_matches, check_grad, rand, run1
+
+ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+@pytest.mark.parametrize("after", [True, False])
+def test_scale(dtype, after):
+    x = rand(np.random.default_rng(0), (4097, 3), dtype)
+    want = (x * 2.5 + 1.0) if after else (x + 1.0) * 2.5
+    got = run1("scale", {"x": x}, {"scale": 2.5, "bias": 1.0, "bias_after_scale": after})
+    assert_matches(got, want.astype(dtype))
+
+
+@pytest.mark.parametrize("src", ALL)
+@pytest.mark.parametrize("dst", ALL)
+def test_cast_like_numpy_astype(src, dst):
+    x = (
+        rand(np.random.default_rng(1), (7, 3), src, -5, 5)
+        if src != "uint8"
+        else np.arange(21, dtype=np.uint8).reshape(7, 3)
+    )
+    if src in ("int8", "int16"):
+        x = np.random.default_rng(1).integers(-5, 6, (7, 3)).astype(src)
+    assert_matches(run1("cast", {"x": x}, {"dtype": dst}), x.astype(dst))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_fill_constant_and_full_like(dtype):
+    got = run1(
+        "fill_constant",
+        {},
+        {"shape": [2, 0, 3] if dtype == "bool" else [2, 3], "value": 3.0, "dtype": dtype},
+    )
+    assert_matches(got, np.full([2, 0, 3] if dtype == "bool" else [2, 3], 3, dtype))
+    like = np.zeros((3, 2), dtype)
+    assert_matches(run1("full_like", {"x": like}, {"value": 1.0}), np.ones((3, 2), dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_assign_copies(dtype):
+    x = (np.arange(12) % 3).astype(dtype).reshape(3, 4)
+    assert_matches(run1("assign", {"x": x}), x)
+
+
+@pytest.mark.parametrize(
+    "op,attrs",
+    [
+        ("scale", {"scale": -1.5, "bias": 2.0}),
+        ("scale", {"scale": 3.0, "bias": 1.0, "bias_after_scale": False}),
+        ("assign", {}),
+        ("cast", {"dtype": "float64"}),
+    ],
+)
+def test_gradients(op, attrs):
+    check_grad(op, {"x": rand(np.random.default_rng(2), (3, 4), "float64")}, attrs)
+
+
+def test_float_to_float32_cast_gradient_is_cast_back():
+    import paddle_core as pc
+
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [3], "float64")
+        y = pc.ops.cast(x, dtype="float32")
+        (gx,) = pc.gradients([y], [x])
+    assert gx.dtype == "float64"
+    (g,) = pc.Executor().run(prog, feed={"x": np.ones(3)}, fetch_list=[gx])
+    assert_matches(g, np.ones(3))
+    assert FLOATS  # the module's dtype table is in use above
