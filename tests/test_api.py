@@ -10,8 +10,18 @@ import pytest
 
 import paddle_core as pc
 
-TOY_OPS = ["add", "concat", "dropout", "fill", "leaky_relu", "linear", "matmul", "reduce", "relu"]
-TOY_OPS += ["scale", "split"]
+TOY_OPS = [
+    "toy_add",
+    "toy_concat",
+    "toy_dropout",
+    "toy_fill",
+    "toy_leaky_relu",
+    "toy_linear",
+    "toy_matmul",
+    "toy_reduce",
+    "toy_relu",
+]
+TOY_OPS += ["toy_scale", "toy_split"]
 
 
 @pytest.fixture
@@ -27,12 +37,12 @@ def program():
 @pytest.mark.parametrize(
     ("op", "signature"),
     [
-        ("scale", "(x, *, scale=1.0, bias=0.0, bias_after_scale=True, name=None)"),
-        ("linear", "(x, w, b=None, *, name=None)"),
-        ("concat", "(xs, *, axis=0, name=None)"),
-        ("fill", "(*, shape, value=0.0, dtype='float32', name=None)"),
-        ("reduce", "(x, *, axes=[], keepdim=False, reduction='sum', name=None)"),
-        ("dropout", "(x, *, p=0.5, is_test=False, seed=0, name=None)"),
+        ("toy_scale", "(x, *, scale=1.0, bias=0.0, bias_after_scale=True, name=None)"),
+        ("toy_linear", "(x, w, b=None, *, name=None)"),
+        ("toy_concat", "(xs, *, axis=0, name=None)"),
+        ("toy_fill", "(*, shape, value=0.0, dtype='float32', name=None)"),
+        ("toy_reduce", "(x, *, axes=[], keepdim=False, reduction='sum', name=None)"),
+        ("toy_dropout", "(x, *, p=0.5, is_test=False, seed=0, name=None)"),
     ],
 )
 def test_signature(op, signature):
@@ -42,7 +52,7 @@ def test_signature(op, signature):
 
 
 def test_docstring_of_scale():
-    doc = pc.ops.scale.__doc__
+    doc = pc.ops.toy_scale.__doc__
     assert doc.startswith("Multiply by a scalar and add a bias: out = scale * x + bias")
     assert "    x (Variable): Input tensor." in doc
     assert "    scale (float, default 1.0): Multiplier." in doc
@@ -54,20 +64,20 @@ def test_docstring_of_scale():
 
 
 def test_docstrings_show_ranges_choices_and_optional_slots():
-    dropout = pc.ops.dropout.__doc__
+    dropout = pc.ops.toy_dropout.__doc__
     assert "p (float in [0, 1), default 0.5): Probability of dropping an element." in dropout
     assert "seed (int (64-bit), default 0): Random seed (64-bit)." in dropout
     assert "mask (Variable, or None): 1 where kept, 0 where dropped" in dropout
     assert "Kernels: cpu (float32, float64)." in dropout
-    reduce = pc.ops.reduce.__doc__
+    reduce = pc.ops.toy_reduce.__doc__
     assert "reduction (one of 'sum', 'mean', 'max', default 'sum'): How to combine" in reduce
     assert "axes (list of ints, default []): Axes to reduce; empty reduces all." in reduce
-    fill = pc.ops.fill.__doc__
+    fill = pc.ops.toy_fill.__doc__
     assert "shape (list of ints each in [0, inf), required): Dimensions of the result." in fill
-    assert "b (Variable, optional): Bias, [out_features]." in pc.ops.linear.__doc__
-    concat = pc.ops.concat.__doc__
+    assert "b (Variable, optional): Bias, [out_features]." in pc.ops.toy_linear.__doc__
+    concat = pc.ops.toy_concat.__doc__
     assert "xs (list of Variable): Tensors of one dtype, equal except along axis." in concat
-    assert "outs (list of Variable): The parts, in order." in pc.ops.split.__doc__
+    assert "outs (list of Variable): The parts, in order." in pc.ops.toy_split.__doc__
     assert all(len(line) <= 100 for line in fill.splitlines())
 
 
@@ -77,7 +87,7 @@ def test_dir_lists_the_ops():
     assert listed == sorted(listed)
     for op in TOY_OPS:
         assert callable(getattr(pc.ops, op))
-    assert pc.ops.scale is pc.ops.scale  # generated once
+    assert pc.ops.toy_scale is pc.ops.toy_scale  # generated once
 
 
 def test_unknown_op():
@@ -91,11 +101,13 @@ def test_unknown_op():
 
 
 def test_unknown_op_near_miss(program):
-    with pytest.raises(pc.OpNotFoundError, match=re.escape("(did you mean 'scale'?)")):
-        pc.ops.sacle  # noqa: B018
-    with pytest.raises(pc.OpNotFoundError, match=re.escape("unknown op 'matmull'")) as info:
-        program.global_block().append_op("matmull")
-    assert "did you mean 'matmul'" in str(info.value)
+    # The closest name comes first; other toy ops share the prefix and may follow it.
+    closest = re.escape("unknown op 'toy_sacle' (did you mean 'toy_scale'")
+    with pytest.raises(pc.OpNotFoundError, match=closest):
+        pc.ops.toy_sacle  # noqa: B018
+    with pytest.raises(pc.OpNotFoundError, match=re.escape("unknown op 'toy_matmull'")) as info:
+        program.global_block().append_op("toy_matmull")
+    assert "did you mean 'toy_matmul'" in str(info.value)
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -104,52 +116,52 @@ def test_unknown_op_near_miss(program):
 def test_missing_required_input(program):
     a = pc.data("a", [2, 2])
     with pytest.raises(pc.OpInputError) as info:
-        pc.ops.matmul(a)
-    assert info.value.op == "matmul"
-    assert str(info.value) == "op 'matmul' requires input 'y' (Right operand, at least 2-D)"
-    with pytest.raises(pc.OpInputError, match="op 'scale' requires input 'x'"):
-        pc.ops.scale(scale=2.0)
+        pc.ops.toy_matmul(a)
+    assert info.value.op == "toy_matmul"
+    assert str(info.value) == "op 'toy_matmul' requires input 'y' (Right operand, at least 2-D)"
+    with pytest.raises(pc.OpInputError, match="op 'toy_scale' requires input 'x'"):
+        pc.ops.toy_scale(scale=2.0)
     assert program.global_block().ops == []
 
 
 def test_too_many_positional_arguments(program):
     x = pc.data("x", [2])
     with pytest.raises(pc.OpInputError) as info:
-        pc.ops.scale(x, 2.0)
-    assert info.value.op == "scale"
+        pc.ops.toy_scale(x, 2.0)
+    assert info.value.op == "toy_scale"
     assert str(info.value) == (
-        "op 'scale' takes 1 positional input(s) (x); attrs are keyword-only, "
+        "op 'toy_scale' takes 1 positional input(s) (x); attrs are keyword-only, "
         "got 2 positional arguments"
     )
     with pytest.raises(pc.OpInputError, match=re.escape("takes 0 positional input(s) (none)")):
-        pc.ops.fill([2, 3])
+        pc.ops.toy_fill([2, 3])
 
 
 def test_list_for_a_single_input(program):
     x = pc.data("x", [2])
     with pytest.raises(pc.OpInputError) as info:
-        pc.ops.add([x, x], x)
-    assert info.value.op == "add"
-    assert str(info.value) == "op 'add': input 'x' takes one variable, got a list of 2"
+        pc.ops.toy_add([x, x], x)
+    assert info.value.op == "toy_add"
+    assert str(info.value) == "op 'toy_add': input 'x' takes one variable, got a list of 2"
 
 
 def test_non_variable_input(program):
     x = pc.data("x", [3])
     with pytest.raises(pc.OpInputError) as info:
-        pc.ops.add(x, np.ones(3, np.float32))
+        pc.ops.toy_add(x, np.ones(3, np.float32))
     assert str(info.value) == (
-        "op 'add': input 'y' must be a Variable (or a variable name), got ndarray"
+        "op 'toy_add': input 'y' must be a Variable (or a variable name), got ndarray"
     )
     with pytest.raises(pc.OpInputError, match="input 'xs' must be a Variable"):
-        pc.ops.concat([x, 1.0])
+        pc.ops.toy_concat([x, 1.0])
 
 
 def test_inputs_by_keyword_and_by_name(program):
     a = pc.data("a", [2, 3])
     b = pc.data("b", [3, 4])
-    out = pc.ops.matmul(y=b, x=a)
+    out = pc.ops.toy_matmul(y=b, x=a)
     assert out.op.inputs == {"x": ["a"], "y": ["b"]}
-    assert pc.ops.relu("a").op.inputs == {"x": ["a"]}
+    assert pc.ops.toy_relu("a").op.inputs == {"x": ["a"]}
 
 
 def test_variables_of_another_program_are_rejected(program):
@@ -157,11 +169,11 @@ def test_variables_of_another_program_are_rejected(program):
         other = pc.data("x", [2, 2])
     mine = pc.data("x", [2, 2])
     with pytest.raises(pc.OpInputError) as info:
-        pc.ops.add(mine, other)
-    assert info.value.op == "add"
+        pc.ops.toy_add(mine, other)
+    assert info.value.op == "toy_add"
     assert "input 'y' is variable 'x' of another program" in str(info.value)
     with pytest.raises(pc.OpInputError, match="input 'xs' is variable 'x' of another program"):
-        pc.ops.concat([mine, other])
+        pc.ops.toy_concat([mine, other])
     assert program.global_block().ops == []
 
 
@@ -170,18 +182,18 @@ def test_variables_of_a_sibling_block_are_rejected(program):
     inner = program.current_block().create_var("inner", [2])
     program.rollback()
     with pytest.raises(pc.OpInputError, match="input 'x' is variable 'inner'"):
-        pc.ops.relu(inner)
+        pc.ops.toy_relu(inner)
 
 
 def test_ops_go_to_the_current_block(program):
     x = pc.data("x", [2])
     block = program.create_block()
-    y = pc.ops.relu(x)
+    y = pc.ops.toy_relu(x)
     assert y.block is block
     assert block.ops == [y.op]
     assert program.global_block().ops == []
     program.rollback()
-    z = pc.ops.relu(x)
+    z = pc.ops.toy_relu(x)
     assert z.block is program.global_block()
 
 
@@ -191,27 +203,31 @@ def test_ops_go_to_the_current_block(program):
 def test_duplicable_input(program):
     a = pc.data("a", [2, 3])
     b = pc.data("b", [2, 5])
-    out = pc.ops.concat([a, b], axis=1)
+    out = pc.ops.toy_concat([a, b], axis=1)
     assert (out.shape, out.dtype) == ((2, 8), "float32")
     assert out.op.inputs == {"xs": ["a", "b"]}
-    assert pc.ops.concat((a, a)).shape == (4, 3)
-    single = pc.ops.concat(a)
+    assert pc.ops.toy_concat((a, a)).shape == (4, 3)
+    single = pc.ops.toy_concat(a)
     assert single.op.inputs == {"xs": ["a"]}
     with pytest.raises(pc.OpInputError, match="input 'xs' needs at least one variable"):
-        pc.ops.concat([])
+        pc.ops.toy_concat([])
 
 
 def test_duplicable_output(program):
     x = pc.data("x", [None, 6])
-    parts = pc.ops.split(x, num=3, axis=1)
+    parts = pc.ops.toy_split(x, num=3, axis=1)
     assert isinstance(parts, list)
-    assert [v.name for v in parts] == ["split_0.outs_0", "split_0.outs_1", "split_0.outs_2"]
+    assert [v.name for v in parts] == [
+        "toy_split_0.outs_0",
+        "toy_split_0.outs_1",
+        "toy_split_0.outs_2",
+    ]
     assert all(isinstance(v, pc.Variable) for v in parts)
     assert [(v.shape, v.dtype) for v in parts] == [((None, 2), "float32")] * 3
     op = parts[0].op
     assert all(v.op is op for v in parts)
     assert op.outputs == {"outs": [v.name for v in parts]}
-    named = pc.ops.split(x, name="halves", axis=1)
+    named = pc.ops.toy_split(x, name="halves", axis=1)
     assert [v.name for v in named] == ["halves.outs_0", "halves.outs_1"]
 
 
@@ -219,46 +235,46 @@ def test_dispensable_input(program):
     x = pc.data("x", [None, 4])
     w = pc.data("w", [4, 3])
     b = pc.data("b", [3])
-    without = pc.ops.linear(x, w)
+    without = pc.ops.toy_linear(x, w)
     assert without.op.inputs == {"x": ["x"], "w": ["w"]}
     assert (without.shape, without.dtype) == ((None, 3), "float32")
-    with_b = pc.ops.linear(x, w, b)
+    with_b = pc.ops.toy_linear(x, w, b)
     assert with_b.op.inputs == {"x": ["x"], "w": ["w"], "b": ["b"]}
-    assert pc.ops.linear(x, w, b=None).op.inputs == without.op.inputs
+    assert pc.ops.toy_linear(x, w, b=None).op.inputs == without.op.inputs
 
 
 def test_dispensable_output(program):
     x = pc.data("x", [2, 3], dtype="float64")
-    out, mask = pc.ops.dropout(x, is_test=True)
+    out, mask = pc.ops.toy_dropout(x, is_test=True)
     assert mask is None
     assert (out.shape, out.dtype) == ((2, 3), "float64")
     assert out.op.outputs == {"out": [out.name]}
-    out, mask = pc.ops.dropout(x, is_test=False)
+    out, mask = pc.ops.toy_dropout(x, is_test=False)
     assert isinstance(mask, pc.Variable)
     assert (mask.shape, mask.dtype) == ((2, 3), "uint8")
     assert mask.op is out.op
-    assert out.op.outputs == {"out": ["dropout_1.out"], "mask": ["dropout_1.mask"]}
+    assert out.op.outputs == {"out": ["toy_dropout_1.out"], "mask": ["toy_dropout_1.mask"]}
 
 
 def test_name_names_the_output(program):
     x = pc.data("x", [2])
-    y = pc.ops.scale(x, scale=3.0, name="tripled")
+    y = pc.ops.toy_scale(x, scale=3.0, name="tripled")
     assert y.name == "tripled"
     assert program.global_block().var("tripled") is y
     with pytest.raises(pc.OpInputError, match="a variable named 'tripled' already exists"):
-        pc.ops.scale(x, name="tripled")
-    out, mask = pc.ops.dropout(x, name="drop")
+        pc.ops.toy_scale(x, name="tripled")
+    out, mask = pc.ops.toy_dropout(x, name="drop")
     assert (out.name, mask.name) == ("drop.out", "drop.mask")
 
 
 def test_output_op_is_set(program):
     x = pc.data("x", [2, 2])
     assert x.op is None
-    y = pc.ops.relu(x)
-    z = pc.ops.add(y, x)
+    y = pc.ops.toy_relu(x)
+    z = pc.ops.toy_add(y, x)
     assert y.op is program.global_block().ops[0]
     assert z.op is program.global_block().ops[1]
-    assert z.op.type == "add"
+    assert z.op.type == "toy_add"
     assert (z.op.inputs, z.op.outputs) == ({"x": [y.name], "y": ["x"]}, {"out": [z.name]})
 
 
@@ -268,22 +284,22 @@ def test_output_op_is_set(program):
 def test_output_shapes_and_dtypes(program):
     a = pc.data("a", [None, 4], dtype="float64")
     w = pc.data("w", [4, 3], dtype="float64")
-    assert (pc.ops.matmul(a, w).shape, pc.ops.matmul(a, w).dtype) == ((None, 3), "float64")
-    assert pc.ops.matmul(w, a, transpose_x=True, transpose_y=True).shape == (3, None)
+    assert (pc.ops.toy_matmul(a, w).shape, pc.ops.toy_matmul(a, w).dtype) == ((None, 3), "float64")
+    assert pc.ops.toy_matmul(w, a, transpose_x=True, transpose_y=True).shape == (3, None)
     batch = pc.data("batch", [5, 1, 2, 4], dtype="float64")
-    assert pc.ops.matmul(batch, w).shape == (5, 1, 2, 3)
+    assert pc.ops.toy_matmul(batch, w).shape == (5, 1, 2, 3)
     u = pc.data("u", [None, 1, 4], dtype="int64")
     v = pc.data("v", [3, 1], dtype="int64")
-    added = pc.ops.add(u, v)
+    added = pc.ops.toy_add(u, v)
     assert (added.shape, added.dtype) == ((None, 3, 4), "int64")
-    assert pc.ops.add(v, pc.data("s", [], dtype="int64")).shape == (3, 1)
-    assert pc.ops.reduce(a, axes=[1]).shape == (None,)
-    assert pc.ops.reduce(a, axes=[-1], keepdim=True).shape == (None, 1)
-    assert pc.ops.reduce(a).shape == ()
-    filled = pc.ops.fill(shape=[2, 0, 3], dtype="int32")
+    assert pc.ops.toy_add(v, pc.data("s", [], dtype="int64")).shape == (3, 1)
+    assert pc.ops.toy_reduce(a, axes=[1]).shape == (None,)
+    assert pc.ops.toy_reduce(a, axes=[-1], keepdim=True).shape == (None, 1)
+    assert pc.ops.toy_reduce(a).shape == ()
+    filled = pc.ops.toy_fill(shape=[2, 0, 3], dtype="int32")
     assert (filled.shape, filled.dtype) == ((2, 0, 3), "int32")
-    assert pc.ops.leaky_relu(a).shape == (None, 4)
-    assert pc.ops.concat([a, a], axis=0).shape == (None, 4)
+    assert pc.ops.toy_leaky_relu(a).shape == (None, 4)
+    assert pc.ops.toy_concat([a, a], axis=0).shape == (None, 4)
 
 
 def _concat_last(*xs):
@@ -293,25 +309,25 @@ def _concat_last(*xs):
 @pytest.mark.parametrize(
     ("op", "inputs", "attrs", "reference"),
     [
-        ("matmul", [(5, 1, 2, 4), (3, 4, 6)], {}, np.matmul),
+        ("toy_matmul", [(5, 1, 2, 4), (3, 4, 6)], {}, np.matmul),
         (
-            "matmul",
+            "toy_matmul",
             [(4, 2), (3, 4)],
             {"transpose_x": True, "transpose_y": True},
             lambda a, b: a.T @ b.T,
         ),
-        ("add", [(2, 1, 4), (3, 1)], {}, np.add),
-        ("add", [(3,), ()], {}, np.add),
-        ("concat", [[(2, 3), (2, 5), (2, 1)]], {"axis": -1}, _concat_last),
+        ("toy_add", [(2, 1, 4), (3, 1)], {}, np.add),
+        ("toy_add", [(3,), ()], {}, np.add),
+        ("toy_concat", [[(2, 3), (2, 5), (2, 1)]], {"axis": -1}, _concat_last),
         (
-            "reduce",
+            "toy_reduce",
             [(2, 3, 4)],
             {"axes": [0, 2], "keepdim": True},
             lambda x: x.sum(axis=(0, 2), keepdims=True),
         ),
-        ("reduce", [(2, 3, 4)], {"axes": [-1]}, lambda x: x.sum(axis=-1)),
-        ("split", [(6, 4)], {"num": 3}, lambda x: np.split(x, 3)),
-        ("linear", [(5, 4), (4, 3), (3,)], {}, lambda x, w, b: x @ w + b),
+        ("toy_reduce", [(2, 3, 4)], {"axes": [-1]}, lambda x: x.sum(axis=-1)),
+        ("toy_split", [(6, 4)], {"num": 3}, lambda x: np.split(x, 3)),
+        ("toy_linear", [(5, 4), (4, 3), (3,)], {}, lambda x, w, b: x @ w + b),
     ],
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -336,10 +352,10 @@ def test_matmul_inner_dimensions_mismatch(program):
     a = pc.data("a", [None, 4])
     b = pc.data("b", [3, 5])
     with pytest.raises(pc.ShapeError) as info:
-        pc.ops.matmul(a, b)
-    assert info.value.op == "matmul"
+        pc.ops.toy_matmul(a, b)
+    assert info.value.op == "toy_matmul"
     assert str(info.value) == (
-        "op 'matmul' (x='a' float32[?, 4], y='b' float32[3, 5]): "
+        "op 'toy_matmul' (x='a' float32[?, 4], y='b' float32[3, 5]): "
         "inner dimensions differ: 4 (x) vs 3 (y)"
     )
 
@@ -348,25 +364,25 @@ def test_add_broadcast_failure(program):
     a = pc.data("a", [3, 5])
     b = pc.data("b", [2, 5])
     with pytest.raises(pc.ShapeError) as info:
-        pc.ops.add(a, b)
+        pc.ops.toy_add(a, b)
     message = str(info.value)
-    assert info.value.op == "add"
-    assert message.startswith("op 'add' (x='a' float32[3, 5], y='b' float32[2, 5]): ")
+    assert info.value.op == "toy_add"
+    assert message.startswith("op 'toy_add' (x='a' float32[3, 5], y='b' float32[2, 5]): ")
     assert "cannot be broadcast together (axis -2: 3 vs 2)" in message
     with pytest.raises(pc.ShapeError, match="inputs must share one dtype"):
-        pc.ops.add(a, pc.data("c", [3, 5], dtype="float64"))
+        pc.ops.toy_add(a, pc.data("c", [3, 5], dtype="float64"))
 
 
 def test_concat_mismatch(program):
     a = pc.data("a", [2, 3])
     b = pc.data("b", [4, 3])
     with pytest.raises(pc.ShapeError) as info:
-        pc.ops.concat([a, b], axis=1)
-    assert info.value.op == "concat"
+        pc.ops.toy_concat([a, b], axis=1)
+    assert info.value.op == "toy_concat"
     assert "(xs='a' float32[2, 3], xs='b' float32[4, 3])" in str(info.value)
     assert "inputs differ on axis 0 (4 vs 2)" in str(info.value)
     with pytest.raises(pc.ShapeError, match="axis 2 is out of range for rank 2"):
-        pc.ops.concat([a, b], axis=2)
+        pc.ops.toy_concat([a, b], axis=2)
 
 
 # -- shape rules that misbehave ---------------------------------------------------------------
@@ -470,5 +486,5 @@ def test_in_process_ops_come_and_go(faulty):
 
 def test_dir_lists_the_ops_only():
     names = dir(pc.ops)
-    assert {"scale", "matmul", "split"} <= set(names)
+    assert {"toy_scale", "toy_matmul", "toy_split"} <= set(names)
     assert "make_function" not in names and "Any" not in names

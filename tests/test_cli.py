@@ -9,8 +9,8 @@ from pathlib import Path
 from conftest import run_cli
 
 TOY_OPS = {
-    "add", "concat", "dropout", "fill", "leaky_relu", "linear",
-    "matmul", "reduce", "relu", "scale", "split",
+    "toy_add", "toy_concat", "toy_dropout", "toy_fill", "toy_leaky_relu", "toy_linear",
+    "toy_matmul", "toy_reduce", "toy_relu", "toy_scale", "toy_split",
 }  # fmt: skip
 
 
@@ -23,8 +23,8 @@ def as_json(*args: str, **kwargs) -> dict:
 def test_list_json_rows() -> None:
     rows = {r["op"]: r for r in as_json("list")["ops"]}
     assert TOY_OPS <= set(rows)
-    assert rows["scale"] == {
-        "op": "scale",
+    assert rows["toy_scale"] == {
+        "op": "toy_scale",
         "plugin": "toy",
         "distribution": "paddle-ops-toy",
         "version": "0.1.0",
@@ -32,27 +32,33 @@ def test_list_json_rows() -> None:
         "dtypes": ["int32", "int64", "float32", "float64"],
         "has_grad": True,
         "available": True,
-        "comment": rows["scale"]["comment"],
+        "comment": rows["toy_scale"]["comment"],
     }
-    assert rows["scale"]["comment"].startswith("Multiply by a scalar")
-    assert rows["matmul"]["has_grad"] is False
+    assert rows["toy_scale"]["comment"].startswith("Multiply by a scalar")
+    assert rows["toy_matmul"]["has_grad"] is False
 
 
 def test_list_table_and_filters() -> None:
     out = run_cli("list").stdout.splitlines()
     assert out[0].split() == ["op", "plugin", "version", "devices", "dtypes", "grad"]
     assert set(out[1]) == {"─"}
-    row = next(line for line in out if line.startswith("scale "))
-    assert row.split() == ["scale", "toy", "0.1.0", "cpu", "int32,int64,float32,float64", "yes"]
-    assert out[-1] == f"{len(TOY_OPS)} ops from 1 plugin"
+    row = next(line for line in out if line.startswith("toy_scale "))
+    assert row.split() == ["toy_scale", "toy", "0.1.0", "cpu", "int32,int64,float32,float64", "yes"]
+    plugins = {line.split()[1] for line in out[2:-1]}  # the core's and math's too, not only toy
+    assert out[-1] == f"{len(out) - 3} ops from {len(plugins)} plugins"
+    toy = run_cli("list", "--plugin", "toy").stdout.splitlines()
+    assert toy[0].split() == out[0].split() and set(toy[1]) == {"─"}
+    assert {line.split()[0] for line in toy[2:-1]} == TOY_OPS
+    assert row.split() in [line.split() for line in toy]
+    assert toy[-1] == f"{len(TOY_OPS)} ops from 1 plugin"
     assert {r["op"] for r in as_json("list", "--plugin", "paddle-ops-toy")["ops"]} == TOY_OPS
     assert as_json("list", "--plugin", "nope")["ops"] == []
     assert "No op matches the filter." in run_cli("list", "--device", "cuda").stdout
 
 
 def test_show_json_has_everything_from_the_proto() -> None:
-    op = as_json("show", "dropout")
-    assert op["signature"] == "dropout(x, *, p=0.5, is_test=False, seed=0, name=None)"
+    op = as_json("show", "toy_dropout")
+    assert op["signature"] == "toy_dropout(x, *, p=0.5, is_test=False, seed=0, name=None)"
     assert [i["name"] for i in op["inputs"]] == ["x"]
     assert op["outputs"][1] == {
         "name": "mask",
@@ -71,24 +77,27 @@ def test_show_json_has_everything_from_the_proto() -> None:
         for d in ("float32", "float64")
     ]
     assert op["shape_rule"] == "dropout_shape" and op["grad_rule"] is None
-    reduction = next(a for a in as_json("show", "reduce")["attrs"] if a["name"] == "reduction")
+    reduction = next(a for a in as_json("show", "toy_reduce")["attrs"] if a["name"] == "reduction")
     assert reduction["choices"] == ["sum", "mean", "max"]
-    shape = next(a for a in as_json("show", "fill")["attrs"] if a["name"] == "shape")
+    shape = next(a for a in as_json("show", "toy_fill")["attrs"] if a["name"] == "shape")
     assert shape["required"] and shape["default"] is None
 
 
 def test_show_human() -> None:
-    out = run_cli("show", "leaky_relu").stdout
-    assert "leaky_relu  from plugin 'toy' (paddle-ops-toy 0.1.0)" in out
-    assert "leaky_relu(x, *, alpha=0.02, name=None)" in out
+    out = run_cli("show", "toy_leaky_relu").stdout
+    assert "toy_leaky_relu  from plugin 'toy' (paddle-ops-toy 0.1.0)" in out
+    assert "toy_leaky_relu(x, *, alpha=0.02, name=None)" in out
     assert "float in [0, 1), default 0.02" in out
     assert "python:leaky_relu_cpu" in out
 
 
 def test_unknown_op_exits_1_with_one_line() -> None:
-    result = run_cli("show", "scael", check=1)
+    result = run_cli("show", "toy_scael", check=1)
     assert result.stdout == ""
-    assert result.stderr.strip() == "paddle-ops: error: unknown op 'scael' (did you mean 'scale'?)"
+    (line,) = result.stderr.strip().splitlines()
+    # The closest name comes first; other toy ops share the prefix and may follow it.
+    assert line.startswith("paddle-ops: error: unknown op 'toy_scael' (did you mean 'toy_scale'")
+    assert line.endswith("?)")
 
 
 def test_plugins_json() -> None:
@@ -107,26 +116,27 @@ def test_doctor_clean_and_broken(broken_site: Path) -> None:
     problems = "\n".join(report["problems"])
     for plugin in ("bad_syntax", "wrong_core", "raising_rules", "missing_symbol", "no_package"):
         assert f"plugin {plugin!r}" in problems
-    assert "op 'scale' is provided by plugin 'dup'" in problems
+    assert "op 'toy_scale' is provided by plugin 'dup'" in problems
     # With the conflict settled by a preference it becomes a warning, not a problem.
     report = json.loads(
         run_cli(
             "doctor",
             "--json",
             pythonpath=broken_site,
-            env={"PADDLE_CORE_PREFER": "scale=toy"},
+            env={"PADDLE_CORE_PREFER": "toy_scale=toy"},
             check=1,
         ).stdout
     )
-    assert not any("'scale'" in p for p in report["problems"])
-    assert any("'scale'" in w for w in report["warnings"])
+    assert not any("'toy_scale'" in p for p in report["problems"])
+    assert any("'toy_scale'" in w for w in report["warnings"])
 
 
 def test_doctor_warns_about_a_preference_nobody_can_honour() -> None:
     report = json.loads(
-        run_cli("doctor", "--json", env={"PADDLE_CORE_PREFER": "scale=nobody"}).stdout
+        run_cli("doctor", "--json", env={"PADDLE_CORE_PREFER": "toy_scale=nobody"}).stdout
     )
-    assert "preference scale=nobody: no such plugin provides op 'scale'" in report["warnings"]
+    warning = "preference toy_scale=nobody: no such plugin provides op 'toy_scale'"
+    assert warning in report["warnings"]
 
 
 def test_stubs_are_valid_python_with_signatures(tmp_path: Path) -> None:
@@ -137,18 +147,18 @@ def test_stubs_are_valid_python_with_signatures(tmp_path: Path) -> None:
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert TOY_OPS <= set(functions)
     assert (
-        "def scale(x: Variable, *, scale: float = 1.0, bias: float = 0.0, "
+        "def toy_scale(x: Variable, *, scale: float = 1.0, bias: float = 0.0, "
         "bias_after_scale: bool = True, name: str | None = None) -> Variable:" in text
     )
     assert (
-        "def split(x: Variable, *, num: int = 2, axis: int = 0, name: str | None = None) -> list[Variable]:"
-        in text
+        "def toy_split(x: Variable, *, num: int = 2, axis: int = 0, name: str | None = None) "
+        "-> list[Variable]:" in text
     )
     assert (
-        "def linear(x: Variable, w: Variable, b: Variable | None = None, *, name: str | None = None)"
-        in text
+        "def toy_linear(x: Variable, w: Variable, b: Variable | None = None, *, "
+        "name: str | None = None)" in text
     )
-    assert ast.get_docstring(functions["scale"]).startswith("Multiply by a scalar")
+    assert ast.get_docstring(functions["toy_scale"]).startswith("Multiply by a scalar")
 
 
 def test_usage_errors_exit_2() -> None:

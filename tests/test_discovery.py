@@ -82,8 +82,8 @@ def test_installed_plugin_is_discovered_through_its_entry_point() -> None:
     assert record.entry_point == "paddle_ops_toy:ops.pbtxt"
     assert record.manifest_path.endswith("ops.pbtxt")
     assert record.status == "ok"
-    assert {"scale", "matmul", "concat"} <= set(pc.get_registry().ops)
-    assert pc.get_registry().op("scale").plugin is record
+    assert {"toy_scale", "toy_matmul", "toy_concat"} <= set(pc.get_registry().ops)
+    assert pc.get_registry().op("toy_scale").plugin is record
 
 
 # -- one broken plugin never breaks the host ---------------------------------------------------
@@ -108,7 +108,7 @@ def test_each_kind_of_broken_plugin_is_reported_and_the_others_work(broken_site:
     assert plugins["toy"]["status"] == "ok"
     assert plugins["dup"]["status"] == "ok"
     ops = listed(broken_site)
-    assert {"matmul", "concat", "dup_only_op"} <= set(ops)
+    assert {"toy_matmul", "toy_concat", "dup_only_op"} <= set(ops)
     # Plugins whose manifest did not load register nothing.
     assert "future_op" not in ops and "bad_default_op" not in ops
 
@@ -118,7 +118,7 @@ def test_a_broken_plugin_does_not_stop_programs_using_others(broken_site: Path, 
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", [2, 3])
-        y = pc.ops.matmul(x, x, transpose_y=True)
+        y = pc.ops.toy_matmul(x, x, transpose_y=True)
         bad = pc.ops.raising_op(x)  # its shape rule lives in the core, so appending works
     exe = pc.Executor()
     feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}
@@ -163,7 +163,8 @@ def test_listing_imports_no_plugin_code_numpy_or_pydantic(
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['list'])\n"
         "roots = {m.split('.')[0] for m in sys.modules}\n"
-        "print(sorted(roots & {'numpy', 'pydantic', 'paddle_ops_toy', 'broken_plugins', 'google', 'rich'}))\n"
+        "watched = {'numpy', 'pydantic', 'paddle_ops_toy', 'paddle_ops_math', 'broken_plugins'}\n"
+        "print(sorted(roots & (watched | {'google', 'rich'})))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(broken_site), "PADDLE_CORE_CACHE_DIR": str(tmp_path)}
 
@@ -212,15 +213,15 @@ def test_the_index_follows_install_upgrade_edit_and_removal(tmp_path: Path) -> N
 
     uninstall(site, "paddle_ops_tiny")
     ops = listed(site)
-    assert not any(op.startswith("tiny_") for op in ops) and "scale" in ops
+    assert not any(op.startswith("tiny_") for op in ops) and "toy_scale" in ops
 
 
 def test_an_unwritable_cache_only_means_no_caching(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     ops = listed(tmp_path, PADDLE_CORE_CACHE_DIR=str(blocker / "cache"))
-    assert "scale" in ops
-    assert "scale" in listed(tmp_path, PADDLE_CORE_NO_CACHE="1")
+    assert "toy_scale" in ops
+    assert "toy_scale" in listed(tmp_path, PADDLE_CORE_NO_CACHE="1")
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -233,34 +234,37 @@ def test_no_plugins_loads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     pc.reload_registry()
     assert pc.get_registry().ops == {}
     with pytest.raises(pc.OpNotFoundError, match="PADDLE_CORE_NO_PLUGINS is set"):
-        _ = pc.ops.scale
+        _ = pc.ops.toy_scale
 
 
 def test_allowlist_and_disable(broken_site: Path) -> None:
     ops = listed(broken_site, PADDLE_CORE_PLUGINS="dup")
-    assert set(ops) == {"scale", "dup_only_op"}
-    assert ops["scale"]["plugin"] == "dup"
+    # The core's own ops are exempt from the allowlist; every other op comes from dup.
+    assert {row["plugin"] for row in ops.values()} == {"core", "dup"}
+    non_core = {op for op, row in ops.items() if row["plugin"] != "core"}
+    assert non_core == {"toy_scale", "dup_only_op"}
+    assert ops["toy_scale"]["plugin"] == "dup"
     plugins = plugins_json(broken_site, PADDLE_CORE_PLUGINS="paddle-ops-toy")  # a distribution
     assert plugins["toy"]["status"] == "ok" and plugins["dup"]["status"] == "disabled"
     ops = listed(broken_site, PADDLE_CORE_DISABLE="dup")
-    assert ops["scale"]["plugin"] == "toy" and "dup_only_op" not in ops
+    assert ops["toy_scale"]["plugin"] == "toy" and "dup_only_op" not in ops
 
 
 def test_config_file_settings(broken_site: Path, tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[plugins]\ndisable = ["bad_decl"]\n[prefer]\nscale = "toy"\n')
+    config.write_text('[plugins]\ndisable = ["bad_decl"]\n[prefer]\ntoy_scale = "toy"\n')
     plugins = plugins_json(broken_site, PADDLE_CORE_CONFIG=str(config))
     assert plugins["bad_decl"]["status"] == "disabled"
     ops = listed(broken_site, PADDLE_CORE_CONFIG=str(config))
-    assert ops["scale"]["plugin"] == "toy"
+    assert ops["toy_scale"]["plugin"] == "toy"
     # The environment wins over the file.
-    ops = listed(broken_site, PADDLE_CORE_CONFIG=str(config), PADDLE_CORE_PREFER="scale=dup")
-    assert ops["scale"]["plugin"] == "dup"
+    ops = listed(broken_site, PADDLE_CORE_CONFIG=str(config), PADDLE_CORE_PREFER="toy_scale=dup")
+    assert ops["toy_scale"]["plugin"] == "dup"
 
 
 def test_invalid_settings_are_clear_errors(tmp_path: Path) -> None:
-    result = run_cli("list", env={"PADDLE_CORE_PREFER": "scale"}, check=1)
-    assert "PADDLE_CORE_PREFER entry 'scale' must look like op=plugin" in result.stderr
+    result = run_cli("list", env={"PADDLE_CORE_PREFER": "toy_scale"}, check=1)
+    assert "PADDLE_CORE_PREFER entry 'toy_scale' must look like op=plugin" in result.stderr
     config = tmp_path / "config.toml"
     config.write_text("[plugins\n")
     result = run_cli("list", env={"PADDLE_CORE_CONFIG": str(config)}, check=1)
@@ -270,11 +274,11 @@ def test_invalid_settings_are_clear_errors(tmp_path: Path) -> None:
 
 def test_conflicts_are_loud_and_deterministic(broken_site: Path) -> None:
     result = run_cli("list", "--json", pythonpath=broken_site)
-    assert "op 'scale' is provided by plugin 'dup'" in result.stderr
-    assert "PADDLE_CORE_PREFER=scale=<plugin>" in result.stderr
+    assert "op 'toy_scale' is provided by plugin 'dup'" in result.stderr
+    assert "PADDLE_CORE_PREFER=toy_scale=<plugin>" in result.stderr
     first = json.loads(result.stdout)["ops"]
     assert first == json.loads(run_cli("list", "--json", pythonpath=broken_site).stdout)["ops"]
-    preferred = run_cli("list", pythonpath=broken_site, env={"PADDLE_CORE_PREFER": "scale=toy"})
+    preferred = run_cli("list", pythonpath=broken_site, env={"PADDLE_CORE_PREFER": "toy_scale=toy"})
     assert "provided by" not in preferred.stderr
 
 
@@ -282,18 +286,29 @@ def test_conflicts_are_loud_and_deterministic(broken_site: Path) -> None:
 
 
 def test_catalog_matches_the_first_party_plugins() -> None:
-    """paddle_core.catalog names the packages of plugins/; it must list exactly their ops."""
-    from paddle_core.catalog import KNOWN_PACKAGES
-    from paddle_core.manifest import parse
+    """paddle_core.catalog names the packages of plugins/ with exactly their ops."""
+    import importlib.util
 
-    expected = {}
-    for pyproject in sorted(ROOT.glob("plugins/*/pyproject.toml")):
-        import tomllib
+    from paddle_core.catalog import KNOWN_PACKAGES, provider_of
 
-        project = tomllib.loads(pyproject.read_text())["project"]
-        for value in project["entry-points"]["paddle_core.plugins"].values():
-            package, _, resource = value.partition(":")
-            text = (pyproject.parent / package.replace(".", "/") / resource).read_text()
-            ops = [o.proto.type for o in parse(text, plugin=package, source=resource).ops]
-            expected[project["name"]] = tuple(sorted(ops))
-    assert {k: tuple(sorted(v)) for k, v in KNOWN_PACKAGES.items()} == expected
+    spec = importlib.util.spec_from_file_location(
+        "update_catalog", ROOT / "plugins" / "update_catalog.py"
+    )
+    updater = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(updater)
+    expected = updater.first_party_ops()
+    assert KNOWN_PACKAGES == expected, "stale: run `python plugins/update_catalog.py`"
+    for package, ops in expected.items():
+        assert all(provider_of(op) == package for op in ops)
+
+
+def test_an_op_of_a_known_package_that_is_not_installed_names_it(monkeypatch) -> None:
+    from paddle_core import catalog
+
+    monkeypatch.setitem(catalog.KNOWN_PACKAGES, "paddle-ops-nn", ("conv2d", "softmax"))
+    with pytest.raises(pc.OpNotFoundError) as err:
+        _ = pc.ops.conv2d
+    assert str(err.value) == (
+        "unknown op 'conv2d': it is provided by paddle-ops-nn; "
+        "install it with `pip install paddle-ops-nn`"
+    )

@@ -42,13 +42,13 @@ def test_multi_op_program_matches_numpy(dtype):
         x = pc.data("x", shape=[None, 3], dtype=dtype)
         bias = pc.data("bias", shape=[3], dtype=dtype)
         w = pc.data("w", shape=[3, 4], dtype=dtype)
-        scaled = pc.ops.scale(x, scale=2.0, bias=0.5)
-        shifted = pc.ops.add(scaled, bias)  # [?, 3] + [3] broadcasts
-        prod = pc.ops.matmul(shifted, w)
-        act = pc.ops.relu(prod)
-        leaky = pc.ops.leaky_relu(prod, alpha=0.1)
-        joined = pc.ops.concat([act, leaky], axis=1)
-        total = pc.ops.reduce(joined, axes=[1], reduction="sum")
+        scaled = pc.ops.toy_scale(x, scale=2.0, bias=0.5)
+        shifted = pc.ops.toy_add(scaled, bias)  # [?, 3] + [3] broadcasts
+        prod = pc.ops.toy_matmul(shifted, w)
+        act = pc.ops.toy_relu(prod)
+        leaky = pc.ops.toy_leaky_relu(prod, alpha=0.1)
+        joined = pc.ops.toy_concat([act, leaky], axis=1)
+        total = pc.ops.toy_reduce(joined, axes=[1], reduction="sum")
     feed = {"x": rand((5, 3), dtype, 1), "bias": rand((3,), dtype, 2), "w": rand((3, 4), dtype, 3)}
     got = run(prog, feed, [scaled, shifted, prod, act, leaky, joined, total])
 
@@ -68,8 +68,8 @@ def test_scale_both_bias_orders(dtype):
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[2, 3], dtype=dtype)
-        after = pc.ops.scale(x, scale=3.0, bias=2.0)
-        before = pc.ops.scale(x, scale=3.0, bias=2.0, bias_after_scale=False)
+        after = pc.ops.toy_scale(x, scale=3.0, bias=2.0)
+        before = pc.ops.toy_scale(x, scale=3.0, bias=2.0, bias_after_scale=False)
     value = rand((2, 3), dtype)
     got_after, got_before = run(prog, {"x": value}, [after, before])
     assert_same(got_after, (value * 3 + 2).astype(dtype))
@@ -82,7 +82,7 @@ def test_add_broadcasts_like_numpy(dtype):
     with pc.program_guard(prog):
         x = pc.data("x", shape=[2, 1, 4], dtype=dtype)
         y = pc.data("y", shape=[3, 1], dtype=dtype)
-        out = pc.ops.add(x, y)
+        out = pc.ops.toy_add(x, y)
     assert out.shape == (2, 3, 4)
     xv, yv = rand((2, 1, 4), dtype, 1), rand((3, 1), dtype, 2)
     (got,) = run(prog, {"x": xv, "y": yv}, [out])
@@ -99,7 +99,7 @@ def test_matmul_transpose_flags(dtype, transpose_x, transpose_y):
     with pc.program_guard(prog):
         x = pc.data("x", shape=[5, *xs], dtype=dtype)  # batched over the leading dim
         y = pc.data("y", shape=list(ys), dtype=dtype)
-        out = pc.ops.matmul(x, y, transpose_x=transpose_x, transpose_y=transpose_y)
+        out = pc.ops.toy_matmul(x, y, transpose_x=transpose_x, transpose_y=transpose_y)
     assert out.shape == (5, 2, 4)
     xv, yv = rand((5, *xs), dtype, 1), rand(ys, dtype, 2)
     (got,) = run(prog, {"x": xv, "y": yv}, [out])
@@ -114,8 +114,8 @@ def test_concat_and_split(dtype):
     with pc.program_guard(prog):
         a = pc.data("a", shape=[None, 2], dtype=dtype)
         b = pc.data("b", shape=[None, 4], dtype=dtype)
-        joined = pc.ops.concat([a, b], axis=-1)
-        parts = pc.ops.split(joined, num=3, axis=1)
+        joined = pc.ops.toy_concat([a, b], axis=-1)
+        parts = pc.ops.toy_split(joined, num=3, axis=1)
     assert len(parts) == 3
     av, bv = rand((4, 2), dtype, 1), rand((4, 4), dtype, 2)
     got = run(prog, {"a": av, "b": bv}, [joined, *parts])
@@ -132,7 +132,7 @@ def test_reduce(dtype, reduction, axes, keepdim):
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[2, 3, 4], dtype=dtype)
-        out = pc.ops.reduce(x, axes=axes, keepdim=keepdim, reduction=reduction)
+        out = pc.ops.toy_reduce(x, axes=axes, keepdim=keepdim, reduction=reduction)
     value = rand((2, 3, 4), dtype)
     (got,) = run(prog, {"x": value}, [out])
     fn = {"sum": np.sum, "mean": np.mean, "max": np.max}[reduction]
@@ -145,7 +145,7 @@ def test_reduce(dtype, reduction, axes, keepdim):
 def test_fill_needs_no_feed(dtype):
     prog = pc.Program()
     with pc.program_guard(prog):
-        out = pc.ops.fill(shape=[2, 3], value=7.0, dtype=dtype)
+        out = pc.ops.toy_fill(shape=[2, 3], value=7.0, dtype=dtype)
     assert (out.shape, out.dtype) == ((2, 3), dtype)
     (got,) = run(prog, {}, [out])
     assert_same(got, np.full((2, 3), 7, dtype=dtype))
@@ -159,7 +159,7 @@ def test_linear_with_and_without_bias(dtype, with_bias):
         x = pc.data("x", shape=[None, 3], dtype=dtype)
         w = pc.data("w", shape=[3, 2], dtype=dtype)
         b = pc.data("b", shape=[2], dtype=dtype) if with_bias else None
-        out = pc.ops.linear(x, w, b)
+        out = pc.ops.toy_linear(x, w, b)
     feed = {"x": rand((4, 3), dtype, 1), "w": rand((3, 2), dtype, 2)}
     want = feed["x"] @ feed["w"]
     if with_bias:
@@ -174,7 +174,7 @@ def test_dropout_mask_while_training(dtype):
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[50, 20], dtype=dtype)
-        out, mask = pc.ops.dropout(x, p=0.25, seed=7)
+        out, mask = pc.ops.toy_dropout(x, p=0.25, seed=7)
     assert mask is not None and mask.dtype == "uint8"
     value = rand((50, 20), dtype) + 3  # no zeros, so dropped elements are visible
     got_out, got_mask = run(prog, {"x": value}, [out, mask])
@@ -188,7 +188,7 @@ def test_dropout_in_test_mode_has_no_mask_and_passes_x_through():
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[4, 5], dtype="float32")
-        out, mask = pc.ops.dropout(x, p=0.5, is_test=True)
+        out, mask = pc.ops.toy_dropout(x, p=0.5, is_test=True)
     assert mask is None
     assert prog.global_block().ops[0].output("mask") == []
     value = rand((4, 5), "float32")
@@ -203,7 +203,7 @@ def test_fetch_by_variable_and_by_name_agree():
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[3], dtype="float32")
-        y = pc.ops.scale(x, scale=4.0, name="y")
+        y = pc.ops.toy_scale(x, scale=4.0, name="y")
     value = rand((3,), "float32")
     by_var, by_name, fed = run(prog, {"x": value}, [y, "y", "x"])
     assert_same(by_var, value * 4)
@@ -217,11 +217,11 @@ def test_default_program_inside_program_guard():
     with pc.program_guard(prog):
         assert pc.default_main_program() is prog
         x = pc.data("x", shape=[2], dtype="float64")
-        y = pc.ops.scale(x, scale=-1.0)
+        y = pc.ops.toy_scale(x, scale=-1.0)
         (got,) = exe.run(feed={"x": np.array([1.0, -2.0])}, fetch_list=[y])
     assert pc.default_main_program() is not prog
     assert_same(got, np.array([-1.0, 2.0]))
-    assert prog.global_block().ops[0].type == "scale"
+    assert prog.global_block().ops[0].type == "toy_scale"
 
 
 def test_run_rejects_something_that_is_not_a_program():
@@ -233,7 +233,7 @@ def test_return_numpy_false_gives_cpu_buffers():
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[2], dtype="float32")
-        y = pc.ops.relu(x)
+        y = pc.ops.toy_relu(x)
     (got,) = run(prog, {"x": np.array([-1, 2], np.float32)}, [y], return_numpy=False)
     assert isinstance(got, np.ndarray)  # on CPU the device buffers are NumPy arrays
     assert_same(got, np.array([0, 2], np.float32))
@@ -262,14 +262,14 @@ class Tripwire:
 
 
 def branchy_program():
-    """x -> scale -> relu, and x -> tripwire -> leaky_relu on a branch nobody fetches."""
+    """x -> toy_scale -> toy_relu, and x -> tripwire -> toy_leaky_relu on an unfetched branch."""
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 3], dtype="float32")
-        a = pc.ops.scale(x, scale=2.0, name="a")
-        b = pc.ops.relu(a, name="b")
+        a = pc.ops.toy_scale(x, scale=2.0, name="a")
+        b = pc.ops.toy_relu(a, name="b")
         trip = pc.ops.tripwire(x, name="trip")
-        c = pc.ops.leaky_relu(trip, name="c")
+        c = pc.ops.toy_leaky_relu(trip, name="c")
     return prog, a, b, c
 
 
@@ -277,10 +277,10 @@ def test_fetching_an_intermediate_runs_only_the_ops_it_needs():
     pc.register_plugin(Tripwire())
     prog, a, b, c = branchy_program()
     exe = pc.Executor("cpu")
-    assert exe.prepare(prog, {"x": ((2, 3), "float32")}, [a]).op_types == ["scale"]
-    assert exe.prepare(prog, {"x": ((2, 3), "float32")}, [b]).op_types == ["scale", "relu"]
+    assert exe.prepare(prog, {"x": ((2, 3), "float32")}, [a]).op_types == ["toy_scale"]
+    assert exe.prepare(prog, {"x": ((2, 3), "float32")}, [b]).op_types == ["toy_scale", "toy_relu"]
     plan = exe.prepare(prog, {"x": ((2, 3), "float32")}, [c, b])
-    assert plan.op_types == ["scale", "relu", "tripwire", "leaky_relu"]  # program order
+    assert plan.op_types == ["toy_scale", "toy_relu", "tripwire", "toy_leaky_relu"]  # program order
 
     value = rand((2, 3), "float32")
     (got,) = exe.run(prog, feed={"x": value}, fetch_list=[b])  # the tripwire does not run
@@ -293,12 +293,12 @@ def test_a_fed_intermediate_is_not_recomputed():
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 3], dtype="float32")
-        a = pc.ops.scale(x, scale=2.0)
-        b = pc.ops.relu(a)
+        a = pc.ops.toy_scale(x, scale=2.0)
+        b = pc.ops.toy_relu(a)
     exe = pc.Executor("cpu")
     fed_a = np.array([[-1.0, 0.5, 3.0]], np.float32)
-    assert exe.prepare(prog, {a.name: fed_a}, [b]).op_types == ["relu"]
-    # x is not fed at all: scale cannot run, and must not
+    assert exe.prepare(prog, {a.name: fed_a}, [b]).op_types == ["toy_relu"]
+    # x is not fed at all: toy_scale cannot run, and must not
     (got,) = exe.run(prog, feed={a.name: fed_a}, fetch_list=[b])
     assert_same(got, np.maximum(fed_a, 0))
     # feeding both: the fed value of a wins over recomputing it from x
@@ -314,12 +314,12 @@ def test_an_op_writing_a_persistable_variable_runs_though_not_fetched():
     block = prog.global_block()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[4], dtype="float32")
-        y = pc.ops.relu(x)
+        y = pc.ops.toy_relu(x)
     state = block.create_var("state", shape=[4], dtype="float32", persistable=True)
-    block.append_op("scale", inputs={"x": x}, outputs={"out": state}, attrs={"scale": 3.0})
+    block.append_op("toy_scale", inputs={"x": x}, outputs={"out": state}, attrs={"scale": 3.0})
     exe = pc.Executor("cpu")
     plan = exe.prepare(prog, {"x": ((4,), "float32")}, [y])
-    assert plan.op_types == ["relu", "scale"]
+    assert plan.op_types == ["toy_relu", "toy_scale"]
     assert plan.persistable_outputs == ["state"]
 
     scope = pc.Scope()
@@ -336,7 +336,7 @@ def test_persistable_state_accumulates_across_runs():
     with pc.program_guard(prog):
         x = pc.data("x", shape=[3], dtype="float64")
     total = block.create_var("total", shape=[3], dtype="float64", persistable=True)
-    block.append_op("add", inputs={"x": total, "y": x}, outputs={"out": total})
+    block.append_op("toy_add", inputs={"x": total, "y": x}, outputs={"out": total})
     scope = pc.Scope()
     scope.set_var("total", np.zeros(3))
     exe = pc.Executor("cpu")
@@ -356,8 +356,8 @@ def test_plans_are_reused_until_the_signature_or_program_changes():
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 3], dtype="float32")
-        y = pc.ops.scale(x, scale=2.0)
-        z = pc.ops.relu(y)
+        y = pc.ops.toy_scale(x, scale=2.0)
+        z = pc.ops.toy_relu(y)
     exe = pc.Executor("cpu")
     v2, v5 = rand((2, 3), "float32"), rand((5, 3), "float32")
 
@@ -377,7 +377,7 @@ def test_plans_are_reused_until_the_signature_or_program_changes():
 
     version = prog.version
     with pc.program_guard(prog):
-        w = pc.ops.scale(z, scale=10.0)
+        w = pc.ops.toy_scale(z, scale=10.0)
     assert prog.version > version
     (got,) = exe.run(prog, feed={"x": v2}, fetch_list=[z])  # the program changed: new plan
     assert exe.prepare_count == 4
@@ -393,7 +393,7 @@ def test_separate_programs_get_separate_plans():
         prog = pc.Program()
         with pc.program_guard(prog):
             x = pc.data("x", shape=[2], dtype="float32")
-            y = pc.ops.scale(x, scale=factor)
+            y = pc.ops.toy_scale(x, scale=factor)
         results.append(exe.run(prog, feed={"x": np.ones(2, np.float32)}, fetch_list=[y])[0])
     assert exe.prepare_count == 2
     assert_same(results[0], np.full(2, 2, np.float32))
@@ -408,7 +408,7 @@ def linear_with_parameter():
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 3], dtype="float32")
         w = prog.global_block().create_parameter("w", shape=[3, 2], dtype="float32")
-        out = pc.ops.linear(x, w)
+        out = pc.ops.toy_linear(x, w)
     return prog, out
 
 
@@ -448,7 +448,7 @@ def two_input_program():
     with pc.program_guard(prog):
         x = pc.data("input_x", shape=[None, 4], dtype="float32")
         y = pc.data("input_y", shape=[None, 4], dtype="float32")
-        out = pc.ops.add(x, y, name="total")
+        out = pc.ops.toy_add(x, y, name="total")
     return prog, out
 
 
@@ -484,7 +484,7 @@ def test_missing_required_feed_names_op_and_variable():
     with pytest.raises(pc.FeedError) as info:
         run(prog, {"input_x": np.zeros((1, 4), np.float32)}, [out])
     message = str(info.value)
-    assert "op 'add'" in message and "'input_y'" in message and "input_x" in message
+    assert "op 'toy_add'" in message and "'input_y'" in message and "input_x" in message
 
 
 def test_fetch_errors():
@@ -510,7 +510,7 @@ def test_lists_are_fed_as_the_variable_dtype(dtype):
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 2], dtype=dtype)
-        y = pc.ops.scale(x, scale=2.0)
+        y = pc.ops.toy_scale(x, scale=2.0)
     (got,) = run(prog, {"x": [[1, 2], [3, 4]]}, [y])
     assert_same(got, np.array([[2, 4], [6, 8]], dtype=dtype))
 
@@ -522,12 +522,18 @@ def test_no_kernel_for_the_dtype():
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[3], dtype="int32")
-        y = pc.ops.relu(x)  # appending is fine: relu's shape rule takes any dtype
+        y = pc.ops.toy_relu(x)  # appending is fine: toy_relu's shape rule takes any dtype
     with pytest.raises(pc.KernelNotFoundError) as info:
         run(prog, {"x": np.arange(3, dtype=np.int32)}, [y])
     message = str(info.value)
-    assert info.value.op == "relu"
-    for part in ("'relu'", "device cpu", "dtype int32", "plugin 'toy'", "cpu (float32, float64)"):
+    assert info.value.op == "toy_relu"
+    for part in (
+        "'toy_relu'",
+        "device cpu",
+        "dtype int32",
+        "plugin 'toy'",
+        "cpu (float32, float64)",
+    ):
         assert part in message
 
 
@@ -637,12 +643,12 @@ def test_a_loaded_program_gives_the_same_results(tmp_path, filename):
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 4], dtype="float64")
         w = prog.global_block().create_parameter("w", shape=[4, 3], dtype="float64")
-        h = pc.ops.linear(x, w)
-        h = pc.ops.leaky_relu(h, alpha=0.3)
-        h, _ = pc.ops.dropout(h, p=0.2, seed=11)
-        h = pc.ops.reduce(h, axes=[1], keepdim=True, reduction="mean")
-        ones = pc.ops.fill(shape=[1, 1], value=1.5, dtype="float64")
-        out = pc.ops.add(h, ones, name="out")
+        h = pc.ops.toy_linear(x, w)
+        h = pc.ops.toy_leaky_relu(h, alpha=0.3)
+        h, _ = pc.ops.toy_dropout(h, p=0.2, seed=11)
+        h = pc.ops.toy_reduce(h, axes=[1], keepdim=True, reduction="mean")
+        ones = pc.ops.toy_fill(shape=[1, 1], value=1.5, dtype="float64")
+        out = pc.ops.toy_add(h, ones, name="out")
     path = tmp_path / filename
     pc.save_program(prog, path)
     loaded = pc.load_program(path)
@@ -690,7 +696,7 @@ def test_list_feeds_convert_only_without_loss() -> None:
     with pc.program_guard(prog):
         i = pc.data("i", [2], "int32")
         f = pc.data("f", [2], "float32")
-        outs = [pc.ops.scale(i, scale=2.0), pc.ops.scale(f, scale=2.0)]
+        outs = [pc.ops.toy_scale(i, scale=2.0), pc.ops.toy_scale(f, scale=2.0)]
     exe = pc.Executor()
     got = exe.run(prog, feed={"i": [1, 2], "f": [1, 2]}, fetch_list=outs)
     assert got[0].dtype == np.int32 and got[0].tolist() == [2, 4]

@@ -28,24 +28,24 @@ def build_rich_program() -> pc.Program:
         w = gb.create_parameter(
             "w",
             [4, 6],
-            initializer=pc.Initializer("fill", value=0.5),
+            initializer=pc.Initializer("toy_fill", value=0.5),
             optimize_attrs={"learning_rate": 0.1, "decay": True, "groups": [1, 2], "tag": "fc"},
         )
         b = gb.create_parameter(
-            "b", [6], trainable=False, initializer=pc.Initializer("fill", shape=[6], value=0.0)
+            "b", [6], trainable=False, initializer=pc.Initializer("toy_fill", shape=[6], value=0.0)
         )
-        h = pc.ops.linear(x, w, b)  # dispensable input given
-        pc.ops.linear(x, w)  # ... and left out
-        s = pc.ops.scale(h, scale=2.0, bias=-1.0, bias_after_scale=False)  # FLOAT, BOOL
-        parts = pc.ops.split(s, num=3, axis=1)  # INT; duplicable output
-        c = pc.ops.concat(parts, axis=-1)  # duplicable input
-        pc.ops.reduce(c, axes=[0, 1], keepdim=True, reduction="mean")  # INTS, STRING
-        pc.ops.dropout(c, p=0.25, seed=2**40)  # LONG; dispensable output produced
-        pc.ops.dropout(c, is_test=True)  # ... and not
-        f = pc.ops.fill(shape=[2, 6], value=1.5, dtype="float64")
+        h = pc.ops.toy_linear(x, w, b)  # dispensable input given
+        pc.ops.toy_linear(x, w)  # ... and left out
+        s = pc.ops.toy_scale(h, scale=2.0, bias=-1.0, bias_after_scale=False)  # FLOAT, BOOL
+        parts = pc.ops.toy_split(s, num=3, axis=1)  # INT; duplicable output
+        c = pc.ops.toy_concat(parts, axis=-1)  # duplicable input
+        pc.ops.toy_reduce(c, axes=[0, 1], keepdim=True, reduction="mean")  # INTS, STRING
+        pc.ops.toy_dropout(c, p=0.25, seed=2**40)  # LONG; dispensable output produced
+        pc.ops.toy_dropout(c, is_test=True)  # ... and not
+        f = pc.ops.toy_fill(shape=[2, 6], value=1.5, dtype="float64")
         sub = p.create_block()
         local = sub.create_var("local", [2, 6], "float64", stop_gradient=True)
-        pc.ops.add(f, local)
+        pc.ops.toy_add(f, local)
         sub.create_parameter("inner_w", [2], optimize_attrs={"steps": 2**40})
         p.rollback()
         gb.create_var("state", [1], "int64", persistable=True)
@@ -63,7 +63,7 @@ def test_unique_names_are_per_program():
     assert p.global_block().create_var(shape=[1]).name == "tmp_3"
     for prog in (p, q):
         with pc.program_guard(prog):
-            assert pc.ops.fill(shape=[1]).name == "fill_0.out"
+            assert pc.ops.toy_fill(shape=[1]).name == "toy_fill_0.out"
 
 
 def test_global_block(program):
@@ -147,7 +147,7 @@ def test_create_global_var_from_a_sub_block(program):
 
 def test_create_parameter(program):
     sub = program.create_block()
-    init = pc.Initializer("fill", value=0.5)
+    init = pc.Initializer("toy_fill", value=0.5)
     opt = {"learning_rate": 0.1}
     w = sub.create_parameter("w", [3, 4], initializer=init, optimize_attrs=opt)
     opt["learning_rate"] = 1.0  # the parameter keeps its own copy
@@ -155,8 +155,8 @@ def test_create_parameter(program):
     assert w.block is program.global_block()
     assert "w" not in sub.vars
     assert (w.shape, w.dtype, w.persistable, w.trainable) == ((3, 4), "float32", True, True)
-    assert w.initializer == pc.Initializer("fill", value=0.5)
-    assert w.initializer != pc.Initializer("fill", value=0.25)
+    assert w.initializer == pc.Initializer("toy_fill", value=0.5)
+    assert w.initializer != pc.Initializer("toy_fill", value=0.25)
     assert w.optimize_attrs == {"learning_rate": 0.1}
     frozen = program.global_block().create_parameter(shape=[2], trainable=False, dtype="float64")
     assert (frozen.name, frozen.trainable, frozen.dtype) == ("param_0", False, "float64")
@@ -200,19 +200,20 @@ def test_find_var_through_parent_blocks(program):
 def test_append_and_prepend_op(program):
     block = program.global_block()
     x = pc.data("x", [2, 3])
-    relu = block.append_op("relu", inputs={"x": x})
-    scale = block.prepend_op("scale", inputs={"x": "x"}, attrs={"scale": 2.0})
-    last = block.append_op("leaky_relu", inputs={"x": x}, outputs={"out": "y"})
+    relu = block.append_op("toy_relu", inputs={"x": x})
+    scale = block.prepend_op("toy_scale", inputs={"x": "x"}, attrs={"scale": 2.0})
+    last = block.append_op("toy_leaky_relu", inputs={"x": x}, outputs={"out": "y"})
     assert block.ops == [scale, relu, last]
     assert isinstance(scale, pc.Operator)
-    assert (scale.type, scale.block) == ("scale", block)
+    assert (scale.type, scale.block) == ("toy_scale", block)
     assert scale.input("x") == ["x"]
-    assert scale.output("out") == ["scale_0.out"]
+    assert scale.output("out") == ["toy_scale_0.out"]
     assert scale.input("nope") == []
     assert scale.attr("scale") == 2.0
-    assert (scale.input_names, scale.output_names) == (["x"], ["scale_0.out"])
+    assert (scale.input_names, scale.output_names) == (["x"], ["toy_scale_0.out"])
     with pytest.raises(
-        pc.ProgramError, match=re.escape("op 'scale' has no attr 'scal' (did you mean 'scale'?)")
+        pc.ProgramError,
+        match=re.escape("op 'toy_scale' has no attr 'scal' (did you mean 'scale'?)"),
     ):
         scale.attr("scal")
     y = block.var("y")  # a named output is created with the inferred shape
@@ -225,7 +226,7 @@ def test_append_op_into_given_outputs(program):
     block = program.global_block()
     x = pc.data("x", [2, 6])
     target = block.create_var("target", [None, 6], "float32")
-    op = block.append_op("relu", inputs={"x": x}, outputs={"out": target})
+    op = block.append_op("toy_relu", inputs={"x": x}, outputs={"out": target})
     assert op.outputs == {"out": ["target"]}
     # Unknown dimensions are filled in from the inferred shape.
     assert (target.shape, target.dtype, target.op) == ((2, 6), "float32", op)
@@ -234,25 +235,25 @@ def test_append_op_into_given_outputs(program):
     for declared, dtype in (([7], "float32"), ([2, 6], "int64"), ([3, 6], "float32")):
         wrong = block.create_var(None, declared, dtype)
         with pytest.raises(pc.ShapeError, match=f"into variable '{wrong.name}', declared"):
-            block.append_op("relu", inputs={"x": x}, outputs={"out": wrong})
+            block.append_op("toy_relu", inputs={"x": x}, outputs={"out": wrong})
         assert (wrong.shape, wrong.dtype, wrong.op) == (tuple(declared), dtype, None)
     assert len(block.ops) == ops_before
     parts = block.append_op(
-        "split", inputs={"x": x}, outputs={"outs": ["p", "q"]}, attrs={"num": 2}
+        "toy_split", inputs={"x": x}, outputs={"outs": ["p", "q"]}, attrs={"num": 2}
     )
     assert parts.outputs == {"outs": ["p", "q"]}
     assert block.var("q").shape == (1, 6)
     with pytest.raises(pc.OpInputError, match=re.escape("output 'outs' needs 2 variable(s)")):
-        block.append_op("split", inputs={"x": x}, outputs={"outs": ["a", "b", "c"]})
+        block.append_op("toy_split", inputs={"x": x}, outputs={"outs": ["a", "b", "c"]})
     with pc.program_guard(pc.Program()):
         foreign = pc.data("foreign", [7])
     with pytest.raises(pc.OpInputError, match="output 'out' is variable 'foreign' of another"):
-        block.append_op("relu", inputs={"x": x}, outputs={"out": foreign})
+        block.append_op("toy_relu", inputs={"x": x}, outputs={"out": foreign})
     assert (foreign.shape, foreign.op) == ((7,), None)
-    with pytest.raises(pc.OpInputError, match="op 'relu' has no output 'output'"):
-        block.append_op("relu", inputs={"x": x}, outputs={"output": "o"})
-    with pytest.raises(pc.OpInputError, match="op 'relu' has no input 'y'"):
-        block.append_op("relu", inputs={"x": x, "y": x})
+    with pytest.raises(pc.OpInputError, match="op 'toy_relu' has no output 'output'"):
+        block.append_op("toy_relu", inputs={"x": x}, outputs={"output": "o"})
+    with pytest.raises(pc.OpInputError, match="op 'toy_relu' has no input 'y'"):
+        block.append_op("toy_relu", inputs={"x": x, "y": x})
 
 
 def test_version_increases_on_every_change(program):
@@ -267,15 +268,15 @@ def test_version_increases_on_every_change(program):
     assert changed()
     block.create_parameter("w", [2])
     assert changed()
-    op = block.append_op("relu", inputs={"x": x})
+    op = block.append_op("toy_relu", inputs={"x": x})
     assert changed()
-    block.prepend_op("relu", inputs={"x": x})
+    block.prepend_op("toy_relu", inputs={"x": x})
     assert changed()
     block.remove_op(block.ops.index(op))
     assert changed()
     program.create_block()
     assert changed()
-    pc.ops.relu(x)
+    pc.ops.toy_relu(x)
     assert changed()
     program.rollback()
     assert not changed()  # moving between blocks changes nothing
@@ -300,29 +301,30 @@ def test_print_program(capsys):
         "Program (2 blocks)",
         "block 0:",
         "  var x : float32[?, 4]  (data)",
-        "  param w : float32[4, 6]  init=fill(value=0.5)",
+        "  param w : float32[4, 6]  init=toy_fill(value=0.5)",
     ]
-    assert "  param b : float32[6]  (frozen)  init=fill(shape=[6], value=0.0)" in lines
+    assert "  param b : float32[6]  (frozen)  init=toy_fill(shape=[6], value=0.0)" in lines
     assert "  var state : int64[1]  (persistable)" in lines
-    assert "  linear_0.out = linear(x=x, w=w, b=b)" in lines
-    assert "  linear_1.out = linear(x=x, w=w)" in lines
+    assert "  toy_linear_0.out = toy_linear(x=x, w=w, b=b)" in lines
+    assert "  toy_linear_1.out = toy_linear(x=x, w=w)" in lines
     assert (
-        "  scale_0.out = scale(x=linear_0.out)  {scale=2.0, bias=-1.0, bias_after_scale=False}"
+        "  toy_scale_0.out = toy_scale(x=toy_linear_0.out)  "
+        "{scale=2.0, bias=-1.0, bias_after_scale=False}" in lines
+    )
+    assert (
+        "  toy_concat_0.out = "
+        "toy_concat(xs=[toy_split_0.outs_0, toy_split_0.outs_1, toy_split_0.outs_2])  {axis=-1}"
         in lines
     )
     assert (
-        "  concat_0.out = concat(xs=[split_0.outs_0, split_0.outs_1, split_0.outs_2])  {axis=-1}"
-        in lines
-    )
-    assert (
-        "  dropout_0.out, dropout_0.mask = dropout(x=concat_0.out)  "
+        "  toy_dropout_0.out, toy_dropout_0.mask = toy_dropout(x=toy_concat_0.out)  "
         "{p=0.25, is_test=False, seed=1099511627776}" in lines
     )
     sub = lines.index("block 1 (parent 0):")
     assert lines[sub + 1 :] == [
         "  var local : float64[2, 6]  (no grad)",
-        "  var add_0.out : float64[2, 6]",
-        "  add_0.out = add(x=fill_0.out, y=local)",
+        "  var toy_add_0.out : float64[2, 6]",
+        "  toy_add_0.out = toy_add(x=toy_fill_0.out, y=local)",
     ]
 
 
@@ -345,8 +347,8 @@ def test_round_trip_keeps_variables_and_parameters():
     gb = q.global_block()
     w, b, inner = gb.var("w"), gb.var("b"), gb.var("inner_w")
     assert all(isinstance(v, pc.Parameter) for v in (w, b, inner))
-    assert w.initializer == pc.Initializer("fill", value=0.5)
-    assert b.initializer == pc.Initializer("fill", shape=[6], value=0.0)
+    assert w.initializer == pc.Initializer("toy_fill", value=0.5)
+    assert b.initializer == pc.Initializer("toy_fill", shape=[6], value=0.0)
     assert w.optimize_attrs == {"learning_rate": 0.1, "decay": True, "groups": [1, 2], "tag": "fc"}
     assert inner.optimize_attrs == {"steps": 2**40}
     assert (w.trainable, b.trainable, w.persistable, w.op) == (True, False, True, None)
@@ -354,25 +356,27 @@ def test_round_trip_keeps_variables_and_parameters():
     assert (x.shape, x.is_data, x.stop_gradient) == ((None, 4), True, True)
     assert gb.var("state").persistable
     assert q.blocks[1].var("local").stop_gradient
-    assert gb.var("dropout_0.mask").dtype == "uint8"
+    assert gb.var("toy_dropout_0.mask").dtype == "uint8"
     # Outputs know their op again; parameters do not get one.
-    concat = gb.var("concat_0.out")
+    concat = gb.var("toy_concat_0.out")
     assert concat.op is gb.ops[4]
-    assert concat.op.inputs == {"xs": ["split_0.outs_0", "split_0.outs_1", "split_0.outs_2"]}
+    assert concat.op.inputs == {
+        "xs": ["toy_split_0.outs_0", "toy_split_0.outs_1", "toy_split_0.outs_2"]
+    }
     assert gb.ops[1].inputs == {"x": ["x"], "w": ["w"]}  # the unused dispensable slot is absent
-    assert gb.ops[7].outputs == {"out": ["dropout_1.out"]}
+    assert gb.ops[7].outputs == {"out": ["toy_dropout_1.out"]}
 
 
 def test_attr_types_in_the_desc():
     desc = build_rich_program().to_desc()
     assert desc.version == pc.Program.FORMAT_VERSION
     types = {(op.type, a.name): a.value.type for op in desc.blocks[0].ops for a in op.attrs}
-    assert types[("scale", "scale")] == pb.FLOAT
-    assert types[("scale", "bias_after_scale")] == pb.BOOL
-    assert types[("split", "num")] == pb.INT
-    assert types[("reduce", "axes")] == pb.INTS
-    assert types[("reduce", "reduction")] == pb.STRING
-    assert types[("dropout", "seed")] == pb.LONG
+    assert types[("toy_scale", "scale")] == pb.FLOAT
+    assert types[("toy_scale", "bias_after_scale")] == pb.BOOL
+    assert types[("toy_split", "num")] == pb.INT
+    assert types[("toy_reduce", "axes")] == pb.INTS
+    assert types[("toy_reduce", "reduction")] == pb.STRING
+    assert types[("toy_dropout", "seed")] == pb.LONG
     w = next(v for v in desc.blocks[0].vars if v.name == "w")
     assert list(w.shape) == [4, 6]
     assert {a.name: a.value.type for a in w.parameter.optimize_attrs} == {
@@ -409,7 +413,7 @@ def test_clone_is_independent():
     assert c.serialize() == before
     assert c.global_block().var("x") is not p.global_block().var("x")
     with pc.program_guard(c):
-        pc.ops.relu(c.global_block().var("x"))
+        pc.ops.toy_relu(c.global_block().var("x"))
     c.global_block().var("w").optimize_attrs["learning_rate"] = 9.0
     c.global_block().var("x").shape = (1, 4)
     assert p.serialize() == before
@@ -444,7 +448,7 @@ def test_loading_an_op_no_plugin_provides(program):
     assert q.global_block().var("a").shape == (None, 3)
     assert q.serialize() == desc.SerializeToString()
     with pc.program_guard(q):  # known ops can still be appended
-        assert pc.ops.relu(q.global_block().var("a")).shape == (None, 3)
+        assert pc.ops.toy_relu(q.global_block().var("a")).shape == (None, 3)
 
 
 def test_corrupt_bytes():
@@ -544,10 +548,10 @@ def test_appending_after_loading_does_not_collide():
     gb = q.global_block()
     x = gb.var("x")
     with pc.program_guard(q):
-        assert pc.ops.scale(x).name == "scale_1.out"
-        assert [v.name for v in pc.ops.split(x)] == ["split_1.outs_0", "split_1.outs_1"]
-        assert pc.ops.dropout(x)[1].name == "dropout_2.mask"
-        assert pc.ops.add(x, x).name == "add_1.out"  # add_0 is in block 1
+        assert pc.ops.toy_scale(x).name == "toy_scale_1.out"
+        assert [v.name for v in pc.ops.toy_split(x)] == ["toy_split_1.outs_0", "toy_split_1.outs_1"]
+        assert pc.ops.toy_dropout(x)[1].name == "toy_dropout_2.mask"
+        assert pc.ops.toy_add(x, x).name == "toy_add_1.out"  # toy_add_0 is in block 1
     assert gb.create_var(shape=[1]).name == "tmp_1"
     assert gb.create_parameter(shape=[1]).name == "param_1"
 

@@ -28,8 +28,8 @@ def test_toy_program_on_cuda_falls_back_to_cpu_kernels(cuda, monkeypatch):
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 3], dtype="float32")
         w = pc.data("w", shape=[3, 2], dtype="float32")
-        h = pc.ops.matmul(pc.ops.scale(x, scale=2.0, bias=-1.0), w)
-        out = pc.ops.reduce(pc.ops.relu(h), axes=[1], reduction="sum")
+        h = pc.ops.toy_matmul(pc.ops.toy_scale(x, scale=2.0, bias=-1.0), w)
+        out = pc.ops.toy_reduce(pc.ops.toy_relu(h), axes=[1], reduction="sum")
     rng = np.random.default_rng(0)
     xv = rng.standard_normal((4, 3)).astype(np.float32)
     wv = rng.standard_normal((3, 2)).astype(np.float32)

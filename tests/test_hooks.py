@@ -56,7 +56,7 @@ def scale_program(dtype="float32", scale=2.0):
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 3], dtype=dtype)
-        y = pc.ops.scale(x, scale=scale, bias=1.0)
+        y = pc.ops.toy_scale(x, scale=scale, bias=1.0)
     return prog, y
 
 
@@ -163,10 +163,10 @@ SCALE_ATTRS = """
 
 
 class ShadowScale:
-    """Declares `scale` like toy does, with a kernel giving a recognisably different result."""
+    """Declares `toy_scale` like toy does, with a kernel giving a recognisably different result."""
 
     def paddle_core_manifest(self):
-        return unary_op("scale", "scale_cpu", dtypes="FLOAT32", attrs=SCALE_ATTRS)
+        return unary_op("toy_scale", "scale_cpu", dtypes="FLOAT32", attrs=SCALE_ATTRS)
 
     def scale_cpu(self, x, *, scale, bias, bias_after_scale):
         return -(x * scale + bias)
@@ -177,15 +177,15 @@ def test_an_in_process_op_shadows_an_installed_one_until_unregistered():
     with pytest.warns(pc.PluginConflictWarning) as record:
         name = pc.register_plugin(ShadowScale(), name="shadow")
     message = str(record[0].message)
-    assert "op 'scale' is provided by plugin 'shadow' and plugin 'toy'" in message
+    assert "op 'toy_scale' is provided by plugin 'shadow' and plugin 'toy'" in message
     assert "using 'shadow' by the default conflict rule" in message
-    assert pc.get_registry().op("scale").plugin.name == "shadow"
+    assert pc.get_registry().op("toy_scale").plugin.name == "shadow"
     prog, y = scale_program()
     (got,) = pc.Executor("cpu").run(prog, feed={"x": value}, fetch_list=[y])
     np.testing.assert_array_equal(got, -(value * 2 + 1))
 
     pc.unregister_plugin(name)
-    assert pc.get_registry().op("scale").plugin.name == "toy"
+    assert pc.get_registry().op("toy_scale").plugin.name == "toy"
     prog, y = scale_program()
     (got,) = pc.Executor("cpu").run(prog, feed={"x": value}, fetch_list=[y])
     np.testing.assert_array_equal(got, value * 2 + 1)
@@ -249,7 +249,7 @@ def pick_program():
     with pc.program_guard(prog):
         x = pc.data("x", shape=[2], dtype="float32")
         y = pc.ops.pick(x)
-        z = pc.ops.scale(y, scale=3.0)
+        z = pc.ops.toy_scale(y, scale=3.0)
     return prog, z
 
 
@@ -268,7 +268,7 @@ def test_select_kernel_hook_overrides_the_default_choice():
     np.testing.assert_array_equal(got, (value + 2) * 3)
     assert chooser.calls == [
         ("pick", "cpu", "float32", ["pick_a", "pick_b"]),
-        ("scale", "cpu", "float32", ["toy"]),
+        ("toy_scale", "cpu", "float32", ["toy"]),
     ]
 
     pc.unregister_plugin("prefer_b")
@@ -292,7 +292,7 @@ def test_select_kernel_hook_returning_none_everywhere_leaves_no_kernel():
 
 
 class TenfoldScales:
-    """A pass setting every scale op's factor to 10."""
+    """A pass setting every toy_scale op's factor to 10."""
 
     def __init__(self):
         self.seen = []
@@ -301,7 +301,7 @@ class TenfoldScales:
     def paddle_core_transform_program(self, program, device):
         self.seen.append((program, device))
         for op in program.global_block().ops:
-            if op.type == "scale":
+            if op.type == "toy_scale":
                 op.attrs["scale"] = 10.0
 
 
@@ -319,7 +319,7 @@ def test_transform_program_rewrites_a_private_copy():
     ((seen, device),) = passes.seen
     assert seen is not prog
     assert device == pc.get_device("cpu")
-    assert [op.type for op in seen.global_block().ops] == ["scale"]
+    assert [op.type for op in seen.global_block().ops] == ["toy_scale"]
     # the user's program is untouched
     assert (prog.version, str(prog)) == (version, text)
     assert prog.global_block().ops[0].attr("scale") == 2.0
@@ -380,7 +380,7 @@ class SimDevices:
 
 
 class SimScale:
-    """A sim kernel for toy's `scale`, as a kernel pack."""
+    """A sim kernel for toy's `toy_scale`, as a kernel pack."""
 
     def __init__(self):
         self.args = []
@@ -388,7 +388,7 @@ class SimScale:
     def paddle_core_manifest(self):
         return """
             kernel_packs {
-              op: "scale"
+              op: "toy_scale"
               kernels { device: "sim" dtypes: [FLOAT32] python: "scale_sim" }
             }
         """
@@ -410,8 +410,8 @@ def scale_relu_program():
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 3], dtype="float32")
-        y = pc.ops.scale(x, scale=2.0, bias=-3.0)
-        z = pc.ops.relu(y)
+        y = pc.ops.toy_scale(x, scale=2.0, bias=-3.0)
+        z = pc.ops.toy_relu(y)
     return prog, y, z
 
 
@@ -436,8 +436,8 @@ def test_ops_without_device_kernels_fall_back_to_cpu_warning_once(sim):
         got_y, got_z = exe.run(prog, feed={"x": value}, fetch_list=[y, z])
     messages = sorted(str(w.message) for w in record)
     assert messages == [
-        "op 'relu' has no sim kernel for float32; running it on CPU with copies",
-        "op 'scale' has no sim kernel for float32; running it on CPU with copies",
+        "op 'toy_relu' has no sim kernel for float32; running it on CPU with copies",
+        "op 'toy_scale' has no sim kernel for float32; running it on CPU with copies",
     ]
     assert all(w.filename == __file__ for w in record)  # pointing at the caller's line
     for got, want in ((got_y, value * 2 - 3), (got_z, np.maximum(value * 2 - 3, 0))):
@@ -457,13 +457,13 @@ def test_ops_without_device_kernels_fall_back_to_cpu_warning_once(sim):
 def test_a_device_kernel_is_used_when_a_plugin_declares_one(sim):
     kernels = SimScale()
     pc.register_plugin(kernels, name="sim_scale")
-    assert pc.get_registry().op("scale").dtypes_for("sim") == ["float32"]
+    assert pc.get_registry().op("toy_scale").dtypes_for("sim") == ["float32"]
     prog, y, z = scale_relu_program()
     value = np.array([[0, 1, 2]], np.float32)
     with pytest.warns(RuntimeWarning) as record:
         got_y, got_z = pc.Executor("sim").run(prog, feed={"x": value}, fetch_list=[y, z])
     assert [str(w.message) for w in record] == [
-        "op 'relu' has no sim kernel for float32; running it on CPU with copies"
+        "op 'toy_relu' has no sim kernel for float32; running it on CPU with copies"
     ]
     (arg,) = kernels.args
     assert isinstance(arg, SimBuffer)  # the sim kernel got a device buffer, not a host array
@@ -473,8 +473,8 @@ def test_a_device_kernel_is_used_when_a_plugin_declares_one(sim):
     prog64 = pc.Program()
     with pc.program_guard(prog64):
         x = pc.data("x", shape=[3], dtype="float64")
-        y64 = pc.ops.scale(x, scale=2.0)
-    with pytest.warns(RuntimeWarning, match="'scale' has no sim kernel for float64"):
+        y64 = pc.ops.toy_scale(x, scale=2.0)
+    with pytest.warns(RuntimeWarning, match="'toy_scale' has no sim kernel for float64"):
         (got,) = pc.Executor("sim").run(prog64, feed={"x": np.ones(3)}, fetch_list=[y64])
     np.testing.assert_array_equal(got, np.full(3, 2.0))
     assert len(kernels.args) == 1
@@ -484,7 +484,7 @@ def test_no_kernel_on_the_device_or_on_cpu(sim):
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[3], dtype="int64")
-        y = pc.ops.relu(x)
+        y = pc.ops.toy_relu(x)
     with pytest.raises(pc.KernelNotFoundError, match="no kernel for device sim and dtype int64"):
         pc.Executor("sim").run(prog, feed={"x": np.arange(3)}, fetch_list=[y])
 
@@ -550,23 +550,23 @@ def test_default_conflict_rule_picks_the_first_plugin_by_name_loudly(on_path, br
     with pytest.warns(pc.PluginConflictWarning) as record:
         on_path(broken_site)
     (message,) = conflict_warnings(record)
-    assert "op 'scale' is provided by plugin 'dup'" in message
+    assert "op 'toy_scale' is provided by plugin 'dup'" in message
     assert "and plugin 'toy' (paddle-ops-toy" in message
-    assert "PADDLE_CORE_PREFER=scale=<plugin>" in message
+    assert "PADDLE_CORE_PREFER=toy_scale=<plugin>" in message
     registry = pc.get_registry()
-    assert registry.op("scale").plugin.name == "dup"
-    assert [p.name for p in registry.op("scale").others] == ["toy"]
+    assert registry.op("toy_scale").plugin.name == "dup"
+    assert [p.name for p in registry.op("toy_scale").others] == ["toy"]
 
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[3], dtype="float32")
-        y = pc.ops.scale(x, factor=5.0)  # dup's interface: its kernel copies x
+        y = pc.ops.toy_scale(x, factor=5.0)  # dup's interface: its kernel copies x
     value = np.array([1, 2, 3], np.float32)
     (got,) = pc.Executor("cpu").run(prog, feed={"x": value}, fetch_list=[y])
     np.testing.assert_array_equal(got, value)
 
 
-@pytest.mark.parametrize("preference", ["scale=toy", "scale=paddle-ops-toy"])
+@pytest.mark.parametrize("preference", ["toy_scale=toy", "toy_scale=paddle-ops-toy"])
 def test_a_user_preference_settles_the_conflict_quietly(
     on_path, broken_site, monkeypatch, preference
 ):
@@ -576,8 +576,8 @@ def test_a_user_preference_settles_the_conflict_quietly(
         on_path(broken_site)
         registry = pc.reload_registry()
     assert conflict_warnings(record) == []
-    assert registry.op("scale").plugin.name == "toy"
-    (conflict,) = [c for c in registry.conflicts if c.key == "scale"]
+    assert registry.op("toy_scale").plugin.name == "toy"
+    (conflict,) = [c for c in registry.conflicts if c.key == "toy_scale"]
     assert conflict.preferred and conflict.chosen.name == "toy"
     prog, y = scale_program()
     value = np.ones((2, 3), np.float32)
@@ -586,13 +586,13 @@ def test_a_user_preference_settles_the_conflict_quietly(
 
 
 def test_a_kernel_level_preference_chooses_that_plugins_kernel(on_path, broken_site, monkeypatch):
-    monkeypatch.setenv("PADDLE_CORE_PREFER", "scale:cpu:float32=toy")
+    monkeypatch.setenv("PADDLE_CORE_PREFER", "toy_scale:cpu:float32=toy")
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         on_path(broken_site)
         registry = pc.reload_registry()
     assert conflict_warnings(record) == []
-    (kernel,) = registry.kernel_candidates("scale", "cpu", "float32")
+    (kernel,) = registry.kernel_candidates("toy_scale", "cpu", "float32")
     assert kernel.plugin.name == "toy"
     prog, y = scale_program()
     value = np.ones((2, 3), np.float32)

@@ -64,7 +64,7 @@ def odd():
 
 def apply(via: str, op: str, x, **attrs):
     """Append ``op`` through the generated function or through Block.append_op."""
-    inputs = {} if op == "fill" else {"x": x}
+    inputs = {} if op == "toy_fill" else {"x": x}
     if via == "api":
         return getattr(pc.ops, op)(*inputs.values(), **attrs)
     return x.program.current_block().append_op(op, inputs=inputs, attrs=attrs)
@@ -97,17 +97,17 @@ VIA = pytest.mark.parametrize("via", ["api", "append_op"])
 @pytest.mark.parametrize(
     ("op", "attr", "value", "expected", "got"),
     [
-        ("scale", "scale", "abc", "expected a float", "got str 'abc'"),
-        ("scale", "scale", True, "expected a float", "got bool True"),
-        ("scale", "bias", None, "expected a float", "got NoneType None"),
-        ("split", "num", 2.0, "expected an int (32-bit) in [1, inf)", "got float 2.0"),
-        ("split", "num", True, "expected an int (32-bit) in [1, inf)", "got bool True"),
-        ("split", "axis", np.float32(1), "expected an int (32-bit)", "got float32"),
-        ("dropout", "seed", 1.0, "expected an int (64-bit)", "got float 1.0"),
-        ("matmul", "transpose_x", "yes", "expected a bool", "got str 'yes'"),
-        ("matmul", "transpose_x", 1, "expected a bool", "got int 1"),
-        ("reduce", "reduction", 3, "expected one of 'sum', 'mean', 'max'", "got int 3"),
-        ("reduce", "axes", [0, 1.5], "expected a list of ints", "(item 1: float 1.5)"),
+        ("toy_scale", "scale", "abc", "expected a float", "got str 'abc'"),
+        ("toy_scale", "scale", True, "expected a float", "got bool True"),
+        ("toy_scale", "bias", None, "expected a float", "got NoneType None"),
+        ("toy_split", "num", 2.0, "expected an int (32-bit) in [1, inf)", "got float 2.0"),
+        ("toy_split", "num", True, "expected an int (32-bit) in [1, inf)", "got bool True"),
+        ("toy_split", "axis", np.float32(1), "expected an int (32-bit)", "got float32"),
+        ("toy_dropout", "seed", 1.0, "expected an int (64-bit)", "got float 1.0"),
+        ("toy_matmul", "transpose_x", "yes", "expected a bool", "got str 'yes'"),
+        ("toy_matmul", "transpose_x", 1, "expected a bool", "got int 1"),
+        ("toy_reduce", "reduction", 3, "expected one of 'sum', 'mean', 'max'", "got int 3"),
+        ("toy_reduce", "axes", [0, 1.5], "expected a list of ints", "(item 1: float 1.5)"),
     ],
 )
 def test_wrong_type_is_rejected(x, via, op, attr, value, expected, got):
@@ -119,7 +119,7 @@ def test_wrong_type_is_rejected(x, via, op, attr, value, expected, got):
 
 
 def test_int_is_accepted_for_float(x):
-    op = pc.ops.scale(x, scale=3).op
+    op = pc.ops.toy_scale(x, scale=3).op
     assert op.attrs["scale"] == 3.0
     assert type(op.attrs["scale"]) is float
 
@@ -127,10 +127,10 @@ def test_int_is_accepted_for_float(x):
 @VIA
 def test_numpy_scalars_are_accepted_as_python_values(x, via):
     results = [
-        apply(via, "scale", x, scale=np.float32(2.5), bias_after_scale=np.bool_(False)),
-        apply(via, "split", x, num=np.int64(2), axis=np.int32(1)),
-        apply(via, "dropout", x, seed=np.int64(2**40), is_test=np.True_),
-        apply(via, "reduce", x, axes=[np.int64(0), np.int32(1)], keepdim=np.bool_(True)),
+        apply(via, "toy_scale", x, scale=np.float32(2.5), bias_after_scale=np.bool_(False)),
+        apply(via, "toy_split", x, num=np.int64(2), axis=np.int32(1)),
+        apply(via, "toy_dropout", x, seed=np.int64(2**40), is_test=np.True_),
+        apply(via, "toy_reduce", x, axes=[np.int64(0), np.int32(1)], keepdim=np.bool_(True)),
     ]
     attrs = [op_of(r).attrs for r in results]
     assert attrs == [
@@ -149,12 +149,12 @@ def test_numpy_scalars_are_accepted_as_python_values(x, via):
 
 def test_integer_width_is_enforced(x):
     with pytest.raises(pc.AttrError) as info:
-        pc.ops.split(x, axis=np.int64(2**31))
-    assert_attr_error(info.value, "split", "axis", "expected an int (32-bit)", "got int64")
-    pc.ops.dropout(x, seed=-(2**63))  # LONG: the whole signed 64-bit range
+        pc.ops.toy_split(x, axis=np.int64(2**31))
+    assert_attr_error(info.value, "toy_split", "axis", "expected an int (32-bit)", "got int64")
+    pc.ops.toy_dropout(x, seed=-(2**63))  # LONG: the whole signed 64-bit range
     with pytest.raises(pc.AttrError) as info:
-        pc.ops.dropout(x, seed=2**63)
-    assert_attr_error(info.value, "dropout", "seed", "expected an int (64-bit)")
+        pc.ops.toy_dropout(x, seed=2**63)
+    assert_attr_error(info.value, "toy_dropout", "seed", "expected an int (64-bit)")
 
 
 # -- ranges -----------------------------------------------------------------------------------
@@ -164,11 +164,11 @@ def test_integer_width_is_enforced(x):
 @pytest.mark.parametrize(
     ("op", "attr", "value", "expected"),
     [
-        ("leaky_relu", "alpha", -0.01, "expected a float in [0, 1)"),
-        ("leaky_relu", "alpha", 1.0, "expected a float in [0, 1)"),  # exclusive max
-        ("leaky_relu", "alpha", float("nan"), "expected a float in [0, 1)"),
-        ("dropout", "p", 1.0, "expected a float in [0, 1)"),
-        ("split", "num", 0, "expected an int (32-bit) in [1, inf)"),
+        ("toy_leaky_relu", "alpha", -0.01, "expected a float in [0, 1)"),
+        ("toy_leaky_relu", "alpha", 1.0, "expected a float in [0, 1)"),  # exclusive max
+        ("toy_leaky_relu", "alpha", float("nan"), "expected a float in [0, 1)"),
+        ("toy_dropout", "p", 1.0, "expected a float in [0, 1)"),
+        ("toy_split", "num", 0, "expected an int (32-bit) in [1, inf)"),
     ],
 )
 def test_out_of_range_is_rejected(x, via, op, attr, value, expected):
@@ -179,10 +179,10 @@ def test_out_of_range_is_rejected(x, via, op, attr, value, expected):
 
 def test_bounds_themselves(x):
     """An inclusive bound is allowed; values just inside an exclusive one are too."""
-    assert pc.ops.leaky_relu(x, alpha=0.0).op.attrs["alpha"] == 0.0
-    assert pc.ops.leaky_relu(x, alpha=0.999).op.attrs["alpha"] == 0.999
-    assert pc.ops.dropout(x, p=0.0)[0].op.attrs["p"] == 0.0
-    assert pc.ops.split(x, num=1)[0].op.attrs["num"] == 1
+    assert pc.ops.toy_leaky_relu(x, alpha=0.0).op.attrs["alpha"] == 0.0
+    assert pc.ops.toy_leaky_relu(x, alpha=0.999).op.attrs["alpha"] == 0.999
+    assert pc.ops.toy_dropout(x, p=0.0)[0].op.attrs["p"] == 0.0
+    assert pc.ops.toy_split(x, num=1)[0].op.attrs["num"] == 1
 
 
 def test_exclusive_min(x, odd):
@@ -195,15 +195,15 @@ def test_exclusive_min(x, odd):
 @VIA
 def test_list_range_applies_to_each_element(x, via):
     with pytest.raises(pc.AttrError) as info:
-        apply(via, "fill", x, shape=[2, 3, -1])
+        apply(via, "toy_fill", x, shape=[2, 3, -1])
     assert_attr_error(
         info.value,
-        "fill",
+        "toy_fill",
         "shape",
         "expected a list of ints each in [0, inf)",
         "got list [2, 3, -1] (item 2: int -1)",
     )
-    apply(via, "fill", x, shape=[0, 3])  # 0 is within the inclusive bound
+    apply(via, "toy_fill", x, shape=[0, 3])  # 0 is within the inclusive bound
 
 
 # -- choices ----------------------------------------------------------------------------------
@@ -212,24 +212,26 @@ def test_list_range_applies_to_each_element(x, via):
 @VIA
 def test_not_in_choices_suggests_the_closest(x, via):
     with pytest.raises(pc.AttrError) as info:
-        apply(via, "reduce", x, reduction="mena")
+        apply(via, "toy_reduce", x, reduction="mena")
     assert_attr_error(
         info.value,
-        "reduce",
+        "toy_reduce",
         "reduction",
         "expected one of 'sum', 'mean', 'max'",
         "got str 'mena'",
         "(did you mean 'mean'?)",
     )
     with pytest.raises(pc.AttrError) as info:
-        apply(via, "fill", x, shape=[1], dtype="flaot32")
-    assert_attr_error(info.value, "fill", "dtype", "got str 'flaot32'", "did you mean 'float32'")
+        apply(via, "toy_fill", x, shape=[1], dtype="flaot32")
+    assert_attr_error(
+        info.value, "toy_fill", "dtype", "got str 'flaot32'", "did you mean 'float32'"
+    )
 
 
 def test_not_in_choices_without_a_close_match(x):
     with pytest.raises(pc.AttrError) as info:
-        pc.ops.reduce(x, reduction="product")
-    assert_attr_error(info.value, "reduce", "reduction", "expected one of 'sum', 'mean', 'max'")
+        pc.ops.toy_reduce(x, reduction="product")
+    assert_attr_error(info.value, "toy_reduce", "reduction", "expected one of 'sum', 'mean', 'max'")
     assert "did you mean" not in str(info.value)
 
 
@@ -257,43 +259,43 @@ def test_choices_of_floats_and_of_lists(x, odd):
 
 def test_unknown_attr_keyword_of_the_generated_function(x):
     with pytest.raises(pc.AttrError) as info:
-        pc.ops.scale(x, scael=2.0)
+        pc.ops.toy_scale(x, scael=2.0)
     err = info.value
-    assert (err.op, err.attr) == ("scale", "scael")
+    assert (err.op, err.attr) == ("toy_scale", "scael")
     assert str(err) == (
-        "op 'scale' has no attr 'scael' (did you mean 'scale'?); "
+        "op 'toy_scale' has no attr 'scael' (did you mean 'scale'?); "
         "its attrs are: scale, bias, bias_after_scale"
     )
 
 
 def test_unknown_attr_in_append_op(x):
     with pytest.raises(pc.AttrError) as info:
-        x.block.append_op("reduce", inputs={"x": x}, attrs={"keepdims": True})
+        x.block.append_op("toy_reduce", inputs={"x": x}, attrs={"keepdims": True})
     err = info.value
-    assert (err.op, err.attr) == ("reduce", "keepdims")
-    assert "op 'reduce' has no attr 'keepdims' (did you mean 'keepdim'?)" in str(err)
+    assert (err.op, err.attr) == ("toy_reduce", "keepdims")
+    assert "op 'toy_reduce' has no attr 'keepdims' (did you mean 'keepdim'?)" in str(err)
     assert "its attrs are: axes, keepdim, reduction" in str(err)
 
 
 @VIA
 def test_unknown_attr_without_a_close_match(x, via):
     with pytest.raises(pc.AttrError) as info:
-        apply(via, "relu", x, bogus=1)
-    assert (info.value.op, info.value.attr) == ("relu", "bogus")
-    assert str(info.value) == "op 'relu' has no attr 'bogus'; its attrs are: none"
+        apply(via, "toy_relu", x, bogus=1)
+    assert (info.value.op, info.value.attr) == ("toy_relu", "bogus")
+    assert str(info.value) == "op 'toy_relu' has no attr 'bogus'; its attrs are: none"
 
 
 @VIA
 def test_required_attr_missing(x, via):
     with pytest.raises(pc.AttrError) as info:
-        apply(via, "fill", x, value=1.0)
+        apply(via, "toy_fill", x, value=1.0)
     assert_attr_error(
-        info.value, "fill", "shape", "a value is required", "a list of ints each in [0, inf)"
+        info.value, "toy_fill", "shape", "a value is required", "a list of ints each in [0, inf)"
     )
 
 
 def test_defaults_are_filled_in_declaration_order(x):
-    op = x.block.append_op("fill", attrs={"dtype": "int64", "shape": [2]})
+    op = x.block.append_op("toy_fill", attrs={"dtype": "int64", "shape": [2]})
     assert list(op.attrs.items()) == [("shape", [2]), ("value", 0.0), ("dtype", "int64")]
 
 
@@ -303,10 +305,10 @@ def test_defaults_are_filled_in_declaration_order(x):
 @VIA
 def test_list_attrs_accept_tuples_and_arrays(x, via):
     for axes in [(0, 1), np.array([0, 1]), range(2)]:
-        op = op_of(apply(via, "reduce", x, axes=axes, keepdim=True))
+        op = op_of(apply(via, "toy_reduce", x, axes=axes, keepdim=True))
         assert op.attrs["axes"] == [0, 1]
         assert type(op.attrs["axes"]) is list
-    filled = pc.ops.fill(shape=(2, 3))
+    filled = pc.ops.toy_fill(shape=(2, 3))
     assert filled.shape == (2, 3)
 
 
@@ -314,10 +316,10 @@ def test_list_attrs_accept_tuples_and_arrays(x, via):
 @pytest.mark.parametrize("value", ["23", b"23", 5, {"a": 1}])
 def test_list_attr_rejects_non_lists(x, via, value):
     with pytest.raises(pc.AttrError) as info:
-        apply(via, "fill", x, shape=value)
+        apply(via, "toy_fill", x, shape=value)
     assert_attr_error(
         info.value,
-        "fill",
+        "toy_fill",
         "shape",
         "expected a list of ints each in [0, inf)",
         f"got {type(value).__name__} {value!r}",
@@ -327,8 +329,8 @@ def test_list_attr_rejects_non_lists(x, via, value):
 def test_bad_item_of_an_iterator_is_reported(x):
     """The item is named even when the given value cannot be indexed."""
     with pytest.raises(pc.AttrError) as info:
-        pc.ops.reduce(x, axes=(a for a in [0, 1.5]))
-    assert_attr_error(info.value, "reduce", "axes", "got generator", "(item 1: float 1.5)")
+        pc.ops.toy_reduce(x, axes=(a for a in [0, 1.5]))
+    assert_attr_error(info.value, "toy_reduce", "axes", "got generator", "(item 1: float 1.5)")
 
 
 def test_list_element_types(x, odd):
@@ -351,17 +353,17 @@ def test_list_element_types(x, odd):
 @pytest.mark.parametrize(
     ("op", "attrs", "error"),
     [
-        ("scale", {"scale": "abc"}, pc.AttrError),
-        ("fill", {}, pc.AttrError),
-        ("reduce", {"reductoin": "sum"}, pc.AttrError),
-        ("split", {"num": 3, "axis": 1}, pc.ShapeError),  # 4 does not split into 3
+        ("toy_scale", {"scale": "abc"}, pc.AttrError),
+        ("toy_fill", {}, pc.AttrError),
+        ("toy_reduce", {"reductoin": "sum"}, pc.AttrError),
+        ("toy_split", {"num": 3, "axis": 1}, pc.ShapeError),  # 4 does not split into 3
     ],
 )
 def test_failed_append_leaves_the_block_unchanged(via, op, attrs, error):
     program = pc.Program()
     with pc.program_guard(program):
         x = pc.data("x", [2, 4])
-        y = pc.ops.relu(x)
+        y = pc.ops.toy_relu(x)
         block = program.global_block()
         before = (dict(block.vars), list(block.ops), program.version)
         with pytest.raises(error):
@@ -369,7 +371,7 @@ def test_failed_append_leaves_the_block_unchanged(via, op, attrs, error):
         assert (dict(block.vars), list(block.ops), program.version) == before
         assert y.op is block.ops[-1]
         # The names a failed append would have used are still free.
-        assert pc.ops.relu(x).name == "relu_1.out"
+        assert pc.ops.toy_relu(x).name == "toy_relu_1.out"
 
 
 def test_output_name_taken_creates_no_output(x):
@@ -380,7 +382,7 @@ def test_output_name_taken_creates_no_output(x):
     with pytest.raises(
         pc.OpInputError, match=re.escape("a variable named 'd.mask' already exists")
     ):
-        pc.ops.dropout(x, name="d")
+        pc.ops.toy_dropout(x, name="d")
     assert list(block.vars) == names
     assert block.ops == []
 
@@ -458,5 +460,5 @@ def test_sets_are_not_lists_because_they_have_no_order():
     with pc.program_guard(pc.Program()):
         x = pc.data("x", [2, 3])
         with pytest.raises(pc.AttrError, match=r"attr 'axes': expected a list of ints, got set"):
-            pc.ops.reduce(x, axes={0, 1})
-        assert pc.ops.reduce(x, axes=(i for i in [1])).shape == (2,)
+            pc.ops.toy_reduce(x, axes={0, 1})
+        assert pc.ops.toy_reduce(x, axes=(i for i in [1])).shape == (2,)
