@@ -291,7 +291,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def check_plugin_code(record: Any) -> None:
     """Import a loaded plugin's modules and resolve every name its manifest declares; problems
-    are recorded in ``record.runtime_errors``."""
+    are recorded against it (``record.problems``)."""
     from .errors import PluginError
     from .registry import resolve
 
@@ -313,6 +313,16 @@ def check_plugin_code(record: Any) -> None:
             resolve(record, ref, what)
         except PluginError:
             pass  # recorded by resolve
+    natives = [o.proto.type for o in manifest.ops if any(k.native for k in o.kernels)]
+    natives += [p.op for p in manifest.kernel_packs if any(k.native for k in p.kernels)]
+    if natives:
+        from .errors import KernelLoadError
+        from .kernels import kernel_table
+
+        try:
+            kernel_table(record, natives[0])  # imports the module, checks its ABI and table
+        except KernelLoadError:
+            pass  # recorded as the plugin's kernel problem
     if record.hooks_module:
         from .hooks import plugin_manager
 
@@ -328,9 +338,7 @@ def plugin_json(record: Any) -> dict[str, Any]:
         "manifest": record.manifest_path,
         "comment": record.comment,
         "status": record.status,
-        "problems": ([record.disabled] if record.disabled else [])
-        + record.errors
-        + record.runtime_errors,
+        "problems": ([record.disabled] if record.disabled else []) + record.problems,
         "warnings": record.warnings,
         "ops": [s["type"] for s in record.ops],
     }
@@ -368,7 +376,7 @@ def doctor_report(registry: Any) -> dict[str, Any]:
     for record in registry.records:
         check_plugin_code(record)
         if record.status == "broken":
-            problems += [f"{record.label}: {p}" for p in record.errors + record.runtime_errors]
+            problems += [f"{record.label}: {p}" for p in record.problems]
         warnings += [f"{record.label}: {w}" for w in record.warnings]
     for conflict in registry.conflicts:
         (warnings if conflict.preferred else problems).append(conflict.describe())

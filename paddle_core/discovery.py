@@ -48,6 +48,7 @@ class PluginRecord:
         "ops",
         "kernel_packs",
         "manifest_b64",
+        "kernel_problem",
     )
     __slots__ = (*FIELDS, "disabled", "runtime_errors", "namespace", "_manifest")
 
@@ -67,6 +68,10 @@ class PluginRecord:
         self.ops: list[dict[str, Any]] = list(fields.get("ops", ()))
         self.kernel_packs: list[dict[str, Any]] = list(fields.get("kernel_packs", ()))
         self.manifest_b64: str = fields.get("manifest_b64", "")
+        # Why the compiled kernel module cannot be used (not installed, failed to import, wrong
+        # ABI): found without importing at discovery, or by a process that tried to load it,
+        # and kept in the index so that `paddle-ops list` knows. Cleared by a successful load.
+        self.kernel_problem: str = fields.get("kernel_problem", "")
         self.disabled: str | None = None  # why the user switched it off
         self.runtime_errors: list[str] = []
         # Where bare rule/kernel names resolve: None means import rules_module on first use;
@@ -75,18 +80,26 @@ class PluginRecord:
         self._manifest = None
 
     @property
+    def problems(self) -> list[str]:
+        """Everything wrong with the plugin, manifest problems first."""
+        found = self.errors + self.runtime_errors
+        if self.kernel_problem and self.kernel_problem not in found:
+            found.append(self.kernel_problem)
+        return found
+
+    @property
     def status(self) -> str:
         """'ok', 'disabled' or 'broken'."""
         if self.disabled:
             return "disabled"
-        return "broken" if self.errors or self.runtime_errors else "ok"
+        return "broken" if self.problems else "ok"
 
     @property
     def reason(self) -> str:
         """Why the plugin is not 'ok' (first problem, with a count of the rest), or ''."""
         if self.disabled:
             return self.disabled
-        problems = self.errors + self.runtime_errors
+        problems = self.problems
         if not problems:
             return ""
         more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
@@ -213,7 +226,13 @@ def _read_entry_point(ep, core_version: str) -> PluginRecord:
         record.errors.append(str(e))
         return record
     try:
-        return record_from_manifest(record, parts, core_version)
+        record_from_manifest(record, parts, core_version)
+        if record.kernel_module and not record.errors and find_spec(record.kernel_module) is None:
+            record.kernel_problem = (
+                f"its compiled module {record.kernel_module!r} is not installed "
+                "(did the plugin's build fail?)"
+            )
+        return record
     except Exception as e:  # a checker bug must not take the host down; report it instead
         record.errors.append(f"unexpected {type(e).__name__} while reading the manifest: {e}")
         return record
@@ -222,21 +241,13 @@ def _read_entry_point(ep, core_version: str) -> PluginRecord:
 def locate_manifest(value: str) -> Path:
     """The manifest file (or directory) named by an entry-point value "package:file.pbtxt",
     found without importing the package (``find_spec`` locates it; nothing is executed)."""
-    import importlib.machinery
-    import importlib.util
     from pathlib import Path
 
     package, sep, resource = value.partition(":")
     package, resource = package.strip(), resource.strip()
     if not sep or not package or not resource:
         raise ValueError(f"entry point value {value!r} must look like 'package:manifest.pbtxt'")
-    parts = package.split(".")
-    spec = importlib.util.find_spec(parts[0])
-    for i in range(1, len(parts)):
-        if spec is None or not spec.submodule_search_locations:
-            break
-        name = ".".join(parts[: i + 1])
-        spec = importlib.machinery.PathFinder.find_spec(name, list(spec.submodule_search_locations))
+    spec = find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ValueError(f"package {package!r} named by entry point {value!r} is not installed")
     for location in spec.submodule_search_locations:
@@ -244,3 +255,22 @@ def locate_manifest(value: str) -> Path:
         if candidate.exists():
             return candidate
     raise ValueError(f"manifest file {resource!r} is missing from package {package!r}")
+
+
+def find_spec(name: str):
+    """The module spec of a dotted name, found without importing anything (unlike
+    importlib.util.find_spec, which imports parent packages); None if it is not there."""
+    import importlib.machinery
+    import importlib.util
+
+    parts = name.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])
+        for i in range(1, len(parts)):
+            if spec is None or not spec.submodule_search_locations:
+                return None
+            locations = list(spec.submodule_search_locations)
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), locations)
+    except (ImportError, ValueError):
+        return None
+    return spec

@@ -120,3 +120,28 @@ def _file_state(path: str) -> list[int] | None:
     except OSError:
         return None
     return [st.st_size, st.st_mtime_ns]
+
+
+def note_kernel_problem(cache_dir: str, core_version: str, plugin: str, problem: str) -> None:
+    """Record (or, with "", clear) a plugin's kernel problem in the index, so that processes
+    that never import the plugin (`paddle-ops list`) know it. Skipped if the index is stale
+    (it will be rebuilt) or unwritable."""
+    path = index_file(cache_dir)
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read())
+    except (OSError, ValueError):
+        return
+    if not _valid(data, core_version):
+        return
+    for record in data["plugins"]:
+        if record["name"] == plugin and record.get("kernel_problem", "") != problem:
+            record["kernel_problem"] = problem
+            tmp = f"{path}.{os.getpid()}.tmp"
+            try:
+                with open(tmp, "w", encoding="utf-8") as f:
+                    json.dump(data, f)
+                os.replace(tmp, path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)

@@ -47,15 +47,28 @@ def kernel_table(plugin: PluginRecord, op: str) -> dict[str, Any]:
         return cached[1]
     table = _load_table(plugin, op)
     _tables[id(plugin)] = (plugin, table)
+    if plugin.kernel_problem:  # an earlier process (or discovery) found a problem: gone now
+        _remember(plugin, "")
     return table
+
+
+def _remember(plugin: PluginRecord, problem: str) -> None:
+    """Set the plugin's kernel problem here and in the on-disk index."""
+    from . import __version__, index_cache
+    from .registry import get_registry
+
+    plugin.kernel_problem = problem
+    cache_dir = get_registry().settings.cache_dir
+    if cache_dir is not None and plugin.namespace is None:
+        index_cache.note_kernel_problem(cache_dir, __version__, plugin.name, problem)
 
 
 _tables: dict[int, tuple[PluginRecord, dict[str, Any]]] = {}
 
 
 def _fail(plugin: PluginRecord, op: str, problem: str) -> KernelLoadError:
-    if problem not in plugin.runtime_errors:
-        plugin.runtime_errors.append(problem)
+    if plugin.kernel_problem != problem:
+        _remember(plugin, problem)
     return KernelLoadError(f"op {op!r} cannot run: {plugin.label}: {problem}", op=op)
 
 

@@ -26,15 +26,42 @@ from .scope import Scope
 ALIGNMENT = 64  # bytes; the kernel ABI promises it for buffers the core allocates
 
 
-def aligned_empty(shape: tuple, dtype: str) -> Any:
-    """An uninitialised C-contiguous array whose data is 64-byte aligned."""
+def aligned_empty(shape: tuple, dtype: str, raw: Any = None) -> Any:
+    """An uninitialised C-contiguous array whose data is 64-byte aligned (carved from ``raw``,
+    a uint8 array of at least nbytes + 64 bytes, when given)."""
     import numpy as np
 
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    if raw is None:
+        raw = np.empty(nbytes + ALIGNMENT, np.uint8)
     offset = -raw.ctypes.data % ALIGNMENT
     return raw[offset : offset + nbytes].view(dt).reshape(shape)
+
+
+class OutputBuffers:
+    """Memory for a value that leaves a run (a fetched output), reused once the caller lets go.
+
+    Each run hands out an array the caller owns. When the caller has dropped last run's array,
+    its memory is reused: a large fresh allocation costs a page fault per 4 KiB written, which
+    for a memory-bound op is as much as the op itself. An array the caller still holds is
+    never reused, so no result is ever overwritten under the caller's feet.
+    """
+
+    # References to the last array that are ours: this pool's, the compiled plan's binding
+    # (kept until the next run rebinds the buffer) and sys.getrefcount's own argument.
+    _OURS = 3
+
+    def __init__(self, shape: tuple, dtype: str) -> None:
+        self.shape, self.dtype = shape, dtype
+        self.array: Any = None
+
+    def take(self) -> Any:
+        import sys
+
+        if self.array is None or sys.getrefcount(self.array) > self._OURS:
+            self.array = aligned_empty(self.shape, self.dtype)
+        return self.array
 
 
 def c_contiguous(array: Any) -> Any:
@@ -117,6 +144,7 @@ class CompiledRunner:
         persistable |= set(spec.persistable_outputs)
         self.persistable = [n for n in spec.shapes if n in persistable and n not in fed]
         self.fetched = [n for n in dict.fromkeys(spec.fetch_names) if n not in fed | persistable]
+        self.outputs = {n: OutputBuffers(*spec.shapes[n]) for n in self.fetched}
         per_run = fed | persistable | set(self.fetched)
         for name, (shape, dtype) in spec.shapes.items():
             if name not in per_run:  # planned once, reused by every run
@@ -158,7 +186,7 @@ class CompiledRunner:
             arrays.append(value)
         for name in self.fetched:
             indices.append(index[name])
-            arrays.append(aligned_empty(*shapes[name]))
+            arrays.append(self.outputs[name].take())
         try:
             self.plan.run(indices, arrays)
         except self._failure as e:

@@ -21,8 +21,11 @@ def first_party_ops() -> dict[str, tuple[str, ...]]:
     """distribution -> sorted op types, read from each plugin's manifest file or directory."""
     from google.protobuf import text_format
 
-    sys.path.insert(0, str(HERE.parent))  # the checkout's generated protobuf module
-    from paddle_core.proto import framework_pb2 as pb
+    try:
+        from paddle_core.proto import framework_pb2 as pb
+    except ImportError:  # paddle-core not installed: use the checkout's generated module
+        sys.path.insert(0, str(HERE.parent))
+        from paddle_core.proto import framework_pb2 as pb
 
     found = {}
     for pyproject in sorted(HERE.glob("*/pyproject.toml")):

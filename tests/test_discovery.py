@@ -312,3 +312,53 @@ def test_an_op_of_a_known_package_that_is_not_installed_names_it(monkeypatch) ->
         "unknown op 'conv2d': it is provided by paddle-ops-nn; "
         "install it with `pip install paddle-ops-nn`"
     )
+
+
+# -- compiled kernel modules that cannot be used ------------------------------------------------
+
+KERNEL_PROBLEMS = {
+    "abi_mismatch": "was built for kernel ABI 99, but paddle-core 0.1.0 speaks kernel ABI 1",
+    "failing_kernels": "'broken_plugins.failing_C' failed to import: ImportError: failing_C.so: "
+    "undefined symbol",
+    "missing_kernels": "'broken_plugins.not_built_C'",
+}
+
+
+def test_unusable_kernel_modules_are_reported_and_their_ops_marked_unavailable(
+    broken_site: Path, tmp_path: Path
+) -> None:
+    env = {"PADDLE_CORE_CACHE_DIR": str(tmp_path)}
+    # Before any plugin code ran, a module that is not even installed is already known.
+    ops = listed(broken_site, **env)
+    assert ops["missing_kernels_op"]["available"] is False
+    assert ops["toy_add"]["available"] is True
+    # `plugins` imports each compiled module, checks it and reports the problem...
+    plugins = plugins_json(broken_site, **env)
+    for name, problem in KERNEL_PROBLEMS.items():
+        assert plugins[name]["status"] == "broken", name
+        assert any(problem in p for p in plugins[name]["problems"]), plugins[name]["problems"]
+    # ...which later listings know without importing anything.
+    ops = listed(broken_site, **env)
+    for name in KERNEL_PROBLEMS:
+        assert ops[f"{name}_op"]["available"] is False, name
+    table = run_cli("list", "--plugin", "abi_mismatch", pythonpath=broken_site, env=env).stdout
+    assert "abi_mismatch_op (unavailable)" in table
+
+
+@pytest.mark.parametrize("plugin", sorted(KERNEL_PROBLEMS))
+def test_running_an_op_of_an_unusable_kernel_module_says_why(broken_site, on_path, plugin) -> None:
+    on_path(broken_site)
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        out = getattr(pc.ops, f"{plugin}_op")(pc.data("x", [2]))  # appending needs no kernel
+    with pytest.raises(pc.KernelLoadError) as err:
+        pc.Executor().run(prog, feed={"x": np.ones(2, np.float32)}, fetch_list=[out])
+    message = str(err.value)
+    assert f"op '{plugin}_op' cannot run: plugin '{plugin}' (paddle-ops-broken 0.1.0)" in message
+    assert KERNEL_PROBLEMS[plugin] in message
+    # Other plugins' ops still run in the same process.
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        ok = pc.ops.toy_leaky_relu(pc.data("x", [2]), alpha=0.5)
+    (value,) = pc.Executor().run(prog, feed={"x": -np.ones(2, np.float32)}, fetch_list=[ok])
+    assert value.tolist() == [-0.5, -0.5]

@@ -703,3 +703,14 @@ def test_list_feeds_convert_only_without_loss() -> None:
     assert got[1].dtype == np.float32 and got[1].tolist() == [2.0, 4.0]
     with pytest.raises(pc.FeedError, match=r"feed 'i' holds float64 values.*int32"):
         exe.run(prog, feed={"i": [1.5, 2.0], "f": [1, 2]}, fetch_list=outs)
+
+
+def test_fetched_results_are_never_overwritten_by_later_runs():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        out = pc.ops.toy_scale(pc.data("x", [4]), scale=2.0)
+    exe = pc.Executor()
+    (first,) = exe.run(prog, feed={"x": np.ones(4, np.float32)}, fetch_list=[out])
+    (second,) = exe.run(prog, feed={"x": np.full(4, 3, np.float32)}, fetch_list=[out])
+    assert first.tolist() == [2.0] * 4 and second.tolist() == [6.0] * 4
+    assert not np.shares_memory(first, second)

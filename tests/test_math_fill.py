@@ -74,3 +74,21 @@ def test_float_to_float32_cast_gradient_is_cast_back():
     (g,) = pc.Executor().run(prog, feed={"x": np.ones(3)}, fetch_list=[gx])
     assert_matches(g, np.ones(3))
     assert FLOATS  # the module's dtype table is in use above
+
+
+def test_a_dropped_result_lends_its_memory_to_the_next_run():
+    """Native kernels write fetched outputs into memory the caller no longer holds, sparing a
+    fresh allocation (and its page faults) per run; held results are never overwritten."""
+    import paddle_core as pc
+
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        out = pc.ops.scale(pc.data("x", [1024]), scale=2.0)
+    exe = pc.Executor()
+    (first,) = exe.run(prog, feed={"x": np.ones(1024, np.float32)}, fetch_list=[out])
+    (second,) = exe.run(prog, feed={"x": np.full(1024, 3, np.float32)}, fetch_list=[out])
+    assert not np.shares_memory(first, second) and float(first[0]) == 2.0
+    address = second.ctypes.data
+    del second
+    (third,) = exe.run(prog, feed={"x": np.full(1024, 5, np.float32)}, fetch_list=[out])
+    assert third.ctypes.data == address and float(third[0]) == 10.0 and float(first[0]) == 2.0

@@ -1,0 +1,134 @@
+"""Matrix products: float32 matmul (256^2 and 1024^2), and thread-pool behaviour.
+
+1. GEMM speed: ours (pc.Executor steady state; OpenBLAS from scipy-openblas32 running on our
+   OpenMP threads) beside NumPy (its own OpenBLAS, threads set with threadpoolctl) and PyTorch,
+   at one and two threads, measured in this run. Target: at least 0.95x NumPy.
+2. Oversubscription: a program alternating 256^2 GEMMs with OpenMP elementwise ops, against
+   the same GEMMs and elementwise ops run as separate programs. Two thread pools in one
+   process (OpenBLAS's own and OpenMP's) made alternating 256^2 GEMMs 15-35x slower in our
+   trials; with one pool the ratio stays near 1.
+
+    python bench/bench_matmul.py [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import paddle_core as pc
+
+
+def timed(fn, repeat: int) -> float:
+    fn()
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def program_runner(build, feed, threads: int):
+    """A steady-state runner for the program ``build()`` appends to (returns its fetches)."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        fetch = build()
+    exe = pc.Executor("cpu", num_threads=threads)
+    exe.run(prog, feed=feed, fetch_list=fetch)
+    return lambda: exe.run(prog, feed=feed, fetch_list=fetch)
+
+
+def gemm_table(repeat: int) -> None:
+    from threadpoolctl import threadpool_limits
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        print("PyTorch: skipped (not installed)")
+    rng = np.random.default_rng(0)
+    print(
+        f"{'size':>6} {'threads':>7} {'paddle-core':>12} {'NumPy':>8} {'PyTorch':>8} {'vs NumPy':>9} {'vs PyTorch':>10}   (GFLOP/s)"
+    )
+    for n in (256, 1024):
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        b = rng.standard_normal((n, n)).astype(np.float32)
+        flops = 2 * n**3
+        for threads in (1, 2):
+            ours = program_runner(
+                lambda n=n: [pc.ops.matmul(pc.data("a", [n, n]), pc.data("b", [n, n]))],
+                {"a": a, "b": b},
+                threads,
+            )
+            (got,) = ours()
+            np.testing.assert_allclose(got, a @ b, rtol=1e-3, atol=1e-3)
+            with threadpool_limits(limits=threads, user_api="blas"):
+                numpy_s = timed(lambda a=a, b=b: a @ b, repeat)
+            ours_s = timed(ours, repeat)
+            torch_s = float("nan")
+            if torch is not None:
+                torch.set_num_threads(threads)
+                ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+                torch_s = timed(lambda ta=ta, tb=tb: ta @ tb, repeat)
+            print(
+                f"{n:>6} {threads:>7} {flops / ours_s / 1e9:12.1f} {flops / numpy_s / 1e9:8.1f} "
+                f"{flops / torch_s / 1e9:8.1f} {numpy_s / ours_s:8.2f}x {torch_s / ours_s:9.2f}x"
+            )
+
+
+def oversubscription(repeat: int) -> None:
+    rng = np.random.default_rng(1)
+    n, big, rounds = 256, 1 << 22, 10
+    feed = {
+        "w": rng.standard_normal((n, n)).astype(np.float32) / n,
+        "x": rng.standard_normal((n, n)).astype(np.float32),
+        "v": rng.standard_normal(big).astype(np.float32),
+    }
+
+    def gemms():
+        x, w = pc.data("x", [n, n]), pc.data("w", [n, n])
+        for _ in range(rounds):
+            x = pc.ops.matmul(x, w)
+        pc.data("v", [big])
+        return [x]
+
+    def elementwise():
+        v = pc.data("v", [big])
+        for _ in range(rounds):
+            v = pc.ops.scale(v, scale=0.5)
+        pc.data("x", [n, n]), pc.data("w", [n, n])
+        return [v]
+
+    def alternating():
+        x, w, v = pc.data("x", [n, n]), pc.data("w", [n, n]), pc.data("v", [big])
+        for _ in range(rounds):
+            x = pc.ops.matmul(x, w)
+            v = pc.ops.scale(v, scale=0.5)
+        return [x, v]
+
+    apart = timed(program_runner(gemms, feed, 2), repeat) + timed(
+        program_runner(elementwise, feed, 2), repeat
+    )
+    together = timed(program_runner(alternating, feed, 2), repeat)
+    print(
+        f"\n{rounds} x (256^2 GEMM, 4M-element OpenMP scale), 2 threads: alternating {together * 1e3:.2f} ms, "
+        f"separately {apart * 1e3:.2f} ms: ratio {together / apart:.2f} (1.00 = no oversubscription)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    gemm_table(args.repeat)
+    oversubscription(args.repeat)
+    print("\ntarget: paddle-core >= 0.95x NumPy at each size and thread count")
+
+
+if __name__ == "__main__":
+    main()
