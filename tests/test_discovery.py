@@ -169,7 +169,9 @@ def test_listing_imports_no_plugin_code_numpy_or_pydantic(
     env = {**os.environ, "PYTHONPATH": str(broken_site), "PADDLE_CORE_CACHE_DIR": str(tmp_path)}
 
     def imported() -> list[str]:
-        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+        out = subprocess.run(  # from outside the checkout: the installed package is probed
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path
+        )
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout.replace("'", '"'))
 
