@@ -1,0 +1,299 @@
+"""Rules of the shape ops (kernels: src/shape_cpu.cpp).
+
+Shapes may hold None (unknown until run time): each rule keeps what it can and the executor
+checks the rest when it re-runs the rule on the fed shapes. Gradients compose the ops
+themselves (reshape back, the inverse permutation, split <-> concat, squeeze <-> unsqueeze);
+only slice and broadcast_to have grad kernels (slice_grad, broadcast_to_grad).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from paddle_core.errors import ProgramError
+
+
+def _axis(ctx, axis: int, ndim: int, what: str = "axis") -> int:
+    if not -ndim <= axis < ndim:
+        ctx.fail(f"{what} {axis} is out of range for {ndim} dimensions")
+    return axis % ndim
+
+
+def _axes(ctx, axes: list[int], ndim: int, what: str = "axes") -> list[int]:
+    normal = [_axis(ctx, a, ndim, what) for a in axes]
+    if len(set(normal)) != len(normal):
+        ctx.fail(f"{what} {axes} name an axis twice")
+    return normal
+
+
+def _shape(ctx, slot: str) -> tuple:
+    """The declared shape of a grad rule's forward input (None for unknown dimensions)."""
+    return ctx.op.block.var(ctx.input(slot)).shape
+
+
+def _unused(ctx, name: str) -> str:
+    """A variable for a gradient the op must write but nobody reads (one part of a split)."""
+    return ctx._backward.new_partial(name, discard=True)
+
+
+# -- reshape ------------------------------------------------------------------------------------
+
+
+def reshape_shape(ctx):
+    x, shape = ctx.input("x"), ctx.attrs["shape"]
+    if shape.count(-1) > 1:
+        ctx.fail(f"shape {shape} has more than one -1")
+    if any(d == 0 and i >= x.ndim for i, d in enumerate(shape)):
+        ctx.fail(f"shape {shape} has a 0 (copy x's dimension) beyond x's {x.ndim} dimensions")
+    out = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    # Dimensions copied by a 0 are equal on both sides and cancel out, so [0, -1] keeps an
+    # unknown batch dimension and still infers the rest.
+    rest = [d for i, d in enumerate(x.shape) if i >= len(shape) or shape[i] != 0]
+    have = None if None in rest else prod(rest)
+    want = prod(d for d in shape if d > 0)
+    if -1 in shape:
+        if have is not None and have % want:
+            ctx.fail(f"x has {have} elements to spread, which {shape} cannot hold")
+        out[shape.index(-1)] = None if have is None else have // want
+    elif have is not None and have != want and (None in x.shape or prod(x.shape) != prod(out)):
+        ctx.fail(f"x cannot take shape {shape}: the element counts differ")
+    ctx.set_output("out", out, x.dtype)
+
+
+def reshape_grad(ctx):
+    """Reshape the gradient back to x's shape: x's known dimensions, 0 where the forward
+    copied x's dimension, -1 for one unknown dimension."""
+    gx = ctx.input_grad("x")
+    if gx is None:
+        return
+    xshape, shape = _shape(ctx, "x"), ctx.attrs["shape"]
+    copied = [i < len(shape) and shape[i] == 0 for i in range(len(xshape))]
+    if any(d == 0 and not c for d, c in zip(xshape, copied)):
+        # x is empty, and a literal 0 in the shape attr would mean "copy": empty zeros will do.
+        ctx.append_op("fill_like", {"x": ctx.input("x")}, {"out": gx}, {"value": 0.0})
+        return
+    back = [0 if c else (-1 if d is None else d) for d, c in zip(xshape, copied)]
+    if back.count(-1) > 1:
+        raise ProgramError(
+            f"op 'reshape' ({ctx.input('x')!r} of shape {list(xshape)} to {shape}): its gradient "
+            "cannot be reshaped back with more than one unknown dimension; declare x's shape"
+        )
+    ctx.append_op("reshape", {"x": ctx.output_grad("out")}, {"out": gx}, {"shape": back})
+
+
+# -- transpose ----------------------------------------------------------------------------------
+
+
+def transpose_shape(ctx):
+    x, perm = ctx.input("x"), ctx.attrs["perm"]
+    if perm and len(perm) != x.ndim:
+        ctx.fail(f"perm {perm} has {len(perm)} entries for {x.ndim} dimensions")
+    perm = _axes(ctx, perm, x.ndim, "perm") if perm else range(x.ndim - 1, -1, -1)
+    ctx.set_output("out", [x.shape[p] for p in perm], x.dtype)
+
+
+def transpose_grad(ctx):
+    """Transpose the gradient by the inverse permutation."""
+    gx = ctx.input_grad("x")
+    if gx is None:
+        return
+    ndim = len(_shape(ctx, "x"))
+    perm = [p % ndim for p in ctx.attrs["perm"]] or list(range(ndim - 1, -1, -1))
+    inverse = [0] * ndim
+    for k, p in enumerate(perm):
+        inverse[p] = k
+    ctx.append_op("transpose", {"x": ctx.output_grad("out")}, {"out": gx}, {"perm": inverse})
+
+
+# -- concat and split ---------------------------------------------------------------------------
+
+
+def concat_shape(ctx):
+    xs = ctx.input_list("xs")
+    first = xs[0]
+    if first.ndim == 0:
+        ctx.fail("0-d tensors have no axis to join along")
+    axis = _axis(ctx, ctx.attrs["axis"], first.ndim)
+    shape, total = list(first.shape), 0
+    for x in xs:
+        if x.dtype != first.dtype or x.ndim != first.ndim:
+            ctx.fail(
+                f"inputs must share one dtype and rank; {x.name!r} differs from {first.name!r}"
+            )
+        for k, d in enumerate(x.shape):
+            if k != axis and d is not None:
+                if shape[k] not in (None, d):
+                    ctx.fail(f"inputs differ in dimension {k} ({shape[k]} vs {d}), not only axis")
+                shape[k] = d
+        total = None if total is None or x.shape[axis] is None else total + x.shape[axis]
+    shape[axis] = total
+    ctx.set_output("out", shape, first.dtype)
+
+
+def concat_grad(ctx):
+    """Split the gradient into the inputs' sizes along axis."""
+    grads = ctx.input_grads("xs")
+    if all(g is None for g in grads):
+        return
+    names = ctx.inputs("xs")
+    shapes = [ctx.op.block.var(n).shape for n in names]
+    axis = ctx.attrs["axis"] % len(shapes[0])
+    sections = [-1 if s[axis] is None else s[axis] for s in shapes]
+    if sections.count(-1) > 1:
+        raise ProgramError(
+            f"op 'concat' (axis {axis} of {names}): its gradient cannot be split back with more "
+            "than one input of unknown size along the axis; declare their sizes"
+        )
+    outs = [g if g is not None else _unused(ctx, n) for g, n in zip(grads, names)]
+    ctx.append_op(
+        "split",
+        {"x": ctx.output_grad("out")},
+        {"outs": outs},
+        {"sections": sections, "axis": axis},
+    )
+
+
+def split_shape(ctx):
+    x, num, sections = ctx.input("x"), ctx.attrs["num"], ctx.attrs["sections"]
+    if x.ndim == 0:
+        ctx.fail("a 0-d tensor has no axis to split along")
+    axis = _axis(ctx, ctx.attrs["axis"], x.ndim)
+    if (num > 0) == bool(sections):
+        ctx.fail(f"give exactly one of num and sections, got num={num}, sections={sections}")
+    dim = x.shape[axis]
+    if num:
+        if dim is not None and dim % num:
+            ctx.fail(f"axis {axis} has size {dim}, which does not split into {num} equal parts")
+        sizes = [None if dim is None else dim // num] * num
+    else:
+        sizes = _sections(ctx, sections, dim)
+    before, after = x.shape[:axis], x.shape[axis + 1 :]
+    ctx.set_output_list("outs", [((*before, s, *after), x.dtype) for s in sizes])
+
+
+def _sections(ctx, sections: list[int], dim: int | None) -> list[int | None]:
+    if sections.count(-1) > 1:
+        ctx.fail(f"sections {sections} has more than one -1")
+    known = sum(s for s in sections if s != -1)
+    if dim is None:
+        return [None if s == -1 else s for s in sections]
+    if -1 in sections:
+        if known > dim:
+            ctx.fail(f"sections {sections} take more than the axis' {dim} elements")
+        return [dim - known if s == -1 else s for s in sections]
+    if known != dim:
+        ctx.fail(f"sections {sections} add up to {known}, but the axis has {dim} elements")
+    return list(sections)
+
+
+def split_grad(ctx):
+    """Concatenate the parts' gradients (zeros for parts that received none)."""
+    gx = ctx.input_grad("x")
+    if gx is None:
+        return
+    grads = [
+        g if g is not None else ctx.zeros_like(n)
+        for g, n in zip(ctx.output_grads("outs"), ctx.outputs("outs"))
+    ]
+    ctx.append_op("concat", {"xs": grads}, {"out": gx}, {"axis": ctx.attrs["axis"]})
+
+
+# -- slice --------------------------------------------------------------------------------------
+
+
+def slice_shape(ctx):
+    x, attrs = ctx.input("x"), ctx.attrs
+    axes, starts, ends = attrs["axes"], attrs["starts"], attrs["ends"]
+    steps = attrs["steps"] or [1] * len(axes)
+    if not len(axes) == len(starts) == len(ends) == len(steps):
+        ctx.fail(
+            "axes, starts, ends and steps need one entry per sliced axis, got "
+            f"{len(axes)}, {len(starts)}, {len(ends)} and {len(steps)}"
+        )
+    if 0 in steps:
+        ctx.fail(f"steps {steps} must not hold 0")
+    out = list(x.shape)
+    for a, start, end, step in zip(_axes(ctx, axes, x.ndim), starts, ends, steps):
+        if out[a] is not None:
+            out[a] = len(range(*slice(start, end, step).indices(out[a])))
+    ctx.set_output("out", out, x.dtype)
+
+
+# -- squeeze and unsqueeze ----------------------------------------------------------------------
+
+
+def squeeze_shape(ctx):
+    x, axes = ctx.input("x"), ctx.attrs["axes"]
+    if not axes and None in x.shape:
+        ctx.fail(
+            "axes=[] removes every axis of size 1, but x's sizes are not all known; name the axes"
+        )
+    axes = _axes(ctx, axes, x.ndim) if axes else [k for k, d in enumerate(x.shape) if d == 1]
+    for a in axes:
+        if x.shape[a] not in (1, None):
+            ctx.fail(f"axis {a} has size {x.shape[a]}, not 1")
+    ctx.set_output("out", [d for k, d in enumerate(x.shape) if k not in axes], x.dtype)
+
+
+def squeeze_grad(ctx):
+    """Put the removed axes back (unsqueeze) into the gradient."""
+    gx = ctx.input_grad("x")
+    if gx is None:
+        return
+    xshape, axes = _shape(ctx, "x"), ctx.attrs["axes"]
+    axes = [a % len(xshape) for a in axes] or [k for k, d in enumerate(xshape) if d == 1]
+    ctx.append_op("unsqueeze", {"x": ctx.output_grad("out")}, {"out": gx}, {"axes": axes})
+
+
+def unsqueeze_shape(ctx):
+    x = ctx.input("x")
+    rank = x.ndim + len(ctx.attrs["axes"])
+    inserted = _axes(ctx, ctx.attrs["axes"], rank)
+    rest = iter(x.shape)
+    ctx.set_output("out", [1 if k in inserted else next(rest) for k in range(rank)], x.dtype)
+
+
+def unsqueeze_grad(ctx):
+    """Remove the inserted axes (squeeze) from the gradient."""
+    gx = ctx.input_grad("x")
+    if gx is None:
+        return
+    rank = len(_shape(ctx, "x")) + len(ctx.attrs["axes"])
+    axes = [a % rank for a in ctx.attrs["axes"]]
+    if not axes:  # nothing was inserted (and squeeze without axes removes every size-1 axis)
+        ctx.append_op("assign", {"x": ctx.output_grad("out")}, {"out": gx})
+        return
+    ctx.append_op("squeeze", {"x": ctx.output_grad("out")}, {"out": gx}, {"axes": axes})
+
+
+# -- broadcast_to and expand --------------------------------------------------------------------
+
+
+def broadcast_to_shape(ctx):
+    x, shape = ctx.input("x"), ctx.attrs["shape"]
+    lead = len(shape) - x.ndim
+    if lead < 0:
+        ctx.fail(f"shape {shape} has fewer dimensions than x")
+    out = []
+    for k, t in enumerate(shape):
+        d = x.shape[k - lead] if k >= lead else 1  # missing leading dimensions act as 1
+        if t == -1:
+            if k < lead:
+                ctx.fail(f"shape {shape}: -1 at position {k} would keep a dimension x lacks")
+            out.append(d)
+        elif d not in (None, 1, t):
+            ctx.fail(f"x's dimension {k - lead} (size {d}) cannot be broadcast to {t} in {shape}")
+        else:
+            out.append(t)
+    ctx.set_output("out", out, x.dtype)
+
+
+def expand_grad(ctx):
+    """expand is broadcast_to: sum the gradient back with broadcast_to_grad."""
+    gx = ctx.input_grad("x")
+    if gx is not None:
+        ctx.append_op(
+            "broadcast_to_grad",
+            {"x": ctx.input("x"), "out_grad": ctx.output_grad("out")},
+            {"x_grad": gx},
+        )

@@ -1,0 +1,433 @@
+"""paddle-ops-math shape ops against NumPy: reshape, transpose, concat, split, slice, squeeze,
+unsqueeze, broadcast_to and expand; their errors at append time; their gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from math_helpers import assert_matches, check_grad, pc, rand, run_op
+
+ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+END = 2**31 - 1  # slice ends are 32-bit; out-of-range values clamp, as in Python
+
+
+def values(shape, dtype):
+    """Distinct-ish values, so that an element moved to the wrong place shows."""
+    n = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    return (n % 3 == 1) if dtype == "bool" else n.astype(dtype)
+
+
+def run(op, inputs, attrs, slot="out"):
+    return run_op(op, inputs, attrs)[slot]
+
+
+# -- forward, against NumPy ---------------------------------------------------------------------
+
+RESHAPE = [  # x shape, shape attr, the shape NumPy is given
+    ((2, 3, 4), [4, 6], (4, 6)),
+    ((2, 3, 4), [-1], (24,)),
+    ((2, 3, 4), [0, -1], (2, 12)),
+    ((2, 3, 4), [0, 0, 2, -1], (2, 3, 2, 2)),
+    ((2, 3, 4), [-1, 0, 1], (8, 3, 1)),
+    ((), [1, 1], (1, 1)),
+    ((1, 1), [], ()),
+    ((0, 3), [3, -1], (3, 0)),
+    ((0, 3), [0, -1], (0, 3)),  # the copied 0 cancels out: NumPy alone could not infer this
+    ((4097, 33), [33, -1], (33, 4097)),
+]
+
+
+@pytest.mark.parametrize(("xs", "shape", "want"), RESHAPE)
+def test_reshape(xs, shape, want):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run("reshape", {"x": x}, {"shape": shape})
+        assert_matches(got, np.reshape(x, want))
+
+
+TRANSPOSE = [
+    ((2, 3, 4), [2, 0, 1]),
+    ((2, 3, 4), []),
+    ((2, 3, 4), [0, 2, 1]),
+    ((2, 3, 4), [-1, 0, 1]),
+    ((2, 3, 4), [0, 1, 2]),
+    ((3, 5), [1, 0]),
+    ((), []),
+    ((0, 3), [1, 0]),
+    ((1, 4, 1, 3), [3, 2, 1, 0]),
+    ((5, 6, 7, 8), [3, 1, 0, 2]),
+    ((67, 45), [1, 0]),  # partial tiles at both edges
+    ((3, 70, 40), [0, 2, 1]),  # a batch of 2-D transposes
+    ((513, 1025), [1, 0]),  # large enough to split across threads
+]
+
+
+@pytest.mark.parametrize(("xs", "perm"), TRANSPOSE)
+def test_transpose(xs, perm):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run("transpose", {"x": x}, {"perm": perm})
+        assert_matches(got, np.transpose(x, perm or None))
+
+
+CONCAT = [
+    ([(2, 3), (4, 3)], 0),
+    ([(2, 3), (2, 1), (2, 0)], 1),
+    ([(2, 3, 4)] * 3, -1),
+    ([(2, 3, 4), (2, 5, 4)], 1),
+    ([(3,)], 0),
+    ([(0, 2), (0, 3)], 1),
+    ([(4097, 3), (4097, 5)], 1),
+    ([(40000,), (3,)], 0),
+]
+
+
+@pytest.mark.parametrize(("shapes", "axis"), CONCAT)
+def test_concat(shapes, axis):
+    for dtype in ALL:
+        xs = [values(s, dtype) + (k if dtype != "bool" else 0) for k, s in enumerate(shapes)]
+        (got,) = run("concat", {"xs": xs}, {"axis": axis})
+        assert_matches(got, np.concatenate(xs, axis=axis))
+
+
+SPLIT = [  # x shape, attrs, NumPy's indices_or_sections
+    ((6, 4), {"num": 3}, 3),
+    ((6, 4), {"sections": [1, -1, 2]}, [1, 4]),
+    ((2, 7), {"sections": [0, 7], "axis": -1}, [0]),
+    ((4, 0), {"num": 2}, 2),
+    ((0, 4), {"num": 2}, 2),
+    ((3, 8, 2), {"num": 4, "axis": 1}, 4),
+    ((5,), {"sections": [5]}, 1),
+    ((4097, 6), {"sections": [2, 4], "axis": 1}, [2]),
+]
+
+
+@pytest.mark.parametrize(("xs", "attrs", "parts"), SPLIT)
+def test_split(xs, attrs, parts):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        got = run("split", {"x": x}, attrs, "outs")
+        want = np.split(x, parts, axis=attrs.get("axis", 0))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_matches(g, w)
+
+
+SLICE = [  # x shape, axes, starts, ends, steps
+    ((5, 6), [0], [1], [4], []),
+    ((5, 6), [1, 0], [-4, 0], [-1, 10], []),
+    ((5, 6), [1], [5], [0], [-2]),
+    ((5, 6), [0], [-1], [-(2**31)], [-1]),  # the whole axis, backward
+    ((5, 6), [0], [10], [20], []),  # empty
+    ((5, 6), [0, 1], [-10, 2], [END, END], [2, 3]),
+    ((2, 3, 4), [-1, 1], [0, 2], [4, -5], [3, -1]),
+    ((0, 3), [0], [0], [1], []),
+    ((), [], [], [], []),
+    ((4097, 8), [1], [1], [7], [2]),
+    ((300, 300), [0], [-1], [-(2**31)], [-1]),
+]
+
+
+def numpy_slice(shape, axes, starts, ends, steps):
+    index = [slice(None)] * len(shape)
+    for a, s, e, st in zip(axes, starts, ends, steps or [1] * len(axes)):
+        index[a] = slice(s, e, st)
+    return tuple(index)
+
+
+@pytest.mark.parametrize(("xs", "axes", "starts", "ends", "steps"), SLICE)
+def test_slice(xs, axes, starts, ends, steps):
+    attrs = {"axes": axes, "starts": starts, "ends": ends, "steps": steps}
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run("slice", {"x": x}, attrs)
+        assert_matches(got, x[numpy_slice(xs, axes, starts, ends, steps)])
+
+
+@pytest.mark.parametrize(
+    ("xs", "axes"),
+    [
+        ((1, 3, 1), []),
+        ((1, 3, 1), [0]),
+        ((1, 3, 1), [-1, 0]),
+        ((3,), []),
+        ((1,), []),
+        ((), []),
+        ((0, 1), [1]),
+        ((0, 1), []),
+    ],
+)
+def test_squeeze(xs, axes):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run("squeeze", {"x": x}, {"axes": axes})
+        assert_matches(got, np.squeeze(x, tuple(axes) or None))
+
+
+@pytest.mark.parametrize(
+    ("xs", "axes"),
+    [((3,), [0]), ((3,), [-1]), ((2, 3), [0, 3]), ((), [0]), ((2, 3), [-1, 1]), ((0, 2), [1])],
+)
+def test_unsqueeze(xs, axes):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run("unsqueeze", {"x": x}, {"axes": axes})
+        assert_matches(got, np.expand_dims(x, tuple(axes)))
+
+
+BROADCAST = [  # x shape, shape attr, NumPy's shape
+    ((3, 1), [2, 3, 4], (2, 3, 4)),
+    ((), [2, 3], (2, 3)),
+    ((4,), [3, 4], (3, 4)),
+    ((1, 4), [0, 4], (0, 4)),
+    ((2, 1, 3), [2, 5, 3], (2, 5, 3)),
+    ((3, 1), [-1, 5], (3, 5)),
+    ((2, 3), [2, 3], (2, 3)),
+    ((1, 1), [4097, 33], (4097, 33)),
+    ((5, 1, 1), [5, 300, 7], (5, 300, 7)),
+]
+
+
+@pytest.mark.parametrize("op", ["broadcast_to", "expand"])
+@pytest.mark.parametrize(("xs", "shape", "want"), BROADCAST)
+def test_broadcast_to_and_expand(op, xs, shape, want):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run(op, {"x": x}, {"shape": shape})
+        assert_matches(got, np.broadcast_to(x, want))
+
+
+def test_non_contiguous_feeds():
+    base = values((6, 8), "float32")
+    t, s = base.T, base[::2, 1::3]  # a transposed and a strided view
+    assert not t.flags.c_contiguous and not s.flags.c_contiguous
+    assert_matches(run("reshape", {"x": t}, {"shape": [4, -1]})[0], t.reshape(4, -1))
+    assert_matches(run("transpose", {"x": s}, {})[0], s.T)
+    assert_matches(run("concat", {"xs": [t, t[:3]]}, {"axis": 0})[0], np.concatenate([t, t[:3]]))
+    for got, want in zip(run("split", {"x": t}, {"num": 2, "axis": 1}, "outs"), np.split(t, 2, 1)):
+        assert_matches(got, want)
+    attrs = {"axes": [0], "starts": [-1], "ends": [0], "steps": [-1]}
+    assert_matches(run("slice", {"x": s}, attrs)[0], s[-1:0:-1])
+    assert_matches(run("squeeze", {"x": t[:, None]}, {"axes": [1]})[0], t)
+    assert_matches(run("broadcast_to", {"x": s[:1]}, {"shape": [4, 3]})[0], np.tile(s[:1], (4, 1)))
+
+
+# -- unknown dimensions -------------------------------------------------------------------------
+
+
+def test_unknown_dimensions_are_kept_and_filled_in_at_run_time():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [None, 4, 3])
+        flat = pc.ops.reshape(x, shape=[0, -1])
+        tail = pc.ops.reshape(x, shape=[-1, 6])
+        moved = pc.ops.transpose(x, perm=[1, 2, 0])
+        joined = pc.ops.concat([x, x], axis=0)
+        wide = pc.ops.concat([x, x], axis=2)
+        parts = pc.ops.split(x, num=2, axis=0)
+        cut = pc.ops.slice(x, axes=[0, 1], starts=[1, 1], ends=[END, 3])
+        grown = pc.ops.unsqueeze(x, axes=[1])
+        kept = pc.ops.broadcast_to(
+            pc.ops.slice(x, axes=[2], starts=[0], ends=[1]), shape=[-1, 4, 5]
+        )
+    assert flat.shape == (None, 12) and tail.shape == (None, 6)
+    assert moved.shape == (4, 3, None) and joined.shape == (None, 4, 3)
+    assert wide.shape == (None, 4, 6) and [p.shape for p in parts] == [(None, 4, 3)] * 2
+    assert cut.shape == (None, 2, 3) and grown.shape == (None, 1, 4, 3)
+    assert kept.shape == (None, 4, 5)
+    xv = values((6, 4, 3), "float32")
+    fetch = [flat, tail, moved, joined, wide, *parts, cut, grown, kept]
+    got = pc.Executor().run(prog, feed={"x": xv}, fetch_list=fetch)
+    want = [
+        xv.reshape(6, 12),
+        xv.reshape(-1, 6),
+        xv.transpose(1, 2, 0),
+        np.concatenate([xv, xv]),
+        np.concatenate([xv, xv], 2),
+        *np.split(xv, 2),
+        xv[1:, 1:3],
+        xv[:, None],
+        np.broadcast_to(xv[:, :, :1], (6, 4, 5)),
+    ]
+    for g, w in zip(got, want):
+        assert_matches(g, w)
+
+
+def test_split_of_unknown_size_is_checked_at_run_time():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [None, 2])
+        parts = pc.ops.split(x, num=2)
+    with pytest.raises(pc.ShapeError, match="does not split into 2 equal parts"):
+        pc.Executor().run(prog, feed={"x": np.zeros((3, 2), np.float32)}, fetch_list=parts)
+
+
+# -- errors at append time ----------------------------------------------------------------------
+
+SLICE_ATTRS = {"axes": [0], "starts": [0], "ends": [1]}
+ERRORS = [  # op, x shape, attrs, error, message
+    ("reshape", (2, 3, 4), {"shape": [-1, -1]}, pc.ShapeError, "more than one -1"),
+    ("reshape", (2, 3, 4), {"shape": [5, 5]}, pc.ShapeError, "element counts differ"),
+    ("reshape", (2, 3, 4), {"shape": [-1, 5]}, pc.ShapeError, "cannot hold"),
+    ("reshape", (2, 3), {"shape": [0, 0, 0]}, pc.ShapeError, "beyond x's 2 dimensions"),
+    ("reshape", (2, 3), {"shape": [-2, 3]}, pc.AttrError, "attr 'shape'"),
+    ("reshape", (2, 3), {}, pc.AttrError, "attr 'shape': a value is required"),
+    ("transpose", (2, 3, 4), {"perm": [0, 0, 1]}, pc.ShapeError, "name an axis twice"),
+    ("transpose", (2, 3, 4), {"perm": [0, 1]}, pc.ShapeError, "has 2 entries"),
+    ("transpose", (2, 3, 4), {"perm": [0, 1, 3]}, pc.ShapeError, "perm 3 is out of range"),
+    ("split", (6, 4), {}, pc.ShapeError, "exactly one of num and sections"),
+    ("split", (6, 4), {"num": 2, "sections": [3, 3]}, pc.ShapeError, "exactly one of num"),
+    ("split", (6, 4), {"num": 4}, pc.ShapeError, "does not split into 4 equal parts"),
+    ("split", (6, 4), {"sections": [2, 2]}, pc.ShapeError, "add up to 4"),
+    ("split", (6, 4), {"sections": [-1, -1]}, pc.ShapeError, "more than one -1"),
+    ("split", (6, 4), {"sections": [4, 3, -1]}, pc.ShapeError, "take more than"),
+    ("split", (6, 4), {"sections": [-2, 8]}, pc.AttrError, "attr 'sections'"),
+    ("split", (6, 4), {"num": -1}, pc.AttrError, "attr 'num'"),
+    ("split", (6, 4), {"num": 2, "axis": 2}, pc.ShapeError, "axis 2 is out of range"),
+    ("split", (), {"num": 1}, pc.ShapeError, "0-d tensor"),
+    ("slice", (5, 6), {"axes": [0], "starts": [0], "ends": []}, pc.ShapeError, "one entry per"),
+    ("slice", (5, 6), {**SLICE_ATTRS, "steps": [0]}, pc.ShapeError, "must not hold 0"),
+    ("slice", (5, 6), {**SLICE_ATTRS, "axes": [-3]}, pc.ShapeError, "out of range"),
+    ("slice", (5, 6), {"axes": [0, -2], "starts": [0, 0], "ends": [1, 1]}, pc.ShapeError, "twice"),
+    ("slice", (5, 6), {"axes": [2], "starts": [0], "ends": [1]}, pc.ShapeError, "out of range"),
+    ("slice", (5, 6), {"axes": [0], "starts": [0]}, pc.AttrError, "attr 'ends'"),
+    ("squeeze", (1, 3), {"axes": [1]}, pc.ShapeError, "axis 1 has size 3, not 1"),
+    ("squeeze", (1, 3), {"axes": [0, -2]}, pc.ShapeError, "name an axis twice"),
+    ("squeeze", (1, 3), {"axes": [2]}, pc.ShapeError, "out of range"),
+    ("squeeze", (None, 3), {}, pc.ShapeError, "name the axes"),
+    ("unsqueeze", (2, 3), {"axes": [3]}, pc.ShapeError, "out of range"),
+    ("unsqueeze", (2, 3), {"axes": [1, -3]}, pc.ShapeError, "name an axis twice"),
+    ("broadcast_to", (3, 2), {"shape": [3, 4]}, pc.ShapeError, "cannot be broadcast to 4"),
+    ("broadcast_to", (3, 2), {"shape": [2]}, pc.ShapeError, "fewer dimensions"),
+    ("broadcast_to", (3,), {"shape": [-1, 3]}, pc.ShapeError, "-1 at position 0"),
+    ("broadcast_to", (3,), {"shape": [-2, 3]}, pc.AttrError, "attr 'shape'"),
+    ("expand", (3, 2), {"shape": [3, 4]}, pc.ShapeError, "cannot be broadcast to 4"),
+]
+
+
+@pytest.mark.parametrize(("op", "xs", "attrs", "error", "message"), ERRORS)
+def test_invalid_attrs_are_refused_when_appended(op, xs, attrs, error, message):
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", xs)
+        with pytest.raises(error, match=rf"op '{op}'.*{message}") as info:
+            getattr(pc.ops, op)(x, **attrs)
+    assert info.value.op == op
+
+
+@pytest.mark.parametrize(
+    ("shapes", "dtypes", "axis", "message"),
+    [
+        ([(2, 3), (2, 4)], ["float32"] * 2, 0, "differ in dimension 1"),
+        ([(2, 3), (2, 3)], ["float32", "float64"], 0, "one dtype and rank"),
+        ([(2, 3), (2, 3, 1)], ["float32"] * 2, 0, "one dtype and rank"),
+        ([(2, 3), (2, 3)], ["float32"] * 2, -3, "axis -3 is out of range"),
+        ([(), ()], ["float32"] * 2, 0, "0-d tensors"),
+    ],
+)
+def test_concat_refuses_misfits_when_appended(shapes, dtypes, axis, message):
+    with pc.program_guard(pc.Program()):
+        xs = [pc.data(f"x{k}", s, d) for k, (s, d) in enumerate(zip(shapes, dtypes))]
+        with pytest.raises(pc.ShapeError, match=rf"op 'concat'.*{message}"):
+            pc.ops.concat(xs, axis=axis)
+
+
+# -- gradients ----------------------------------------------------------------------------------
+
+
+def r64(shape, seed=0):
+    return rand(np.random.default_rng(seed), shape, "float64")
+
+
+GRADS = [
+    ("reshape", {"x": r64((2, 3, 4))}, {"shape": [0, -1]}),
+    ("reshape", {"x": r64((2, 3, 4))}, {"shape": [4, 3, 2]}),
+    ("reshape", {"x": r64(())}, {"shape": [1, 1]}),
+    ("transpose", {"x": r64((2, 3, 4))}, {"perm": [2, 0, 1]}),
+    ("transpose", {"x": r64((2, 3, 4))}, {"perm": []}),
+    ("concat", {"xs": [r64((2, 3)), r64((2, 1), 1), r64((2, 2), 2)]}, {"axis": -1}),
+    ("concat", {"xs": [r64((1, 3)), r64((2, 3), 1)]}, {"axis": 0}),
+    (
+        "slice",
+        {"x": r64((4, 5))},
+        {"axes": [1, 0], "starts": [-1, 1], "ends": [0, END], "steps": [-2, 1]},
+    ),
+    ("slice", {"x": r64((4, 5))}, {"axes": [0], "starts": [1], "ends": [3]}),
+    ("squeeze", {"x": r64((1, 3, 1))}, {}),
+    ("squeeze", {"x": r64((1, 3, 1))}, {"axes": [-1]}),
+    ("unsqueeze", {"x": r64((2, 3))}, {"axes": [0, -1]}),
+    ("unsqueeze", {"x": r64((2, 3))}, {"axes": []}),
+    ("broadcast_to", {"x": r64((3, 1))}, {"shape": [2, 3, 4]}),
+    ("broadcast_to", {"x": r64(())}, {"shape": [2, 3]}),
+    ("expand", {"x": r64((1, 4))}, {"shape": [3, -1]}),
+]
+
+
+@pytest.mark.parametrize(("op", "inputs", "attrs"), GRADS, ids=lambda v: str(v)[:40])
+def test_gradients(op, inputs, attrs):
+    check_grad(op, inputs, attrs, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("attrs", [{"num": 3, "axis": 1}, {"sections": [1, -1, 0], "axis": 0}])
+def test_split_gradients(attrs):
+    check_grad("split", {"x": r64((4, 6))}, attrs, output="outs", rtol=1e-7, atol=1e-9)
+
+
+def grads_of(build, feed, wrt):
+    """Run build() in a fresh program; return the gradients of its output w.r.t. ``wrt``."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        inputs, out = build()
+        grads = pc.gradients([out], [inputs[n] for n in wrt])
+    return pc.Executor().run(prog, feed=feed, fetch_list=grads)
+
+
+def test_unused_split_parts_get_zero_gradients():
+    def build():
+        x = pc.data("x", [4, 3], "float64")
+        return {"x": x}, pc.ops.split(x, sections=[1, -1])[0]
+
+    (gx,) = grads_of(build, {"x": r64((4, 3))}, ["x"])
+    assert_matches(gx, np.concatenate([np.ones((1, 3)), np.zeros((3, 3))]))
+
+
+def test_concat_gradient_for_some_inputs_only():
+    def build():
+        a, b = pc.data("a", [2, 3], "float64"), pc.data("b", [2, 2], "float64")
+        return {"a": a, "b": b}, pc.ops.concat([b, a], axis=1)
+
+    (ga,) = grads_of(build, {"a": r64((2, 3)), "b": r64((2, 2))}, ["a"])
+    assert_matches(ga, np.ones((2, 3)))
+
+
+def test_gradients_through_unknown_dimensions():
+    def build():
+        x = pc.data("x", [None, 4, 3], "float64")
+        y = pc.ops.reshape(x, shape=[0, -1])
+        y = pc.ops.unsqueeze(y, axes=[1])
+        y = pc.ops.transpose(y, perm=[2, 1, 0])
+        y = pc.ops.squeeze(y, axes=[1])
+        y = pc.ops.concat([y, y], axis=0)
+        y = pc.ops.reshape(y, shape=[-1, 2])
+        return {"x": x}, pc.ops.broadcast_to(y, shape=[3, -1, 2])
+
+    (gx,) = grads_of(build, {"x": r64((5, 4, 3))}, ["x"])
+    assert_matches(gx, np.full((5, 4, 3), 6.0))
+
+
+def test_gradients_that_need_two_unknown_sizes_are_refused():
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [None, None], "float64")
+        x.stop_gradient = False
+        with pytest.raises(pc.ProgramError, match="more than one unknown dimension"):
+            pc.gradients([pc.ops.reshape(x, shape=[-1])], [x])
+        with pytest.raises(pc.ProgramError, match="more than one input of unknown size"):
+            pc.gradients([pc.ops.concat([x, x], axis=1)], [x])
+
+
+def test_reshape_gradient_of_an_empty_input():
+    def build():
+        x = pc.data("x", [0, 3], "float64")
+        return {"x": x}, pc.ops.reshape(x, shape=[3, -1])
+
+    (gx,) = grads_of(build, {"x": np.zeros((0, 3))}, ["x"])
+    assert gx.shape == (0, 3)
