@@ -72,6 +72,11 @@ class GradContext:
             result.append(self._input_grads[key])
         return result
 
+    def unused_grad(self, name: str) -> str:
+        """A name for a gradient of ``name`` that an op must produce but nothing needs (e.g.
+        one input of a duplicable slot when only the others want gradients)."""
+        return self._backward.new_partial(name, discard=True)
+
     def zeros_like(self, name: str) -> str:
         """A new variable of zeros shaped like ``name`` (for gradients that do not flow)."""
         out = self._backward.fresh(f"{name}{GRAD_SUFFIX}@ZERO")
@@ -135,8 +140,8 @@ def default_grad(ctx: GradContext) -> None:
             grads = ctx.input_grads(base)
             if any(g is not None for g in grads):
                 if None in grads:  # a duplicable slot where only some inputs need gradients
-                    grads = [ctx._backward.new_partial(n, discard=True) if g is None else g
-                             for g, n in zip(grads, ctx.inputs(base))]  # fmt: skip
+                    names = ctx.inputs(base)
+                    grads = [ctx.unused_grad(n) if g is None else g for g, n in zip(grads, names)]
                 outputs[slot.name] = grads if slot.duplicable else grads[0]
     if not outputs:
         return

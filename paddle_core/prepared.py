@@ -160,7 +160,7 @@ class CompiledRunner:
         try:
             self.plan.prepare()
         except _runtime.KernelFailure as e:
-            index, message = e.args[0]
+            index, message = e.args
             step = spec.steps[index]
             raise KernelError(
                 f"{step.describe()} rejected its inputs: {message}", op=step.op.type
@@ -190,7 +190,7 @@ class CompiledRunner:
         try:
             self.plan.run(indices, arrays)
         except self._failure as e:
-            step_index, message = e.args[0]
+            step_index, message = e.args
             step = self.spec.steps[step_index]
             raise KernelRuntimeError(
                 f"{step.describe()} failed: {message}", op=step.op.type

@@ -92,3 +92,22 @@ def test_a_dropped_result_lends_its_memory_to_the_next_run():
     del second
     (third,) = exe.run(prog, feed={"x": np.full(1024, 5, np.float32)}, fetch_list=[out])
     assert third.ctypes.data == address and float(third[0]) == 10.0 and float(first[0]) == 2.0
+
+
+def test_a_kernel_rejecting_its_inputs_at_prepare_is_a_clean_error():
+    """The runtime reports a kernel's refusal (status + message) as a KernelError naming the
+    op and the kernel; nothing reaches memory."""
+    import paddle_core as pc
+    from paddle_core.planning import plan
+    from paddle_core.prepared import CompiledRunner
+
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        out = pc.ops.add(pc.data("x", [3]), pc.data("y", [3]))
+    spec = plan(prog, pc.CPU(), (("x", (3,), "float32"), ("y", (3,), "float32")), [out.name])
+    spec.shapes[out.name] = ((5,), "float32")  # a plan the kernel cannot accept
+    with pytest.raises(pc.KernelError) as err:
+        CompiledRunner(spec, num_threads=1)
+    message = str(err.value)
+    assert "op 'add' (kernel 'add' of plugin 'math'" in message and "rejected its inputs" in message
+    assert "do not broadcast" in message and err.value.op == "add"

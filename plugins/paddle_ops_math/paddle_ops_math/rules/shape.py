@@ -31,11 +31,6 @@ def _shape(ctx, slot: str) -> tuple:
     return ctx.op.block.var(ctx.input(slot)).shape
 
 
-def _unused(ctx, name: str) -> str:
-    """A variable for a gradient the op must write but nobody reads (one part of a split)."""
-    return ctx._backward.new_partial(name, discard=True)
-
-
 # -- reshape ------------------------------------------------------------------------------------
 
 
@@ -144,7 +139,7 @@ def concat_grad(ctx):
             f"op 'concat' (axis {axis} of {names}): its gradient cannot be split back with more "
             "than one input of unknown size along the axis; declare their sizes"
         )
-    outs = [g if g is not None else _unused(ctx, n) for g, n in zip(grads, names)]
+    outs = [g if g is not None else ctx.unused_grad(n) for g, n in zip(grads, names)]
     ctx.append_op(
         "split",
         {"x": ctx.output_grad("out")},
