@@ -7,11 +7,13 @@ Grad rules are mostly the core's ``paddle_core.backward:default_grad``: each op 
 from .common import compare_shape, grad_shapes
 from .fill import assign_grad, cast_grad, cast_shape, fill_constant_shape, no_grad, scale_grad
 from .matmul import matmul_2d_shape, matmul_shape, rowwise_add_shape
+from .unary import clip_shape
 
 __all__ = [
     "assign_grad",
     "cast_grad",
     "cast_shape",
+    "clip_shape",
     "compare_shape",
     "fill_constant_shape",
     "grad_shapes",
