@@ -24,12 +24,14 @@ from .shape import (
     unsqueeze_grad,
     unsqueeze_shape,
 )
+from .unary import clip_shape
 
 __all__ = [
     "assign_grad",
     "broadcast_to_shape",
     "cast_grad",
     "cast_shape",
+    "clip_shape",
     "compare_shape",
     "concat_grad",
     "concat_shape",

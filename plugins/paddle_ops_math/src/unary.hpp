@@ -1,0 +1,19 @@
+// Declarations shared by unary_cpu.cpp and unary_avx2.cpp: the float32 loops compiled for
+// AVX2+FMA. Plain declarations only: an inline function here would be compiled with -mavx2
+// in one file and without it in the other, and the linker may keep either copy.
+#ifndef PADDLE_OPS_MATH_UNARY_HPP_
+#define PADDLE_OPS_MATH_UNARY_HPP_
+
+#include <cstdint>
+
+namespace pom::avx2 {
+
+// out[i] = f(x[i]) for i in [0, n); x and out may be unaligned. Call only on CPUs with AVX2
+// and FMA (unary_cpu.cpp checks once per prepare).
+void exp_f32(const float* x, float* out, int64_t n);
+void tanh_f32(const float* x, float* out, int64_t n);
+void sigmoid_f32(const float* x, float* out, int64_t n);
+
+}  // namespace pom::avx2
+
+#endif  // PADDLE_OPS_MATH_UNARY_HPP_

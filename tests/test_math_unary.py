@@ -1,0 +1,308 @@
+"""paddle-ops-math unary ops against NumPy, the float32 exp/tanh/sigmoid accuracy, gradients.
+
+The accuracy tests measure the largest error, in float32 ulps, of the float32 exp, tanh and
+sigmoid kernels against float64 references over a few million points (dense ranges, random
+bit patterns, the neighbourhoods of the thresholds, special values), on both code paths: the
+AVX2+FMA loops (where the CPU has them) and the portable C++ ones
+(PADDLE_OPS_MATH_DISABLE_AVX2=1). The bounds are those stated in src/unary_avx2.cpp.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from math_helpers import FLOATS, INTS, NUMBERS, assert_matches, check_grad, pc, rand, run1
+
+
+def sigmoid64(x):
+    """1 / (1 + e^-x) in float64, without overflow."""
+    e = np.exp(-np.abs(x))
+    return np.where(x < 0, e, 1.0) / (1.0 + e)
+
+
+# op: (NumPy reference, dtypes, input range)
+UNARY = {
+    "abs": (np.abs, NUMBERS, (-3, 3)),
+    "neg": (np.negative, NUMBERS, (-3, 3)),
+    "exp": (np.exp, FLOATS, (-10, 10)),
+    "log": (np.log, FLOATS, (0.01, 10)),
+    "sqrt": (np.sqrt, FLOATS, (0, 10)),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), FLOATS, (0.01, 10)),
+    "square": (np.square, NUMBERS, (-3, 3)),
+    "sin": (np.sin, FLOATS, (-7, 7)),
+    "cos": (np.cos, FLOATS, (-7, 7)),
+    "tanh": (np.tanh, FLOATS, (-10, 10)),
+    "sigmoid": (lambda x: sigmoid64(x).astype(x.dtype), FLOATS, (-20, 20)),
+}
+# Shapes: a matrix, a scalar, empty tensors, an odd length (vector tail), a size that is
+# split across threads.
+SHAPES = [(3, 4), (), (0,), (3, 0), (37,), (4097, 33)]
+
+
+@pytest.fixture(params=["avx2", "portable"])
+def path(request, monkeypatch):
+    """Run the test on one code path of the float32 exp/tanh/sigmoid kernels."""
+    if request.param == "avx2":
+        if not cpu_has_avx2_fma():
+            pytest.skip("this CPU has no AVX2+FMA: only the portable path runs")
+        monkeypatch.delenv("PADDLE_OPS_MATH_DISABLE_AVX2", raising=False)
+    else:
+        monkeypatch.setenv("PADDLE_OPS_MATH_DISABLE_AVX2", "1")
+    return request.param
+
+
+def cpu_has_avx2_fma() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+@pytest.mark.parametrize("op", UNARY)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_unary_matches_numpy(op, shape, path):
+    reference, dtypes, (low, high) = UNARY[op]
+    rng = np.random.default_rng(0)
+    for dtype in dtypes:
+        x = rand(rng, shape, dtype, low, high)
+        assert_matches(run1(op, {"x": x}), reference(x))
+
+
+@pytest.mark.parametrize("op", ["abs", "neg", "square"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_results_wrap_like_numpy(op, dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.min + 1, -1, 0, 1, info.max, info.max // 2 + 7], dtype)
+    with np.errstate(over="ignore"):
+        assert_matches(run1(op, {"x": x}), UNARY[op][0](x))
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_non_contiguous_inputs(op):
+    reference, dtypes, (low, high) = UNARY[op]
+    rng = np.random.default_rng(1)
+    for dtype in dtypes:
+        for x in (
+            rand(rng, (9, 5), dtype, low, high).T,  # a transposed view
+            rand(rng, (18, 5), dtype, low, high)[::2],  # a strided view
+        ):
+            assert not x.flags.c_contiguous
+            assert_matches(run1(op, {"x": x}), reference(x))
+
+
+@pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid"])
+def test_results_do_not_depend_on_position(op, path):
+    """Vector body, masked tail, unaligned starts and thread splits all give the same bits."""
+    x = np.random.default_rng(2).uniform(-20, 20, 100_003).astype(np.float32)
+    whole = run1(op, {"x": x})
+    for start in range(9):
+        for n in (1, 7, 8, 9, 15, 16, 17, 33):
+            np.testing.assert_array_equal(
+                run1(op, {"x": x[start : start + n]}), whole[start : start + n]
+            )
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        out = getattr(pc.ops, op)(pc.data("x", [x.size]))
+    for threads in (1, 2, 3):
+        (got,) = pc.Executor(num_threads=threads).run(prog, feed={"x": x}, fetch_list=[out])
+        np.testing.assert_array_equal(got, whole)
+
+
+# -- float32 accuracy ------------------------------------------------------------------------
+
+# Max error in float32 ulps. AVX2: as stated in src/unary_avx2.cpp. Portable: the C library's
+# expf/tanhf (within 1 and 2 ulp in glibc) plus, for sigmoid, an add and a division.
+BOUNDS = {
+    "avx2": {"exp": 1.05, "tanh": 1.5, "sigmoid": 2.5},
+    "portable": {"exp": 1.0, "tanh": 2.5, "sigmoid": 3.0},
+}
+REFERENCES = {"exp": np.exp, "tanh": np.tanh, "sigmoid": sigmoid64}
+# Where each function changes regime: overflow, the normal/denormal boundary, underflow to 0,
+# tanh's switch between its two formulas and its saturation to 1.
+THRESHOLDS = {
+    "exp": [88.72283935546875, -87.33654475, -103.972, 0.5, -0.5],
+    "tanh": [0.625, 9.01, 0.0004, 44.0],
+    "sigmoid": [87.33654475, 88.72283935546875, 103.972, 16.6, 0.5],
+}
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, -1.1754942e-38]
+SPECIAL += [3.4028235e38, -3.4028235e38, 1.0, -1.0]
+
+
+def accuracy_points(op: str) -> np.ndarray:
+    """About 3.5M float32 points covering ``op``'s interesting range."""
+    rng = np.random.default_rng(3)
+    f32 = np.float32
+    bits = rng.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32)
+    parts = [
+        np.linspace(-110, 110, 1_500_000, dtype=f32),
+        np.linspace(-1, 1, 500_000, dtype=f32),
+        bits.view(f32),  # every magnitude, denormals, infinities and NaNs included
+        np.array(SPECIAL, f32),
+    ]
+    for t in THRESHOLDS[op]:  # 20,000 consecutive floats either side, both signs
+        b = int(np.array(abs(t), f32).view(np.int32))
+        near = np.arange(b - 20_000, b + 20_000, dtype=np.int32).view(f32)
+        parts += [near, -near]
+    return np.concatenate(parts)
+
+
+def ulp_errors(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """|got - want| in float32 ulps at ``want`` (float64). Infinities and NaNs must match
+    exactly (error 0 or inf); denormals count in units of the smallest denormal."""
+    with np.errstate(all="ignore"):  # inf - inf and overflowing casts are sorted out below
+        want32 = want.astype(np.float32)
+        exponent = np.frexp(want)[1]
+        exponent = np.where(want == 0, -125, np.maximum(exponent, -125))
+        err = np.abs(got.astype(np.float64) - want) / np.ldexp(1.0, exponent - 24)
+        special = ~np.isfinite(want32)  # inf, or NaN: only an exact match will do
+        same = (got == want32) | (np.isnan(got) & np.isnan(want32))
+        err[special] = np.where(same[special], 0.0, np.inf)
+        err[np.isnan(got) & ~np.isnan(want)] = np.inf
+    return err
+
+
+@pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid"])
+def test_float32_accuracy(op, path):
+    x = accuracy_points(op)
+    got = run1(op, {"x": x})
+    with np.errstate(all="ignore"):
+        err = ulp_errors(got, REFERENCES[op](x.astype(np.float64)))
+    worst = int(np.argmax(err))
+    assert err[worst] <= BOUNDS[path][op], (
+        f"{op} ({path}): {err[worst]:.3f} ulp at x={x[worst]!r}: got {got[worst]!r}"
+    )
+
+
+# Special values and regime boundaries: infinities and NaN must come out exactly, the rest
+# within the bounds (including the denormal results of exp and sigmoid).
+EDGES = {
+    "exp": [
+        88.72283172607422,
+        88.72283935546875,
+        100.0,
+        -87.33654022216797,
+        -87.3365478515625,
+        -100.0,
+        -103.3,
+        -103.97,
+        -104.0,
+        1e-30,
+        -1e-30,
+    ],
+    "tanh": [1e-40, -1e-40, 0.625, -0.625, 0.62499994, 9.0, 9.1, -20.0, 44.5, 1e30],
+    "sigmoid": [-87.5, -100.0, -103.97, -104.0, 16.0, 17.0, 88.8, 1e-30, -1e30],
+}
+
+
+@pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid"])
+def test_float32_special_values(op, path):
+    x = np.array(SPECIAL + EDGES[op], np.float32)
+    got = run1(op, {"x": x})
+    with np.errstate(all="ignore"):
+        want = REFERENCES[op](x.astype(np.float64))
+    err = ulp_errors(got, want)
+    assert np.all(err <= BOUNDS[path][op]), dict(
+        zip(x[err > BOUNDS[path][op]], got[err > BOUNDS[path][op]])
+    )
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))  # tanh(-0)
+
+
+# -- clip --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+@pytest.mark.parametrize("bounds", [(-1.0, 2.0), (-np.inf, 0.5), (0.5, np.inf), (1.0, 1.0)])
+def test_clip_matches_numpy(dtype, bounds):
+    lo, hi = bounds
+    x = rand(np.random.default_rng(4), (4097, 3), dtype, -3, 3)
+    got = run1("clip", {"x": x}, {"min": lo, "max": hi})
+    if dtype in INTS:  # integer tensors clamp to [ceil(min), floor(max)]
+        info = np.iinfo(dtype)
+        lo = info.min if lo == -np.inf else np.ceil(lo)
+        hi = info.max if hi == np.inf else np.floor(hi)
+    assert_matches(got, np.clip(x, lo, hi).astype(dtype))
+
+
+def test_clip_defaults_leave_values_and_nan_alone():
+    x = np.array([-np.inf, -1e30, 0.0, np.nan, 3.0, np.inf], np.float32)
+    assert_matches(run1("clip", {"x": x}), x)
+    assert_matches(run1("clip", {"x": x}, {"min": -1.0, "max": 1.0}), np.clip(x, -1, 1))
+    big = np.array([np.iinfo(np.int64).min, -5, np.iinfo(np.int64).max], np.int64)
+    assert_matches(run1("clip", {"x": big}, {"min": -1e30, "max": 1e30}), big)
+    ints = np.array([-3, 0, 3], np.int32)  # no integer in [0.2, 0.8]: max wins, as in NumPy
+    assert_matches(run1("clip", {"x": ints}, {"min": 0.2, "max": 0.8}), np.zeros(3, np.int32))
+
+
+@pytest.mark.parametrize("bounds", [(2.0, 1.0), (float("nan"), 1.0)])
+def test_clip_refuses_min_above_max(bounds):
+    with pc.program_guard(pc.Program()):
+        with pytest.raises(pc.ShapeError, match=r"op 'clip' .* clip needs min <= max"):
+            pc.ops.clip(pc.data("x", [3]), min=bounds[0], max=bounds[1])
+
+
+# -- gradients ---------------------------------------------------------------------------------
+
+# Inputs away from kinks and singular points (abs at 0, clip at its bounds, log/sqrt at 0).
+GRAD_INPUTS = {
+    "abs": (0.2, 3),
+    "neg": (-3, 3),
+    "exp": (-3, 3),
+    "log": (0.2, 3),
+    "sqrt": (0.2, 3),
+    "rsqrt": (0.2, 3),
+    "square": (-3, 3),
+    "sin": (-3, 3),
+    "cos": (-3, 3),
+    "tanh": (-3, 3),
+    "sigmoid": (-6, 6),
+}
+
+
+@pytest.mark.parametrize("op", GRAD_INPUTS)
+def test_unary_gradients(op):
+    low, high = GRAD_INPUTS[op]
+    x = rand(np.random.default_rng(5), (3, 4), "float64", low, high)
+    if op == "abs":
+        x[::2] *= -1  # both signs
+    check_grad(op, {"x": x}, rtol=1e-6, atol=1e-9)
+
+
+def test_clip_gradient():
+    x = np.array([-2.0, -0.7, 0.1, 0.4, 1.3, 2.5])
+    check_grad("clip", {"x": x}, {"min": -1.0, "max": 1.0}, rtol=1e-6, atol=1e-9)
+
+
+def gradient_at(op: str, x: np.ndarray, attrs: dict | None = None) -> np.ndarray:
+    """d(sum(op(x)))/dx through the op's grad kernel."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        v = pc.data("x", list(x.shape), x.dtype.name)
+        v.stop_gradient = False
+        out = getattr(pc.ops, op)(v, **(attrs or {}))
+        (grad,) = pc.gradients([out], [v])
+    (got,) = pc.Executor().run(prog, feed={"x": x}, fetch_list=[grad])
+    return got
+
+
+def test_gradients_at_kinks_follow_pytorch():
+    """abs'(0) = 0; clip passes the gradient where min <= x <= max, bounds included."""
+    x = np.array([-1.0, 0.0, -0.0, 2.0])
+    assert_matches(gradient_at("abs", x), [-1.0, 0.0, 0.0, 1.0])
+    x = np.array([-1.5, -1.0, 0.0, 1.0, 1.5], np.float32)
+    got = gradient_at("clip", x, {"min": -1.0, "max": 1.0})
+    assert_matches(got, np.array([0, 1, 1, 1, 0], np.float32))
+
+
+@pytest.mark.parametrize("op, forward_input", [("exp", "out"), ("tanh", "out"), ("log", "x")])
+def test_grad_ops_read_the_cheaper_forward_tensor(op, forward_input):
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [3])
+        x.stop_gradient = False
+        out = getattr(pc.ops, op)(x)
+        pc.gradients([out], [x])
+    (grad_op,) = [o for o in prog.global_block().ops if o.type == f"{op}_grad"]
+    assert set(grad_op.inputs) == {forward_input, "out_grad"}
