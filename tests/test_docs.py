@@ -40,6 +40,8 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
             assert line in result.stdout
 
 
-@pytest.mark.parametrize("script", ["examples/quickstart.py", "docs/walkthrough.py"])
+@pytest.mark.parametrize(
+    "script", ["examples/quickstart.py", "examples/linear_regression.py", "docs/walkthrough.py"]
+)
 def test_scripts_run(script: str, tmp_path: Path) -> None:
     run_python((ROOT / script).read_text(), tmp_path)
