@@ -10,6 +10,7 @@ namespace pom {
 const paddle_core::Family& elementwise_kernels();
 const paddle_core::Family& fill_kernels();
 const paddle_core::Family& matmul_kernels();
+const paddle_core::Family& reduce_kernels();
 
 namespace {
 
@@ -32,7 +33,8 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled CPU kernels of paddle-ops-math.";
   scipy_openblas_set_threads_callback_function(&pom::run_blas_jobs);
   paddle_core::export_kernels(
-      m, {&pom::elementwise_kernels(), &pom::fill_kernels(), &pom::matmul_kernels()});
+      m, {&pom::elementwise_kernels(), &pom::fill_kernels(), &pom::matmul_kernels(),
+          &pom::reduce_kernels()});
   m.def(
       "threading_info",
       []() {
