@@ -37,5 +37,7 @@ for epoch in range(60):
         print(f"step {epoch:2d}: loss {float(value):.4f}")
 
 w_fit, b_fit = float(scope.get("w")[0, 0]), float(scope.get("b")[0])
-print(f"fitted y = {w_fit:.3f} x {b_fit:+.3f}  (true: y = 3x - 2); prepared once: {exe.prepare_count == 1}")
+print(
+    f"fitted y = {w_fit:.3f} x {b_fit:+.3f}  (true: y = 3x - 2); prepared once: {exe.prepare_count == 1}"
+)
 assert abs(w_fit - 3) < 0.05 and abs(b_fit + 2) < 0.05

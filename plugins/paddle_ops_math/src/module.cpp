@@ -10,6 +10,7 @@ namespace pom {
 const paddle_core::Family& elementwise_kernels();
 const paddle_core::Family& fill_kernels();
 const paddle_core::Family& matmul_kernels();
+const paddle_core::Family& reduce_kernels();
 const paddle_core::Family& shape_kernels();
 const paddle_core::Family& unary_kernels();
 
@@ -33,9 +34,9 @@ void run_blas_jobs(int sync, openblas_dojob_callback dojob, int numjobs, size_t 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled CPU kernels of paddle-ops-math.";
   scipy_openblas_set_threads_callback_function(&pom::run_blas_jobs);
-  paddle_core::export_kernels(m, {&pom::elementwise_kernels(), &pom::fill_kernels(),
-                                  &pom::matmul_kernels(), &pom::shape_kernels(),
-                                  &pom::unary_kernels()});
+  paddle_core::export_kernels(
+      m, {&pom::elementwise_kernels(), &pom::fill_kernels(), &pom::matmul_kernels(),
+          &pom::reduce_kernels(), &pom::shape_kernels(), &pom::unary_kernels()});
   m.def(
       "threading_info",
       []() {

@@ -1,12 +1,14 @@
-"""Shape rules of paddle-ops-math (the manifest's rules_module), one module per op family.
+"""Shape and grad rules of paddle-ops-math (the manifest's rules_module), one module per op
+family; the manifest names them bare, so each family's rules are re-exported here.
 
-Grad rules are mostly the core's ``paddle_core.backward:default_grad``: each op ``T`` has a
+Most grad rules are the core's ``paddle_core.backward:default_grad``: each op ``T`` has a
 ``T_grad`` op, declared beside it in the manifest, with its own kernel.
 """
 
 from .common import compare_shape, grad_shapes
 from .fill import assign_grad, cast_grad, cast_shape, fill_constant_shape, no_grad, scale_grad
 from .matmul import matmul_2d_shape, matmul_shape, rowwise_add_shape
+from .reduce import argmax_shape, extreme_shape, reduce_shape, sum_shape
 from .shape import (
     broadcast_to_shape,
     concat_grad,
@@ -25,33 +27,3 @@ from .shape import (
     unsqueeze_shape,
 )
 from .unary import clip_shape
-
-__all__ = [
-    "assign_grad",
-    "broadcast_to_shape",
-    "cast_grad",
-    "cast_shape",
-    "clip_shape",
-    "compare_shape",
-    "concat_grad",
-    "concat_shape",
-    "expand_grad",
-    "fill_constant_shape",
-    "grad_shapes",
-    "matmul_2d_shape",
-    "matmul_shape",
-    "no_grad",
-    "reshape_grad",
-    "reshape_shape",
-    "rowwise_add_shape",
-    "scale_grad",
-    "slice_shape",
-    "split_grad",
-    "split_shape",
-    "squeeze_grad",
-    "squeeze_shape",
-    "transpose_grad",
-    "transpose_shape",
-    "unsqueeze_grad",
-    "unsqueeze_shape",
-]

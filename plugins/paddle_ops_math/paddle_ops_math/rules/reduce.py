@@ -1,0 +1,67 @@
+"""Shape rules of the reductions (kernels: src/reduce_cpu.cpp).
+
+Axes are checked here, when the op is appended: each in [-ndim, ndim), none twice (empty means
+all). The kernels check them again at prepare time.
+"""
+
+from __future__ import annotations
+
+
+def _axes(ctx, ndim: int, axes) -> list[int]:
+    """``axes`` as sorted non-negative axes of an ``ndim``-D x (empty: all of them)."""
+    if not axes:
+        return list(range(ndim))
+    if ndim == 0:
+        ctx.fail(f"axis {axes[0]} is out of range for a 0-d x, which has no axes (use axes=[])")
+    seen: set[int] = set()
+    for a in axes:
+        if not -ndim <= a < ndim:
+            ctx.fail(f"axis {a} is out of range for a {ndim}-D x (valid: {-ndim}..{ndim - 1})")
+        if a % ndim in seen:
+            ctx.fail(f"axes {list(axes)} name axis {a % ndim} twice")
+        seen.add(a % ndim)
+    return sorted(seen)
+
+
+def _reduce(ctx, axes, dtype: str | None = None, *, needs_elements: bool = False) -> None:
+    """Set out to x reduced over ``axes`` (already normalised), with ``dtype`` (default x's)."""
+    x = ctx.input("x")
+    if needs_elements and any(x.shape[a] == 0 for a in axes):
+        ctx.fail(
+            f"{ctx.op} of no elements: axes {list(axes)} of x include an empty one, and "
+            f"{ctx.op} has no identity value"
+        )
+    keep = ctx.attrs["keepdim"]
+    shape = [1 if a in axes else d for a, d in enumerate(x.shape) if keep or a not in axes]
+    ctx.set_output("out", shape, dtype or x.dtype)
+
+
+def reduce_shape(ctx) -> None:
+    """mean: x's shape reduced over axes, x's dtype (float32 or float64)."""
+    x = ctx.input("x")
+    if x.dtype not in ("float32", "float64"):
+        ctx.fail(f"x must be float32 or float64, got {x.dtype} (cast it first)")
+    _reduce(ctx, _axes(ctx, x.ndim, ctx.attrs["axes"]))
+
+
+def sum_shape(ctx) -> None:
+    """sum, prod: like reduce_shape, but int32 accumulates into int64 (like NumPy and PyTorch)."""
+    x = ctx.input("x")
+    _reduce(ctx, _axes(ctx, x.ndim, ctx.attrs["axes"]), "int64" if x.dtype == "int32" else None)
+
+
+def extreme_shape(ctx) -> None:
+    """max, min: like reduce_shape; refuses known-empty reduced axes (no identity value)."""
+    x = ctx.input("x")
+    _reduce(ctx, _axes(ctx, x.ndim, ctx.attrs["axes"]), needs_elements=True)
+
+
+def argmax_shape(ctx) -> None:
+    """argmax, argmin: int64 indices, x's shape without ``axis`` (a 0-d x: axis 0 or -1)."""
+    x, axis = ctx.input("x"), ctx.attrs["axis"]
+    if x.ndim == 0:
+        if axis not in (0, -1):
+            ctx.fail(f"axis {axis} is out of range for a 0-d x (valid: -1, 0)")
+        ctx.set_output("out", (), "int64")
+        return
+    _reduce(ctx, _axes(ctx, x.ndim, [axis]), "int64", needs_elements=True)

@@ -1,0 +1,320 @@
+"""paddle-ops-math reductions (sum, mean, max, min, prod, argmax, argmin) against NumPy; their
+gradients; their accuracy on long float32 sums; their errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from math_helpers import FLOATS, NUMBERS, assert_matches, check_grad, pc, rand, run1
+
+REDUCE = {
+    "sum": (np.sum, NUMBERS),
+    "mean": (np.mean, FLOATS),
+    "max": (np.max, NUMBERS),
+    "min": (np.min, NUMBERS),
+    "prod": (np.prod, NUMBERS),
+}
+# (x shape, axes): all, single, negative, non-adjacent, size-1 axes, 0-d, and shapes large
+# enough for threads and for the segmented long reductions (over 32768 elements each).
+CASES = [
+    ((3, 4, 5), []),
+    ((3, 4, 5), [0]),
+    ((3, 4, 5), [1]),
+    ((3, 4, 5), [2]),
+    ((3, 4, 5), [-1]),
+    ((3, 4, 5), [0, 2]),
+    ((3, 4, 5), [-1, -3]),
+    ((3, 4, 5), [1, 2]),
+    ((3, 4, 5), [0, 1]),
+    ((3, 4, 5), [0, 1, 2]),
+    ((2, 3, 4, 5), [1, 3]),
+    ((2, 3, 4, 5), [0, 2]),
+    ((3, 1, 4), [1]),
+    ((1, 5, 1), [0, 2]),
+    ((), []),
+    ((7,), []),
+    ((7,), [0]),
+    ((4097, 33), [0]),
+    ((4097, 33), [1]),
+    ((4097, 33), []),
+    ((3, 70001), [1]),
+    ((20011, 3), [0]),
+    ((2, 9001, 3), [1]),
+    ((5, 3000, 7), [0, 2]),
+]
+
+
+def inputs(rng, op, shape, dtype):
+    if op == "prod":  # products that neither overflow nor vanish
+        if dtype in ("int32", "int64"):
+            return rand(rng, shape, dtype, -1, 1)
+        return rng.uniform(0.9, 1.1, shape).astype(dtype)
+    return rand(rng, shape, dtype)
+
+
+def reference(op, x, axes, keepdim):
+    """The NumPy result, computed in float64 for floats and cast back."""
+    axis = tuple(axes) if axes else None
+    fn = REDUCE[op][0]
+    if x.dtype.kind == "f":
+        return fn(x.astype(np.float64), axis=axis, keepdims=keepdim).astype(x.dtype)
+    return fn(x, axis=axis, keepdims=keepdim)
+
+
+def tolerance(op, x, axes):
+    """Absolute error allowed per output: a few units of the dtype's precision times the sum of
+    the magnitudes folded into it (sums of mixed signs can cancel to near zero)."""
+    if x.dtype.kind != "f" or op in ("max", "min"):
+        return {}
+    eps = np.finfo(x.dtype).eps
+    axis = tuple(axes) if axes else None
+    if op == "prod":  # rounding errors of n factors: about sqrt(n) eps (float32 is in double)
+        count = x.size // max(1, np.size(np.sum(x, axis=axis)))
+        return {"rtol": eps * (2 + np.sqrt(count)), "atol": 0}
+    magnitude = np.sum(np.abs(x.astype(np.float64)), axis=axis)
+    if op == "mean":
+        magnitude = magnitude / max(1, x.size // max(1, np.size(magnitude)))
+    return {"rtol": 2 * eps, "atol": 4 * eps * float(np.max(magnitude, initial=0))}
+
+
+@pytest.mark.parametrize("op", REDUCE)
+@pytest.mark.parametrize(("shape", "axes"), CASES)
+def test_reduce_matches_numpy(op, shape, axes):
+    rng = np.random.default_rng(0)
+    for dtype in REDUCE[op][1]:
+        x = inputs(rng, op, shape, dtype)
+        for keepdim in (False, True):
+            got = run1(op, {"x": x}, {"axes": axes, "keepdim": keepdim})
+            want = reference(op, x, axes, keepdim)
+            assert_matches(got, want, **tolerance(op, x, axes))
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_int32_sum_and_prod_produce_int64(op):
+    x = np.array([[2**30, 2**30, 3], [1, -2, 5]], np.int32)
+    got = run1(op, {"x": x}, {"axes": [1]})
+    assert got.dtype == np.int64  # no int32 overflow: 2**31 + 3 fits
+    assert_matches(got, REDUCE[op][0](x.astype(np.int64), axis=1))
+
+
+def test_int64_sums_wrap_like_numpy():
+    x = np.array([2**62, 2**62, 2**62], np.int64)
+    with np.errstate(over="ignore"):
+        assert_matches(run1("sum", {"x": x}), np.sum(x))
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_and_min_keep_the_dtype_and_propagate_nan(op):
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -1.0]], np.float32)
+    assert_matches(run1(op, {"x": x}, {"axes": [1]}), REDUCE[op][0](x, axis=1))
+    big = np.arange(10000, dtype=np.float64)
+    big[7777] = np.nan
+    assert np.isnan(run1(op, {"x": big}))
+    ints = np.array([[3, -7], [2, 9]], np.int32)
+    assert_matches(run1(op, {"x": ints}, {"axes": [0]}), REDUCE[op][0](ints, axis=0))
+
+
+def test_empty_reductions_give_the_identity():
+    empty = np.zeros((0, 3), np.float32)
+    assert_matches(run1("sum", {"x": empty}, {"axes": [0]}), np.zeros(3, np.float32))
+    assert_matches(run1("prod", {"x": empty}, {"axes": [0]}), np.ones(3, np.float32))
+    assert_matches(run1("mean", {"x": empty}, {"axes": [0]}), np.full(3, np.nan, np.float32))
+    assert_matches(run1("sum", {"x": empty}), np.float32(0))
+    assert_matches(run1("sum", {"x": np.zeros((0, 3), np.int32)}), np.int64(0))
+    # Reducing a non-empty axis of an empty tensor gives an empty result, for max too.
+    assert_matches(run1("sum", {"x": empty}, {"axes": [1]}), np.zeros(0, np.float32))
+    assert_matches(run1("max", {"x": empty}, {"axes": [1]}), np.zeros(0, np.float32))
+    assert_matches(run1("argmax", {"x": empty}, {"axis": 1}), np.zeros(0, np.int64))
+
+
+@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
+def test_reductions_without_identity_refuse_empty_axes(op):
+    attrs = {"axis": 0} if op.startswith("arg") else {"axes": [0]}
+    with pc.program_guard(pc.Program()):  # known shape: refused when appended
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*no identity"):
+            getattr(pc.ops, op)(pc.data("x", [0, 3]), **attrs)
+    prog = pc.Program()  # unknown shape: refused when the executor prepares the fed shape
+    with pc.program_guard(prog):
+        out = getattr(pc.ops, op)(pc.data("x", [None, 3]), **attrs)
+    with pytest.raises(pc.PaddleCoreError, match=rf"op '{op}'.*no identity"):
+        pc.Executor().run(prog, feed={"x": np.zeros((0, 3), np.float32)}, fetch_list=[out])
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((6,), 0), ((4, 5), 0), ((4, 5), 1), ((4, 5), -1), ((3, 4, 5), 1)]
+)
+def test_arg_reductions_match_numpy(op, shape, axis):
+    rng = np.random.default_rng(4)
+    reference = getattr(np, op)
+    for dtype in NUMBERS:
+        x = rand(rng, shape, dtype, -2, 2)  # plenty of ties: the first index wins
+        for keepdim in (False, True):
+            got = run1(op, {"x": x}, {"axis": axis, "keepdim": keepdim})
+            assert_matches(got, reference(x, axis=axis, keepdims=keepdim))
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reductions_large_nan_and_0d(op):
+    rng = np.random.default_rng(5)
+    reference = getattr(np, op)
+    x = rand(rng, (4097, 33), "float32")
+    for axis in (0, 1):
+        assert_matches(run1(op, {"x": x}, {"axis": axis}), reference(x, axis=axis))
+    x = np.array([[1.0, np.nan, 9.0, np.nan], [2.0, 1.0, 0.0, 5.0]], np.float64)
+    assert_matches(run1(op, {"x": x}, {"axis": 1}), reference(x, axis=1))  # the first NaN
+    assert_matches(run1(op, {"x": x.T.copy()}, {"axis": 0}), reference(x.T, axis=0))
+    assert_matches(run1(op, {"x": np.float32(4.0)}, {"axis": 0}), np.int64(0))
+
+
+def test_non_contiguous_inputs_are_read_correctly():
+    rng = np.random.default_rng(6)
+    x = rand(rng, (5, 4, 3), "float64").transpose(2, 0, 1)  # a transposed view
+    y = rand(rng, (8, 6), "float32")[::2, 1::2]  # a strided view
+    assert not x.flags.c_contiguous and not y.flags.c_contiguous
+    assert_matches(run1("sum", {"x": x}, {"axes": [0, 2]}), x.sum(axis=(0, 2)))
+    assert_matches(run1("max", {"x": y}, {"axes": [0]}), y.max(axis=0))
+    assert_matches(run1("argmin", {"x": y}, {"axis": 1}), y.argmin(axis=1))
+
+
+def float32_ulp(value: float) -> float:
+    return float(np.spacing(np.float32(abs(value))))
+
+
+@pytest.mark.parametrize("values", ["uniform", "tenths", "mixed"])
+def test_long_float32_sums_do_not_drift(values):
+    """Summing 4M float32 values stays within 1 ulp of the exact sum (a running float32 sum
+    of 4M tenths is off by 4%; NumPy's pairwise sum by a few ulps)."""
+    rng = np.random.default_rng(7)
+    n = 1 << 22
+    x = {
+        "uniform": rng.random(n, dtype=np.float32),
+        "tenths": np.full(n, 0.1, np.float32),
+        "mixed": rng.standard_normal(n).astype(np.float32) + np.float32(0.25),
+    }[values]
+    exact = float(np.sum(x.astype(np.float64)))  # float64 pairwise: error ~1e-16 relative
+    got = float(run1("sum", {"x": x}))
+    assert abs(got - exact) <= float32_ulp(exact), (got, exact)
+    assert abs(got - exact) <= abs(float(np.sum(x)) - exact)  # at least as close as NumPy
+    mean = float(run1("mean", {"x": x}))
+    assert abs(mean - exact / n) <= float32_ulp(exact / n)
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((300, 7000)).astype(np.float32)
+    results = []
+    for threads in (1, 2, 3):
+        prog = pc.Program()
+        with pc.program_guard(prog):
+            v = pc.data("x", list(x.shape))
+            outs = [pc.ops.sum(v), pc.ops.sum(v, axes=[0]), pc.ops.mean(v, axes=[1])]
+        exe = pc.Executor(num_threads=threads)
+        results.append(exe.run(prog, feed={"x": x}, fetch_list=outs))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+# -- gradients --------------------------------------------------------------------------------
+
+GRAD_CASES = [((2, 3, 4), []), ((2, 3, 4), [1]), ((2, 3, 4), [0, 2]), ((2, 3, 4), [-1]), ((5,), [])]
+
+
+def distinct(rng, shape):
+    """float64 values without ties (max / min gradients are undefined at ties)."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n).astype(np.float64) * 0.37 - n * 0.1).reshape(shape)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize(("shape", "axes"), GRAD_CASES)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_gradients(op, shape, axes, keepdim):
+    rng = np.random.default_rng(9)
+    x = distinct(rng, shape) if op in ("max", "min") else rand(rng, shape, "float64")
+    check_grad(op, {"x": x}, {"axes": axes, "keepdim": keepdim}, rtol=1e-6, atol=1e-9)
+
+
+def test_gradients_of_large_reductions():
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((40, 30))
+    for op in ("sum", "mean", "max", "min"):
+        check_grad(op, {"x": x}, {"axes": [0]}, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("axes", [[1], [0]])
+def test_prod_gradient_with_zeros(axes):
+    x = np.array([[0.0, 2.0, 3.0, 1.5], [0.0, 0.0, 4.0, 2.0], [1.5, -2.0, 0.5, 3.0]])
+    x = x if axes == [1] else x.T.copy()  # no zero, one zero, two zeros per slice
+    check_grad("prod", {"x": x}, {"axes": axes}, rtol=1e-6, atol=1e-9)
+
+
+def grad_of(op, x, attrs):
+    """d(sum(op(x)))/dx, through the op's grad rule and kernel."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        v = pc.data("x", list(x.shape), x.dtype.name)
+        v.stop_gradient = False
+        out = getattr(pc.ops, op)(v, **attrs)
+        (g,) = pc.gradients(out, v)
+    return pc.Executor().run(prog, feed={"x": x}, fetch_list=[g])[0]
+
+
+def test_max_gradient_splits_ties_evenly():
+    x = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 5.0]])
+    want = np.array([[0.0, 0.5, 0.5, 0.0], [0.25, 0.25, 0.25, 0.25]])
+    np.testing.assert_allclose(grad_of("max", x, {"axes": [1]}), want)
+    np.testing.assert_allclose(grad_of("min", -x.T, {"axes": [0]}), want.T)
+
+
+def test_prod_gradient_in_float32():
+    x = np.array([[0.5, 2.0, 0.0], [1.5, 2.0, 4.0]], np.float32)
+    want = np.array([[0.0, 0.0, 1.0], [8.0, 6.0, 3.0]], np.float32)
+    assert_matches(grad_of("prod", x, {"axes": [1]}), want)
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod"])
+def test_bad_axes_are_refused_when_appended(op):
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [3, 4])
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*axis 2 is out of range"):
+            getattr(pc.ops, op)(x, axes=[2])
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*axis -3 is out of range"):
+            getattr(pc.ops, op)(x, axes=[-3])
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*name axis 1 twice"):
+            getattr(pc.ops, op)(x, axes=[1, -1])
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*out of range for a 0-d x"):
+            getattr(pc.ops, op)(pc.data("s", []), axes=[0])
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reductions_need_a_valid_axis(op):
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [3, 4])
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*axis 2 is out of range"):
+            getattr(pc.ops, op)(x, axis=2)
+        with pytest.raises(pc.AttrError, match="axis"):  # no default: the axis is required
+            getattr(pc.ops, op)(x)
+        out = getattr(pc.ops, op)(x, axis=-1, keepdim=True)
+        assert out.shape == (3, 1) and out.dtype == "int64"
+
+
+def test_mean_of_integers_is_refused_when_appended():
+    with pc.program_guard(pc.Program()):
+        with pytest.raises(pc.ShapeError, match=r"op 'mean' .*float32 or float64, got int32"):
+            pc.ops.mean(pc.data("x", [3], "int32"))
+
+
+def test_shapes_and_dtypes_are_inferred_when_appended():
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [None, 4, 5], "int32")
+        assert pc.ops.sum(x, axes=[1]).shape == (None, 5)
+        assert pc.ops.sum(x, axes=[1]).dtype == "int64"
+        assert pc.ops.prod(x).dtype == "int64"
+        assert pc.ops.max(x, axes=[0, 2], keepdim=True).shape == (1, 4, 1)
+        assert pc.ops.max(x).dtype == "int32"
+        assert pc.ops.argmin(x, axis=0).shape == (4, 5)
