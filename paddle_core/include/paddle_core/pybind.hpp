@@ -3,8 +3,8 @@
 // The only header that needs pybind11; include it in one small file of the plugin:
 //
 //   #include <paddle_core/pybind.hpp>
-//   const paddle_core::Family& elementwise_kernels();   // defined in elementwise_cpu.cpp
-//   PYBIND11_MODULE(_C, m) { paddle_core::export_kernels(m, {&elementwise_kernels()}); }
+//   const paddle_core::Family& binary_kernels();   // defined in binary_cpu.cpp
+//   PYBIND11_MODULE(_C, m) { paddle_core::export_kernels(m, {&binary_kernels()}); }
 //
 // The module then has KERNEL_ABI_VERSION and kernels() -> {name: capsule}, which the core
 // checks against the plugin's manifest (both ways) when it first loads the module.

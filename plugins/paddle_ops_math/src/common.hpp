@@ -131,68 +131,93 @@ inline Broadcast plan_broadcast(const Tensor& a, const Tensor& b, const Tensor& 
   return p;
 }
 
-// out[i] = f(a[i'], b[i'']) over the broadcast, split across threads.
-template <class T, class R, class F>
-void apply_binary(const Broadcast& p, const T* a, const T* b, R* out, int32_t threads, F f) {
-  switch (p.kind) {
-    case Broadcast::kSame:
-      parallel_for(p.numel, threads, kGrain, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) out[i] = f(a[i], b[i]);
-      });
-      return;
-    case Broadcast::kScalarA: {
-      const T s = a[0];
-      parallel_for(p.numel, threads, kGrain, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) out[i] = f(s, b[i]);
-      });
-      return;
-    }
-    case Broadcast::kScalarB: {
-      const T s = b[0];
-      parallel_for(p.numel, threads, kGrain, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) out[i] = f(a[i], s);
-      });
-      return;
-    }
-    case Broadcast::kGeneral:
-      break;
+// Sum `full` (shape `out`) down to the shape of `target` (right-aligned broadcast).
+template <class T>
+void reduce_to(const T* full, const Tensor& out, T* dst, const Tensor& target) {
+  const int64_t n = out.numel(), m = target.numel();
+  if (n == m) {
+    std::copy(full, full + n, dst);
+    return;
   }
-  // General: loop the innermost merged dim, walk the outer ones with an index counter.
-  const int32_t nd = static_cast<int32_t>(p.dims.size());
-  const int64_t inner = p.dims[nd - 1], ia = p.stride_a[nd - 1], ib = p.stride_b[nd - 1];
-  const int64_t rows = p.numel / inner;
-  parallel_for(rows, threads, std::max<int64_t>(1, kGrain / inner), [&](int64_t lo, int64_t hi) {
-    std::vector<int64_t> idx(nd, 0);  // outer coordinates of the current row
-    int64_t oa = 0, ob = 0;             // input offsets of the current row
-    int64_t rem = lo;
-    for (int32_t k = nd - 2; k >= 0; --k) {
-      idx[k] = rem % p.dims[k];
-      rem /= p.dims[k];
-      oa += idx[k] * p.stride_a[k];
-      ob += idx[k] * p.stride_b[k];
+  std::fill(dst, dst + m, T(0));
+  const int32_t nd = out.ndim(), td = target.ndim();
+  std::vector<int64_t> stride(nd, 0);  // element stride in dst for each output dim
+  int64_t s = 1;
+  for (int32_t k = nd - 1; k >= 0; --k) {
+    int32_t tk = k - (nd - td);
+    if (tk >= 0 && target.dim(tk) != 1) {  // kept dim; broadcast and missing dims stay 0
+      stride[k] = s;
+      s *= target.dim(tk);
     }
-    for (int64_t r = lo; r < hi; ++r) {
-      const T* ra = a + oa;
-      const T* rb = b + ob;
-      R* ro = out + r * inner;
-      if (ia == 1 && ib == 1) {
-        for (int64_t i = 0; i < inner; ++i) ro[i] = f(ra[i], rb[i]);
-      } else if (ia == 0) {
-        for (int64_t i = 0; i < inner; ++i) ro[i] = f(ra[0], rb[i * ib]);
-      } else {
-        for (int64_t i = 0; i < inner; ++i) ro[i] = f(ra[i * ia], rb[i * ib]);
-      }
-      for (int32_t k = nd - 2; k >= 0; --k) {  // advance the row index
-        oa += p.stride_a[k];
-        ob += p.stride_b[k];
-        if (++idx[k] < p.dims[k]) break;
-        oa -= p.stride_a[k] * p.dims[k];
-        ob -= p.stride_b[k] * p.dims[k];
-        idx[k] = 0;
-      }
+  }
+  std::vector<int64_t> idx(nd, 0);
+  int64_t off = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    dst[off] += full[i];
+    for (int32_t k = nd - 1; k >= 0; --k) {
+      off += stride[k];
+      if (++idx[k] < out.dim(k)) break;
+      off -= stride[k] * out.dim(k);
+      idx[k] = 0;
     }
-  });
+  }
 }
+
+// -- elementwise loops -------------------------------------------------------------------------
+//
+// Only the innermost loop depends on the op and the dtype: it is a "row function", one small
+// template per (op, dtype). The iteration around it (thread split, scalar broadcasts, walking
+// merged dimensions) is compiled once, in broadcast_cpu.cpp, and calls the row function per
+// row. This keeps kernel files quick to compile: no OpenMP region or loop nest per op.
+
+// out[i] = f(a[i * sa], b[i * sb]) for i in [0, n); a stride is 0 (broadcast) or 1 in practice.
+using RowFn = void (*)(const void* a, int64_t sa, const void* b, int64_t sb, void* out, int64_t n);
+
+// out[i] = f(x[i], y[i], g[i]) for i in [0, n) (gradient formulas).
+using Row3Fn = void (*)(const void* x, const void* y, const void* g, void* out, int64_t n);
+
+// Run `row` over broadcast `p`; `*_size` are element sizes in bytes.
+void run_broadcast(const Broadcast& p, const void* a, int a_size, const void* b, int b_size,
+                   void* out, int out_size, RowFn row, int32_t threads);
+
+// Run `row` over n elements of same-shaped x, y, g and out, all of element size `size`.
+void run_elementwise3(int64_t n, const void* x, const void* y, const void* g, void* out,
+                      int size, Row3Fn row, int32_t threads);
+
+// The row function of functor F; A and B are the input element types, R the output's.
+template <class A, class B, class R, class F>
+void binary_row(const void* av, int64_t sa, const void* bv, int64_t sb, void* ov, int64_t n) {
+  const A* a = static_cast<const A*>(av);
+  const B* b = static_cast<const B*>(bv);
+  R* out = static_cast<R*>(ov);
+  const F f{};
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+  } else if (sa == 0 && sb == 1) {
+    const A s = a[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(s, b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const B s = b[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i * sa], b[i * sb]);
+  }
+}
+
+template <class T, class G>
+void ternary_row(const void* xv, const void* yv, const void* gv, void* ov, int64_t n) {
+  const T* x = static_cast<const T*>(xv);
+  const T* y = static_cast<const T*>(yv);
+  const T* g = static_cast<const T*>(gv);
+  T* out = static_cast<T*>(ov);
+  const G f{};
+  for (int64_t i = 0; i < n; ++i) out[i] = f(x[i], y[i], g[i]);
+}
+
+// f(a, b) = a: with run_broadcast, copies `a` broadcast to the shape of `b`.
+struct First {
+  template <class T> T operator()(T a, T) const { return a; }
+};
 
 }  // namespace pom
 

@@ -7,10 +7,15 @@
 
 namespace pom {
 // One family per source file (src/<family>_cpu.cpp).
-const paddle_core::Family& elementwise_kernels();
+const paddle_core::Family& binary_kernels();
+const paddle_core::Family& binary_grad_kernels();
+const paddle_core::Family& compare_kernels();
 const paddle_core::Family& fill_kernels();
 const paddle_core::Family& matmul_kernels();
+const paddle_core::Family& argreduce_kernels();
+const paddle_core::Family& extreme_kernels();
 const paddle_core::Family& reduce_kernels();
+const paddle_core::Family& reduce_grad_kernels();
 const paddle_core::Family& shape_kernels();
 const paddle_core::Family& unary_kernels();
 
@@ -35,8 +40,10 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled CPU kernels of paddle-ops-math.";
   scipy_openblas_set_threads_callback_function(&pom::run_blas_jobs);
   paddle_core::export_kernels(
-      m, {&pom::elementwise_kernels(), &pom::fill_kernels(), &pom::matmul_kernels(),
-          &pom::reduce_kernels(), &pom::shape_kernels(), &pom::unary_kernels()});
+      m, {&pom::argreduce_kernels(), &pom::binary_kernels(), &pom::binary_grad_kernels(),
+          &pom::compare_kernels(), &pom::extreme_kernels(), &pom::fill_kernels(),
+          &pom::matmul_kernels(), &pom::reduce_kernels(), &pom::reduce_grad_kernels(),
+          &pom::shape_kernels(), &pom::unary_kernels()});
   m.def(
       "threading_info",
       []() {

@@ -439,38 +439,6 @@ class BroadcastTo {
   Copy copy_;
 };
 
-// Sum `full` (shape `out`) down to the shape of `target` (right-aligned broadcast).
-// (The same function as in elementwise_cpu.cpp.)
-template <class T>
-void reduce_to(const T* full, const Tensor& out, T* dst, const Tensor& target) {
-  const int64_t n = out.numel(), m = target.numel();
-  if (n == m) {
-    std::copy(full, full + n, dst);
-    return;
-  }
-  std::fill(dst, dst + m, T(0));
-  const int32_t nd = out.ndim(), td = target.ndim();
-  std::vector<int64_t> stride(nd, 0);  // element stride in dst for each output dim
-  int64_t s = 1;
-  for (int32_t k = nd - 1; k >= 0; --k) {
-    int32_t tk = k - (nd - td);
-    if (tk >= 0 && target.dim(tk) != 1) {  // kept dim; broadcast and missing dims stay 0
-      stride[k] = s;
-      s *= target.dim(tk);
-    }
-  }
-  std::vector<int64_t> idx(nd, 0);
-  int64_t off = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    dst[off] += full[i];
-    for (int32_t k = nd - 1; k >= 0; --k) {
-      off += stride[k];
-      if (++idx[k] < out.dim(k)) break;
-      off -= stride[k] * out.dim(k);
-      idx[k] = 0;
-    }
-  }
-}
 
 // x_grad = out_grad summed over the dims x was broadcast along. Inputs: x (for its shape),
 // out_grad; output: x_grad.

@@ -1,0 +1,99 @@
+// argmax, argmin along one axis: int64 indices, the first on ties and the first NaN.
+//
+// Memory contract and layout: see reduce.hpp.
+#include "reduce.hpp"
+
+namespace pom {
+namespace {
+
+// The index of the first maximum (minimum) along `axis`; the first NaN wins, like NumPy's.
+template <bool Max> class ArgReduce {
+ public:
+  ArgReduce(const Attrs& attrs, const Slots& in, const Slots& out) {
+    Tensor x = in(0), o = out(0);
+    const int64_t axis = attrs.i("axis");
+    std::vector<bool> flags(x.ndim(), false);
+    if (x.ndim() == 0) {  // a 0-d x is one element along axis 0 (or -1)
+      if (axis != 0 && axis != -1)
+        fail("axis %lld is out of range for a 0-d x (valid: -1, 0)", static_cast<long long>(axis));
+    } else {
+      flags = reduced_axes(x, {axis});
+    }
+    expect_reduced_shape(o, x, flags, attrs.b("keepdim"));
+    o.expect_dtype(PC_INT64, "out");
+    plan_ = make_plan(x, flags);
+    if (plan_.count == 0)
+      fail("x %s has no elements along axis %lld: no index to return", x.describe().c_str(),
+           static_cast<long long>(axis));
+    fn_ = dispatch(x.dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    fn_(plan_, in(0).data<void>(), out(0).data<int64_t>(), ctx.num_threads());
+  }
+
+ private:
+  using Fn = void (*)(const Plan&, const void*, int64_t*, int32_t);
+
+  template <class T> static bool better(T v, T best) {  // NaN beats all; the first NaN stays
+    return best == best && ((Max ? v > best : v < best) || v != v);
+  }
+
+  template <class T>
+  static void compute(const Plan& p, const void* xv, int64_t* out, int32_t threads) {
+    const T* x = static_cast<const T*>(xv);
+    if (p.numel == 0) return;
+    const int64_t grain = std::max<int64_t>(16, kGrain / p.count);
+    if (p.rows) {  // the axis is innermost: scan each run (one run per output)
+      parallel_for(p.outputs, threads, grain, [&](int64_t lo, int64_t hi) {
+        int64_t o = lo;
+        walk(p.kept, lo, hi, [&](int64_t base) {
+          const T* run = x + base;
+          int64_t best = 0;
+          for (int64_t j = 1; j < p.inner; ++j)
+            if (better(run[j], run[best])) best = j;
+          out[o++] = best;
+        });
+      });
+      return;
+    }
+    parallel_for(p.outputs, threads, grain, [&](int64_t lo, int64_t hi) {
+      std::vector<T> value(std::min(kColumns, hi - lo));
+      std::vector<int64_t> index(value.size());
+      for_spans(p, lo, hi, [&](int64_t base, int64_t o, int64_t width) {
+        for (int64_t c0 = 0; c0 < width; c0 += kColumns) {
+          const int64_t w = std::min(kColumns, width - c0);
+          int64_t j = 0;
+          walk(p.reduced, 0, p.count, [&](int64_t off) {
+            const T* row = x + base + off + c0;
+            for (int64_t c = 0; c < w; ++c) {
+              if (j == 0 || better(row[c], value[c])) value[c] = row[c], index[c] = j;
+            }
+            ++j;
+          });
+          std::copy(index.begin(), index.begin() + w, out + o + c0);
+        }
+      });
+    });
+  }
+
+  Plan plan_;
+  Fn fn_;
+};
+
+// -- gradients -------------------------------------------------------------------------------
+//
+// x_grad has x's shape. A grad G may first gather statistics per output over its elements
+// (`see`), then writes every element's gradient (`grad`) from x, out and out_grad.
+
+}  // namespace
+
+const pc::Family& argreduce_kernels() {
+  static const pc::Family family = {
+      pc::kernel<ArgReduce<true>>("argmax"),
+      pc::kernel<ArgReduce<false>>("argmin"),
+  };
+  return family;
+}
+
+}  // namespace pom

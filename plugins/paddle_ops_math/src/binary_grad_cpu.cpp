@@ -1,0 +1,123 @@
+// Gradients of the elementwise binary ops: add_grad ... minimum_grad.
+//
+// Memory contract: inputs x, y, out_grad and outputs x_grad (shape of x), y_grad (shape of y)
+// are C-contiguous float32/float64; out_grad has the broadcast shape. Either output may be
+// absent. Each gradient is computed at the broadcast shape, then summed over the dimensions
+// its input was broadcast along.
+#include <cmath>
+
+#include "common.hpp"
+
+namespace pom {
+namespace {
+
+
+template <class GX, class GY> class BinaryGrad {
+ public:
+  BinaryGrad(const Attrs&, const Slots& in, const Slots& out) {
+    Tensor x = in(0), y = in(1), g = in(2);
+    expect_same_dtype(x, y, "x and y");
+    expect_same_dtype(x, g, "x and out_grad");
+    if (out.has(0)) expect_same_shape(out(0), x, "x_grad and x");
+    if (out.has(1)) expect_same_shape(out(1), y, "y_grad and y");
+    ax_ = plan_broadcast(x, g, g);
+    ay_ = plan_broadcast(y, g, g);
+    fn_ = dispatch(x.dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    fn_(*this, in, out, ctx.num_threads());
+  }
+
+ private:
+  using Fn = void (*)(const BinaryGrad&, const Slots&, const Slots&, int32_t);
+
+  template <class T>
+  static void compute(const BinaryGrad& self, const Slots& in, const Slots& out, int32_t threads) {
+    Tensor g = in(2);
+    const int64_t n = g.numel();
+    const void* gd = g.data<void>();
+    // x and y at the gradient's shape: the inputs themselves, or broadcast copies.
+    std::vector<T> xs, ys;
+    const void* xd = self.spread(self.ax_, in(0), g, xs, threads);
+    const void* yd = self.spread(self.ay_, in(1), g, ys, threads);
+    auto fill = [&](Row3Fn row, const Tensor& target) {
+      bool direct = target.numel() == n;  // no reduction: write straight into the output
+      std::vector<T> full(direct ? 0 : n);
+      void* dst = direct ? target.data<void>() : full.data();
+      run_elementwise3(n, xd, yd, gd, dst, sizeof(T), row, threads);
+      if (!direct) reduce_to(full.data(), g, target.data<T>(), target);
+    };
+    if (out.has(0)) fill(&ternary_row<T, GX>, out(0));
+    if (out.has(1)) fill(&ternary_row<T, GY>, out(1));
+  }
+
+  template <class T>
+  const void* spread(const Broadcast& plan, const Tensor& v, const Tensor& g, std::vector<T>& buf,
+                     int32_t threads) const {
+    if (plan.kind == Broadcast::kSame) return v.data<void>();
+    buf.resize(g.numel());
+    run_broadcast(plan, v.data<void>(), sizeof(T), g.data<void>(), sizeof(T), buf.data(), sizeof(T),
+                  &binary_row<T, T, T, First>, threads);
+    return buf.data();
+  }
+
+  Broadcast ax_, ay_;
+  Fn fn_;
+};
+
+struct GradOne {  // d(x + y)/dx
+  template <class T> T operator()(T, T, T g) const { return g; }
+};
+struct GradNeg {  // d(x - y)/dy
+  template <class T> T operator()(T, T, T g) const { return -g; }
+};
+struct GradMulX {
+  template <class T> T operator()(T, T y, T g) const { return g * y; }
+};
+struct GradMulY {
+  template <class T> T operator()(T x, T, T g) const { return g * x; }
+};
+struct GradDivX {
+  template <class T> T operator()(T, T y, T g) const { return g / y; }
+};
+struct GradDivY {
+  template <class T> T operator()(T x, T y, T g) const { return -g * x / (y * y); }
+};
+struct GradPowX {  // d(x^y)/dx = y x^(y-1)
+  template <class T> T operator()(T x, T y, T g) const { return g * y * std::pow(x, y - T(1)); }
+};
+struct GradPowY {  // d(x^y)/dy = x^y ln x (0 where x == 0)
+  template <class T> T operator()(T x, T y, T g) const {
+    return x > T(0) ? g * std::pow(x, y) * std::log(x) : T(0);
+  }
+};
+struct GradMaxX {  // ties send the gradient to x, like the forward's choice of x
+  template <class T> T operator()(T x, T y, T g) const { return x >= y ? g : T(0); }
+};
+struct GradMaxY {
+  template <class T> T operator()(T x, T y, T g) const { return x >= y ? T(0) : g; }
+};
+struct GradMinX {
+  template <class T> T operator()(T x, T y, T g) const { return x <= y ? g : T(0); }
+};
+struct GradMinY {
+  template <class T> T operator()(T x, T y, T g) const { return x <= y ? T(0) : g; }
+};
+
+}  // namespace
+
+const pc::Family& binary_grad_kernels() {
+  static const pc::Family family = {
+      pc::kernel<BinaryGrad<GradOne, GradOne>>("add_grad"),
+      pc::kernel<BinaryGrad<GradOne, GradNeg>>("sub_grad"),
+      pc::kernel<BinaryGrad<GradMulX, GradMulY>>("mul_grad"),
+      pc::kernel<BinaryGrad<GradDivX, GradDivY>>("div_grad"),
+      pc::kernel<BinaryGrad<GradPowX, GradPowY>>("pow_grad"),
+      pc::kernel<BinaryGrad<GradMaxX, GradMaxY>>("maximum_grad"),
+      pc::kernel<BinaryGrad<GradMinX, GradMinY>>("minimum_grad"),
+  };
+  return family;
+}
+
+}  // namespace pom
