@@ -6,7 +6,8 @@ state: prepared on the first run, then timed on repeated runs with the same feed
 (torch.sum etc. on a tensor sharing the NumPy buffer) and NumPy are measured in the same run.
 One thread: ours with pc.Executor(num_threads=1), torch.set_num_threads(1). Two threads: ours
 with num_threads=2 beside PyTorch's default thread count. NumPy's reductions are single-threaded.
-Figures are medians over --repeat calls; ratios above 1 mean ours is faster. Also prints the
+Figures are medians over --repeat rounds, each round timing every system once in turn;
+ratios above 1 mean ours is faster. Also prints the
 error of each float32 sum of all 16M elements against a float64 sum, in float32 ulps.
 Targets: sum over 16M float32 at least 1.0x PyTorch, well ahead of NumPy.
 
@@ -53,18 +54,25 @@ def torch_call(op: str, axes: list[int], x: np.ndarray):
     return (lambda: fn(t, dim=axes)) if axes else (lambda: fn(t))
 
 
-def median_seconds(fn, repeat: int) -> float:
-    # Warm up for a while, not once: the first calls over a fresh 64 MB buffer run at about
-    # half speed for every library here (ours also prepares its plan on the first).
+def interleaved_medians(calls: dict, repeat: int) -> dict:
+    """Median seconds per call of each function, timed in rounds that run each once in turn.
+
+    Interleaving matters on a shared machine: load that comes and goes then hits every
+    system alike instead of whichever happened to run at the time. Warm up for a while first:
+    the first calls over a fresh 64 MB buffer run at about half speed for every library here
+    (ours also prepares its plan on the first).
+    """
     start = time.perf_counter()
     while time.perf_counter() - start < 1.0:
-        fn()
-    times = []
+        for fn in calls.values():
+            fn()
+    times: dict = {name: [] for name in calls}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, fn in calls.items():
+            begin = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - begin)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def ours(op: str, axes: list[int], x: np.ndarray, threads: int):
@@ -76,7 +84,7 @@ def ours(op: str, axes: list[int], x: np.ndarray, threads: int):
     return lambda: exe.run(prog, feed={"x": x}, fetch_list=[out])[0]
 
 
-def table(threads: int, data: dict, numpy_s: dict, repeat: int) -> None:
+def table(threads: int, data: dict, repeat: int) -> None:
     torch_threads = threads
     if torch is not None:
         torch_threads = DEFAULT_TORCH_THREADS if threads > 1 else 1
@@ -88,9 +96,11 @@ def table(threads: int, data: dict, numpy_s: dict, repeat: int) -> None:
     for label, shape, op, axes in CASES:
         x = data[shape]
         gb = x.nbytes / 1e9
-        mine = median_seconds(ours(op, axes, x, threads), repeat)
-        theirs = median_seconds(torch_call(op, axes, x), repeat) if torch is not None else None
-        np_s = numpy_s[label]
+        calls = {"ours": ours(op, axes, x, threads), "numpy": numpy_call(op, axes, x)}
+        if torch is not None:
+            calls["torch"] = torch_call(op, axes, x)
+        t = interleaved_medians(calls, repeat)
+        mine, np_s, theirs = t["ours"], t["numpy"], t.get("torch")
         torch_col = f"{gb / theirs:7.1f}" if theirs else f"{'-':>7}"
         ratio = f"{theirs / mine:9.2f}x" if theirs else f"{'-':>10}"
         print(
@@ -111,20 +121,16 @@ def accuracy(x: np.ndarray) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=25)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     data = {shape: rng.random(shape, dtype=np.float32) for shape in {c[1] for c in CASES}}
-    numpy_s = {
-        label: median_seconds(numpy_call(op, axes, data[shape]), args.repeat)
-        for label, shape, op, axes in CASES
-    }
     print(__doc__.split("\n")[0])
     print(
         f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs: other work skews figures)"
     )
     for threads in (1, 2):
-        table(threads, data, numpy_s, args.repeat)
+        table(threads, data, args.repeat)
     accuracy(data[(N,)])
     print("\ntarget: sum over 16M float32 >= 1.0x PyTorch, well ahead of NumPy")
 

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import Any
 
 from . import hooks
+from .dtypes import name_of
 from .errors import FeedError, ProgramError, did_you_mean
 from .framework import Program, Variable, default_main_program, format_shape
 from .prepared import PreparedProgram
@@ -43,6 +44,7 @@ class Executor:
         self.cache_size = cache_size
         self._plans: weakref.WeakKeyDictionary[Program, OrderedDict] = weakref.WeakKeyDictionary()
         self._plugins: tuple = ()  # (registry, hooks generation) the plans were prepared under
+        self._last: _RepeatedCall | None = None  # the previous run(), for its fast repeat
         self.prepare_count = 0  # how many plans were built (cache misses)
         self.run_count = 0
 
@@ -64,17 +66,21 @@ class Executor:
         ``return_numpy=False``.
         """
         program = default_main_program() if program is None else program
+        feed = feed or {}
+        scope = scope if scope is not None else global_scope()
+        self.run_count += 1
+        last = self._last
+        if last is not None and last.matches(self, program, feed, fetch_list):
+            return last.plan.run(feed, scope, return_numpy)  # the same call again: no re-checks
         if not isinstance(program, Program):
             raise ProgramError(f"Executor.run expects a Program, got {type(program).__name__}")
         block = program.global_block()
-        feed_values = {
-            name: self._feed_value(block, name, value) for name, value in (feed or {}).items()
-        }
+        feed_values = {name: self._feed_value(block, name, value) for name, value in feed.items()}
         fetch_names = [_fetch_name(block, f) for f in fetch_list or []]
-        signature = tuple((n, a.shape, a.dtype.name) for n, a in sorted(feed_values.items()))
+        signature = tuple((n, a.shape, name_of(a.dtype)) for n, a in sorted(feed_values.items()))
         plan = self._plan(program, signature, fetch_names)
-        self.run_count += 1
-        return plan.run(feed_values, scope if scope is not None else global_scope(), return_numpy)
+        self._last = _RepeatedCall(self, program, feed_values, fetch_list, plan)
+        return plan.run(feed_values, scope, return_numpy)
 
     def prepare(
         self, program: Program, feed: dict[str, Any], fetch_list: list[Any]
@@ -131,7 +137,7 @@ class Executor:
                         f"{name!r} ({var.dtype}) cannot hold without loss"
                     )
                 value = value.astype(var.dtype, copy=False)
-        if value.dtype.name != var.dtype:
+        if name_of(value.dtype) != var.dtype:
             raise FeedError(
                 f"feed {name!r} has dtype {value.dtype.name}, but variable {name!r} is {var.dtype} "
                 f"(convert with .astype({var.dtype!r}))"
@@ -153,6 +159,48 @@ class Executor:
         return PreparedProgram(
             plan(program, self.device, signature, fetch_names), self.device, self.num_threads
         )
+
+
+class _RepeatedCall:
+    """A run() call remembered so that the same call again skips planning and re-checking.
+
+    A training or serving loop calls run() with the same program, feed names and fetch list
+    every time. It matches when the program object, its version, the plugins, the feed names
+    and the fetch list are the same, and each fed array is a NumPy array of exactly the
+    planned dtype and shape (so it is exactly as safe as the full checks it replaces).
+    """
+
+    __slots__ = ("program", "version", "plugins", "feed_specs", "fetch_list", "plan")
+
+    def __init__(self, exe: Executor, program: Program, feed: dict, fetch_list: Any, plan: Any):
+        self.program = program
+        self.version = program.version
+        self.plugins = (get_registry(), hooks.generation)
+        self.feed_specs = {name: (a.dtype, a.shape) for name, a in feed.items()}
+        self.fetch_list = list(fetch_list or ())
+        self.plan = plan
+
+    def matches(self, exe: Executor, program: Any, feed: dict, fetch_list: Any) -> bool:
+        import numpy as np
+
+        fetch = fetch_list if type(fetch_list) is list else list(fetch_list or ())
+        if (
+            program is not self.program
+            or program.version != self.version
+            or get_registry() is not self.plugins[0]
+            or hooks.generation != self.plugins[1]
+            or len(feed) != len(self.feed_specs)
+            or fetch != self.fetch_list
+        ):
+            return False
+        specs = self.feed_specs
+        for name, value in feed.items():
+            spec = specs.get(name)
+            if spec is None or type(value) is not np.ndarray:
+                return False
+            if value.dtype is not spec[0] or value.shape != spec[1]:
+                return False
+        return True
 
 
 def _fetch_name(block: Any, item: Any) -> str:

@@ -208,7 +208,7 @@ def _checked_persistable(name: str, value: Any, planned: tuple[tuple, str]) -> A
     import numpy as np
 
     shape, dtype = planned
-    if not isinstance(value, np.ndarray) or value.shape != shape or value.dtype.name != dtype:
+    if not isinstance(value, np.ndarray) or value.shape != shape or D.name_of(value.dtype) != dtype:
         got = f"{getattr(value, 'dtype', type(value).__name__)}{list(getattr(value, 'shape', []))}"
         raise FeedError(
             f"persistable variable {name!r} holds {got} in the scope, but the program declares "

@@ -714,3 +714,32 @@ def test_fetched_results_are_never_overwritten_by_later_runs():
     (second,) = exe.run(prog, feed={"x": np.full(4, 3, np.float32)}, fetch_list=[out])
     assert first.tolist() == [2.0] * 4 and second.tolist() == [6.0] * 4
     assert not np.shares_memory(first, second)
+
+
+def test_a_repeated_call_is_still_checked_when_anything_changes():
+    """The same run() again skips re-planning, but any change falls back to the full checks."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [None, 3])
+        out = pc.ops.toy_scale(x, scale=2.0)
+    exe = pc.Executor()
+    ones = np.ones((2, 3), np.float32)
+    for _ in range(3):
+        (got,) = exe.run(prog, feed={"x": ones}, fetch_list=[out])
+        assert got.tolist() == [[2.0] * 3] * 2
+    assert exe.prepare_count == 1
+    with pytest.raises(pc.FeedError, match="has dtype float64"):  # another dtype
+        exe.run(prog, feed={"x": ones.astype(np.float64)}, fetch_list=[out])
+    with pytest.raises(pc.FeedError, match=r"has shape \[2, 4\]"):  # a shape the var refuses
+        exe.run(prog, feed={"x": np.ones((2, 4), np.float32)}, fetch_list=[out])
+    with pytest.raises(pc.FeedError, match="is not a variable"):  # another feed name
+        exe.run(prog, feed={"y": ones}, fetch_list=[out])
+    (got,) = exe.run(prog, feed={"x": np.ones((5, 3), np.float32)}, fetch_list=[out])
+    assert got.shape == (5, 3) and exe.prepare_count == 2  # another batch size: a new plan
+    strided = np.arange(12, dtype=np.float32).reshape(2, 6)[:, ::2]
+    (got,) = exe.run(prog, feed={"x": strided}, fetch_list=[out])  # same dtype/shape, strided
+    np.testing.assert_array_equal(got, strided * 2)
+    with pc.program_guard(prog):
+        more = pc.ops.toy_scale(out, scale=3.0)  # the program changed
+    (got,) = exe.run(prog, feed={"x": ones}, fetch_list=[more])
+    assert got.tolist() == [[6.0] * 3] * 2 and exe.prepare_count == 3  # (2, 3) was cached
