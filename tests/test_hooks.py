@@ -87,13 +87,13 @@ def test_an_in_process_op_runs_its_python_kernel():
 
 def test_a_module_can_be_a_plugin_and_names_it():
     module = types.ModuleType("my_square_ops")
-    module.paddle_core_manifest = lambda: unary_op("square", "square_cpu")
+    module.paddle_core_manifest = lambda: unary_op("my_square", "square_cpu")
     module.square_cpu = lambda x: x * x
     assert pc.register_plugin(module) == "my_square_ops"
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[3], dtype="float32")
-        y = pc.ops.square(x)
+        y = pc.ops.my_square(x)
     (got,) = pc.Executor("cpu").run(
         prog, feed={"x": np.array([1, 2, 3], np.float32)}, fetch_list=[y]
     )
