@@ -12,24 +12,11 @@ Targets: at least 1.3x NumPy's `a + b` and at least 0.95x `np.add(a, b, out=c)`.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+from timing import steady
 
 import paddle_core as pc
-
-
-def timed(fn, repeat: int) -> float:
-    """Median seconds per call over ``repeat`` calls (after two warm-up calls)."""
-    fn()
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def ours(a: np.ndarray, b: np.ndarray, threads: int):
@@ -75,7 +62,7 @@ def main() -> None:
         systems["PyTorch a + b, 2 threads"] = torch_add(2)
     except ImportError:
         print("PyTorch: skipped (not installed)")
-    results = {name: timed(fn, args.repeat) for name, fn in systems.items()}
+    results = {name: steady(fn, args.repeat) for name, fn in systems.items()}
     numpy_alloc, numpy_out = results["NumPy a + b"], results["NumPy np.add(out=)"]
     print(
         f"{'system':26} {'ms':>7} {'GB/s':>6} {'vs a + b':>9} {'vs out=':>8}   ({args.n:,} float32)"

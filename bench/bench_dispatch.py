@@ -12,23 +12,11 @@ Target: at most 0.25 µs per op.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+from timing import steady
 
 import paddle_core as pc
-
-
-def per_op(fn, ops: int, repeat: int) -> float:
-    """Median µs per op over ``repeat`` timed calls of ``fn`` (which runs ``ops`` ops)."""
-    fn()  # warm up
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) / ops * 1e6)
-    return statistics.median(samples)
 
 
 def ours(ops: int, a: np.ndarray, b: np.ndarray):
@@ -116,7 +104,7 @@ def main() -> None:
     results = {}
     for name, make in systems.items():
         try:
-            results[name] = per_op(make(args.ops, a, b), args.ops, args.repeat)
+            results[name] = steady(make(args.ops, a, b), args.repeat) / args.ops * 1e6
         except ImportError as e:
             print(f"{name}: skipped ({e.name} is not installed)")
     base = results["paddle-core"]

@@ -20,27 +20,11 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
+from timing import steady
 
 import paddle_core as pc
-
-
-def timed(fn, repeat: int) -> float:
-    """Median seconds per call, after a pause: other libraries' idle threads (NumPy's
-    OpenBLAS spins for up to ~0.1 s after each call) must be asleep before we time the next
-    system. OpenBLAS's threaded GEMM busy-waits between its jobs, so one spinning foreign
-    thread on a 2-core machine can make it 50x slower: the two-pools pitfall (see docs)."""
-    time.sleep(0.3)
-    fn()
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def program_runner(build, feed, threads: int):
@@ -78,13 +62,13 @@ def gemm_table(repeat: int) -> None:
             (got,) = ours()
             np.testing.assert_allclose(got, a @ b, rtol=1e-3, atol=1e-3)
             with threadpool_limits(limits=threads, user_api="blas"):
-                numpy_s = timed(lambda a=a, b=b: a @ b, repeat)
-            ours_s = timed(ours, repeat)
+                numpy_s = steady(lambda a=a, b=b: a @ b, repeat, pause=0.3)
+            ours_s = steady(ours, repeat, pause=0.3)
             torch_s = float("nan")
             if torch is not None:
                 torch.set_num_threads(threads)
                 ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-                torch_s = timed(lambda ta=ta, tb=tb: ta @ tb, repeat)
+                torch_s = steady(lambda ta=ta, tb=tb: ta @ tb, repeat, pause=0.3)
             print(
                 f"{n:>6} {threads:>7} {flops / ours_s / 1e9:12.1f} {flops / numpy_s / 1e9:8.1f} "
                 f"{flops / torch_s / 1e9:8.1f} {numpy_s / ours_s:8.2f}x {torch_s / ours_s:9.2f}x"
@@ -124,8 +108,8 @@ def oversubscription(repeat: int) -> None:
     runners = [program_runner(f, feed, 2) for f in (gemms, elementwise, alternating)]
     ratios = []
     for _ in range(5):  # several rounds: one ratio is noisy on a shared 2-core machine
-        apart = timed(runners[0], repeat) + timed(runners[1], repeat)
-        ratios.append(timed(runners[2], repeat) / apart)
+        apart = steady(runners[0], repeat, pause=0.3) + steady(runners[1], repeat, pause=0.3)
+        ratios.append(steady(runners[2], repeat, pause=0.3) / apart)
     print(
         f"\n{rounds} x (256^2 GEMM, 4M-element OpenMP scale) in one program, 2 threads: "
         f"median {statistics.median(ratios):.2f}x the time of running them apart "

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
+from timing import interleaved
 
 import paddle_core as pc
 
@@ -54,27 +53,6 @@ def torch_call(op: str, axes: list[int], x: np.ndarray):
     return (lambda: fn(t, dim=axes)) if axes else (lambda: fn(t))
 
 
-def interleaved_medians(calls: dict, repeat: int) -> dict:
-    """Median seconds per call of each function, timed in rounds that run each once in turn.
-
-    Interleaving matters on a shared machine: load that comes and goes then hits every
-    system alike instead of whichever happened to run at the time. Warm up for a while first:
-    the first calls over a fresh 64 MB buffer run at about half speed for every library here
-    (ours also prepares its plan on the first).
-    """
-    start = time.perf_counter()
-    while time.perf_counter() - start < 1.0:
-        for fn in calls.values():
-            fn()
-    times: dict = {name: [] for name in calls}
-    for _ in range(repeat):
-        for name, fn in calls.items():
-            begin = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - begin)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
 def ours(op: str, axes: list[int], x: np.ndarray, threads: int):
     """A call running a one-op program on x through a prepared executor."""
     prog = pc.Program()
@@ -99,7 +77,7 @@ def table(threads: int, data: dict, repeat: int) -> None:
         calls = {"ours": ours(op, axes, x, threads), "numpy": numpy_call(op, axes, x)}
         if torch is not None:
             calls["torch"] = torch_call(op, axes, x)
-        t = interleaved_medians(calls, repeat)
+        t = interleaved(calls, repeat, warmup_seconds=1.0)
         mine, np_s, theirs = t["ours"], t["numpy"], t.get("torch")
         torch_col = f"{gb / theirs:7.1f}" if theirs else f"{'-':>7}"
         ratio = f"{theirs / mine:9.2f}x" if theirs else f"{'-':>10}"

@@ -19,11 +19,10 @@ Targets, one thread: exp, tanh, sigmoid at least 2x NumPy and 1.2x PyTorch.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
+from timing import interleaved
 
 import paddle_core as pc
 
@@ -37,23 +36,6 @@ except ImportError:
     expit = None
 
 OPS = ["exp", "tanh", "sigmoid", "log", "sqrt"]
-
-
-def median_seconds(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Median seconds per call of each function, timed in turns (so that a noisy neighbour
-    slows all of them alike) after one warm-up call each (plans, page faults of pools). A
-    short pause before each call lets the thread pools that spin after a parallel region (ours
-    and PyTorch's) go idle, so that they do not compete for the cores with the next one."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            time.sleep(0.02)
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def ours(op: str, x: np.ndarray, threads: int) -> Callable[[], object]:
@@ -105,7 +87,7 @@ def main() -> None:
                 fns["torch"] = lambda tx=tx, tfn=tfn: tfn(tx)
                 tout = torch.empty_like(tx)
                 fns["torch out="] = lambda tx=tx, tfn=tfn, tout=tout: tfn(tx, out=tout)
-            t = median_seconds(fns, args.repeat)
+            t = interleaved(fns, args.repeat, pause=0.02)
             refs = [name for name in fns if name not in ("ours", "torch", "torch out=")]
             for k, name in enumerate(refs):
                 row = f"{op if k == 0 else '':8} {threads:3d} "

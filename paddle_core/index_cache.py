@@ -66,10 +66,14 @@ def store(cache_dir: str, core_version: str, records: list[PluginRecord]) -> Non
         },
         "plugins": [r.to_json() for r in records],
     }
-    path = index_file(cache_dir)
+    _write(index_file(cache_dir), data)
+
+
+def _write(path: str, data: dict[str, Any]) -> None:
+    """Write the index atomically (temporary file + rename); skip if unwritable."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(cache_dir, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f)
         os.replace(tmp, path)
@@ -137,11 +141,4 @@ def note_kernel_problem(cache_dir: str, core_version: str, plugin: str, problem:
     for record in data["plugins"]:
         if record["name"] == plugin and record.get("kernel_problem", "") != problem:
             record["kernel_problem"] = problem
-            tmp = f"{path}.{os.getpid()}.tmp"
-            try:
-                with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump(data, f)
-                os.replace(tmp, path)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            _write(path, data)

@@ -1,0 +1,48 @@
+"""Timing helpers shared by the benchmarks (run them as `python bench/<name>.py`)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+Call = Callable[[], object]
+
+
+def steady(fn: Call, repeat: int, *, pause: float = 0.0, warmup: int = 2) -> float:
+    """Median seconds per call of ``fn`` called back to back (steady state), after ``warmup``
+    calls. ``pause`` first lets other libraries' idle threads fall asleep (NumPy's OpenBLAS
+    spins up to ~0.1 s after a call), so they do not compete with the system being timed."""
+    time.sleep(pause)
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def interleaved(
+    calls: dict[str, Call], repeat: int, *, pause: float = 0.0, warmup_seconds: float = 0.0
+) -> dict[str, float]:
+    """Median seconds per call of each function, timed in rounds that call each once in turn:
+    load that comes and goes on a shared machine then hits every system alike. ``pause``
+    before each call lets spinning thread pools go idle; ``warmup_seconds`` of untimed rounds
+    first (the first calls over a fresh large buffer run slow for every library)."""
+    start = time.perf_counter()
+    while True:
+        for fn in calls.values():
+            fn()
+        if time.perf_counter() - start >= warmup_seconds:
+            break
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(repeat):
+        for name, fn in calls.items():
+            if pause:
+                time.sleep(pause)
+            begin = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - begin)
+    return {name: statistics.median(t) for name, t in times.items()}
