@@ -237,7 +237,7 @@ def _bind_outputs(
             )
     for slot, slot_specs in specs.items():
         for shape, dtype in slot_specs:
-            _check_spec(info, slot, shape, dtype)
+            check_spec(info, slot, shape, dtype)
     if given is not None:
         return _given_outputs(block, info, sig, specs, given)
     base = name or block.program.unique_name(op_type)
@@ -330,7 +330,7 @@ def _refine(op_type: str, slot: str, var: Variable, shape: tuple, dtype: str) ->
     return tuple(a if a is not None else b for a, b in zip(var.shape, shape))
 
 
-def _check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:
+def check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:
     """Catch a shape rule returning nonsense here, not in a kernel at run time."""
     ok = dtype in DTYPE_SET
     for d in shape:

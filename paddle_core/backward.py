@@ -185,8 +185,12 @@ class _Backward:
         if not partials:
             return None
         if len(partials) > 1:
-            self.block.append_op("add_n", {"xs": partials}, {"out": partials[0]})
-            del partials[1:]
+            # Into a new variable: a partial may be the caller's seed (target_gradients), and
+            # an op writing its own input is an in-place update the executor must copy around.
+            total = self.fresh(f"{var}{GRAD_SUFFIX}")
+            self._reserve(total, var)
+            self.block.append_op("add_n", {"xs": partials}, {"out": total})
+            partials[:] = [total]
         return partials[0]
 
 

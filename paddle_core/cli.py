@@ -403,9 +403,9 @@ def doctor_report(registry: Any) -> dict[str, Any]:
             warnings.append(f"preference {key}={wanted}: no such plugin provides op {op!r}")
     stale = False
     if registry.settings.cache_dir is not None and not registry.settings.no_plugins:
-        cached = [r.to_json() for r in registry.records if r.namespace is None]
+        cached = [_discovered(r) for r in registry.records if r.namespace is None]
         fresh = discover(registry.settings, rescan=True)
-        stale = cached != [r.to_json() for r in fresh]
+        stale = cached != [_discovered(r) for r in fresh]
         if stale:
             problems.append("the plugin index was stale; it has been rebuilt")
     return {
@@ -414,6 +414,15 @@ def doctor_report(registry: Any) -> dict[str, Any]:
         "warnings": warnings,
         "stale_index": stale,
     }
+
+
+def _discovered(record: Any) -> dict[str, Any]:
+    """What discovery found about a plugin, without what running it added (kernel problems
+    and warnings found while loading its kernels)."""
+    found = record.to_json()
+    found.pop("kernel_problem", None)
+    found.pop("warnings", None)
+    return found
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

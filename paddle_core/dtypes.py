@@ -67,12 +67,19 @@ _NUMPY_NAMES: dict[Any, str] = {}
 
 
 def name_of(dtype: Any) -> str:
-    """The canonical name of a NumPy dtype object, or its NumPy name for others.
+    """The canonical name of a NumPy dtype object, or its NumPy name for others. A dtype of
+    non-native byte order is none of ours: it gets its type string (">f4"), which no
+    canonical name equals, so that no kernel reads its bytes as native ones.
 
     A dict lookup: NumPy's ``dtype.name`` is a Python property costing about 3 µs, which the
     executor would pay per feed per run.
     """
     name = _NUMPY_NAMES.get(dtype)
     if name is None:
-        name = _NUMPY_NAMES[dtype] = dtype.name
+        native = getattr(dtype, "isnative", True)
+        name = _NUMPY_NAMES[dtype] = dtype.name if native else dtype.str
     return name
+
+
+ITEMSIZE = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1}
+ITEMSIZE.update({"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8})

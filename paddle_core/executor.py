@@ -7,15 +7,17 @@ names/shapes/dtypes, fetch list): prune, select kernels, infer concrete shapes. 
 
 from __future__ import annotations
 
+import math
 import os
 import weakref
 from collections import OrderedDict
 from typing import Any
 
 from . import hooks
-from .dtypes import name_of
+from .dtypes import ITEMSIZE, name_of
 from .errors import FeedError, ProgramError, did_you_mean
 from .framework import Program, Variable, default_main_program, format_shape
+from .planning import MAX_BYTES
 from .prepared import PreparedProgram
 from .registry import get_registry
 from .scope import Scope, global_scope
@@ -66,37 +68,42 @@ class Executor:
         ``return_numpy=False``.
         """
         program = default_main_program() if program is None else program
-        feed = feed or {}
+        feed = {} if feed is None else feed
         scope = scope if scope is not None else global_scope()
         self.run_count += 1
         last = self._last
-        if last is not None and last.matches(self, program, feed, fetch_list):
-            return last.plan.run(feed, scope, return_numpy)  # the same call again: no re-checks
+        if last is not None and last.matches(program, feed, fetch_list):
+            return last.plan._run(feed, scope, return_numpy)  # the same call again: no re-checks
         if not isinstance(program, Program):
             raise ProgramError(f"Executor.run expects a Program, got {type(program).__name__}")
         block = program.global_block()
-        feed_values = {name: self._feed_value(block, name, value) for name, value in feed.items()}
-        fetch_names = [_fetch_name(block, f) for f in fetch_list or []]
+        feed_values = {
+            name: self._feed_value(block, name, value) for name, value in _feed_items(feed)
+        }
+        fetch_names = [_fetch_name(block, f) for f in _fetch_items(fetch_list)]
         signature = tuple((n, a.shape, name_of(a.dtype)) for n, a in sorted(feed_values.items()))
         plan = self._plan(program, signature, fetch_names)
-        self._last = _RepeatedCall(self, program, feed_values, fetch_list, plan)
-        return plan.run(feed_values, scope, return_numpy)
+        self._last = _RepeatedCall(program, feed_values, fetch_list, plan)
+        return plan._run(feed_values, scope, return_numpy)
 
     def prepare(
         self, program: Program, feed: dict[str, Any], fetch_list: list[Any]
     ) -> PreparedProgram:
         """Build (or fetch from the cache) the plan for these feeds (arrays or (shape, dtype)
         pairs) and fetches."""
+        if not isinstance(program, Program):
+            raise ProgramError(f"Executor.prepare expects a Program, got {type(program).__name__}")
         block = program.global_block()
         signature = []
-        for name, value in sorted(feed.items()):
+        for name, value in sorted(_feed_items(feed)):
             if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
-                shape, dtype = tuple(value[0]), value[1]
+                shape, dtype = _feed_spec(block, name, *value)
             else:
                 array = self._feed_value(block, name, value)
-                shape, dtype = array.shape, array.dtype.name
+                shape, dtype = array.shape, name_of(array.dtype)
             signature.append((name, shape, dtype))
-        return self._plan(program, tuple(signature), [_fetch_name(block, f) for f in fetch_list])
+        fetch_names = [_fetch_name(block, f) for f in _fetch_items(fetch_list)]
+        return self._plan(program, tuple(signature), fetch_names)
 
     def _plan(self, program: Program, signature: tuple, fetch_names: list[str]) -> PreparedProgram:
         plugins = (get_registry(), hooks.generation)
@@ -119,36 +126,20 @@ class Executor:
         return plan
 
     def _feed_value(self, block: Any, name: str, value: Any) -> Any:
+        """``value`` as a NumPy array of variable ``name``'s dtype, checked against its shape."""
         import numpy as np
 
-        var = block.vars.get(name)
-        if var is None:
-            raise FeedError(
-                f"feed {name!r} is not a variable of the program{did_you_mean(name, block.vars)}"
-            )
+        var = _feed_var(block, name)
         if not isinstance(value, np.ndarray):
-            if hasattr(value, "__cuda_array_interface__"):  # already a device array (CuPy)
-                value = value.get()
-            else:  # lists and scalars take the variable's dtype, unless that loses meaning
-                value = np.asarray(value)
-                if not np.can_cast(value.dtype, var.dtype, casting="same_kind"):
-                    raise FeedError(
-                        f"feed {name!r} holds {value.dtype.name} values, which variable "
-                        f"{name!r} ({var.dtype}) cannot hold without loss"
-                    )
-                value = value.astype(var.dtype, copy=False)
+            value = _to_array(name, var, value)
+        if not value.dtype.isnative:  # kernels read native byte order
+            value = value.astype(value.dtype.newbyteorder("="))
         if name_of(value.dtype) != var.dtype:
             raise FeedError(
                 f"feed {name!r} has dtype {value.dtype.name}, but variable {name!r} is {var.dtype} "
                 f"(convert with .astype({var.dtype!r}))"
             )
-        if len(value.shape) != len(var.shape) or any(
-            d is not None and d != g for d, g in zip(var.shape, value.shape)
-        ):
-            raise FeedError(
-                f"feed {name!r} has shape {list(value.shape)}, but variable {name!r} is "
-                f"declared {format_shape(var.shape)}"
-            )
+        _check_feed_shape(name, var, value.shape)
         return value
 
     def _build_plan(
@@ -172,23 +163,24 @@ class _RepeatedCall:
 
     __slots__ = ("program", "version", "plugins", "feed_specs", "fetch_list", "plan")
 
-    def __init__(self, exe: Executor, program: Program, feed: dict, fetch_list: Any, plan: Any):
-        self.program = program
+    def __init__(self, program: Program, feed: dict, fetch_list: Any, plan: Any):
+        self.program = weakref.ref(program)  # remembering a call must not keep its program
         self.version = program.version
         self.plugins = (get_registry(), hooks.generation)
         self.feed_specs = {name: (a.dtype, a.shape) for name, a in feed.items()}
         self.fetch_list = list(fetch_list or ())
         self.plan = plan
 
-    def matches(self, exe: Executor, program: Any, feed: dict, fetch_list: Any) -> bool:
+    def matches(self, program: Any, feed: Any, fetch_list: Any) -> bool:
         import numpy as np
 
         fetch = fetch_list if type(fetch_list) is list else list(fetch_list or ())
         if (
-            program is not self.program
+            program is not self.program()
             or program.version != self.version
             or get_registry() is not self.plugins[0]
             or hooks.generation != self.plugins[1]
+            or type(feed) is not dict
             or len(feed) != len(self.feed_specs)
             or fetch != self.fetch_list
         ):
@@ -201,6 +193,96 @@ class _RepeatedCall:
             if value.dtype is not spec[0] or value.shape != spec[1]:
                 return False
         return True
+
+
+def _feed_items(feed: Any) -> list[tuple[str, Any]]:
+    if not isinstance(feed, dict):
+        raise FeedError(
+            f"feed must be a dict of variable names to values, got {type(feed).__name__}"
+        )
+    for name in feed:
+        if not isinstance(name, str):
+            raise FeedError(f"feed keys must be variable names (str), got {name!r}")
+    return list(feed.items())
+
+
+def _fetch_items(fetch_list: Any) -> list[Any]:
+    if fetch_list is None:
+        return []
+    if isinstance(fetch_list, (str, Variable)) or not hasattr(fetch_list, "__iter__"):
+        raise FeedError(
+            f"fetch_list must be a list of Variables or names, got {type(fetch_list).__name__} "
+            "(wrap a single fetch in a list)"
+        )
+    return list(fetch_list)
+
+
+def _feed_var(block: Any, name: str) -> Variable:
+    var = block.vars.get(name)
+    if var is None:
+        raise FeedError(
+            f"feed {name!r} is not a variable of the program{did_you_mean(name, block.vars)}"
+        )
+    return var
+
+
+def _to_array(name: str, var: Variable, value: Any) -> Any:
+    """A non-NumPy feed (list, scalar, device array) as a NumPy array of the variable's dtype."""
+    import numpy as np
+
+    if hasattr(value, "__cuda_array_interface__"):  # a device array: CuPy's have .get()
+        if not callable(getattr(value, "get", None)):
+            raise FeedError(
+                f"feed {name!r} is a {type(value).__name__} device array; feed NumPy or CuPy arrays"
+            )
+        return value.get()
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as e:  # ragged nested lists, unconvertible objects
+        raise FeedError(f"feed {name!r} is not an array of numbers: {e}") from None
+    # Lists and scalars take the variable's dtype, unless that loses meaning.
+    if not np.can_cast(array.dtype, var.dtype, casting="same_kind"):
+        raise FeedError(
+            f"feed {name!r} holds {array.dtype.name} values, which variable {name!r} "
+            f"({var.dtype}) cannot hold without loss"
+        )
+    converted = array.astype(var.dtype)
+    if converted.dtype.kind in "iu" and not np.array_equal(converted, array):
+        raise FeedError(
+            f"feed {name!r} holds values outside the range of {var.dtype} (variable {name!r})"
+        )
+    return converted
+
+
+def _feed_spec(block: Any, name: str, shape: Any, dtype: str) -> tuple[tuple, str]:
+    """A (shape, dtype) feed given to ``prepare``, checked like an array would be."""
+    from .dtypes import canonical
+    from .errors import PaddleCoreError
+
+    var = _feed_var(block, name)
+    try:
+        dtype = canonical(dtype)
+        shape = tuple(shape)
+    except (PaddleCoreError, TypeError) as e:
+        raise FeedError(f"feed {name!r}: {e}") from None
+    if any(type(d) is not int or d < 0 for d in shape):
+        raise FeedError(f"feed {name!r}: shape {list(shape)} must hold ints >= 0")
+    if math.prod(shape) * ITEMSIZE[dtype] > MAX_BYTES:
+        raise FeedError(f"feed {name!r}: shape {list(shape)} is more than any array can hold")
+    if dtype != var.dtype:
+        raise FeedError(f"feed {name!r} is given as {dtype}, but variable {name!r} is {var.dtype}")
+    _check_feed_shape(name, var, shape)
+    return shape, dtype
+
+
+def _check_feed_shape(name: str, var: Variable, shape: tuple) -> None:
+    if len(shape) != len(var.shape) or any(
+        d is not None and d != g for d, g in zip(var.shape, shape)
+    ):
+        raise FeedError(
+            f"feed {name!r} has shape {list(shape)}, but variable {name!r} is "
+            f"declared {format_shape(var.shape)}"
+        )
 
 
 def _fetch_name(block: Any, item: Any) -> str:

@@ -46,7 +46,16 @@ def format_shape(shape: Shape) -> str:
 class Variable:
     """A named tensor slot in a block. ``op`` is the operator that last wrote it, if any."""
 
-    __slots__ = ("block", "name", "shape", "dtype", "op", "persistable", "is_data", "stop_gradient")
+    __slots__ = (
+        "block",
+        "name",
+        "shape",
+        "dtype",
+        "op",
+        "_persistable",
+        "is_data",
+        "stop_gradient",
+    )
 
     def __init__(
         self,
@@ -64,9 +73,19 @@ class Variable:
         self.shape = shape
         self.dtype = dtype
         self.op: Operator | None = None
-        self.persistable = persistable
+        self._persistable = persistable
         self.is_data = is_data
         self.stop_gradient = stop_gradient
+
+    @property
+    def persistable(self) -> bool:
+        """Whether the value lives in the scope across runs (parameters, optimizer state)."""
+        return self._persistable
+
+    @persistable.setter
+    def persistable(self, value: bool) -> None:
+        self._persistable = bool(value)
+        self.block.program._version += 1  # plans differ: the value now comes from the scope
 
     @property
     def program(self) -> Program:
@@ -171,6 +190,26 @@ def _attrs_text(attrs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in attrs.items())
 
 
+class OpAttrs(dict):
+    """An op's attrs: a dict that refuses changes, since a plan prepared for the old values
+    would go on running them. ``Operator.set_attr`` changes one the safe way."""
+
+    __slots__ = ("op_type",)
+
+    def __init__(self, values: dict[str, Any], op_type: str) -> None:
+        super().__init__(values)
+        self.op_type = op_type
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise ProgramError(
+            f"op {self.op_type!r}: attrs are read-only; change one with "
+            "op.set_attr(name, value), which re-validates it and has executors plan again"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    update = pop = popitem = clear = setdefault = _refuse  # type: ignore[assignment]
+
+
 class Operator:
     """One op in a block: its type, the variable names bound to each slot, and its attrs."""
 
@@ -189,7 +228,9 @@ class Operator:
         self.type = type
         self.inputs = inputs  # slot -> variable names
         self.outputs = outputs
-        self.attrs = attrs  # validated Python values, every declared attr
+        # Validated Python values, every declared attr; read-only, since a plan prepared for
+        # the old values would go on running them: change one with set_attr.
+        self.attrs = OpAttrs(attrs, type)
         self.attr_types = attr_types  # attr -> AttrType (shared with the op's registry entry)
 
     def input(self, slot: str) -> list[str]:
@@ -205,6 +246,17 @@ class Operator:
             raise ProgramError(
                 f"op {self.type!r} has no attr {name!r}{did_you_mean(name, self.attrs)}"
             ) from None
+
+    def set_attr(self, name: str, value: Any) -> None:
+        """Change one attr: validated like at append time, and the program's version moves on
+        so executors plan again. Raises AttrError naming the op and attr."""
+        from .registry import get_registry
+
+        self.attr(name)  # a ProgramError naming close matches for an unknown attr
+        sig = get_registry().op(self.type).signature()
+        self.attrs = OpAttrs(sig.validate({**self.attrs, name: value}), self.type)
+        self.attr_types = sig.attr_types
+        self.block.program._version += 1
 
     @property
     def input_names(self) -> list[str]:

@@ -12,6 +12,10 @@ The index is valid while all of these hold (checked with a few ``stat`` calls, n
 One file per interpreter and resolved ``sys.path`` (so ``python -c`` and a console script,
 whose first path entries differ, do not evict each other), under the cache directory. Writes
 are atomic (temporary file + rename); an unwritable cache directory just means no caching.
+
+Beside the indexes, one file remembers kernel problems found at run time (a compiled module
+that fails to import or speaks another ABI), which discovery cannot see without importing
+it: ``paddle-ops list`` in a later process reports them whatever its ``sys.path``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any
 
 from .discovery import PluginRecord
 
-FORMAT = 1
+FORMAT = 2
+PROBLEMS_FILE = "kernel-problems.json"
 
 
 def search_path() -> list[str]:
@@ -40,14 +45,22 @@ def index_file(cache_dir: str) -> str:
 
 def load(cache_dir: str, core_version: str) -> list[PluginRecord] | None:
     """The cached records if the index is still valid, else None."""
+    data = _read(index_file(cache_dir))
     try:
-        with open(index_file(cache_dir), "rb") as f:
+        if data is None or not _valid(data, core_version):
+            return None
+        return [PluginRecord.from_json(r) for r in data["plugins"]]
+    except Exception:  # a damaged or foreign file: rebuilt by the caller
+        return None
+
+
+def _read(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as f:
             data = json.loads(f.read())
     except (OSError, ValueError):
         return None
-    if not _valid(data, core_version):
-        return None
-    return [PluginRecord.from_json(r) for r in data["plugins"]]
+    return data if isinstance(data, dict) else None
 
 
 def store(cache_dir: str, core_version: str, records: list[PluginRecord]) -> None:
@@ -126,19 +139,34 @@ def _file_state(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def note_kernel_problem(cache_dir: str, core_version: str, plugin: str, problem: str) -> None:
-    """Record (or, with "", clear) a plugin's kernel problem in the index, so that processes
-    that never import the plugin (`paddle-ops list`) know it. Skipped if the index is stale
-    (it will be rebuilt) or unwritable."""
-    path = index_file(cache_dir)
-    try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read())
-    except (OSError, ValueError):
+def note_kernel_problem(cache_dir: str, plugin: PluginRecord, problem: str, module: str) -> None:
+    """Remember (or, with "", forget) why ``plugin``'s kernels cannot be used. The note holds
+    for this distribution and version while the kernel ``module`` file is unchanged, so a
+    rebuilt or reinstalled plugin gets a fresh try. Skipped if the cache is unwritable."""
+    path = os.path.join(cache_dir, PROBLEMS_FILE)
+    notes = _read(path) or {}
+    key = _problem_key(plugin)
+    if problem:
+        notes[key] = {"problem": problem, "module": [module, _file_state(module)]}
+    elif notes.pop(key, None) is None:
         return
-    if not _valid(data, core_version):
+    _write(path, notes)
+
+
+def apply_kernel_problems(cache_dir: str, records: list[PluginRecord]) -> None:
+    """Give records the kernel problems earlier processes noted and that still hold."""
+    notes = _read(os.path.join(cache_dir, PROBLEMS_FILE))
+    if not notes:
         return
-    for record in data["plugins"]:
-        if record["name"] == plugin and record.get("kernel_problem", "") != problem:
-            record["kernel_problem"] = problem
-            _write(path, data)
+    for record in records:
+        note = notes.get(_problem_key(record))
+        try:
+            module, state = note["module"]
+            if not record.kernel_problem and _file_state(module) == state:
+                record.kernel_problem = str(note["problem"])
+        except (TypeError, KeyError, ValueError):
+            continue  # no note, or a damaged one
+
+
+def _problem_key(plugin: PluginRecord) -> str:
+    return f"{plugin.distribution} {plugin.version} {plugin.name}"

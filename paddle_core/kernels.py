@@ -11,6 +11,7 @@ plugin, the module and what is wrong; other plugins are unaffected.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 from .discovery import PluginRecord
@@ -54,13 +55,22 @@ def kernel_table(plugin: PluginRecord, op: str) -> dict[str, Any]:
 
 def _remember(plugin: PluginRecord, problem: str) -> None:
     """Set the plugin's kernel problem here and in the on-disk index."""
-    from . import __version__, index_cache
+    from . import index_cache
     from .registry import get_registry
 
     plugin.kernel_problem = problem
     cache_dir = get_registry().settings.cache_dir
     if cache_dir is not None and plugin.namespace is None:
-        index_cache.note_kernel_problem(cache_dir, __version__, plugin.name, problem)
+        index_cache.note_kernel_problem(cache_dir, plugin, problem, _module_file(plugin))
+
+
+def _module_file(plugin: PluginRecord) -> str:
+    """Where the plugin's kernel module lives ("" if that cannot be told)."""
+    try:
+        spec = importlib.util.find_spec(plugin.kernel_module)
+    except Exception:  # its package fails to import: the problem itself
+        return ""
+    return (spec.origin or "") if spec is not None else ""
 
 
 _tables: dict[int, tuple[PluginRecord, dict[str, Any]]] = {}

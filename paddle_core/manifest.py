@@ -19,7 +19,7 @@ from .errors import ManifestError
 from .proto import framework_pb2 as pb
 
 KERNEL_ABI_VERSION = 1  # the C kernel ABI this core speaks; see paddle_core/include
-_IDENT = re.compile(r"[a-z_][a-z0-9_]*\Z")
+_IDENT = re.compile(r"[a-z][a-z0-9_]*\Z")  # a leading "_" could shadow the generated code's names
 _REF = re.compile(r"([A-Za-z_][\w.]*:)?[A-Za-z_]\w*\Z")  # "function" or "module:function"
 # Parameter names the generated API uses itself; attrs and inputs may not take them.
 RESERVED = frozenset({"name"})
@@ -103,7 +103,7 @@ def _check_op(opdef: pb.OpDef, bare_ok: bool) -> list[str]:
     proto = opdef.proto
     problems = []
     if not _IDENT.match(proto.type) or keyword.iskeyword(proto.type):
-        problems.append("type must be a lowercase Python identifier")
+        problems.append("type must be a lowercase Python identifier starting with a letter")
     if not proto.outputs:
         problems.append("declares no outputs")
     params: set[str] = set()  # names that become parameters of the generated function
@@ -129,7 +129,7 @@ def _check_op(opdef: pb.OpDef, bare_ok: bool) -> list[str]:
 
 def _check_name(what: str, name: str, taken: set[str]) -> list[str]:
     if not _IDENT.match(name) or keyword.iskeyword(name):
-        return [f"{what} must be a lowercase Python identifier"]
+        return [f"{what} must be a lowercase Python identifier starting with a letter"]
     if name in RESERVED:
         return [f"{what} is reserved by the generated API"]
     if name in taken:

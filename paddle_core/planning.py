@@ -13,14 +13,24 @@ Done once per (program version, feed signature, fetch list) by the executor:
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
-from .append import ShapeContext, TensorSpec, infer
-from .errors import FeedError, KernelNotFoundError, ProgramError, ShapeError
+from .append import ShapeContext, TensorSpec, check_spec, infer
+from .dtypes import ITEMSIZE
+from .errors import (
+    FeedError,
+    KernelNotFoundError,
+    PluginError,
+    ProgramError,
+    ShapeError,
+    did_you_mean,
+)
 from .framework import format_shape
 
 _warned_fallbacks: set[tuple[str, str, str]] = set()
+MAX_BYTES = 1 << 48  # far beyond any machine's memory, far below where byte counts overflow
 
 
 class Step:
@@ -28,7 +38,16 @@ class Step:
 
     __slots__ = ("op", "info", "kernel", "fn", "attrs", "fallback", "inputs", "outputs")
 
-    def __init__(self, op: Any, info: Any, kernel: Any, attrs: dict[str, Any], fallback: bool):
+    def __init__(
+        self,
+        op: Any,
+        info: Any,
+        kernel: Any,
+        attrs: Any,
+        fallback: bool,
+        inputs: list,
+        outputs: list,
+    ):
         self.op = op
         self.info = info
         self.kernel = kernel
@@ -36,10 +55,8 @@ class Step:
         self.attrs = attrs
         self.fallback = fallback  # a CPU kernel inside a non-CPU run: copy in and out
         # (slot, duplicable, variable names), in OpProto order; absent slots have no names.
-        self.inputs = [(s.name, s.duplicable, op.inputs.get(s.name, [])) for s in info.proto.inputs]
-        self.outputs = [
-            (s.name, s.duplicable, op.outputs.get(s.name, [])) for s in info.proto.outputs
-        ]
+        self.inputs = inputs
+        self.outputs = outputs
 
     def describe(self) -> str:
         """How errors name this step: "op 'add' (kernel 'add_f32' of plugin 'math')"."""
@@ -47,6 +64,33 @@ class Step:
             f"op {self.op.type!r} (kernel {self.kernel.ref!r} of {self.kernel.plugin.label}, "
             f"{self.kernel.device}/{self.kernel.dtype})"
         )
+
+
+def _slots(op: Any, side: str, bound: Any, protos: Any) -> list[tuple[str, bool, list[str]]]:
+    """The op's variables per declared slot, checked against its OpProto.
+
+    Ops appended through the API are always right; a loaded or edited program may not be,
+    and a kernel handed the wrong number of tensors would read past its arguments.
+    """
+    declared = [p.name for p in protos]
+    for slot in bound:
+        if slot not in declared:
+            raise ProgramError(
+                f"op {op.type!r} has {side} slot {slot!r}, which its OpProto does not declare"
+                f"{did_you_mean(slot, declared)}; its {side}s are: {', '.join(declared) or 'none'}"
+            )
+    slots = []
+    for p in protos:
+        names = list(bound.get(p.name, ()))
+        if not names and not p.dispensable:
+            raise ProgramError(f"op {op.type!r} is missing its required {side} {p.name!r}")
+        if len(names) > 1 and not p.duplicable:
+            raise ProgramError(
+                f"op {op.type!r}: {side} {p.name!r} takes one variable, but the program binds "
+                f"{len(names)} ({', '.join(names)})"
+            )
+        slots.append((p.name, p.duplicable, names))
+    return slots
 
 
 class PlanSpec:
@@ -77,8 +121,9 @@ def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) ->
     spec = PlanSpec(program, feed_names, fetch_names)
     spec.shapes = {name: (tuple(shape), dtype) for name, shape, dtype in signature}
     registry = get_registry()
-    available = set(feed_names)
-    for op in prune(block, fetch_names, set(feed_names)):
+    fed = set(feed_names)
+    available = set(fed)
+    for op in prune(block, fetch_names, fed):
         for name in op.input_names:
             if name not in available:
                 fed = ", ".join(feed_names) or "nothing"
@@ -88,7 +133,14 @@ def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) ->
                 )
                 _persistable_input(spec, block, name, problem)
                 available.add(name)
-        step = _step(registry, manager, block, op, device)
+        for name in op.output_names:
+            if name in fed:
+                raise FeedError(
+                    f"variable {name!r} is fed, but op {op.type!r} (needed for the fetches) "
+                    "computes it; feed only variables no needed op writes (set persistable "
+                    "values with scope.set_var)"
+                )
+        step = _step(registry, manager, op, device, spec.shapes)
         _infer_concrete(step, spec.shapes)
         spec.steps.append(step)
         for name in op.output_names:
@@ -131,10 +183,15 @@ def _persistable_input(spec: PlanSpec, block: Any, name: str, problem: str) -> N
     spec.shapes[name] = (var.shape, var.dtype)
 
 
-def _step(registry: Any, manager: Any, block: Any, op: Any, device: Any) -> Step:
+def _step(registry: Any, manager: Any, op: Any, device: Any, shapes: dict) -> Step:
     info = registry.op(op.type)
-    attrs = op.attrs if op.attr_types is info.attr_types else info.validator().validate(op.attrs)
-    dtype = kernel_dtype(block, op)
+    if op.attr_types is info.attr_types:  # appended through the API: validated then
+        attrs = op.attrs
+    else:
+        attrs = info.validator().validate(dict(op.attrs))
+    inputs = _slots(op, "input", op.inputs, info.proto.inputs)
+    outputs = _slots(op, "output", op.outputs, info.proto.outputs)
+    dtype = kernel_dtype(op, inputs, shapes)
     kernel = _select(registry, manager, op.type, device.type, dtype)
     fallback = False
     if kernel is None and device.type != "cpu":
@@ -155,20 +212,66 @@ def _step(registry: Any, manager: Any, block: Any, op: Any, device: Any) -> Step
             f"({info.plugin.label}); its kernels: {have or 'none'}",
             op=op.type,
         )
-    return Step(op, info, kernel, attrs, fallback)
+    return Step(op, info, kernel, attrs, fallback, inputs, outputs)
 
 
 def _select(registry: Any, manager: Any, op: str, device: str, dtype: str) -> Any:
+    """The kernel the ``paddle_core_select_kernel`` hooks pick among the registered ones."""
     candidates = registry.kernel_candidates(op, device, dtype)
-    return manager.hook.paddle_core_select_kernel(
-        op=op, device=device, dtype=dtype, candidates=candidates
+    hook = manager.hook.paddle_core_select_kernel
+    try:
+        kernel = hook(op=op, device=device, dtype=dtype, candidates=candidates)
+    except Exception as e:
+        plugin = _hook_plugin(hook, e)
+        raise PluginError(
+            f"plugin {plugin!r}'s paddle_core_select_kernel hook failed for op {op!r} "
+            f"({device}/{dtype}): {type(e).__name__}: {e}",
+            plugin=plugin,
+        ) from e
+    if kernel is None or kernel in candidates:
+        return kernel
+    # A hook may pick a kernel outside the candidates (one it registered itself), but it must
+    # be a kernel of this op for this device and dtype: anything else would run on the wrong
+    # tensors.
+    from .registry import KernelRef
+
+    fits = isinstance(kernel, KernelRef) and (kernel.op, kernel.device, kernel.dtype) == (
+        op,
+        device,
+        dtype,
     )
+    if not fits:
+        plugin = _hook_plugin(hook)
+        raise PluginError(
+            f"a paddle_core_select_kernel hook (of {plugin}) returned {kernel!r} for op "
+            f"{op!r} ({device}/{dtype}); expected one of the candidates, or another KernelRef "
+            "of this op, device and dtype",
+            plugin=plugin,
+        )
+    return kernel
 
 
-def kernel_dtype(block: Any, op: Any) -> str:
-    """The dtype that selects a kernel: the first input's, or the first output's for sources."""
-    for name in op.input_names or op.output_names:
-        return block.find_var(name).dtype
+def _hook_plugin(hook: Any, error: BaseException | None = None) -> str:
+    """The plugin whose implementation of ``hook`` raised ``error`` (found in its traceback),
+    else the names of every plugin implementing it (the core's own default aside)."""
+    impls = [i for i in hook.get_hookimpls() if i.plugin_name != "core"]
+    by_code = {getattr(i.function, "__code__", None): i.plugin_name for i in impls}
+    tb = error.__traceback__ if error is not None else None
+    while tb is not None:
+        if tb.tb_frame.f_code in by_code:
+            return by_code[tb.tb_frame.f_code]
+        tb = tb.tb_next
+    return ", ".join(i.plugin_name for i in impls)
+
+
+def kernel_dtype(op: Any, inputs: list, shapes: dict[str, tuple[tuple, str]]) -> str:
+    """The dtype that selects a kernel: the first input's as planned, or for ops without
+    inputs the first output's declared dtype."""
+    for _, _, names in inputs:
+        if names:
+            return shapes[names[0]][1]
+    for name in op.output_names:
+        return op.block.find_var(name).dtype
     raise ProgramError(f"op {op.type!r} has neither inputs nor outputs")
 
 
@@ -191,10 +294,27 @@ def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
                 op=op.type,
             )
         for name, (shape, dtype) in zip(names, specs):
+            if None not in shape and math.prod(shape) * ITEMSIZE.get(dtype, 1) > MAX_BYTES:
+                raise ShapeError(
+                    f"op {op.type!r}{ctx.describe_inputs()} would make {name!r} "
+                    f"{dtype}{format_shape(shape)}, more than the {MAX_BYTES >> 40} TiB one "
+                    "buffer may hold",
+                    op=op.type,
+                )
             if None in shape:
                 raise ShapeError(
                     f"op {op.type!r}{ctx.describe_inputs()}: output {name!r} has no concrete "
                     f"shape ({dtype}{format_shape(shape)}) even for the fed shapes",
+                    op=op.type,
+                )
+            check_spec(step.info, slot, shape, dtype)
+            planned = shapes.get(name)
+            if planned is not None and planned != (tuple(shape), dtype):
+                # One buffer per variable: an op rewriting a variable must keep its size.
+                raise ShapeError(
+                    f"op {op.type!r}{ctx.describe_inputs()} writes {name!r} as "
+                    f"{dtype}{format_shape(shape)}, but it is already "
+                    f"{planned[1]}{format_shape(planned[0])} in this run",
                     op=op.type,
                 )
             shapes[name] = (tuple(shape), dtype)

@@ -4,10 +4,15 @@ On CPU the compiled runtime (paddle_core._runtime) runs the plan: native kernels
 through their function pointers in a C++ loop with no Python between ops, Python kernels are
 called back. Variables get one buffer each, in one of four roles:
 
-- fed: bound to the caller's array each run;
+- fed: bound to the caller's array each run (never written: no op of the plan writes a fed
+  variable);
 - persistable: bound to the scope's array each run (updated in place), created if absent;
-- fetched: allocated fresh each run, because the caller keeps it;
+- fetched: a pooled array per run, reused only once the caller has let go of the last one;
 - everything else: allocated once when the plan is built and reused by every run.
+
+Kernels never see an output overlapping one of their inputs: an op rewriting its own input
+(``w = transpose(w)``) writes a scratch buffer that is copied back after it. One plan runs
+one call at a time (its planned buffers are shared), so concurrent runs of it take turns.
 
 Other devices run the plan with a Python loop that moves data through the device's buffers
 (and copies for ops that fall back to CPU kernels), until compiled kernels for them exist.
@@ -15,10 +20,12 @@ Other devices run the plan with a Python loop that moves data through the device
 
 from __future__ import annotations
 
+import math
+import threading
 from typing import Any
 
 from . import dtypes as D
-from .errors import FeedError, KernelError, KernelRuntimeError
+from .errors import FeedError, KernelError, KernelRuntimeError, PaddleCoreError
 from .framework import format_shape
 from .planning import PlanSpec, Step
 from .scope import Scope
@@ -32,7 +39,7 @@ def aligned_empty(shape: tuple, dtype: str, raw: Any = None) -> Any:
     import numpy as np
 
     dt = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    nbytes = math.prod(shape) * dt.itemsize
     if raw is None:
         raw = np.empty(nbytes + ALIGNMENT, np.uint8)
     offset = -raw.ctypes.data % ALIGNMENT
@@ -42,32 +49,44 @@ def aligned_empty(shape: tuple, dtype: str, raw: Any = None) -> Any:
 class OutputBuffers:
     """Memory for a value that leaves a run (a fetched output), reused once the caller lets go.
 
-    Each run hands out an array the caller owns. When the caller has dropped last run's array,
-    its memory is reused: a large fresh allocation costs a page fault per 4 KiB written, which
-    for a memory-bound op is as much as the op itself. An array the caller still holds is
-    never reused, so no result is ever overwritten under the caller's feet.
+    Each run hands out an array the caller owns. When the caller has dropped last run's array
+    and every view of it, its memory is reused: a large fresh allocation costs a page fault per
+    4 KiB written, which for a memory-bound op is as much as the op itself. An array the caller
+    still holds, or still sees through a view, is never reused, so no result is ever
+    overwritten under the caller's feet.
     """
 
-    # References to the last array that are ours: this pool's, the compiled plan's binding
-    # (kept until the next run rebinds the buffer) and sys.getrefcount's own argument.
+    # References that are ours. To the array: this pool's, the compiled plan's binding (kept
+    # until the next run rebinds the buffer) and sys.getrefcount's argument. To the raw
+    # memory (which every view of the array has as its base): this pool's, the array's base
+    # and the argument.
     _OURS = 3
 
     def __init__(self, shape: tuple, dtype: str) -> None:
         self.shape, self.dtype = shape, dtype
         self.array: Any = None
+        self.raw: Any = None
 
     def take(self) -> Any:
         import sys
 
-        if self.array is None or sys.getrefcount(self.array) > self._OURS:
+        if (
+            self.array is None
+            or sys.getrefcount(self.array) > self._OURS
+            or sys.getrefcount(self.raw) > self._OURS
+        ):
             self.array = aligned_empty(self.shape, self.dtype)
+            self.raw = self.array.base
         return self.array
 
 
-def c_contiguous(array: Any) -> Any:
-    """``array`` itself if C-contiguous, else a C-contiguous copy (keeping 0-d arrays 0-d,
-    which np.ascontiguousarray does not)."""
-    return array if array.flags.c_contiguous else array.copy(order="C")
+def host_array(array: Any) -> Any:
+    """``array`` itself if kernels can take it as it is (C-contiguous, aligned, native byte
+    order), else such a copy. 0-d arrays stay 0-d, which np.ascontiguousarray does not do."""
+    flags = array.flags
+    if flags.c_contiguous and flags.aligned and array.dtype.isnative:
+        return array
+    return array.astype(array.dtype.newbyteorder("="), order="C")
 
 
 class PreparedProgram:
@@ -99,6 +118,28 @@ class PreparedProgram:
         return isinstance(self._runner, CompiledRunner)
 
     def run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
+        """Run with ``feed``: exactly the planned feeds, each of the planned shape and dtype."""
+        import numpy as np
+
+        if not isinstance(feed, dict) or sorted(feed) != sorted(self.feed_names):
+            given = sorted(feed) if isinstance(feed, dict) else type(feed).__name__
+            raise FeedError(f"this plan is fed {self.feed_names}, got {given}")
+        for name in self.feed_names:
+            value, (shape, dtype) = feed[name], self.spec.shapes[name]
+            if (
+                not isinstance(value, np.ndarray)
+                or value.shape != shape
+                or D.name_of(value.dtype) != dtype
+            ):
+                got = f"{getattr(value, 'dtype', type(value).__name__)}{list(np.shape(value))}"
+                raise FeedError(
+                    f"feed {name!r} is {got}, but this plan was prepared for "
+                    f"{dtype}{format_shape(shape)}; prepare another plan for other shapes"
+                )
+        return self._run(feed, scope, return_numpy)
+
+    def _run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
+        """``run`` for feeds already checked against the plan (by the executor)."""
         values = self._runner.run(feed, scope)
         return [self.device.to_host(v) for v in values] if return_numpy else values
 
@@ -140,11 +181,14 @@ class CompiledRunner:
         self.index: dict[str, int] = {}
         for name, (shape, dtype) in spec.shapes.items():
             self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
-        fed, persistable = set(spec.feed_names), set(spec.persistable_inputs)
-        persistable |= set(spec.persistable_outputs)
+        fed = set(spec.feed_names)
+        persistable = set(spec.persistable_inputs) | set(spec.persistable_outputs)
         self.persistable = [n for n in spec.shapes if n in persistable and n not in fed]
+        self.read_first = set(spec.persistable_inputs)  # must have a value before the run
         self.fetched = [n for n in dict.fromkeys(spec.fetch_names) if n not in fed | persistable]
         self.outputs = {n: OutputBuffers(*spec.shapes[n]) for n in self.fetched}
+        # Fetched values the caller must not share with us: the scope's and the caller's own.
+        self.copied_out = fed | persistable
         per_run = fed | persistable | set(self.fetched)
         for name, (shape, dtype) in spec.shapes.items():
             if name not in per_run:  # planned once, reused by every run
@@ -153,7 +197,10 @@ class CompiledRunner:
             ins = [[self.index[n] for n in names] for _, _, names in step.inputs]
             outs = [[self.index[n] for n in names] for _, _, names in step.outputs]
             if step.kernel.impl == "native":
+                copies = self._separate_outputs(ins, outs)
                 self.plan.add_native(step.fn, ins, outs, _native_attrs(step))
+                for scratch, target in copies:
+                    self.plan.add_copy(scratch, target)
             else:
                 flat = [i for slot in outs for i in slot]
                 self.plan.add_python(_python_step(step, spec.shapes), ins, flat)
@@ -166,22 +213,43 @@ class CompiledRunner:
                 f"{step.describe()} rejected its inputs: {message}", op=step.op.type
             ) from None
         self._failure = _runtime.KernelFailure
+        self._lock = threading.Lock()
+
+    def _separate_outputs(self, ins: list, outs: list) -> list[tuple[int, int]]:
+        """Point outputs that are also inputs at scratch buffers; return (scratch, buffer)
+        pairs to copy back after the step."""
+        reads = {i for slot in ins for i in slot}
+        copies = []
+        for slot in outs:
+            for k, target in enumerate(slot):
+                if target in reads:
+                    name = next(n for n, i in self.index.items() if i == target)
+                    shape, dtype = self.spec.shapes[name]
+                    scratch = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+                    self.plan.bind(scratch, aligned_empty(shape, dtype))
+                    slot[k] = scratch
+                    copies.append((scratch, target))
+        return copies
 
     def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+        with self._lock:  # planned buffers are shared by every run of this plan
+            return self._run_locked(feed, scope)
 
+    def _run_locked(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
         shapes, index = self.spec.shapes, self.index
         indices, arrays = [], []
         for name in self.spec.feed_names:
             indices.append(index[name])
-            arrays.append(c_contiguous(feed[name]))
+            arrays.append(host_array(feed[name]))
         for name in self.persistable:
-            value = scope.find_var(name)
-            if value is None:
-                if name in self.spec.persistable_inputs:
-                    _scope_value(scope, name)  # raises: read before written
-                value = aligned_empty(*shapes[name])
+            if name in self.read_first:
+                value = _checked_persistable(name, _scope_value(scope, name), shapes[name])
             else:
-                value = _checked_persistable(name, value, shapes[name])
+                value = scope.find_var(name)
+                if value is None:
+                    value = aligned_empty(*shapes[name])
+                else:
+                    value = _checked_persistable(name, value, shapes[name])
             indices.append(index[name])
             arrays.append(value)
         for name in self.fetched:
@@ -195,11 +263,15 @@ class CompiledRunner:
             raise KernelRuntimeError(
                 f"{step.describe()} failed: {message}", op=step.op.type
             ) from None
+        except ValueError as e:  # an array that does not fit its buffer: refused, not run
+            if isinstance(e, PaddleCoreError):
+                raise
+            raise FeedError(f"a value does not fit the plan: {e}") from None
         for name in self.spec.persistable_outputs:
-            scope.set_var(name, self.plan.array(index[name]))
-        persistable = set(self.persistable)
+            scope.update_var(name, self.plan.array(index[name]))
+        copied_out = self.copied_out
         return [
-            self.plan.array(index[n]).copy() if n in persistable else self.plan.array(index[n])
+            self.plan.array(index[n]).copy() if n in copied_out else self.plan.array(index[n])
             for n in self.spec.fetch_names
         ]
 
@@ -214,9 +286,11 @@ def _checked_persistable(name: str, value: Any, planned: tuple[tuple, str]) -> A
             f"persistable variable {name!r} holds {got} in the scope, but the program declares "
             f"{dtype}{format_shape(shape)}"
         )
-    if not value.flags.c_contiguous or not value.flags.writeable:
+    flags = value.flags
+    if not (flags.c_contiguous and flags.aligned and flags.writeable):
         raise FeedError(
-            f"persistable variable {name!r} must be a writeable C-contiguous array in the scope"
+            f"persistable variable {name!r} must be a writeable, aligned C-contiguous array in "
+            "the scope (it is updated in place)"
         )
     return value
 
@@ -233,12 +307,18 @@ def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
     layout = [(duplicable, bool(names)) for _, duplicable, names in step.inputs]
 
     def call(inputs: list[list[Any]]) -> list[Any]:
+        import numpy as np
+
         args = [
             slot if duplicable else (slot[0] if present else None)
             for slot, (duplicable, present) in zip(inputs, layout)
         ]
         produced = _call_kernel(step, fn, args, attrs)
-        return [c_contiguous(a) for a in _outputs(step, produced, shapes)]
+        arrays = [host_array(a) for a in _outputs(step, produced, shapes)]
+        # An output sharing memory with an input (``return x``, ``x.reshape(...)``) would
+        # change when that input's buffer is next written: it gets memory of its own.
+        given = [a for slot in inputs for a in slot]
+        return [a.copy() if any(np.may_share_memory(a, x) for x in given) else a for a in arrays]
 
     return call
 
@@ -302,7 +382,7 @@ class PythonRunner:
             value = _scope_value(scope, name)
             if not device.holds(value):  # e.g. a NumPy array set by the user, on CUDA
                 value = device.to_device(value)
-                scope.set_var(name, value)  # moved once, not on every run
+                scope.update_var(name, value)  # moved once, not on every run
             values[name] = value
         values.update({name: device.to_device(array) for name, array in feed.items()})
         for step in self.spec.steps:
@@ -317,5 +397,7 @@ class PythonRunner:
             for name, array in zip(names, produced):
                 values[name] = device.to_device(array) if step.fallback else array
         for name in self.spec.persistable_outputs:
-            scope.set_var(name, values[name])
-        return [values[name] for name in self.spec.fetch_names]
+            scope.update_var(name, values[name])
+        shared = set(self.spec.feed_names) | set(self.spec.persistable_inputs)
+        shared |= set(self.spec.persistable_outputs)  # the caller's and the scope's arrays
+        return [values[n].copy() if n in shared else values[n] for n in self.spec.fetch_names]

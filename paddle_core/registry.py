@@ -413,13 +413,15 @@ def discover(settings: Settings, *, rescan: bool = False) -> list[PluginRecord]:
         return []
     from . import index_cache
 
-    if settings.cache_dir is not None and not rescan:
-        cached = index_cache.load(settings.cache_dir, __version__)
-        if cached is not None:
-            return cached
-    from .discovery import scan
+    if settings.cache_dir is None:
+        from .discovery import scan
 
-    records = scan(__version__)
-    if settings.cache_dir is not None:
+        return scan(__version__)
+    records = None if rescan else index_cache.load(settings.cache_dir, __version__)
+    if records is None:
+        from .discovery import scan
+
+        records = scan(__version__)
         index_cache.store(settings.cache_dir, __version__, records)
+    index_cache.apply_kernel_problems(settings.cache_dir, records)
     return records

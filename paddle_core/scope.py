@@ -2,7 +2,8 @@
 
 A scope maps variable names to device buffers (NumPy arrays on CPU). Persistable variables
 (parameters, optimizer state) stay in the user's scope across runs; lookups fall back to the
-parent scope, so sub-blocks can read their enclosing block's values.
+parent scope, so a child scope sees its parent's values. A run writes a persistable result
+back where the variable lives: into the ancestor holding it, else into the scope it was given.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class Scope:
         self._values: dict[str, Any] = {}
 
     def new_scope(self) -> Scope:
-        """A child scope: reads fall back to this one, writes stay in the child."""
+        """A child scope: reads fall back to this one; ``set_var`` writes stay in the child."""
         return Scope(self)
 
     def find_var(self, name: str) -> Any | None:
@@ -40,6 +41,17 @@ class Scope:
         return value
 
     def set_var(self, name: str, value: Any) -> None:
+        """Set ``name`` in this scope (shadowing an ancestor's value)."""
+        self._values[name] = value
+
+    def update_var(self, name: str, value: Any) -> None:
+        """Set ``name`` in the scope holding it (this one or an ancestor), else in this one."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope._values:
+                scope._values[name] = value
+                return
+            scope = scope.parent
         self._values[name] = value
 
     def __contains__(self, name: object) -> bool:

@@ -67,9 +67,12 @@ def _as_bool(value: Any) -> bool:
 def _as_block(value: Any) -> int:
     from .framework import Block
 
-    if not isinstance(value, Block):
-        raise ValueError("not a Block")
-    return value.idx
+    if isinstance(value, Block):
+        return value.idx
+    # A loaded program's attrs hold block indices (what OpDescs store).
+    if type(value) is int and value >= 0:
+        return value
+    raise ValueError("not a Block")
 
 
 def _as_list(value: Any) -> list:

@@ -347,6 +347,15 @@ def test_unusable_kernel_modules_are_reported_and_their_ops_marked_unavailable(
         assert ops[f"{name}_op"]["available"] is False, name
     table = run_cli("list", "--plugin", "abi_mismatch", pythonpath=broken_site, env=env).stdout
     assert "abi_mismatch_op (unavailable)" in table
+    # Rebuilding the index (as `doctor` does) keeps them and does not call the index stale
+    # for them; another sys.path, with an index of its own, knows them too.
+    doctor = run_cli("doctor", "--json", pythonpath=broken_site, env=env, check=None)
+    assert json.loads(doctor.stdout)["stale_index"] is False
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for path in (broken_site, f"{elsewhere}{os.pathsep}{broken_site}"):
+        ops = listed(path, **env)
+        assert all(ops[f"{name}_op"]["available"] is False for name in KERNEL_PROBLEMS), path
 
 
 @pytest.mark.parametrize("plugin", sorted(KERNEL_PROBLEMS))

@@ -128,7 +128,7 @@ def test_an_invalid_in_process_manifest_lists_its_problems():
     message = str(info.value)
     assert message.startswith("plugin 'invalid' declares an invalid manifest")
     for problem in (
-        "type must be a lowercase Python identifier",
+        "type must be a lowercase Python identifier starting with a letter",
         "declares no outputs",
         "attr 'rate': default 2.0 is outside",
         "cpu kernel: lists no dtypes",
@@ -302,7 +302,7 @@ class TenfoldScales:
         self.seen.append((program, device))
         for op in program.global_block().ops:
             if op.type == "toy_scale":
-                op.attrs["scale"] = 10.0
+                op.set_attr("scale", 10.0)
 
 
 def test_transform_program_rewrites_a_private_copy():

@@ -111,10 +111,12 @@ def test_syntax_error_names_the_source_and_position():
 # -- identifiers ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("op_type", ["Scale", "2x", "my-op", "class", ""])
+@pytest.mark.parametrize("op_type", ["Scale", "2x", "my-op", "class", "_info", ""])
 def test_invalid_op_type(op_type):
     where = f"op {op_type!r}" if op_type else "an op with no type"
-    assert problems(op(op_type)) == [f"{where}: type must be a lowercase Python identifier"]
+    assert problems(op(op_type)) == [
+        f"{where}: type must be a lowercase Python identifier starting with a letter"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -123,16 +125,19 @@ def test_invalid_op_type(op_type):
         ('inputs { name: "X" } outputs { name: "out" }', "input 'X'"),
         ('inputs { name: "x" } outputs { name: "out-1" }', "output 'out-1'"),
         ('inputs { name: "lambda" } outputs { name: "out" }', "input 'lambda'"),
+        ('inputs { name: "_info" } outputs { name: "out" }', "input '_info'"),
     ],
 )
 def test_invalid_slot_name(slots, problem):
-    assert problems(op(slots=slots)) == [f"op 't': {problem} must be a lowercase Python identifier"]
+    assert problems(op(slots=slots)) == [
+        f"op 't': {problem} must be a lowercase Python identifier starting with a letter"
+    ]
 
 
-@pytest.mark.parametrize("name", ["Alpha", "alpha beta", "for"])
+@pytest.mark.parametrize("name", ["Alpha", "alpha beta", "for", "_attrs"])
 def test_invalid_attr_name(name):
     assert attr_problems(f'attrs {{ name: "{name}" type: FLOAT }}') == [
-        f"op 't': attr {name!r} must be a lowercase Python identifier"
+        f"op 't': attr {name!r} must be a lowercase Python identifier starting with a letter"
     ]
 
 

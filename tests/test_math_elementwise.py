@@ -102,3 +102,14 @@ def test_mismatched_shapes_are_refused_when_appended():
             pc.ops.add(pc.data("a", [3, 4]), pc.data("b", [3, 5]))
         with pytest.raises(pc.ShapeError, match="inputs must share one dtype"):
             pc.ops.add(pc.data("c", [3]), pc.data("d", [3], "float64"))
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_overflow_wraps_like_numpy(op, dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.min, info.max, -1, info.min], dtype)
+    y = np.array([1, -1, info.max, info.min, info.min], dtype)
+    with np.errstate(over="ignore"):
+        want = BINARY[op][0](x, y)
+    assert_matches(run1(op, {"x": x, "y": y}), want)

@@ -86,3 +86,34 @@ def test_matmul_shape_errors_name_the_op():
             pc.ops.matmul(pc.data("a", [3, 4]), pc.data("b", [5, 6]))
         with pytest.raises(pc.ShapeError, match="at least 2-D"):
             pc.ops.matmul(pc.data("c", [3]), pc.data("d", [3, 2]))
+
+
+@pytest.mark.parametrize(
+    "setting", ["OMP_THREAD_LIMIT=1", "OMP_DYNAMIC=true", "OMP_MAX_ACTIVE_LEVELS=0"]
+)
+def test_threaded_gemms_finish_whatever_openmp_is_told(setting):
+    """OpenBLAS's jobs wait on one another, so they must all run at once: OpenMP settings
+    that shrink its teams must not leave a GEMM waiting forever."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, paddle_core as pc\n"
+        "with pc.program_guard(prog := pc.Program()):\n"
+        "    c = pc.ops.matmul(pc.data('a', [512, 512]), pc.data('b', [512, 512]))\n"
+        "a = np.random.default_rng(0).random((512, 512), np.float32)\n"
+        "(r,) = pc.Executor(num_threads=2).run(prog, feed={'a': a, 'b': a}, fetch_list=[c])\n"
+        "assert np.allclose(r, a @ a, rtol=1e-4), 'wrong product'\n"
+    )
+    key, value = setting.split("=")
+    env = {**os.environ, key: value}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr

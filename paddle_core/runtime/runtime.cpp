@@ -47,6 +47,8 @@ struct Buffer {
 
 struct Step {
   bool native = false;
+  // A copy step (native == false, copy_from >= 0): buffer copy_from -> copy_to, byte for byte.
+  int32_t copy_from = -1, copy_to = -1;
   const pc_kernel* kernel = nullptr;
   void* state = nullptr;
   // Native: the pc_tensors handed to the kernel, and storage they point into.
@@ -115,13 +117,26 @@ class Plan {
     steps_.push_back(std::move(step));
   }
 
-  // Give a buffer its data (a C-contiguous array of the buffer's dtype and shape, checked by
-  // the caller).
+  // Give a buffer its data. The caller has checked the array, but a kernel would read or
+  // write out of bounds if it were wrong, so its size and layout are checked again here.
   void bind(int32_t index, py::array array) {
     Buffer& b = *buffers_.at(index);
+    check_fits(b, array, index);
     b.data = const_cast<void*>(array.data());
     b.array = std::move(array);
     for (void** place : b.places) *place = b.data;
+  }
+
+  // A step copying buffer `from` into buffer `to` (same byte size): an op whose output is also
+  // one of its inputs writes a separate buffer, copied back after it, because kernels may
+  // assume that their outputs do not overlap their inputs (see kernel_abi.h).
+  void add_copy(int32_t from, int32_t to) {
+    if (bytes_of(*buffers_.at(from)) != bytes_of(*buffers_.at(to)))
+      throw std::invalid_argument("copy between buffers of different sizes");
+    auto step = std::make_unique<Step>();
+    step->copy_from = from;
+    step->copy_to = to;
+    steps_.push_back(std::move(step));
   }
 
   py::object array(int32_t index) const { return buffers_.at(index)->array; }
@@ -140,7 +155,7 @@ class Plan {
       size_t k = 0;
       for (auto* items : {&step.in_items, &step.out_items})
         for (pc_tensor& t : *items) t.data = saved[k++];
-      if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message_};
+      if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
     }
   }
 
@@ -149,23 +164,59 @@ class Plan {
     for (size_t k = 0; k < indices.size(); ++k) bind(indices[k], arrays[k].cast<py::array>());
     size_t s = 0;
     while (s < steps_.size()) {
-      if (steps_[s]->native) {
-        py::gil_scoped_release release;  // a run of native steps goes without the GIL
-        for (; s < steps_.size() && steps_[s]->native; ++s) {
-          Step& step = *steps_[s];
-          pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
-          if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message_};
-        }
-      } else {
+      if (steps_[s]->fn) {
         run_python(s++);
+        continue;
+      }
+      py::gil_scoped_release release;  // a run of native (and copy) steps goes without the GIL
+      for (; s < steps_.size() && !steps_[s]->fn; ++s) {
+        Step& step = *steps_[s];
+        if (!step.native) {
+          const Buffer& from = *buffers_[step.copy_from];
+          if (size_t n = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, n);
+          continue;
+        }
+        message_[0] = '\0';
+        pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
+        if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
       }
     }
   }
 
-  size_t num_steps() const { return steps_.size(); }
-  size_t num_buffers() const { return buffers_.size(); }
-
  private:
+  // The kernel's reason, read with a bound (a kernel may not terminate it).
+  std::string message() const {
+    size_t n = strnlen(message_, sizeof message_);
+    return n ? std::string(message_, n) : std::string("the kernel reported an error without a message");
+  }
+
+  static size_t element_size(int32_t dtype) {
+    static const size_t sizes[] = {0, 1, 1, 2, 4, 8, 1, 2, 2, 4, 8};
+    return dtype >= 1 && dtype <= 10 ? sizes[dtype] : 0;
+  }
+
+  static size_t bytes_of(const Buffer& b) {
+    size_t n = element_size(b.dtype);
+    for (int64_t d : b.shape) n *= static_cast<size_t>(d);
+    return n;
+  }
+
+  static void check_fits(const Buffer& b, const py::array& a, int32_t index) {
+    const auto flags = a.flags();
+    bool ok = static_cast<size_t>(a.itemsize()) == element_size(b.dtype) &&
+              static_cast<size_t>(a.ndim()) == b.shape.size() &&
+              (flags & py::array::c_style) != 0 &&
+              (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
+    for (size_t k = 0; ok && k < b.shape.size(); ++k) ok = a.shape(k) == b.shape[k];
+    if (!ok) {
+      std::string planned;
+      for (int64_t d : b.shape) planned += (planned.empty() ? "" : ", ") + std::to_string(d);
+      throw std::invalid_argument("buffer " + std::to_string(index) + " is planned as [" + planned +
+                                  "] of " + std::to_string(element_size(b.dtype)) +
+                                  "-byte elements, C-contiguous and aligned; the array given is not");
+    }
+  }
+
   // Build the pc_tensors of one side of a step, and record where each buffer's data pointer
   // now lives so that rebinding the buffer patches it. The item vector is complete before any
   // address is taken, so the addresses stay valid.
@@ -291,8 +342,8 @@ PYBIND11_MODULE(_runtime, m) {
       "kernel_info",
       [](py::capsule capsule) {
         const pc_kernel* k = kernel_of(capsule);
-        return py::make_tuple(k->abi_version, k->struct_size, std::string(k->name),
-                              k->run != nullptr);
+        return py::make_tuple(k->abi_version, k->struct_size,
+                              k->name ? std::string(k->name) : std::string(), k->run != nullptr);
       },
       py::arg("capsule"),
       "(abi_version, struct_size, name, has_run) of a kernel capsule, checked before use.");
@@ -302,10 +353,9 @@ PYBIND11_MODULE(_runtime, m) {
       .def("add_native", &Plan::add_native, py::arg("kernel"), py::arg("inputs"),
            py::arg("outputs"), py::arg("attrs"))
       .def("add_python", &Plan::add_python, py::arg("fn"), py::arg("inputs"), py::arg("outputs"))
+      .def("add_copy", &Plan::add_copy, py::arg("source"), py::arg("target"))
       .def("bind", &Plan::bind, py::arg("index"), py::arg("array"))
       .def("array", &Plan::array, py::arg("index"))
       .def("prepare", &Plan::prepare)
-      .def("run", &Plan::run, py::arg("indices"), py::arg("arrays"))
-      .def_property_readonly("num_steps", &Plan::num_steps)
-      .def_property_readonly("num_buffers", &Plan::num_buffers);
+      .def("run", &Plan::run, py::arg("indices"), py::arg("arrays"));
 }

@@ -127,8 +127,15 @@ class Attrs {
   const pc_attr& get(const char* name, int32_t type) const {
     const pc_attr* attr = pc_find_attr(a_, name);
     if (attr == nullptr) fail("the op has no attr '%s'", name);
-    if (attr->type != type) fail("attr '%s' has type %d, the kernel expects %d", name, attr->type, type);
+    if (attr->type != type)
+      fail("attr '%s' is %s, but the kernel reads it as %s", name, attr_type_name(attr->type),
+           attr_type_name(type));
     return *attr;
+  }
+  static const char* attr_type_name(int32_t type) {
+    static const char* const names[] = {"?",      "INT",   "FLOAT",   "STRING", "BOOL", "LONG",
+                                        "INTS",   "FLOATS", "STRINGS", "BOOLS",  "BLOCK"};
+    return type >= 1 && type <= 10 ? names[type] : "?";
   }
   bool has(const char* name) const { return pc_find_attr(a_, name) != nullptr; }
   double f(const char* name) const { return get(name, PC_ATTR_FLOAT).f; }

@@ -19,10 +19,12 @@
  * boundary; the core turns the reason into a Python exception naming the op.
  *
  * Memory contract (ABI 1): every tensor is C-contiguous (`strides`, in elements, are
- * provided for completeness) and its data is aligned to its element size; buffers the core
- * allocates are 64-byte aligned, but fed arrays need not be, so use unaligned vector loads.
- * Outputs are allocated by the core with the shapes its shape inference computed; kernels
- * never allocate them. Inputs are read-only.
+ * provided for completeness), in native byte order, and its data is aligned to its element
+ * size (the core copies fed arrays that are not). Buffers the core allocates are 64-byte
+ * aligned, but fed arrays need not be, so use unaligned vector loads. Outputs are allocated
+ * by the core with the shapes its shape inference computed; kernels never allocate them.
+ * Inputs are read-only, and no output overlaps any input: for an op that rewrites its own
+ * input (w = transpose(w)) the core hands the kernel a scratch output and copies it back.
  * Kernels for CUDA must enqueue work on ctx->stream only.
  */
 #ifndef PADDLE_CORE_KERNEL_ABI_H_

@@ -10,14 +10,15 @@
 namespace pom {
 namespace {
 
+// Integers wrap around (see Modular in common.hpp).
 struct Add {
-  template <class T> T operator()(T a, T b) const { return a + b; }
+  template <class T> T operator()(T a, T b) const { return T(Modular<T>(a) + Modular<T>(b)); }
 };
 struct Sub {
-  template <class T> T operator()(T a, T b) const { return a - b; }
+  template <class T> T operator()(T a, T b) const { return T(Modular<T>(a) - Modular<T>(b)); }
 };
 struct Mul {
-  template <class T> T operator()(T a, T b) const { return a * b; }
+  template <class T> T operator()(T a, T b) const { return T(Modular<T>(a) * Modular<T>(b)); }
 };
 struct Div {
   template <class T> T operator()(T a, T b) const { return a / b; }

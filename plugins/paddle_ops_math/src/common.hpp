@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -21,6 +22,35 @@ using pc::Context;
 using pc::fail;
 using pc::Slots;
 using pc::Tensor;
+
+// -- arithmetic with defined results ---------------------------------------------------------
+
+// The type integer arithmetic is done in so that it wraps around like NumPy's instead of
+// overflowing (undefined for signed types): the unsigned type, at least unsigned int so that
+// small types do not promote to a signed int. Other types are their own.
+template <class T, class = void> struct ModularOf { using type = T; };
+template <class T>
+struct ModularOf<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+  using type = std::common_type_t<unsigned, std::make_unsigned_t<T>>;
+};
+template <class T> using Modular = typename ModularOf<T>::type;
+
+// A value converted to D, defined for every input: a float that D cannot hold (NaN, out of
+// range) becomes D's minimum for signed D, as x86 converts and NumPy gives there; unsigned
+// D wraps around through int64; bool is "not zero". A plain static_cast of such a float is
+// undefined behaviour.
+template <class D, class S> inline D convert_to(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return v != S(0);
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+    using Via = std::conditional_t<std::is_signed_v<D>, D, int64_t>;
+    constexpr S lo = S(std::numeric_limits<Via>::min());  // -2^(bits-1): exact in S
+    if (!(v >= lo && v < -lo)) return std::is_signed_v<D> ? std::numeric_limits<D>::min() : D(0);
+    return static_cast<D>(static_cast<Via>(v));
+  } else {
+    return static_cast<D>(v);
+  }
+}
 
 // -- dtype dispatch ----------------------------------------------------------------------------
 
@@ -58,8 +88,8 @@ inline void expect_same_shape(const Tensor& a, const Tensor& b, const char* what
 constexpr int64_t kGrain = 1 << 15;
 
 // Run f(begin, end) over [0, n) split into contiguous chunks across up to `threads` OpenMP
-// threads (inline when the work is too small to split). Chunk bounds are multiples of 16
-// elements so threads never share a cache line of the output.
+// threads (inline when the work is too small to split). Chunk bounds are multiples of 64
+// elements, so even with 1-byte outputs threads never share a cache line of the output.
 template <class F> void parallel_for(int64_t n, int32_t threads, int64_t grain, F&& f) {
   int64_t chunks = std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1));
   if (chunks <= 1) {
@@ -69,7 +99,7 @@ template <class F> void parallel_for(int64_t n, int32_t threads, int64_t grain, 
 #pragma omp parallel num_threads(static_cast<int>(chunks))
   {
     int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16;
+    int64_t per = ((n + nt - 1) / nt + 63) / 64 * 64;
     int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
     if (begin < end) f(begin, end);
   }

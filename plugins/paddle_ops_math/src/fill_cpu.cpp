@@ -44,7 +44,7 @@ class Scale {
       parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) {
           double v = static_cast<double>(src[i]);
-          dst[i] = static_cast<T>(after ? v * s + b : (v + b) * s);
+          dst[i] = convert_to<T>(after ? v * s + b : (v + b) * s);
         }
       });
     }
@@ -76,11 +76,7 @@ class Cast {
     D* dst = static_cast<D*>(dv);
     parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
-        if constexpr (std::is_same_v<D, bool>) {
-          dst[i] = src[i] != S(0);
-        } else {
-          dst[i] = static_cast<D>(src[i]);
-        }
+        dst[i] = convert_to<D>(src[i]);
       }
     });
   }
@@ -101,7 +97,7 @@ class Fill {
   using Fn = void (*)(void*, int64_t, double, int32_t);
   template <class T> static void fill(void* dv, int64_t n, double value, int32_t threads) {
     T* dst = static_cast<T*>(dv);
-    const T v = std::is_same_v<T, bool> ? T(value != 0) : static_cast<T>(value);
+    const T v = convert_to<T>(value);
     parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) { std::fill(dst + lo, dst + hi, v); });
   }
   double value_;

@@ -16,6 +16,7 @@ namespace pom {
 // OpenBLAS runs its threaded work through our OpenMP pool (one pool in the process; see
 // module.cpp), with the kernel context's thread count.
 void set_blas_threads(int32_t threads) {
+  threads = std::max(1, std::min(threads, omp_get_thread_limit()));  // honour OMP_THREAD_LIMIT
   static std::atomic<int32_t> current{0};
   if (current.exchange(threads) != threads) scipy_openblas_set_num_threads(threads);
 }

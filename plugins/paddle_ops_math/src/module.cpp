@@ -3,6 +3,9 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <thread>
+#include <vector>
+
 #include <paddle_core/pybind.hpp>
 
 namespace pom {
@@ -25,12 +28,28 @@ namespace {
 // has one thread pool. Two pools (OpenBLAS's own and OpenMP's) spin against each other on a
 // small machine: we measured 256^2 GEMMs 15-35x slower when BLAS calls and OpenMP loops
 // alternate.
+//
+// The jobs wait on one another, so all of them must run at once: a team with fewer threads
+// than jobs would hang. OpenMP promises the full team only outside any parallel region, with
+// dynamic adjustment off and within the thread limit (OMP_DYNAMIC, OMP_THREAD_LIMIT and
+// OMP_MAX_ACTIVE_LEVELS may say otherwise); failing that, each job gets a thread of its own.
 void run_blas_jobs(int sync, openblas_dojob_callback dojob, int numjobs, size_t jobdata_elsize,
                    void* jobdata, int dojob_data) {
   (void)sync;
-#pragma omp parallel for num_threads(numjobs) schedule(static)
-  for (int i = 0; i < numjobs; ++i)
+  auto job = [&](int i) {
     dojob(i, static_cast<char*>(jobdata) + static_cast<size_t>(i) * jobdata_elsize, dojob_data);
+  };
+  if (!omp_in_parallel() && !omp_get_dynamic() && omp_get_max_active_levels() >= 1 &&
+      numjobs <= omp_get_thread_limit()) {
+#pragma omp parallel for num_threads(numjobs) schedule(static)
+    for (int i = 0; i < numjobs; ++i) job(i);
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(numjobs));
+  for (int i = 1; i < numjobs; ++i) threads.emplace_back(job, i);
+  job(0);
+  for (std::thread& t : threads) t.join();
 }
 
 }  // namespace
