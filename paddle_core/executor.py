@@ -241,12 +241,19 @@ def _to_array(name: str, var: Variable, value: Any) -> Any:
     except (ValueError, TypeError) as e:  # ragged nested lists, unconvertible objects
         raise FeedError(f"feed {name!r} is not an array of numbers: {e}") from None
     # Lists and scalars take the variable's dtype, unless that loses meaning.
-    if not np.can_cast(array.dtype, var.dtype, casting="same_kind"):
+    try:
+        target = np.dtype(var.dtype)
+    except TypeError:  # bfloat16 without ml_dtypes
+        raise FeedError(
+            f"feed {name!r}: NumPy cannot make {var.dtype} (variable {name!r}) from a "
+            f"{type(value).__name__}; feed an array of that dtype"
+        ) from None
+    if not np.can_cast(array.dtype, target, casting="same_kind"):
         raise FeedError(
             f"feed {name!r} holds {array.dtype.name} values, which variable {name!r} "
             f"({var.dtype}) cannot hold without loss"
         )
-    converted = array.astype(var.dtype)
+    converted = array.astype(target)
     if converted.dtype.kind in "iu" and not np.array_equal(converted, array):
         raise FeedError(
             f"feed {name!r} holds values outside the range of {var.dtype} (variable {name!r})"

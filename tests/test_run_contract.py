@@ -150,6 +150,12 @@ def test_malformed_feeds_are_feed_errors(feed, problem):
         pc.Executor().run(prog, feed=feed, fetch_list=[y])
 
 
+def test_a_list_fed_to_a_dtype_numpy_lacks_is_a_feed_error():
+    prog, x = program(lambda: pc.data("x", [2], "bfloat16"))
+    with pytest.raises(pc.FeedError, match="NumPy cannot make bfloat16"):
+        pc.Executor().run(prog, feed={"x": [1.0, 2.0]}, fetch_list=[x])
+
+
 def test_a_single_fetch_not_in_a_list_is_refused():
     prog, y = program(lambda: ops.scale(pc.data("x", [3]), scale=2.0))
     with pytest.raises(pc.FeedError, match="wrap a single fetch in a list"):
