@@ -29,17 +29,15 @@ inline blasint blas_int(int64_t v, const char* what) {
 }
 
 // C[M,N] = alpha * op(A) op(B) + beta * C, row-major, ld* = row lengths as stored.
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    M, N, K, alpha, A, std::max<int64_t>(lda, 1), B, std::max<int64_t>(ldb, 1),
-                    beta, C, std::max<int64_t>(ldc, 1));
-}
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-                 int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    M, N, K, alpha, A, std::max<int64_t>(lda, 1), B, std::max<int64_t>(ldb, 1),
-                    beta, C, std::max<int64_t>(ldc, 1));
+template <class T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  const auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
+  lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1), ldc = std::max<int64_t>(ldc, 1);
+  if constexpr (std::is_same_v<T, float>)
+    scipy_cblas_sgemm(CblasRowMajor, op_a, op_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else
+    scipy_cblas_dgemm(CblasRowMajor, op_a, op_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // The geometry of a batched product out[..., M, N] = op(x)[..., M, K] op(y)[..., K, N], with
@@ -223,6 +221,7 @@ class Matmul2DGrad {
  public:
   Matmul2DGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : flat_(in(0), in(1), attrs.i("x_num_col_dims"), attrs.i("y_num_col_dims")) {
+    expect_same_dtype(in(0), in(1), "x and y");
     expect_same_dtype(in(0), in(2), "x and out_grad");
     if (out.has(0)) expect_same_shape(out(0), in(0), "x_grad and x");
     if (out.has(1)) expect_same_shape(out(1), in(1), "y_grad and y");
