@@ -8,7 +8,7 @@ Needs an installed plugin that provides `scale` (./dev demo installs them).
 import numpy as np
 
 import paddle_core as pc
-from paddle_core import discovery, registry
+from paddle_core._src.plugins import discovery, registry
 
 # 1. Discovery. A plugin is a pip-installed distribution with one entry point in the group
 #    "paddle_core.plugins"; its value names a manifest file inside the package. The core reads

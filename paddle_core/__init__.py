@@ -25,60 +25,62 @@ from ._version import __version__
 # public name -> module that defines it
 _EXPORTS = {
     # programs
-    "Program": "framework",
-    "Block": "framework",
-    "Variable": "framework",
-    "Parameter": "framework",
-    "Operator": "framework",
-    "Initializer": "framework",
-    "program_guard": "framework",
-    "default_main_program": "framework",
-    "default_startup_program": "framework",
-    "data": "framework",
-    "save_program": "serialization",
-    "load_program": "serialization",
-    "gradients": "backward",
-    "append_backward": "backward",
-    "GradContext": "backward",
+    "Program": "_src.graph.program",
+    "Block": "_src.graph.block",
+    "Variable": "_src.graph.variable",
+    "Parameter": "_src.graph.variable",
+    "Operator": "_src.graph.operator",
+    "Initializer": "_src.graph.variable",
+    "program_guard": "_src.graph.program",
+    "default_main_program": "_src.graph.program",
+    "default_startup_program": "_src.graph.program",
+    "data": "_src.graph.program",
+    "save_program": "_src.graph.serialization",
+    "load_program": "_src.graph.serialization",
+    "gradients": "_src.graph.backward",
+    "append_backward": "_src.graph.backward",
+    "GradContext": "_src.graph.backward",
+    "ShapeContext": "_src.graph.shape_inference",
     # running
-    "Executor": "executor",
-    "PreparedProgram": "executor",
-    "Scope": "scope",
-    "global_scope": "scope",
-    "Device": "device",
-    "CPU": "device",
-    "CUDA": "device",
-    "get_device": "device",
+    "Executor": "_src.run.executor",
+    "PreparedProgram": "_src.run.prepared",
+    "Scope": "_src.run.scope",
+    "global_scope": "_src.run.scope",
+    "Device": "_src.base.device",
+    "CPU": "_src.base.cpu",
+    "CUDA": "_src.base.cuda",
+    "get_device": "_src.plugins.devices",
     # plugins
-    "hookimpl": "hooks",
-    "hookspec": "hooks",
-    "register_plugin": "hooks",
-    "unregister_plugin": "hooks",
-    "get_registry": "registry",
-    "reload_registry": "registry",
-    "PluginConflictWarning": "registry",
-    "ShapeContext": "append",
+    "hookimpl": "_src.plugins.hooks",
+    "hookspec": "_src.plugins.hooks",
+    "register_plugin": "_src.plugins.hooks",
+    "unregister_plugin": "_src.plugins.hooks",
+    "get_registry": "_src.plugins.registry",
+    "reload_registry": "_src.plugins.registry",
+    "PluginConflictWarning": "_src.plugins.registry",
     # the kernel SDK
-    "get_include": "sdk",
-    "get_cmake_dir": "sdk",
+    "get_include": "_sdk",
+    "get_cmake_dir": "_sdk",
     # errors
-    "PaddleCoreError": "errors",
-    "PluginError": "errors",
-    "ManifestError": "errors",
-    "OpNotFoundError": "errors",
-    "AttrError": "errors",
-    "OpInputError": "errors",
-    "ShapeError": "errors",
-    "KernelError": "errors",
-    "KernelNotFoundError": "errors",
-    "KernelLoadError": "errors",
-    "KernelRuntimeError": "errors",
-    "ProgramError": "errors",
-    "FeedError": "errors",
-    "DeviceError": "errors",
-    "ConfigError": "errors",
+    "PaddleCoreError": "_src.base.errors",
+    "PluginError": "_src.base.errors",
+    "ManifestError": "_src.base.errors",
+    "OpNotFoundError": "_src.base.errors",
+    "AttrError": "_src.base.errors",
+    "OpInputError": "_src.base.errors",
+    "ShapeError": "_src.base.errors",
+    "KernelError": "_src.base.errors",
+    "KernelNotFoundError": "_src.base.errors",
+    "KernelLoadError": "_src.base.errors",
+    "KernelRuntimeError": "_src.base.errors",
+    "ProgramError": "_src.base.errors",
+    "FeedError": "_src.base.errors",
+    "DeviceError": "_src.base.errors",
+    "ConfigError": "_src.base.errors",
 }
-_SUBMODULES = {"ops", "shape_rules", "testing"}
+# Public modules: the generated ops, the rules manifests name, the op-testing kit, and
+# shape_rules (the old name of rules, kept so that code using it goes on working).
+_SUBMODULES = {"ops", "rules", "shape_rules", "testing"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
 
@@ -100,11 +102,12 @@ def __dir__() -> list[str]:
 
 TYPE_CHECKING = False  # (not typing.TYPE_CHECKING: importing typing costs start-up time)
 if TYPE_CHECKING:  # let type checkers and editors see the lazy names
-    from . import ops, shape_rules, testing
-    from .append import ShapeContext
-    from .backward import GradContext, append_backward, gradients
-    from .device import CPU, CUDA, Device, get_device
-    from .errors import (
+    from . import ops, rules, shape_rules, testing
+    from ._sdk import get_cmake_dir, get_include
+    from ._src.base.cpu import CPU
+    from ._src.base.cuda import CUDA
+    from ._src.base.device import Device
+    from ._src.base.errors import (
         AttrError,
         ConfigError,
         DeviceError,
@@ -121,21 +124,22 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
         ProgramError,
         ShapeError,
     )
-    from .executor import Executor, PreparedProgram
-    from .framework import (
-        Block,
-        Initializer,
-        Operator,
-        Parameter,
+    from ._src.graph.backward import GradContext, append_backward, gradients
+    from ._src.graph.block import Block
+    from ._src.graph.operator import Operator
+    from ._src.graph.program import (
         Program,
-        Variable,
         data,
         default_main_program,
         default_startup_program,
         program_guard,
     )
-    from .hooks import hookimpl, hookspec, register_plugin, unregister_plugin
-    from .registry import PluginConflictWarning, get_registry, reload_registry
-    from .scope import Scope, global_scope
-    from .sdk import get_cmake_dir, get_include
-    from .serialization import load_program, save_program
+    from ._src.graph.serialization import load_program, save_program
+    from ._src.graph.shape_inference import ShapeContext
+    from ._src.graph.variable import Initializer, Parameter, Variable
+    from ._src.plugins.devices import get_device
+    from ._src.plugins.hooks import hookimpl, hookspec, register_plugin, unregister_plugin
+    from ._src.plugins.registry import PluginConflictWarning, get_registry, reload_registry
+    from ._src.run.executor import Executor
+    from ._src.run.prepared import PreparedProgram
+    from ._src.run.scope import Scope, global_scope

@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import PaddleCoreError
+from ._src.base.errors import PaddleCoreError
+from ._src.plugins.config import normalize
+from ._src.plugins.registry import get_registry
+from ._version import __version__
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `list`
 if TYPE_CHECKING:
@@ -26,7 +29,7 @@ JSON_SCHEMA_VERSION = 1
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    import warnings
+    import warnings  # (not at the top: the listing path imports nothing it does not use)
 
     warnings.showwarning = _show_warning
     try:
@@ -46,8 +49,6 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="paddle-ops", description="Inspect the ops that installed paddle-core plugins provide."
     )
-    from ._version import __version__
-
     parser.add_argument("--version", action="version", version=f"paddle-core {__version__}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
@@ -80,13 +81,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# rich, json, protobuf (through the op docs), plugin code: imported by the commands that use
+# them, so that `list` stays near-free.
+
+
 def _console() -> Any:
-    from rich.console import Console
+    from rich.console import Console  # (~45 ms: not for `list`)
 
     return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
 
 
 def _table(*columns: str, title: str | None = None) -> Any:
+    # (~45 ms: not for `list`)
     from rich import box
     from rich.table import Table
 
@@ -95,24 +101,16 @@ def _table(*columns: str, title: str | None = None) -> Any:
 
 
 def _dump(data: Any) -> None:
-    import json
+    import json  # (only for --json)
 
     print(json.dumps({"schema": JSON_SCHEMA_VERSION, **data}, indent=2, sort_keys=True))
-
-
-def _registry() -> Any:
-    from .registry import get_registry
-
-    return get_registry()
 
 
 # -- list ----------------------------------------------------------------------------------------
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .config import normalize
-
-    registry = _registry()
+    registry = get_registry()
     infos = [registry.ops[t] for t in registry.op_types()]
     if args.plugin:
         wanted = normalize(args.plugin)
@@ -191,8 +189,9 @@ def _empty_reason(registry: Any, what: str) -> str:
 
 def op_json(info: Any) -> dict[str, Any]:
     """Everything about one op as plain data (``show --json``)."""
-    from . import attrs as A
-    from .opdoc import signature_text
+    # (protobuf: not for `list`)
+    from ._src.spec import attrs as A
+    from ._src.spec.opdoc import signature_text
 
     def bound(ap: Any, side: str) -> Any:
         if not ap.HasField(side):
@@ -249,9 +248,9 @@ def _slot_json(slot: Any) -> dict[str, Any]:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from .opdoc import attr_summary, signature_text
+    from ._src.spec.opdoc import attr_summary, signature_text  # (protobuf: not for `list`)
 
-    info = _registry().op(args.op)
+    info = get_registry().op(args.op)
     if args.json:
         _dump(op_json(info))
         return 0
@@ -289,46 +288,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 # -- plugins and doctor ---------------------------------------------------------------------------
 
 
-def check_plugin_code(record: Any) -> None:
-    """Import a loaded plugin's modules and resolve every name its manifest declares; problems
-    are recorded against it (``record.problems``)."""
-    from .errors import PluginError
-    from .registry import resolve
-
-    if not record.loaded:
-        return
-    manifest = record.manifest()
-    refs = []
-    for opdef in manifest.ops:
-        op = opdef.proto.type
-        refs += [(opdef.shape_rule, f"shape rule of op {op!r}")]
-        refs += [(opdef.grad_rule, f"grad rule of op {op!r}")] if opdef.grad_rule else []
-        refs += [(k.python, f"{k.device} kernel of op {op!r}") for k in opdef.kernels if k.python]
-    for pack in manifest.kernel_packs:
-        refs += [
-            (k.python, f"{k.device} kernel of op {pack.op!r}") for k in pack.kernels if k.python
-        ]
-    for ref, what in refs:
-        try:
-            resolve(record, ref, what)
-        except PluginError:
-            pass  # recorded by resolve
-    natives = [o.proto.type for o in manifest.ops if any(k.native for k in o.kernels)]
-    natives += [p.op for p in manifest.kernel_packs if any(k.native for k in p.kernels)]
-    if natives:
-        from .errors import KernelLoadError
-        from .kernels import kernel_table
-
-        try:
-            kernel_table(record, natives[0])  # imports the module, checks its ABI and table
-        except KernelLoadError:
-            pass  # recorded as the plugin's kernel problem
-    if record.hooks_module:
-        from .hooks import plugin_manager
-
-        plugin_manager()  # imports hooks modules, recording failures
-
-
 def plugin_json(record: Any) -> dict[str, Any]:
     return {
         "name": record.name,
@@ -345,9 +304,11 @@ def plugin_json(record: Any) -> dict[str, Any]:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    registry = _registry()
+    from ._src.plugins.doctor import check_plugin_code  # (pluggy, protobuf: not for `list`)
+
+    registry = get_registry()
     for record in registry.records:
-        check_plugin_code(record)
+        check_plugin_code(record, registry.settings.cache_dir)
     rows = [plugin_json(r) for r in registry.records]
     if args.json:
         _dump({"plugins": rows})
@@ -365,69 +326,11 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
-def doctor_report(registry: Any) -> dict[str, Any]:
-    """Problems (exit 1) and warnings found across plugins, conflicts, kernels and the index."""
-    from . import __version__
-    from .config import normalize
-    from .registry import discover
-
-    problems: list[str] = []
-    warnings: list[str] = []
-    for record in registry.records:
-        check_plugin_code(record)
-        if record.status == "broken":
-            problems += [f"{record.label}: {p}" for p in record.problems]
-        warnings += [f"{record.label}: {w}" for w in record.warnings]
-    for conflict in registry.conflicts:
-        (warnings if conflict.preferred else problems).append(conflict.describe())
-    for info in registry.ops.values():
-        if not info.kernels:
-            problems.append(f"op {info.type!r} ({info.plugin.label}) declares no kernel")
-    for record in registry.records:
-        for pack in record.kernel_packs if record.loaded else []:
-            if pack["op"] not in registry.ops:
-                warnings.append(
-                    f"{record.label} has kernels for op {pack['op']!r}, which no plugin declares"
-                )
-    for key, wanted in registry.settings.prefer.items():
-        op = key.split(":", 1)[0]
-        providers = {
-            normalize(p.name) for p in registry.records if any(s["type"] == op for s in p.ops)
-        }
-        providers |= {
-            normalize(p.distribution)
-            for p in registry.records
-            if any(s["type"] == op for s in p.ops)
-        }
-        if normalize(wanted) not in providers:
-            warnings.append(f"preference {key}={wanted}: no such plugin provides op {op!r}")
-    stale = False
-    if registry.settings.cache_dir is not None and not registry.settings.no_plugins:
-        cached = [_discovered(r) for r in registry.records if r.namespace is None]
-        fresh = discover(registry.settings, rescan=True)
-        stale = cached != [_discovered(r) for r in fresh]
-        if stale:
-            problems.append("the plugin index was stale; it has been rebuilt")
-    return {
-        "core_version": __version__,
-        "problems": problems,
-        "warnings": warnings,
-        "stale_index": stale,
-    }
-
-
-def _discovered(record: Any) -> dict[str, Any]:
-    """What discovery found about a plugin, without what running it added (kernel problems
-    and warnings found while loading its kernels)."""
-    found = record.to_json()
-    found.pop("kernel_problem", None)
-    found.pop("warnings", None)
-    return found
-
-
 def cmd_doctor(args: argparse.Namespace) -> int:
-    registry = _registry()
-    report = doctor_report(registry)
+    from ._src.plugins import doctor  # (pluggy, protobuf: not for `list`)
+
+    registry = get_registry()
+    report = doctor.report(registry)
     if args.json:
         _dump(report)
     else:
@@ -451,12 +354,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_stubs(args: argparse.Namespace) -> int:
+    # (the generated API, protobuf: not for `list`)
     from pathlib import Path
 
-    from .stubs import write_stubs
+    from ._stubs import write_stubs
 
     path = Path(args.output) if args.output else None
-    written = write_stubs(_registry(), path)
+    written = write_stubs(get_registry(), path)
     print(f"wrote {written}")
     return 0
 

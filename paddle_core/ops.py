@@ -8,12 +8,17 @@ their declared defaults; ``help(pc.ops.scale)`` shows the docstring built from t
 
 from __future__ import annotations
 
+import inspect as _inspect
 from typing import Any
 
-from . import framework as _framework
-from .append import append_info as _append_info
-from .errors import OpInputError as _OpInputError
-from .registry import _rebuild_listeners, get_registry
+# Module-level names are underscored: every other name here is an op's generated function.
+from ._src.base.errors import AttrError as _AttrError
+from ._src.base.errors import OpInputError as _OpInputError
+from ._src.base.errors import did_you_mean as _did_you_mean
+from ._src.graph import program as _program
+from ._src.graph.append import append as _append
+from ._src.plugins.registry import _rebuild_listeners, get_registry
+from ._src.spec.opdoc import docstring as _docstring
 
 _MISSING = object()  # an input or required attr the caller did not pass
 _generated: set[str] = set()
@@ -51,10 +56,6 @@ def make_function(info: Any) -> Any:
     positional and unknown keyword arguments, so those get our errors with suggestions;
     ``__signature__`` shows the clean signature.
     """
-    import inspect
-
-    from .opdoc import docstring
-
     proto = info.proto
     inputs = [s.name for s in proto.inputs]
     attrs = [a.name for a in proto.attrs]
@@ -73,7 +74,7 @@ def make_function(info: Any) -> Any:
     body += [f"    if {a} is _MISSING: del _attrs[{a!r}]" for a in attrs if a not in defaults]
     body += [
         f"    _inputs = {{{', '.join(f'{i!r}: {i}' for i in inputs)}}}",
-        "    _, _outs = _append(_framework._main_program.current_block(), _info, _inputs, _attrs, name=name)",
+        "    _, _outs = _append(_program._main_program.current_block(), _info, _inputs, _attrs, name=name)",
         "    return _result(_outs)",
     ]
     namespace: dict[str, Any] = {
@@ -81,16 +82,16 @@ def make_function(info: Any) -> Any:
         "_d": defaults,
         "_info": info,
         "_bad_call": _bad_call,
-        "_append": _append_info,
-        "_framework": _framework,
+        "_append": _append,
+        "_program": _program,
         "_result": _result_maker(info),
     }
     exec("\n".join(body), namespace)
     fn = namespace[info.type]
-    fn.__doc__ = docstring(info)
+    fn.__doc__ = _docstring(info)
     fn.__module__ = __name__
     fn.__qualname__ = info.type
-    fn.__signature__ = _signature(info, inspect)
+    fn.__signature__ = _signature(info)
     return fn
 
 
@@ -111,8 +112,6 @@ def _result_maker(info: Any) -> Any:
 
 
 def _bad_call(info: Any, surplus: tuple, unknown: dict, n_inputs: int) -> None:
-    from .errors import AttrError, did_you_mean
-
     op = info.type
     if surplus:
         raise _OpInputError(
@@ -124,16 +123,16 @@ def _bad_call(info: Any, surplus: tuple, unknown: dict, n_inputs: int) -> None:
     key = next(iter(unknown))
     names = [a.name for a in info.proto.attrs]
     inputs = [s.name for s in info.proto.inputs]
-    raise AttrError(
-        f"op {op!r} has no attr {key!r}{did_you_mean(key, names + inputs)}; "
+    raise _AttrError(
+        f"op {op!r} has no attr {key!r}{_did_you_mean(key, names + inputs)}; "
         f"its attrs are: {', '.join(names) or 'none'}",
         op=op,
         attr=key,
     )
 
 
-def _signature(info: Any, inspect: Any) -> Any:
-    P = inspect.Parameter
+def _signature(info: Any) -> Any:
+    P = _inspect.Parameter
     params = [
         P(s.name, P.POSITIONAL_OR_KEYWORD, default=None if s.dispensable else P.empty)
         for s in info.proto.inputs
@@ -143,4 +142,4 @@ def _signature(info: Any, inspect: Any) -> Any:
         for a in info.proto.attrs
     ]
     params.append(P("name", P.KEYWORD_ONLY, default=None))
-    return inspect.Signature(params)
+    return _inspect.Signature(params)

@@ -1,63 +1,7 @@
-"""Shape rules shared by many ops, for manifests to name (``paddle_core.shape_rules:unary``).
+"""The old name of ``paddle_core.rules``, kept so that installed plugins go on working
+(manifests naming ``paddle_core.shape_rules:unary``, code importing from here). New code names
+``paddle_core.rules``; ``paddle-ops doctor`` notes manifests that still use this spelling."""
 
-A shape rule receives a ``ShapeContext``: it reads input variables' ``shape`` (tuples, ``None``
-for unknown dimensions) and ``dtype``, and sets each output's shape and dtype. Unknown
-dimensions propagate; known ones must agree.
-"""
+from .rules import broadcast_shapes, elementwise, unary
 
-from __future__ import annotations
-
-from typing import Any
-
-
-def unary(ctx: Any) -> None:
-    """The first output has the shape and dtype of the first input."""
-    x = next(vs[0] for vs in ctx.inputs.values() if vs)
-    ctx.set_output(ctx.output_slots[0], x.shape, x.dtype)
-
-
-def elementwise(ctx: Any) -> None:
-    """The first output is all inputs broadcast together (NumPy rules); dtypes must match."""
-    vars_ = [v for vs in ctx.inputs.values() for v in vs]
-    first = vars_[0]
-    shape, dtype = first.shape, first.dtype
-    for v in vars_:
-        if v.dtype != dtype:
-            ctx.fail(f"inputs must share one dtype, got {first.dtype} and {v.dtype}")
-        if v.shape != shape:
-            shape = None  # differing shapes: broadcast below
-    if shape is None:
-        shape = broadcast_shapes(ctx, *(v.shape for v in vars_))
-    ctx.set_output(ctx.output_slots[0], shape, dtype)
-
-
-def broadcast_shapes(ctx: Any, *shapes: tuple) -> tuple:
-    """NumPy broadcasting with unknown (None) dimensions; ``ctx.fail`` on a mismatch.
-
-    An unknown dimension broadcast with a known one n > 1 gives n (it must be 1 or n at run
-    time); with 1 or another unknown it stays unknown.
-    """
-    if all(s == shapes[0] for s in shapes):
-        return tuple(shapes[0]) if shapes else ()
-    rank = max(len(s) for s in shapes)
-    out = []
-    for axis in range(-rank, 0):
-        dim = 1
-        for s in shapes:
-            if len(s) < -axis:
-                continue
-            d = s[axis]
-            if d == 1:
-                continue
-            if d is None:
-                dim = None if dim == 1 else dim
-            elif dim in (1, None):
-                dim = d
-            elif dim != d:
-                ctx.fail(
-                    "shapes "
-                    + ", ".join(str(list(s)) for s in shapes)
-                    + f" cannot be broadcast together (axis {axis}: {dim} vs {d})"
-                )
-        out.append(dim)
-    return tuple(out)
+__all__ = ["broadcast_shapes", "elementwise", "unary"]

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from .backward import gradients
-from .executor import Executor
-from .framework import Program, Variable, program_guard
+from ._src.graph.backward import gradients
+from ._src.graph.program import Program, program_guard
+from ._src.graph.variable import Variable
+from ._src.run.executor import Executor
 
 
 def _build(

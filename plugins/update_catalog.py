@@ -1,4 +1,4 @@
-"""Regenerate paddle_core/catalog.py from the first-party plugins' manifests.
+"""Regenerate paddle_core/_src/plugins/catalog.py from the first-party plugins' manifests.
 
     python plugins/update_catalog.py
 
@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CATALOG = HERE.parent / "paddle_core" / "catalog.py"
+CATALOG = HERE.parent / "paddle_core" / "_src" / "plugins" / "catalog.py"
 BEGIN, END = "KNOWN_PACKAGES: dict[str, tuple[str, ...]] = {", "}\n"
 
 

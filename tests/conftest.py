@@ -1,6 +1,6 @@
 """Shared fixtures: an isolated plugin index, real pip installs of test plugins, the CLI.
 
-The toy plugin (tests/plugins/paddle_ops_toy) is installed into the test environment by
+The toy plugin (tests/packages/paddle_ops_toy) is installed into the test environment by
 `./dev test`, like any user's plugin. Other test plugins are pip-installed here, into target
 directories that tests put on the path of a subprocess (or, carefully, of this process).
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST_PLUGINS = ROOT / "tests" / "plugins"
+TEST_PACKAGES = ROOT / "tests" / "packages"  # test plugins, pip-installed by the tests
 
 # Settings that would change what the tests see; the user's own values must not leak in.
 _SETTINGS = (
@@ -51,7 +51,7 @@ def isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 def fresh_registry() -> Iterator[None]:
     """Each test starts from the installed plugins, with no in-process plugin left behind
     (neither op-declaring ones nor hooks-only ones)."""
-    from paddle_core import hooks, registry
+    from paddle_core._src.plugins import hooks, registry
 
     before = {name for name, _ in hooks.plugin_manager().list_name_plugin()}
     yield
@@ -72,7 +72,7 @@ def pip_install(target: Path, *packages: Path | str) -> None:
 def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding the deliberately broken plugins (paddle-ops-broken), pip-installed."""
     target = tmp_path_factory.mktemp("broken-site")
-    pip_install(target, TEST_PLUGINS / "broken")
+    pip_install(target, TEST_PACKAGES / "broken")
     return target
 
 
@@ -108,7 +108,7 @@ def run_cli(
 @pytest.fixture
 def on_path(monkeypatch: pytest.MonkeyPatch) -> Iterator:
     """Put directories on this process's sys.path and rebuild the registry (undone after)."""
-    from paddle_core.registry import reload_registry
+    from paddle_core import reload_registry
 
     def add(*dirs: Path) -> None:
         for d in dirs:

@@ -53,8 +53,10 @@ enum {
   PC_FLOAT64 = 10
 };
 
-/* Device types. */
-enum { PC_DEVICE_CPU = 1, PC_DEVICE_CUDA = 2 };
+/* Device types, as pc_tensor.device_type. A device type registered by a plugin (through the
+ * paddle_core_device_types hook) hands its kernels a value of its own choosing, from
+ * PC_DEVICE_FIRST_PLUGIN on (its Device class's kernel_device_type). */
+enum { PC_DEVICE_CPU = 1, PC_DEVICE_CUDA = 2, PC_DEVICE_FIRST_PLUGIN = 64 };
 
 /* Attribute types; the values equal AttrType in protos/framework.proto. */
 enum {

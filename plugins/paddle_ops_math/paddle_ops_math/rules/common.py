@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paddle_core.shape_rules import elementwise
+from paddle_core.rules import elementwise
 
 
 def grad_shapes(ctx):

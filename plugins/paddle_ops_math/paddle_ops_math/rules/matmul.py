@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from math import prod
 
-from paddle_core.shape_rules import broadcast_shapes
+from paddle_core.rules import broadcast_shapes
 
 
 def matmul_shape(ctx):

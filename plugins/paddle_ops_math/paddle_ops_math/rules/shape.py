@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from math import prod
 
-from paddle_core.errors import ProgramError
+from paddle_core import ProgramError
 
 
 def _axis(ctx, axis: int, ndim: int, what: str = "axis") -> int:

@@ -1,11 +1,11 @@
 """Rules of the unary family (kernels: src/unary_cpu.cpp).
 
-Every other unary op and every unary grad op uses ``paddle_core.shape_rules:unary``.
+Every other unary op and every unary grad op uses ``paddle_core.rules:unary``.
 """
 
 from __future__ import annotations
 
-from paddle_core.shape_rules import unary
+from paddle_core.rules import unary
 
 
 def clip_shape(ctx):

@@ -1,0 +1,84 @@
+"""The device interface: what the core asks of a place where kernels run and buffers live.
+
+A device type is a ``Device`` subclass, registered through the ``paddle_core_device_types``
+hook (the core's own CPU and CUDA come through it too); ``paddle_core.get_device("name:index")``
+finds them all. Planning, prepared programs and the compiled runtime ask a device what they
+need and never test its name:
+
+- ``kernel_device_type``, ``index`` and ``stream()``: how the runtime hands the device to a
+  kernel (``pc_tensor.device_type`` / ``device_index``, ``pc_context.stream``);
+- ``host_memory``: its buffers are NumPy arrays, so the compiled run loop can bind them;
+- ``fallback``: the device type whose kernels run an op this device has none for (with copies
+  through ``to_host`` / ``to_device``), or None;
+- ``empty``, ``to_device``, ``to_host``, ``holds``, ``host_copy``, ``synchronize``: buffers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import DeviceError
+from .host import aligned_empty
+
+
+class Device:
+    """A device type plus an index. Subclasses set ``type`` and implement the buffer moves."""
+
+    type: str = ""
+    # The PC_DEVICE_* value kernels see (kernel_abi.h); plugin device types use their own
+    # values from PC_DEVICE_FIRST_PLUGIN on.
+    kernel_device_type: int = 0
+    host_memory: bool = False
+    fallback: str | None = "cpu"
+
+    def __init__(self, index: int = 0) -> None:
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise DeviceError(f"{self.type} device index must be an int >= 0, got {index!r}")
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.index})"
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.index}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    @classmethod
+    def unavailable_reason(cls, index: int) -> str | None:
+        """Why device ``index`` of this type cannot be used here, or None if it can."""
+        return None
+
+    @classmethod
+    def host_copy(cls, value: Any) -> Any:
+        """A NumPy copy of ``value`` if it is a buffer of this device type, else None (lets
+        the executor accept feeds that live on any registered device)."""
+        return None
+
+    def stream(self) -> int:
+        """The stream handle kernels enqueue work on (``pc_context.stream``); 0 for none."""
+        return 0
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` is already a buffer of this device. The executor moves scope
+        values that are not; device types whose buffers differ from the host's override this."""
+        return True
+
+    def empty(self, shape: tuple, dtype: str) -> Any:
+        """An uninitialised buffer of this device."""
+        return self.to_device(aligned_empty(shape, dtype))
+
+    def to_device(self, array: Any) -> Any:
+        """A host (NumPy) array as this device's buffer type."""
+        raise NotImplementedError
+
+    def to_host(self, array: Any) -> Any:
+        """A buffer of this device as a NumPy array."""
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        """Wait for queued work on this device (no-op where work is synchronous)."""

@@ -1,0 +1,105 @@
+"""The core's error hierarchy: every user-facing failure is one of these.
+
+Each error names what it is about (plugin, op, attr, variable) in its message and keeps those
+names as attributes for programs that want to react to them. Where it helps, an error also
+derives from the matching built-in (``ValueError``, ``LookupError``...) so generic handlers work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class PaddleCoreError(Exception):
+    """Base class of every error raised by paddle-core."""
+
+
+class PluginError(PaddleCoreError):
+    """A plugin could not be loaded or used. ``plugin`` is its name."""
+
+    def __init__(self, message: str, *, plugin: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+
+
+class ManifestError(PluginError):
+    """A plugin manifest is unreadable or declares something invalid."""
+
+
+class OpNotFoundError(PaddleCoreError, AttributeError, LookupError):
+    """No loaded plugin provides an op of this type."""
+
+    def __init__(self, message: str, *, op: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+class AttrError(PaddleCoreError, ValueError):
+    """An attribute value does not match its declaration (type, range, choices, name)."""
+
+    def __init__(self, message: str, *, op: str, attr: str) -> None:
+        super().__init__(message)
+        self.op = op
+        self.attr = attr
+
+
+class OpInputError(PaddleCoreError, ValueError):
+    """An op was given missing, surplus or wrongly typed inputs or outputs."""
+
+    def __init__(self, message: str, *, op: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+class ShapeError(PaddleCoreError, ValueError):
+    """Shape or dtype inference found inputs that do not fit together."""
+
+    def __init__(self, message: str, *, op: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+class KernelError(PaddleCoreError):
+    """A kernel is missing, cannot be loaded, or failed while running."""
+
+    def __init__(self, message: str, *, op: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+class KernelNotFoundError(KernelError, LookupError):
+    """No kernel is registered for an (op, device, dtype)."""
+
+
+class KernelLoadError(KernelError):
+    """A declared kernel cannot be resolved: its module fails to import or lacks the symbol."""
+
+
+class KernelRuntimeError(KernelError, RuntimeError):
+    """A kernel raised or returned something other than what its op declares."""
+
+
+class ProgramError(PaddleCoreError, ValueError):
+    """A program, block or variable is used inconsistently, or a saved program is invalid."""
+
+
+class FeedError(PaddleCoreError, ValueError):
+    """Fed or fetched variables do not match the program (missing, unknown, wrong shape/dtype)."""
+
+
+class DeviceError(PaddleCoreError):
+    """A device string is invalid or the device is not available on this machine."""
+
+
+class ConfigError(PaddleCoreError):
+    """The user's configuration (environment variables or config file) is invalid."""
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """A suffix like " (did you mean 'scale'?)" for the closest candidates, or ""."""
+    import difflib  # (only when there is a mistake to explain)
+
+    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

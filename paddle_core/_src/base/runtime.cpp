@@ -1,0 +1,368 @@
+// paddle_core._src.base._runtime: kernel capsule checks and the run loop of a prepared program.
+//
+// The executor (Python) decides everything once per plan: which kernel runs each op, the
+// concrete shape of every variable, which buffers are planned (allocated once, reused across
+// runs) and which are bound per run (feeds, values from the scope, outputs that escape to
+// the caller). This module keeps those decisions in flat arrays and runs them: native
+// kernels are called through their function pointers with the GIL released; Python kernels
+// are called back with the GIL held. Nothing is looked up or allocated per op. The plan's
+// device (its kernel ABI device type, index and stream) is given by the device object that
+// prepared it; buffers are host arrays (devices with host memory).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "paddle_core/kernel_abi.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// The pc_kernel behind a capsule, refusing capsules of any other kind.
+const pc_kernel* kernel_of(const py::capsule& capsule) {
+  const char* name = capsule.name();
+  if (name == nullptr || std::strcmp(name, PADDLE_CORE_KERNEL_CAPSULE) != 0)
+    throw std::invalid_argument(std::string("not a paddle-core kernel capsule: ") +
+                                (name ? name : "(unnamed)"));
+  return capsule.get_pointer<const pc_kernel>();
+}
+
+// Raised to Python as paddle_core._runtime.KernelFailure(step index, message).
+struct KernelFailure {
+  int step;
+  std::string message;
+};
+
+// One variable's storage: its shape/strides (stable for the plan's life) and current data.
+struct Buffer {
+  std::vector<int64_t> shape, strides;
+  int32_t dtype = 0;
+  void* data = nullptr;
+  py::object array;            // the NumPy array owning `data`
+  std::vector<void**> places;  // step tensors that point at `data`, patched on rebinding
+};
+
+struct Step {
+  bool native = false;
+  // A copy step (native == false, copy_from >= 0): buffer copy_from -> copy_to, byte for byte.
+  int32_t copy_from = -1, copy_to = -1;
+  const pc_kernel* kernel = nullptr;
+  void* state = nullptr;
+  // Native: the pc_tensors handed to the kernel, and storage they point into.
+  std::vector<pc_tensor> in_items, out_items;
+  std::vector<int32_t> in_begin, out_begin;
+  pc_tensors ins{}, outs{};
+  // Attribute storage for prepare (kept for the plan's life).
+  std::vector<pc_attr> attr_items;
+  std::vector<std::string> attr_names, attr_strings;
+  std::vector<std::vector<int64_t>> attr_ints;
+  std::vector<std::vector<double>> attr_floats;
+  std::vector<std::vector<std::string>> attr_string_lists;
+  std::vector<std::vector<const char*>> attr_string_ptrs;
+  // Python: fn(inputs) -> list of output arrays, where inputs is a list per slot.
+  py::object fn;
+  std::vector<std::vector<int32_t>> py_in_slots;  // buffer indices per input slot
+  std::vector<int32_t> py_outs;                    // buffer index per output item
+
+  ~Step() {
+    if (native && state != nullptr && kernel->release != nullptr) kernel->release(state);
+  }
+};
+
+class Plan {
+ public:
+  Plan(int32_t num_threads, int32_t device_type, int32_t device_index, uintptr_t stream)
+      : device_type_(device_type), device_index_(device_index) {
+    ctx_.num_threads = num_threads;
+    ctx_.stream = reinterpret_cast<void*>(stream);
+    ctx_.message = message_;
+    ctx_.message_capacity = sizeof message_;
+  }
+
+  // A buffer with a fixed shape and dtype; returns its index.
+  int32_t add_buffer(const std::vector<int64_t>& shape, int32_t dtype) {
+    auto b = std::make_unique<Buffer>();
+    b->shape = shape;
+    b->strides.resize(shape.size());
+    int64_t stride = 1;
+    for (size_t k = shape.size(); k-- > 0;) {
+      b->strides[k] = stride;
+      stride *= shape[k];
+    }
+    b->dtype = dtype;
+    buffers_.push_back(std::move(b));
+    return static_cast<int32_t>(buffers_.size() - 1);
+  }
+
+  // A native step: `kernel` is a capsule from a plugin's kernels(); slots hold buffer indices;
+  // attrs are (name, type, value) tuples.
+  void add_native(py::capsule kernel, const std::vector<std::vector<int32_t>>& in_slots,
+                  const std::vector<std::vector<int32_t>>& out_slots, const py::list& attrs) {
+    auto step = std::make_unique<Step>();
+    step->native = true;
+    step->kernel = kernel_of(kernel);
+    fill_tensors(in_slots, step->in_items, step->in_begin, step->ins);
+    fill_tensors(out_slots, step->out_items, step->out_begin, step->outs);
+    fill_attrs(*step, attrs);
+    steps_.push_back(std::move(step));
+  }
+
+  void add_python(py::object fn, const std::vector<std::vector<int32_t>>& in_slots,
+                  const std::vector<int32_t>& outs) {
+    auto step = std::make_unique<Step>();
+    step->fn = std::move(fn);
+    step->py_in_slots = in_slots;
+    step->py_outs = outs;
+    steps_.push_back(std::move(step));
+  }
+
+  // Give a buffer its data. The caller has checked the array, but a kernel would read or
+  // write out of bounds if it were wrong, so its size and layout are checked again here.
+  void bind(int32_t index, py::array array) {
+    Buffer& b = *buffers_.at(index);
+    check_fits(b, array, index);
+    b.data = const_cast<void*>(array.data());
+    b.array = std::move(array);
+    for (void** place : b.places) *place = b.data;
+  }
+
+  // A step copying buffer `from` into buffer `to` (same byte size): an op whose output is also
+  // one of its inputs writes a separate buffer, copied back after it, because kernels may
+  // assume that their outputs do not overlap their inputs (see kernel_abi.h).
+  void add_copy(int32_t from, int32_t to) {
+    if (bytes_of(*buffers_.at(from)) != bytes_of(*buffers_.at(to)))
+      throw std::invalid_argument("copy between buffers of different sizes");
+    auto step = std::make_unique<Step>();
+    step->copy_from = from;
+    step->copy_to = to;
+    steps_.push_back(std::move(step));
+  }
+
+  py::object array(int32_t index) const { return buffers_.at(index)->array; }
+
+  // Run every native kernel's prepare (data-less tensors). Raises KernelFailure.
+  void prepare() {
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      Step& step = *steps_[s];
+      if (!step.native || step.kernel->prepare == nullptr) continue;
+      std::vector<void*> saved;
+      for (auto* items : {&step.in_items, &step.out_items})
+        for (pc_tensor& t : *items) saved.push_back(std::exchange(t.data, nullptr));
+      pc_attrs attrs{step.attr_items.data(), static_cast<int32_t>(step.attr_items.size())};
+      message_[0] = '\0';
+      pc_status status = step.kernel->prepare(&attrs, &step.ins, &step.outs, &ctx_, &step.state);
+      size_t k = 0;
+      for (auto* items : {&step.in_items, &step.out_items})
+        for (pc_tensor& t : *items) t.data = saved[k++];
+      if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
+    }
+  }
+
+  // Bind `arrays` to buffers `indices`, then run all steps in order.
+  void run(const std::vector<int32_t>& indices, const py::list& arrays) {
+    for (size_t k = 0; k < indices.size(); ++k) bind(indices[k], arrays[k].cast<py::array>());
+    size_t s = 0;
+    while (s < steps_.size()) {
+      if (steps_[s]->fn) {
+        run_python(s++);
+        continue;
+      }
+      py::gil_scoped_release release;  // a run of native (and copy) steps goes without the GIL
+      for (; s < steps_.size() && !steps_[s]->fn; ++s) {
+        Step& step = *steps_[s];
+        if (!step.native) {
+          const Buffer& from = *buffers_[step.copy_from];
+          if (size_t n = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, n);
+          continue;
+        }
+        message_[0] = '\0';
+        pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
+        if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
+      }
+    }
+  }
+
+ private:
+  // The kernel's reason, read with a bound (a kernel may not terminate it).
+  std::string message() const {
+    size_t n = strnlen(message_, sizeof message_);
+    return n ? std::string(message_, n) : std::string("the kernel reported an error without a message");
+  }
+
+  static size_t element_size(int32_t dtype) {
+    static const size_t sizes[] = {0, 1, 1, 2, 4, 8, 1, 2, 2, 4, 8};
+    return dtype >= 1 && dtype <= 10 ? sizes[dtype] : 0;
+  }
+
+  static size_t bytes_of(const Buffer& b) {
+    size_t n = element_size(b.dtype);
+    for (int64_t d : b.shape) n *= static_cast<size_t>(d);
+    return n;
+  }
+
+  static void check_fits(const Buffer& b, const py::array& a, int32_t index) {
+    const auto flags = a.flags();
+    bool ok = static_cast<size_t>(a.itemsize()) == element_size(b.dtype) &&
+              static_cast<size_t>(a.ndim()) == b.shape.size() &&
+              (flags & py::array::c_style) != 0 &&
+              (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
+    for (size_t k = 0; ok && k < b.shape.size(); ++k) ok = a.shape(k) == b.shape[k];
+    if (!ok) {
+      std::string planned;
+      for (int64_t d : b.shape) planned += (planned.empty() ? "" : ", ") + std::to_string(d);
+      throw std::invalid_argument("buffer " + std::to_string(index) + " is planned as [" + planned +
+                                  "] of " + std::to_string(element_size(b.dtype)) +
+                                  "-byte elements, C-contiguous and aligned; the array given is not");
+    }
+  }
+
+  // Build the pc_tensors of one side of a step, and record where each buffer's data pointer
+  // now lives so that rebinding the buffer patches it. The item vector is complete before any
+  // address is taken, so the addresses stay valid.
+  void fill_tensors(const std::vector<std::vector<int32_t>>& slots, std::vector<pc_tensor>& items,
+                    std::vector<int32_t>& begin, pc_tensors& out) {
+    std::vector<int32_t> owners;
+    begin.push_back(0);
+    for (const auto& slot : slots) {
+      for (int32_t index : slot) {
+        const Buffer& b = *buffers_.at(index);
+        items.push_back(pc_tensor{b.data, b.shape.data(), b.strides.data(),
+                                  static_cast<int32_t>(b.shape.size()), b.dtype, device_type_,
+                                  device_index_});
+        owners.push_back(index);
+      }
+      begin.push_back(static_cast<int32_t>(items.size()));
+    }
+    for (size_t i = 0; i < items.size(); ++i) buffers_[owners[i]]->places.push_back(&items[i].data);
+    out = pc_tensors{items.data(), begin.data(), static_cast<int32_t>(slots.size()),
+                     static_cast<int32_t>(items.size())};
+  }
+
+  void fill_attrs(Step& step, const py::list& attrs) {
+    size_t n = attrs.size();
+    // Reserve so that pointers into these vectors stay valid while we fill them.
+    step.attr_names.reserve(n);
+    step.attr_strings.reserve(n);
+    step.attr_ints.reserve(n);
+    step.attr_floats.reserve(n);
+    step.attr_string_lists.reserve(n);
+    step.attr_string_ptrs.reserve(n);
+    for (const py::handle item : attrs) {
+      auto tuple = item.cast<py::tuple>();
+      pc_attr a{};
+      step.attr_names.push_back(tuple[0].cast<std::string>());
+      a.name = step.attr_names.back().c_str();
+      a.type = tuple[1].cast<int32_t>();
+      py::handle value = tuple[2];
+      a.count = 1;
+      switch (a.type) {
+        case PC_ATTR_INT:
+        case PC_ATTR_LONG:
+        case PC_ATTR_BLOCK:
+          a.i = value.cast<int64_t>();
+          break;
+        case PC_ATTR_BOOL:
+          a.i = value.cast<bool>() ? 1 : 0;
+          break;
+        case PC_ATTR_FLOAT:
+          a.f = value.cast<double>();
+          break;
+        case PC_ATTR_STRING:
+          step.attr_strings.push_back(value.cast<std::string>());
+          a.s = step.attr_strings.back().c_str();
+          break;
+        case PC_ATTR_INTS:
+        case PC_ATTR_BOOLS: {
+          std::vector<int64_t> v;
+          for (auto x : value) v.push_back(a.type == PC_ATTR_BOOLS ? x.cast<bool>() : x.cast<int64_t>());
+          step.attr_ints.push_back(std::move(v));
+          a.ints = step.attr_ints.back().data();
+          a.count = static_cast<int32_t>(step.attr_ints.back().size());
+          break;
+        }
+        case PC_ATTR_FLOATS: {
+          step.attr_floats.push_back(value.cast<std::vector<double>>());
+          a.floats = step.attr_floats.back().data();
+          a.count = static_cast<int32_t>(step.attr_floats.back().size());
+          break;
+        }
+        case PC_ATTR_STRINGS: {
+          step.attr_string_lists.push_back(value.cast<std::vector<std::string>>());
+          std::vector<const char*> ptrs;
+          for (const auto& s : step.attr_string_lists.back()) ptrs.push_back(s.c_str());
+          step.attr_string_ptrs.push_back(std::move(ptrs));
+          a.strings = step.attr_string_ptrs.back().data();
+          a.count = static_cast<int32_t>(step.attr_string_ptrs.back().size());
+          break;
+        }
+        default:
+          throw std::invalid_argument("unknown attr type " + std::to_string(a.type));
+      }
+      step.attr_items.push_back(a);
+    }
+  }
+
+  void run_python(size_t s) {
+    Step& step = *steps_[s];
+    py::list inputs;
+    for (const auto& slot : step.py_in_slots) {
+      py::list arrays;
+      for (int32_t index : slot) arrays.append(buffers_[index]->array);
+      inputs.append(arrays);
+    }
+    // The callback checks and normalises the kernel's results (see run/prepared.py).
+    py::list results = step.fn(inputs);
+    for (size_t k = 0; k < step.py_outs.size(); ++k)
+      bind(step.py_outs[k], results[k].cast<py::array>());
+  }
+
+  int32_t device_type_, device_index_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::vector<std::unique_ptr<Step>> steps_;
+  pc_context ctx_{};
+  char message_[1024] = {0};
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_runtime, m) {
+  m.doc() = "paddle-core's compiled half: kernel capsule checks and the executor's run loop.";
+  m.attr("KERNEL_ABI_VERSION") = PADDLE_CORE_KERNEL_ABI_VERSION;
+  m.attr("KERNEL_STRUCT_SIZE") = sizeof(pc_kernel);
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> failure;
+  failure.call_once_and_store_result(
+      [&]() { return py::exception<KernelFailure>(m, "KernelFailure"); });
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const KernelFailure& e) {
+      py::set_error(failure.get_stored(), py::make_tuple(e.step, e.message));
+    }
+  });
+  m.def(
+      "kernel_info",
+      [](py::capsule capsule) {
+        const pc_kernel* k = kernel_of(capsule);
+        return py::make_tuple(k->abi_version, k->struct_size,
+                              k->name ? std::string(k->name) : std::string(), k->run != nullptr);
+      },
+      py::arg("capsule"),
+      "(abi_version, struct_size, name, has_run) of a kernel capsule, checked before use.");
+  py::class_<Plan>(m, "Plan")
+      .def(py::init<int32_t, int32_t, int32_t, uintptr_t>(), py::arg("num_threads"),
+           py::arg("device_type"), py::arg("device_index"), py::arg("stream"))
+      .def("add_buffer", &Plan::add_buffer, py::arg("shape"), py::arg("dtype"))
+      .def("add_native", &Plan::add_native, py::arg("kernel"), py::arg("inputs"),
+           py::arg("outputs"), py::arg("attrs"))
+      .def("add_python", &Plan::add_python, py::arg("fn"), py::arg("inputs"), py::arg("outputs"))
+      .def("add_copy", &Plan::add_copy, py::arg("source"), py::arg("target"))
+      .def("bind", &Plan::bind, py::arg("index"), py::arg("array"))
+      .def("array", &Plan::array, py::arg("index"))
+      .def("prepare", &Plan::prepare)
+      .def("run", &Plan::run, py::arg("indices"), py::arg("arrays"));
+}

@@ -1,0 +1,235 @@
+"""Appending an op to a block: the one path every op takes, from the generated API or
+``Block.append_op``.
+
+In order: attrs are validated (pydantic), inputs are checked against the OpProto's slots, the
+op's shape rule infers output shapes and dtypes, outputs are created (or the given ones updated),
+and only then is an Operator added. Any failure raises before the block changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base.errors import OpInputError, ShapeError, did_you_mean
+from .operator import Operator, block_indices
+from .shape_inference import ShapeContext, check_spec, infer
+from .variable import Parameter, Variable, format_shape
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: blocks build on appending
+    from .block import Block
+
+
+def append(
+    block: Block,
+    info: Any,
+    inputs: dict[str, Any],
+    attrs: dict[str, Any],
+    outputs: dict[str, Any] | None = None,
+    *,
+    position: int | None = None,
+    name: str | None = None,
+) -> tuple[Operator, dict[str, list[Variable]]]:
+    """Validate and append (or insert at ``position``) one op of registry entry ``info``;
+    return the Operator and its output variables by slot."""
+    sig = info._signature or info.signature()
+    if sig.block_attrs:
+        attrs = block_indices(info.type, attrs, sig.block_attrs, block.program)
+    attrs = sig.validate(attrs)
+    in_vars = _bind_inputs(block, info, sig, inputs)
+    ctx = ShapeContext(info.type, in_vars, attrs, sig.output_slots)
+    infer(info, ctx)
+    out_vars = _bind_outputs(block, info, sig, ctx.outputs, outputs, name)
+    op = Operator(
+        block,
+        info.type,
+        {slot: [v.name for v in vs] for slot, vs in in_vars.items()},
+        {slot: [v.name for v in vs] for slot, vs in out_vars.items()},
+        attrs,
+        sig.attr_types,
+    )
+    for vs in out_vars.values():
+        for v in vs:
+            if type(v) is not Parameter:
+                v.op = op
+    if position is None:
+        block.ops.append(op)
+    else:
+        block.ops.insert(position, op)
+    block.program._version += 1
+    return op, out_vars
+
+
+def _bind_inputs(
+    block: Block, info: Any, sig: Any, given: dict[str, Any]
+) -> dict[str, list[Variable]]:
+    op_type = info.type
+    bound: dict[str, list[Variable]] = {}
+    for slot, duplicable, dispensable, comment in sig.inputs:
+        value = given.get(slot)
+        if value is None:
+            if not dispensable:
+                detail = f" ({comment.rstrip('.')})" if comment else ""
+                raise OpInputError(f"op {op_type!r} requires input {slot!r}{detail}", op=op_type)
+            continue
+        if type(value) is Variable and (value.block is block or value.block.idx == 0):
+            if value.block.program is not block.program:
+                raise OpInputError(
+                    f"op {op_type!r}: input {slot!r} is variable {value.name!r} of another program",
+                    op=op_type,
+                )
+            bound[slot] = [value]  # the common case: one variable of this block or the global one
+        elif duplicable:
+            values = value if isinstance(value, (list, tuple)) else [value]
+            if not values and not dispensable:
+                raise OpInputError(
+                    f"op {op_type!r}: input {slot!r} needs at least one variable", op=op_type
+                )
+            bound[slot] = [_to_var(block, op_type, slot, v) for v in values]
+        elif isinstance(value, (list, tuple)):
+            raise OpInputError(
+                f"op {op_type!r}: input {slot!r} takes one variable, got a "
+                f"{type(value).__name__} of {len(value)}",
+                op=op_type,
+            )
+        else:
+            bound[slot] = [_to_var(block, op_type, slot, value)]
+    if len(given) > len(bound):
+        for key, value in given.items():
+            if key not in sig.input_names and value is not None:
+                names = [s[0] for s in sig.inputs]
+                raise OpInputError(
+                    f"op {op_type!r} has no input {key!r}{did_you_mean(key, names)}; "
+                    f"its inputs are: {', '.join(names) or 'none'}",
+                    op=op_type,
+                )
+    return bound
+
+
+def _to_var(block: Block, op_type: str, slot: str, value: Any) -> Variable:
+    if isinstance(value, Variable):
+        if value.block.program is block.program and block.find_var(value.name) is value:
+            return value
+        raise OpInputError(
+            f"op {op_type!r}: input {slot!r} is variable {value.name!r} of another program or "
+            f"of a block not enclosing block {block.idx}",
+            op=op_type,
+        )
+    if isinstance(value, str):
+        return block.var(value)
+    raise OpInputError(
+        f"op {op_type!r}: input {slot!r} must be a Variable (or a variable name), "
+        f"got {type(value).__name__}",
+        op=op_type,
+    )
+
+
+def _bind_outputs(
+    block: Block,
+    info: Any,
+    sig: Any,
+    specs: dict[str, list[tuple[tuple, str]]],
+    given: dict[str, Any] | None,
+    name: str | None,
+) -> dict[str, list[Variable]]:
+    op_type = info.type
+    for slot, _, dispensable in sig.outputs:
+        if slot not in specs and not dispensable:
+            raise ShapeError(
+                f"op {op_type!r}: its shape rule did not set required output {slot!r} "
+                f"(a bug in {info.plugin.label})",
+                op=op_type,
+            )
+    for slot, slot_specs in specs.items():
+        for shape, dtype in slot_specs:
+            check_spec(info, slot, shape, dtype)
+    if given is not None:
+        return _given_outputs(block, info, sig, specs, given)
+    base = name or block.program.unique_name(op_type)
+    single = name is not None and len(specs) == 1 and len(next(iter(specs.values()))) == 1
+    planned = []
+    for slot, slot_specs in specs.items():
+        many = len(slot_specs) > 1
+        for i, (shape, dtype) in enumerate(slot_specs):
+            var_name = name if single else (f"{base}.{slot}_{i}" if many else f"{base}.{slot}")
+            if var_name in block.vars:
+                raise OpInputError(
+                    f"op {op_type!r}: a variable named {var_name!r} already exists", op=op_type
+                )
+            planned.append((slot, var_name, shape, dtype))
+    out: dict[str, list[Variable]] = {slot: [] for slot in specs}
+    for slot, var_name, shape, dtype in planned:  # nothing is created unless all names are free
+        var = Variable(block, var_name, shape, dtype)
+        block.vars[var_name] = var
+        out[slot].append(var)
+    return out
+
+
+def _given_outputs(
+    block: Block, info: Any, sig: Any, specs: dict, given: dict[str, Any]
+) -> dict[str, list[Variable]]:
+    """Bind caller-provided outputs (``Block.append_op(outputs=...)``) and set their shapes."""
+    op_type = info.type
+    names = sig.output_slots
+    for key in given:
+        if key not in names:
+            raise OpInputError(
+                f"op {op_type!r} has no output {key!r}{did_you_mean(key, names)}", op=op_type
+            )
+    dispensable = {slot for slot, _, optional in sig.outputs if optional}
+    bound = []
+    for slot, slot_specs in list(specs.items()):
+        value = given.get(slot)
+        if value is None and slot in dispensable:  # not requested: the op will not produce it
+            del specs[slot]
+            continue
+        targets = value if isinstance(value, (list, tuple)) else [value]
+        if value is None or len(targets) != len(slot_specs):
+            raise OpInputError(
+                f"op {op_type!r}: output {slot!r} needs {len(slot_specs)} variable(s)",
+                op=op_type,
+            )
+        for target, spec in zip(targets, slot_specs):
+            if not isinstance(target, (Variable, str)):
+                raise OpInputError(
+                    f"op {op_type!r}: output {slot!r} must be a Variable or a name, "
+                    f"got {type(target).__name__}",
+                    op=op_type,
+                )
+            if isinstance(target, Variable) and block.find_var(target.name) is not target:
+                raise OpInputError(
+                    f"op {op_type!r}: output {slot!r} is variable {target.name!r} of another "
+                    f"program or of a block not enclosing block {block.idx}",
+                    op=op_type,
+                )
+            bound.append((slot, target, spec))
+    resolved = []
+    for slot, target, (shape, dtype) in bound:  # check every target before changing any
+        var = target if isinstance(target, Variable) else block.find_var(target)
+        if var is not None:
+            shape = _refine(op_type, slot, var, shape, dtype)
+        resolved.append((slot, target, var, shape, dtype))
+    out: dict[str, list[Variable]] = {slot: [] for slot in specs}
+    for slot, target, var, shape, dtype in resolved:
+        if var is None:
+            var = block.create_var(target, shape, dtype)
+        var.shape, var.dtype = shape, dtype
+        out[slot].append(var)
+    return out
+
+
+def _refine(op_type: str, slot: str, var: Variable, shape: tuple, dtype: str) -> tuple:
+    """The shape an existing output variable takes: its own, with unknown dimensions filled in
+    from the inferred one. A different dtype or a contradicting dimension is a ShapeError."""
+    same_rank = len(var.shape) == len(shape)
+    if (
+        var.dtype != dtype
+        or not same_rank
+        or any(a is not None and b is not None and a != b for a, b in zip(var.shape, shape))
+    ):
+        raise ShapeError(
+            f"op {op_type!r} would write output {slot!r} as {dtype}{format_shape(shape)} into "
+            f"variable {var.name!r}, declared {var.dtype}{format_shape(var.shape)}",
+            op=op_type,
+        )
+    return tuple(a if a is not None else b for a, b in zip(var.shape, shape))

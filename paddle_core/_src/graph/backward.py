@@ -1,0 +1,286 @@
+"""Backward: append to a program the ops that compute gradients.
+
+``gradients(targets, inputs)`` walks the ops between ``inputs`` and ``targets`` in reverse and
+asks each op's grad rule (named in its manifest) to append the ops computing its inputs'
+gradients from its outputs' gradients. A variable used by several ops receives one partial
+gradient per use; they are summed with ``add_n`` before the gradient flows further back.
+``append_backward(loss)`` does this for every trainable parameter.
+
+Grad rules receive a ``GradContext``. Most ops use ``default_grad``: the op ``T`` has a grad op
+``T_grad`` whose inputs are any of T's inputs and outputs (same slot names) plus
+``<output>_grad`` slots, whose outputs are ``<input>_grad`` slots, and whose attrs are any of
+T's. The grad op declares what it needs; ``default_grad`` wires it up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..base.errors import OpNotFoundError, ProgramError
+from ..plugins.registry import get_registry
+from .block import Block
+from .operator import Operator
+from .variable import Parameter, Variable
+
+GRAD_SUFFIX = "@GRAD"
+
+
+class GradContext:
+    """What a grad rule sees: the forward op, its outputs' gradients, and where to put its
+    inputs' gradients (names; None where no gradient is needed or flows)."""
+
+    def __init__(self, backward: _Backward, op: Operator) -> None:
+        self._backward = backward
+        self.op = op
+        self.attrs = op.attrs
+        self._input_grads: dict[tuple[str, int], str | None] = {}
+
+    def input(self, slot: str) -> str | None:
+        names = self.op.inputs.get(slot, [])
+        return names[0] if names else None
+
+    def inputs(self, slot: str) -> list[str]:
+        return list(self.op.inputs.get(slot, []))
+
+    def output(self, slot: str) -> str | None:
+        names = self.op.outputs.get(slot, [])
+        return names[0] if names else None
+
+    def outputs(self, slot: str) -> list[str]:
+        return list(self.op.outputs.get(slot, []))
+
+    def output_grad(self, slot: str) -> str | None:
+        """The gradient of output ``slot`` (None if no gradient flows back through it)."""
+        grads = self.output_grads(slot)
+        return grads[0] if grads else None
+
+    def output_grads(self, slot: str) -> list[str | None]:
+        return [self._backward.grad_of(n) for n in self.op.outputs.get(slot, [])]
+
+    def input_grad(self, slot: str) -> str | None:
+        """The name to write input ``slot``'s gradient into, or None if it is not needed."""
+        grads = self.input_grads(slot)
+        return grads[0] if grads else None
+
+    def input_grads(self, slot: str) -> list[str | None]:
+        names = self.op.inputs.get(slot, [])
+        result = []
+        for k, name in enumerate(names):
+            key = (slot, k)
+            if key not in self._input_grads:
+                wanted = name in self._backward.reach
+                self._input_grads[key] = self._backward.new_partial(name) if wanted else None
+            result.append(self._input_grads[key])
+        return result
+
+    def unused_grad(self, name: str) -> str:
+        """A name for a gradient of ``name`` that an op must produce but nothing needs (e.g.
+        one input of a duplicable slot when only the others want gradients)."""
+        return self._backward.new_partial(name, discard=True)
+
+    def zeros_like(self, name: str) -> str:
+        """A new variable of zeros shaped like ``name`` (for gradients that do not flow)."""
+        out = self._backward.fresh(f"{name}{GRAD_SUFFIX}@ZERO")
+        self.append_op("fill_like", {"x": name}, {"out": out}, {"value": 0.0})
+        return out
+
+    def append_op(
+        self,
+        type: str,
+        inputs: dict[str, Any],
+        outputs: dict[str, Any],
+        attrs: dict[str, Any] | None = None,
+    ) -> Operator:
+        """Append a gradient op; slots whose value is None (or all None) are left out."""
+        return self._backward.block.append_op(
+            type, _drop_none(inputs), _drop_none(outputs), attrs or {}
+        )
+
+
+def _drop_none(slots: dict[str, Any]) -> dict[str, Any]:
+    kept = {}
+    for slot, value in slots.items():
+        if isinstance(value, (list, tuple)):
+            if any(v is not None for v in value):
+                kept[slot] = list(value)
+        elif value is not None:
+            kept[slot] = value
+    return kept
+
+
+def default_grad(ctx: GradContext) -> None:
+    """The grad rule of most ops: append ``<op>_grad``, wired by slot names (see module doc)."""
+    op = ctx.op
+    grad_type = f"{op.type}_grad"
+    try:
+        grad_info = get_registry().op(grad_type)
+    except OpNotFoundError as e:
+        raise ProgramError(
+            f"op {op.type!r} names default_grad as its grad rule, but its grad op "
+            f"{grad_type!r} is missing: {e}"
+        ) from None
+    inputs: dict[str, Any] = {}
+    for slot in grad_info.proto.inputs:
+        name = slot.name
+        base = name.removesuffix("_grad")
+        if name != base and base in op.outputs:
+            grads = ctx.output_grads(base)
+            names = ctx.outputs(base)
+            value = [g if g is not None else ctx.zeros_like(n) for g, n in zip(grads, names)]
+        elif name in op.inputs:
+            value = ctx.inputs(name)
+        elif name in op.outputs:
+            value = ctx.outputs(name)
+        else:
+            continue  # an optional input the forward op did not use
+        inputs[name] = value if slot.duplicable else value[0]
+    outputs: dict[str, Any] = {}
+    for slot in grad_info.proto.outputs:
+        base = slot.name.removesuffix("_grad")
+        if base in op.inputs:
+            grads = ctx.input_grads(base)
+            if any(g is not None for g in grads):
+                if None in grads:  # a duplicable slot where only some inputs need gradients
+                    names = ctx.inputs(base)
+                    grads = [ctx.unused_grad(n) if g is None else g for g, n in zip(grads, names)]
+                outputs[slot.name] = grads if slot.duplicable else grads[0]
+    if not outputs:
+        return
+    declared = {a.name for a in grad_info.proto.attrs}
+    attrs = {k: v for k, v in op.attrs.items() if k in declared}
+    ctx.append_op(grad_type, inputs, outputs, attrs)
+
+
+class _Backward:
+    """The state of one gradients() call."""
+
+    def __init__(self, block: Block, reach: set[str]) -> None:
+        self.block = block
+        self.reach = reach  # variables whose gradients are wanted
+        self.partials: dict[str, list[str]] = {}
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 0
+        while self.block.find_var(name) is not None:
+            n += 1
+            name = f"{base}@{n}"
+        return name
+
+    def new_partial(self, var: str, discard: bool = False) -> str:
+        """A name for one more partial gradient of ``var`` (``discard``: computed, unused)."""
+        name = self.fresh(f"{var}{GRAD_SUFFIX}" + ("@UNUSED" if discard else ""))
+        if not discard:
+            self.partials.setdefault(var, []).append(name)
+        self._reserve(name, var)
+        return name
+
+    def _reserve(self, name: str, like: str) -> None:
+        # Create the variable now so that a second partial allocated before the first is
+        # written gets a different name.
+        var = self.block.find_var(like)
+        self.block.create_var(name, var.shape, var.dtype)
+
+    def grad_of(self, var: str) -> str | None:
+        """The full gradient of ``var``: its partials summed (once), or None if it has none."""
+        partials = self.partials.get(var)
+        if not partials:
+            return None
+        if len(partials) > 1:
+            # Into a new variable: a partial may be the caller's seed (target_gradients), and
+            # an op writing its own input is an in-place update the executor must copy around.
+            total = self.fresh(f"{var}{GRAD_SUFFIX}")
+            self._reserve(total, var)
+            self.block.append_op("add_n", {"xs": partials}, {"out": total})
+            partials[:] = [total]
+        return partials[0]
+
+
+def gradients(
+    targets: Variable | Sequence[Variable],
+    inputs: Variable | Sequence[Variable],
+    target_gradients: Variable | Sequence[Variable | None] | None = None,
+) -> list[Variable | None]:
+    """Append the ops computing d(sum of targets)/d(input) for each input; return the gradient
+    variables (None for an input the targets do not depend on).
+
+    ``target_gradients`` seed the targets' gradients (default: ones); ops are appended to the
+    targets' global block. Variables marked ``stop_gradient`` (other than the requested
+    inputs) block the flow, as data variables do by default.
+    """
+    targets = [targets] if isinstance(targets, Variable) else list(targets)
+    inputs = [inputs] if isinstance(inputs, Variable) else list(inputs)
+    if not targets or not inputs:
+        raise ProgramError("gradients() needs at least one target and one input")
+    block = targets[0].block.program.global_block()
+    for v in [*targets, *inputs]:
+        if not isinstance(v, Variable) or v.block.program is not block.program:
+            raise ProgramError(f"gradients(): {v!r} is not a variable of the targets' program")
+    seeds: list[Variable | None]
+    if target_gradients is None:
+        seeds = [None] * len(targets)
+    else:
+        seeds = (
+            [target_gradients] if isinstance(target_gradients, Variable) else list(target_gradients)
+        )
+        if len(seeds) != len(targets):
+            raise ProgramError("gradients(): target_gradients must match targets one to one")
+    forward = list(block.ops)
+    reach = _reachable(block, forward, {v.name for v in inputs})
+    backward = _Backward(block, reach)
+    for target, seed in zip(targets, seeds):
+        if seed is None:
+            name = backward.new_partial(target.name)
+            block.append_op("fill_like", {"x": target}, {"out": name}, {"value": 1.0})
+        else:
+            backward.partials.setdefault(target.name, []).append(seed.name)
+    registry = get_registry()
+    for op in _between(forward, reach, {t.name for t in targets}):
+        if not any(backward.partials.get(n) for n in op.output_names):
+            continue
+        rule = registry.op(op.type).grad_rule()
+        if rule is None:
+            raise ProgramError(
+                f"op {op.type!r} ({', '.join(op.output_names)}) is not differentiable (its "
+                "plugin declares no grad rule), but gradients must flow through it"
+            )
+        rule(GradContext(backward, op))
+    result = []
+    for v in inputs:
+        name = backward.grad_of(v.name)
+        result.append(block.var(name) if name is not None else None)
+    return result
+
+
+def append_backward(
+    loss: Variable, parameters: Sequence[Parameter] | None = None
+) -> list[tuple[Parameter, Variable]]:
+    """Append the ops computing d(loss)/d(parameter) for every trainable parameter (or the
+    given ones); return (parameter, gradient) pairs for those the loss depends on."""
+    if parameters is None:
+        parameters = [p for p in loss.block.program.all_parameters() if p.trainable]
+    grads = gradients([loss], list(parameters))
+    return [(p, g) for p, g in zip(parameters, grads) if g is not None]
+
+
+def _reachable(block: Block, ops: list[Operator], start: set[str]) -> set[str]:
+    """Variables that depend on ``start`` (through ops, not through stop_gradient variables)."""
+    reach = set(start)
+    for op in ops:
+        if any(n in reach for n in op.input_names):
+            for name in op.output_names:
+                var = block.find_var(name)
+                if var is not None and not var.stop_gradient:
+                    reach.add(name)
+    return reach
+
+
+def _between(ops: list[Operator], reach: set[str], targets: set[str]) -> list[Operator]:
+    """Ops on a path from the reachable variables to the targets, last first."""
+    needed = set(targets)
+    chosen = []
+    for op in reversed(ops):
+        if any(n in needed for n in op.output_names) and any(n in reach for n in op.input_names):
+            chosen.append(op)
+            needed.update(op.input_names)
+    return chosen

@@ -1,0 +1,179 @@
+"""Block: a list of ops and the variables they use; blocks nest through ``parent_idx``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..base.errors import ProgramError, did_you_mean
+from ..plugins.registry import get_registry
+from .append import append
+from .operator import Operator
+from .variable import Initializer, Parameter, Variable, valid_dtype, valid_shape
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: programs build on blocks
+    from .program import Program
+
+
+class Block:
+    """A list of ops and the variables they use; blocks nest through ``parent_idx``."""
+
+    def __init__(self, program: Program, idx: int, parent_idx: int = -1) -> None:
+        self.program = program
+        self.idx = idx
+        self.parent_idx = parent_idx
+        self.vars: dict[str, Variable] = {}
+        self.ops: list[Operator] = []
+
+    @property
+    def parent(self) -> Block | None:
+        return self.program.blocks[self.parent_idx] if self.parent_idx >= 0 else None
+
+    def __repr__(self) -> str:
+        return f"<Block {self.idx} (parent {self.parent_idx}): {len(self.vars)} vars, {len(self.ops)} ops>"
+
+    # -- variables --------------------------------------------------------------------------
+
+    def find_var(self, name: str) -> Variable | None:
+        """The variable ``name`` in this block or an ancestor, or None."""
+        block: Block | None = self
+        while block is not None:
+            var = block.vars.get(name)
+            if var is not None:
+                return var
+            block = block.parent
+        return None
+
+    def var(self, name: str) -> Variable:
+        """Like ``find_var`` but raises ProgramError naming close matches."""
+        var = self.find_var(name)
+        if var is None:
+            visible: list[str] = []
+            block: Block | None = self
+            while block is not None:
+                visible += block.vars
+                block = block.parent
+            raise ProgramError(
+                f"no variable {name!r} in block {self.idx}{did_you_mean(name, visible)}"
+            )
+        return var
+
+    def create_var(
+        self,
+        name: str | None = None,
+        shape: Sequence[int | None] | None = None,
+        dtype: Any = "float32",
+        *,
+        persistable: bool = False,
+        stop_gradient: bool = False,
+    ) -> Variable:
+        """A new variable in this block (named uniquely when ``name`` is None)."""
+        name = self.program.unique_name("tmp") if name is None else name
+        self._check_new(name)
+        var = Variable(
+            self,
+            name,
+            valid_shape(shape, f"variable {name!r}"),
+            valid_dtype(dtype, f"variable {name!r}"),
+            persistable=persistable,
+            stop_gradient=stop_gradient,
+        )
+        return self._add_var(var)
+
+    def create_global_var(self, *args: Any, **kwargs: Any) -> Variable:
+        """Like ``create_var``, in the global block."""
+        return self.program.global_block().create_var(*args, **kwargs)
+
+    def create_parameter(
+        self,
+        name: str | None = None,
+        shape: Sequence[int] = (),
+        dtype: Any = "float32",
+        *,
+        trainable: bool = True,
+        initializer: Initializer | None = None,
+        optimize_attrs: dict[str, Any] | None = None,
+    ) -> Parameter:
+        """A new parameter; whichever block this is called on, it lands in the global block."""
+        block = self.program.global_block()
+        name = self.program.unique_name("param") if name is None else name
+        block._check_new(name)
+        dims = valid_shape(shape, f"parameter {name!r}")
+        if None in dims:
+            raise ProgramError(
+                f"parameter {name!r}: every dimension must be known, got {list(shape)}"
+            )
+        param = Parameter(
+            block,
+            name,
+            dims,
+            valid_dtype(dtype, f"parameter {name!r}"),
+            trainable=trainable,
+            initializer=initializer,
+            optimize_attrs=optimize_attrs,
+        )
+        return block._add_var(param)  # type: ignore[return-value]
+
+    def _check_new(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ProgramError(f"variable names must be non-empty strings, got {name!r}")
+        if name in self.vars:
+            raise ProgramError(f"block {self.idx} already has a variable named {name!r}")
+
+    def _add_var(self, var: Variable) -> Variable:
+        self.vars[var.name] = var
+        self.program._version += 1
+        return var
+
+    # -- operators --------------------------------------------------------------------------
+
+    def append_op(
+        self,
+        type: str,
+        inputs: dict[str, Any] | None = None,
+        outputs: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> Operator:
+        """Append an op: attrs validated, inputs checked and output shapes inferred now.
+
+        ``inputs``/``outputs`` map slot names to a Variable, a variable name, or a list of them
+        (duplicable slots). Outputs not given are created, named uniquely.
+        """
+        info = get_registry().op(type)
+        return append(self, info, inputs or {}, attrs or {}, outputs)[0]
+
+    def prepend_op(
+        self,
+        type: str,
+        inputs: dict[str, Any] | None = None,
+        outputs: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> Operator:
+        """Like ``append_op``, inserting the op first (e.g. initializers, loaders)."""
+        info = get_registry().op(type)
+        return append(self, info, inputs or {}, attrs or {}, outputs, position=0)[0]
+
+    def remove_op(self, index: int) -> Operator:
+        op = self.ops.pop(index)
+        self.program._version += 1
+        return op
+
+    # -- descs ------------------------------------------------------------------------------
+
+    def to_desc(self, desc: Any) -> None:
+        desc.idx = self.idx
+        desc.parent_idx = self.parent_idx
+        for var in self.vars.values():
+            var.to_desc(desc.vars.add())
+        for op in self.ops:
+            op.to_desc(desc.ops.add())
+
+    def _describe(self) -> list[str]:
+        head = f"block {self.idx}" + (
+            f" (parent {self.parent_idx})" if self.parent_idx >= 0 else ""
+        )
+        lines = [head + ":"]
+        lines += ["  " + v._describe() for v in self.vars.values()]
+        lines += ["  " + op._describe() for op in self.ops]
+        return lines

@@ -1,0 +1,122 @@
+"""ProgramDesc -> Program: rebuilding the Python objects from the protobuf form, checked.
+
+The other direction is each class's ``to_desc``. Reading a desc is data only: no plugin code
+runs, and a program whose ops come from plugins that are not installed still loads (running it
+then says which op is missing).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from ...proto import framework_pb2 as pb
+from ..base import dtypes as D
+from ..base.errors import PaddleCoreError, ProgramError
+from ..spec.attrs import VALUE_FIELD, from_attr_value
+from .block import Block
+from .operator import Operator
+from .variable import Initializer, Parameter, Variable
+
+_NUMBERED = re.compile(r"(.+?)_(\d+)(?:\..*)?\Z")  # "split_0.outs_1" -> ("split", 0)
+
+
+def parse_program_desc(data: bytes, source: str | None = None) -> Any:
+    """ProgramDesc from bytes; ``source`` (a path) names them in errors."""
+    try:
+        return pb.ProgramDesc.FromString(data)
+    except DecodeError as e:
+        what = f"{source!r} is" if source else "the data is"
+        raise ProgramError(f"{what} not a serialized ProgramDesc: {e}") from None
+
+
+def program_from_desc(cls: type, desc: Any) -> Any:
+    """Build a Program (of class ``cls``) from a ProgramDesc, checking its structure."""
+    if desc.version > cls.FORMAT_VERSION:
+        raise ProgramError(
+            f"the program uses format version {desc.version}; this paddle-core reads up to "
+            f"{cls.FORMAT_VERSION} (upgrade paddle-core)"
+        )
+    if not desc.blocks:
+        raise ProgramError("the ProgramDesc has no blocks")
+    program = cls()
+    program.blocks = []
+    for i, bdesc in enumerate(desc.blocks):
+        if bdesc.idx != i or not -1 <= bdesc.parent_idx < i or (i > 0) != (bdesc.parent_idx >= 0):
+            raise ProgramError(f"block {i} has idx {bdesc.idx} and parent {bdesc.parent_idx}")
+        block = Block(program, i, bdesc.parent_idx)
+        program.blocks.append(block)
+        for vdesc in bdesc.vars:
+            shape = tuple(None if d < 0 else d for d in vdesc.shape)
+            try:
+                dtype = D.from_enum(vdesc.dtype)
+            except PaddleCoreError as e:
+                raise ProgramError(f"variable {vdesc.name!r} in block {i}: {e}") from None
+            if vdesc.HasField("parameter"):
+                info = vdesc.parameter
+                init = None
+                if info.initializer:
+                    init = Initializer(
+                        info.initializer,
+                        **_attr_dict(info.initializer_attrs, f"parameter {vdesc.name!r}"),
+                    )
+                var: Variable = Parameter(
+                    block,
+                    vdesc.name,
+                    shape,
+                    dtype,
+                    trainable=info.trainable,
+                    initializer=init,
+                    optimize_attrs=_attr_dict(info.optimize_attrs, f"parameter {vdesc.name!r}"),
+                )
+                var.persistable, var.stop_gradient = vdesc.persistable, vdesc.stop_gradient
+            else:
+                var = Variable(
+                    block,
+                    vdesc.name,
+                    shape,
+                    dtype,
+                    persistable=vdesc.persistable,
+                    is_data=vdesc.is_data,
+                    stop_gradient=vdesc.stop_gradient,
+                )
+            if var.name in block.vars:
+                raise ProgramError(f"block {i} declares variable {var.name!r} twice")
+            block.vars[var.name] = var
+        for odesc in bdesc.ops:
+            op = Operator(
+                block,
+                odesc.type,
+                {s.name: list(s.vars) for s in odesc.inputs},
+                {s.name: list(s.vars) for s in odesc.outputs},
+                _attr_dict(odesc.attrs, f"op {odesc.type!r} in block {i}"),
+                {a.name: a.value.type for a in odesc.attrs},
+            )
+            for name in op.input_names + op.output_names:
+                if block.find_var(name) is None:
+                    raise ProgramError(
+                        f"op {op.type!r} (#{len(block.ops)} in block {i}) uses variable "
+                        f"{name!r}, which no enclosing block declares"
+                    )
+            for name in op.output_names:
+                out = block.find_var(name)
+                if out is not None and not isinstance(out, Parameter):
+                    out.op = op
+            block.ops.append(op)
+    # Continue unique-name counters after the highest number already used, so ops appended
+    # to a loaded program never collide with its names.
+    for var in program.list_vars():
+        m = _NUMBERED.match(var.name)
+        if m:
+            prefix, n = m.group(1), int(m.group(2))
+            program._name_counts[prefix] = max(program._name_counts.get(prefix, 0), n + 1)
+    return program
+
+
+def _attr_dict(attrs: Any, owner: str) -> dict[str, Any]:
+    for a in attrs:
+        if a.value.type not in VALUE_FIELD:
+            raise ProgramError(f"{owner}: attr {a.name!r} has no valid type ({a.value.type})")
+    return {a.name: from_attr_value(a.value) for a in attrs}

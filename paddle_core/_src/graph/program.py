@@ -1,0 +1,163 @@
+"""Program: the compile-time description of a computation, and the default programs.
+
+A Program is a list of blocks (variables, parameters, operators); each maps to its protobuf
+desc (ProgramDesc, BlockDesc, VarDesc, OpDesc), and ``to_desc`` / ``from_desc`` convert
+exactly, so a saved program loads back byte-for-byte identical. Python objects are the working
+form (appending an op must be cheap); descs are built when saving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ...proto import framework_pb2 as pb
+from ..base.errors import ProgramError
+from .block import Block
+from .desc import parse_program_desc, program_from_desc
+from .variable import Parameter, Variable
+
+
+class Program:
+    """A whole computation: a list of blocks, block 0 being the global block.
+
+    ``version`` increases on every change made through the API; executors key their prepared
+    plans on it.
+    """
+
+    FORMAT_VERSION = 1
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = [Block(self, 0)]
+        self.current_block_idx = 0
+        self._version = 0
+        self._name_counts: dict[str, int] = {}
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def current_block(self) -> Block:
+        return self.blocks[self.current_block_idx]
+
+    def block(self, idx: int) -> Block:
+        if not 0 <= idx < len(self.blocks):
+            raise ProgramError(f"no block {idx}; the program has {len(self.blocks)}")
+        return self.blocks[idx]
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def create_block(self, parent_idx: int | None = None) -> Block:
+        """A new block, child of the current one (or of ``parent_idx``); it becomes current."""
+        parent = self.current_block_idx if parent_idx is None else self.block(parent_idx).idx
+        block = Block(self, len(self.blocks), parent)
+        self.blocks.append(block)
+        self.current_block_idx = block.idx
+        self._version += 1
+        return block
+
+    def rollback(self) -> None:
+        """Make the current block's parent current again (after building a sub-block)."""
+        parent = self.current_block().parent_idx
+        if parent < 0:
+            raise ProgramError("rollback() called on the global block")
+        self.current_block_idx = parent
+
+    def unique_name(self, prefix: str) -> str:
+        """``prefix_N`` with N counting per prefix within this program."""
+        n = self._name_counts.get(prefix, 0)
+        self._name_counts[prefix] = n + 1
+        return f"{prefix}_{n}"
+
+    def list_vars(self) -> Iterator[Variable]:
+        for block in self.blocks:
+            yield from block.vars.values()
+
+    def all_parameters(self) -> list[Parameter]:
+        return [v for v in self.global_block().vars.values() if isinstance(v, Parameter)]
+
+    def __str__(self) -> str:
+        lines = [f"Program ({len(self.blocks)} block{'s' if len(self.blocks) > 1 else ''})"]
+        for block in self.blocks:
+            lines += block._describe()
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        ops = sum(len(b.ops) for b in self.blocks)
+        return f"<Program: {len(self.blocks)} blocks, {ops} ops, version {self._version}>"
+
+    # -- descs ------------------------------------------------------------------------------
+
+    def to_desc(self) -> Any:
+        desc = pb.ProgramDesc(version=self.FORMAT_VERSION)
+        for block in self.blocks:
+            block.to_desc(desc.blocks.add())
+        return desc
+
+    def serialize(self) -> bytes:
+        """The ProgramDesc as protobuf bytes."""
+        return self.to_desc().SerializeToString()
+
+    @classmethod
+    def from_desc(cls, desc: Any) -> Program:
+        """Rebuild a program from a ProgramDesc. Reads data only: no plugin code runs."""
+        return program_from_desc(cls, desc)
+
+    @classmethod
+    def parse(cls, data: bytes) -> Program:
+        """Rebuild a program from ``serialize()`` bytes."""
+        return cls.from_desc(parse_program_desc(data))
+
+    def clone(self) -> Program:
+        """An independent deep copy (through the desc, so it is exactly what would be saved)."""
+        return Program.from_desc(self.to_desc())
+
+
+# -- the default program and program_guard ---------------------------------------------------
+
+_main_program = Program()
+_startup_program = Program()
+
+
+def default_main_program() -> Program:
+    """The program ops are appended to outside any ``program_guard``."""
+    return _main_program
+
+
+def default_startup_program() -> Program:
+    """The program initializers go to outside any ``program_guard``."""
+    return _startup_program
+
+
+@contextlib.contextmanager
+def program_guard(
+    main_program: Program, startup_program: Program | None = None
+) -> Iterator[Program]:
+    """Make ``main_program`` (and ``startup_program``) the defaults inside the ``with`` block."""
+    global _main_program, _startup_program
+    if not isinstance(main_program, Program):
+        raise ProgramError(f"program_guard expects a Program, got {type(main_program).__name__}")
+    saved = _main_program, _startup_program
+    _main_program = main_program
+    if startup_program is not None:
+        _startup_program = startup_program
+    try:
+        yield main_program
+    finally:
+        _main_program, _startup_program = saved
+
+
+def data(name: str, shape: Sequence[int | None], dtype: Any = "float32") -> Variable:
+    """Declare an input fed at run time, in the global block of the current program.
+
+    Use None (or -1) for dimensions known only at run time, typically the batch size.
+    """
+    var = _main_program.current_block().create_global_var(name, shape, dtype, stop_gradient=True)
+    var.is_data = True
+    return var

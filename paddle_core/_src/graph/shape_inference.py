@@ -1,0 +1,115 @@
+"""Shape inference: what a shape rule sees and how its answer is checked.
+
+A plugin's shape rule (named in its manifest) receives a ``ShapeContext``: input variables
+(``.shape`` with ``None`` for unknown dimensions, ``.dtype``), the validated attrs, and setters
+for each output. Appending an op runs it on declared shapes; planning runs it again on the fed,
+concrete ones (``TensorSpec`` stands in for variables there).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from ..base.dtypes import DTYPES
+from ..base.errors import PluginError, ShapeError
+from .variable import Variable, format_shape
+
+DTYPE_SET = frozenset(DTYPES)
+
+
+class TensorSpec:
+    """What a shape rule reads of a variable (name, shape, dtype, ndim), without a program:
+    the executor re-runs shape rules on concrete shapes when it prepares a plan."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name: str, shape: tuple, dtype: str) -> None:
+        self.name, self.shape, self.dtype = name, shape, dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+class ShapeContext:
+    """What a shape rule sees: input variables (``.shape``, ``.dtype``), attrs, and setters.
+
+    A rule reads ``ctx.input("x")`` (or ``ctx.input_list("xs")`` for duplicable slots),
+    ``ctx.attrs["axis"]``, and calls ``ctx.set_output("out", shape, dtype)`` for each output;
+    ``ctx.fail("why")`` raises a ShapeError naming the op and its inputs.
+    """
+
+    __slots__ = ("op", "attrs", "inputs", "outputs", "output_slots")
+
+    def __init__(
+        self,
+        op: str,
+        inputs: dict[str, list[Variable]],
+        attrs: dict[str, Any],
+        output_slots: list[str],
+    ) -> None:
+        self.op = op
+        self.inputs = inputs
+        self.attrs = attrs
+        self.output_slots = output_slots  # declared output slot names, in order
+        self.outputs: dict[str, list[tuple[tuple, str]]] = {}
+
+    def input(self, slot: str) -> Variable | None:
+        """The variable in a single-variable slot (None for an unused dispensable slot)."""
+        vars_ = self.inputs.get(slot)
+        return vars_[0] if vars_ else None
+
+    def input_list(self, slot: str) -> list[Variable]:
+        return self.inputs.get(slot, [])
+
+    def set_output(self, slot: str, shape: Any, dtype: str) -> None:
+        self.outputs[slot] = [(tuple(shape), dtype)]
+
+    def set_output_list(self, slot: str, specs: list[tuple[Any, str]]) -> None:
+        self.outputs[slot] = [(tuple(shape), dtype) for shape, dtype in specs]
+
+    def fail(self, message: str) -> NoReturn:
+        raise ShapeError(f"op {self.op!r}{self.describe_inputs()}: {message}", op=self.op)
+
+    def describe_inputs(self) -> str:
+        parts = [
+            f"{slot}={v.name!r} {v.dtype}{format_shape(v.shape)}"
+            for slot, vars_ in self.inputs.items()
+            for v in vars_
+        ]
+        return f" ({', '.join(parts)})" if parts else ""
+
+
+def infer(info: Any, ctx: ShapeContext) -> None:
+    """Run the op's shape rule; every failure becomes a ShapeError naming the op."""
+    rule = info._shape_rule
+    if rule is None:
+        try:
+            rule = info.shape_rule()
+        except PluginError as e:
+            raise ShapeError(f"op {info.type!r} cannot infer shapes: {e}", op=info.type) from e
+    try:
+        rule(ctx)
+    except ShapeError:
+        raise
+    except Exception as e:  # a bug in the rule still surfaces as our error, naming the op
+        raise ShapeError(
+            f"op {info.type!r}{ctx.describe_inputs()}: its shape rule raised "
+            f"{type(e).__name__}: {e}",
+            op=info.type,
+        ) from e
+
+
+def check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:
+    """Catch a shape rule returning nonsense here, not in a kernel at run time."""
+    ok = dtype in DTYPE_SET
+    for d in shape:
+        if d is not None and (type(d) is not int or d < 0):
+            ok = False
+    if not ok:
+        raise ShapeError(
+            f"op {info.type!r}: its shape rule gave output {slot!r} shape {shape!r} and dtype "
+            f"{dtype!r}; expected ints >= 0 or None, and one of {', '.join(DTYPES)} "
+            f"(a bug in {info.plugin.label})",
+            op=info.type,
+        )

@@ -1,0 +1,277 @@
+"""Find installed plugins and read their manifests, without importing any plugin code.
+
+A plugin registers one entry point in group ``paddle_core.plugins`` whose value names its
+manifest as ``package:file.pbtxt``, or ``package:directory`` holding several ``*.pbtxt``
+files (one per op family, merged in name order). The core owns the loader loop: each plugin is read on its
+own, every failure is recorded against that plugin (``PluginRecord.errors``), and nothing here
+raises. The result is cached on disk (``index_cache``), so a process that finds nothing changed
+reads one small JSON file instead of scanning distributions and parsing manifests.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.machinery
+import importlib.util
+
+from ..base.errors import ManifestError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+
+GROUP = "paddle_core.plugins"
+
+
+class PluginRecord:
+    """What the core knows about one plugin: identity, status, and its manifest.
+
+    ``errors`` are found at discovery (unreadable or invalid manifest, incompatible core): such
+    a plugin registers no ops. ``runtime_errors`` are found on first use (a rules module that
+    raises, a missing kernel symbol): its ops stay listed but cannot run. ``disabled`` is set
+    from the user's settings. The manifest is kept serialised; ``manifest()`` parses it on demand
+    so listing never needs protobuf.
+    """
+
+    # Fields stored in the index cache, in order.
+    FIELDS = (
+        "name",
+        "distribution",
+        "version",
+        "entry_point",
+        "manifest_path",
+        "manifest_files",
+        "comment",
+        "rules_module",
+        "kernel_module",
+        "hooks_module",
+        "errors",
+        "warnings",
+        "ops",
+        "kernel_packs",
+        "manifest_b64",
+        "kernel_problem",
+    )
+    __slots__ = (*FIELDS, "disabled", "runtime_errors", "namespace", "_manifest")
+
+    def __init__(self, name: str, distribution: str = "", version: str = "", **fields: Any):
+        self.name = name
+        self.distribution = distribution
+        self.version = version
+        self.entry_point = fields.get("entry_point", "")
+        self.manifest_path = fields.get("manifest_path", "")  # the file or directory named
+        self.manifest_files: list[str] = list(fields.get("manifest_files", ()))
+        self.comment = fields.get("comment", "")
+        self.rules_module = fields.get("rules_module", "")
+        self.kernel_module = fields.get("kernel_module", "")
+        self.hooks_module = fields.get("hooks_module", "")
+        self.errors: list[str] = list(fields.get("errors", ()))
+        self.warnings: list[str] = list(fields.get("warnings", ()))
+        self.ops: list[dict[str, Any]] = list(fields.get("ops", ()))
+        self.kernel_packs: list[dict[str, Any]] = list(fields.get("kernel_packs", ()))
+        self.manifest_b64: str = fields.get("manifest_b64", "")
+        # Why the compiled kernel module cannot be used (not installed, failed to import, wrong
+        # ABI): found without importing at discovery, or by a process that tried to load it,
+        # and kept in the index so that `paddle-ops list` knows. Cleared by a successful load.
+        self.kernel_problem: str = fields.get("kernel_problem", "")
+        self.disabled: str | None = None  # why the user switched it off
+        self.runtime_errors: list[str] = []
+        # Where bare rule/kernel names resolve: None means import rules_module on first use;
+        # in-process plugins (register_plugin) resolve names on their own object.
+        self.namespace: Any = fields.get("namespace")
+        self._manifest = None
+
+    @property
+    def problems(self) -> list[str]:
+        """Everything wrong with the plugin, manifest problems first."""
+        found = self.errors + self.runtime_errors
+        if self.kernel_problem and self.kernel_problem not in found:
+            found.append(self.kernel_problem)
+        return found
+
+    @property
+    def status(self) -> str:
+        """'ok', 'disabled' or 'broken'."""
+        if self.disabled:
+            return "disabled"
+        return "broken" if self.problems else "ok"
+
+    @property
+    def reason(self) -> str:
+        """Why the plugin is not 'ok' (first problem, with a count of the rest), or ''."""
+        if self.disabled:
+            return self.disabled
+        problems = self.problems
+        if not problems:
+            return ""
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        return problems[0] + more
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the plugin's ops are registered (manifest valid and plugin enabled)."""
+        return not self.errors and not self.disabled
+
+    @property
+    def label(self) -> str:
+        """How messages name the plugin: "plugin 'math' (paddle-ops-math 0.1.0)"."""
+        if self.distribution:
+            return f"plugin {self.name!r} ({self.distribution} {self.version})"
+        return f"plugin {self.name!r}"
+
+    def manifest(self):
+        """The parsed PluginManifest (imports protobuf on first call)."""
+        if self._manifest is None:
+            from ...proto import framework_pb2 as pb  # (protobuf: off the listing path)
+
+            self._manifest = pb.PluginManifest.FromString(base64.b64decode(self.manifest_b64))
+        return self._manifest
+
+    def to_json(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.FIELDS}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PluginRecord:
+        return cls(**data)
+
+
+# Manifest fields that hold one value for the whole plugin: every file that sets one must agree.
+_PLUGIN_FIELDS = (
+    "comment",
+    "requires_core",
+    "kernel_abi",
+    "rules_module",
+    "kernel_module",
+    "hooks_module",
+)
+
+
+def record_from_manifest(
+    record: PluginRecord, parts: list[tuple[str, str]], core_version: str
+) -> PluginRecord:
+    """Fill ``record`` from manifest texts ((text, source) per file, merged in order);
+    problems go to ``record.errors``. Never raises."""
+    # Parsing and checking need protobuf, which a listing served by the index never imports.
+    from ...proto import framework_pb2 as pb
+    from ..spec import manifest as M
+
+    parsed = pb.PluginManifest()
+    setters: dict[str, str] = {}
+    for text, source in parts:
+        try:
+            part = M.parse(text, plugin=record.name, source=source)
+        except ManifestError as e:
+            record.errors.append(str(e))
+            continue
+        for field in _PLUGIN_FIELDS:
+            value, current = getattr(part, field), getattr(parsed, field)
+            if value and current and value != current:
+                record.errors.append(
+                    f"{source} sets {field} {value!r}, but {setters[field]} sets {current!r}"
+                )
+            elif value:
+                setters.setdefault(field, source)
+        parsed.MergeFrom(part)
+    if record.errors:
+        return record
+    in_process = record.namespace is not None
+    errors, warnings = M.check(parsed, core_version=core_version, in_process=in_process)
+    record.errors += errors
+    record.warnings += warnings
+    record.comment = parsed.comment
+    record.rules_module = parsed.rules_module
+    record.kernel_module = parsed.kernel_module
+    record.hooks_module = parsed.hooks_module
+    summary = M.summarize(parsed)
+    record.ops = summary["ops"]
+    record.kernel_packs = summary["kernel_packs"]
+    record.manifest_b64 = base64.b64encode(parsed.SerializeToString()).decode("ascii")
+    record._manifest = parsed
+    return record
+
+
+def scan(core_version: str) -> list[PluginRecord]:
+    """Read every installed plugin's manifest. One plugin's failure never stops the others."""
+    from importlib.metadata import entry_points  # (~10 ms: only when the index is stale)
+
+    records = []
+    names: dict[str, PluginRecord] = {}
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: (e.name, e.value)):
+        record = _read_entry_point(ep, core_version)
+        if record.name in names:
+            other = names[record.name]
+            record.errors.insert(
+                0, f"plugin name {record.name!r} is already used by {other.distribution}"
+            )
+        names.setdefault(record.name, record)
+        records.append(record)
+    return records
+
+
+def _read_entry_point(ep, core_version: str) -> PluginRecord:
+    dist = getattr(ep, "dist", None)
+    record = PluginRecord(
+        ep.name,
+        distribution=dist.name if dist is not None else "",
+        version=dist.version if dist is not None else "",
+        entry_point=ep.value,
+    )
+    try:
+        path = locate_manifest(ep.value)
+        record.manifest_path = str(path)
+        files = sorted(path.glob("*.pbtxt")) if path.is_dir() else [path]
+        if not files:
+            raise ValueError(f"manifest directory {str(path)!r} holds no *.pbtxt file")
+        record.manifest_files = [str(f) for f in files]
+        parts = [(f.read_text(encoding="utf-8"), str(f)) for f in files]
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        record.errors.append(str(e))
+        return record
+    try:
+        record_from_manifest(record, parts, core_version)
+        if record.kernel_module and not record.errors and find_spec(record.kernel_module) is None:
+            record.kernel_problem = (
+                f"its compiled module {record.kernel_module!r} is not installed "
+                "(did the plugin's build fail?)"
+            )
+        return record
+    except Exception as e:  # a checker bug must not take the host down; report it instead
+        record.errors.append(f"unexpected {type(e).__name__} while reading the manifest: {e}")
+        return record
+
+
+def locate_manifest(value: str) -> Path:
+    """The manifest file (or directory) named by an entry-point value "package:file.pbtxt",
+    found without importing the package (``find_spec`` locates it; nothing is executed)."""
+    from pathlib import Path  # (5 ms: only when the index is stale)
+
+    package, sep, resource = value.partition(":")
+    package, resource = package.strip(), resource.strip()
+    if not sep or not package or not resource:
+        raise ValueError(f"entry point value {value!r} must look like 'package:manifest.pbtxt'")
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"package {package!r} named by entry point {value!r} is not installed")
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / resource
+        if candidate.exists():
+            return candidate
+    raise ValueError(f"manifest file {resource!r} is missing from package {package!r}")
+
+
+def find_spec(name: str):
+    """The module spec of a dotted name, found without importing anything (unlike
+    importlib.util.find_spec, which imports parent packages); None if it is not there."""
+    parts = name.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])
+        for i in range(1, len(parts)):
+            if spec is None or not spec.submodule_search_locations:
+                return None
+            locations = list(spec.submodule_search_locations)
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), locations)
+    except (ImportError, ValueError):
+        return None
+    return spec

@@ -1,0 +1,296 @@
+"""Executor: prepare a program once, then run it many times on a device.
+
+Preparing (``planning.plan``) does all the thinking, once per (program version, feed
+names/shapes/dtypes, fetch list): prune, select kernels, infer concrete shapes. The resulting
+``PreparedProgram`` is cached and only moves tensors: on CPU its run loop is compiled.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from ..base.dtypes import ITEMSIZE, canonical, name_of
+from ..base.errors import FeedError, PaddleCoreError, ProgramError, did_you_mean
+from ..graph.program import Program, default_main_program
+from ..graph.variable import Variable, format_shape
+from ..plugins import devices, hooks
+from ..plugins.registry import get_registry
+from .planning import MAX_BYTES, plan
+from .prepared import PreparedProgram
+from .scope import Scope, global_scope
+
+
+def default_num_threads() -> int:
+    """PADDLE_CORE_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use."""
+    for var in ("PADDLE_CORE_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(var, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class Executor:
+    """Runs programs on one device; prepared plans are cached per program version and signature,
+    and dropped when plugins are registered or unregistered."""
+
+    def __init__(
+        self, device: Any = "cpu", *, num_threads: int | None = None, cache_size: int = 64
+    ) -> None:
+        self.device = devices.get_device(device)
+        self.num_threads = num_threads or default_num_threads()  # for kernels that thread
+        self.cache_size = cache_size
+        self._plans: weakref.WeakKeyDictionary[Program, OrderedDict] = weakref.WeakKeyDictionary()
+        self._plugins: tuple = ()  # (registry, hooks generation) the plans were prepared under
+        self._last: _RepeatedCall | None = None  # the previous run(), for its fast repeat
+        self.prepare_count = 0  # how many plans were built (cache misses)
+        self.run_count = 0
+
+    def __repr__(self) -> str:
+        return f"Executor({str(self.device)!r})"
+
+    def run(
+        self,
+        program: Program | None = None,
+        feed: dict[str, Any] | None = None,
+        fetch_list: list[Any] | None = None,
+        scope: Scope | None = None,
+        return_numpy: bool = True,
+    ) -> list[Any]:
+        """Run ``program`` (default: the default main program); return the fetched values.
+
+        ``feed`` maps data variable names to arrays (NumPy on any device; they are moved);
+        ``fetch_list`` holds Variables or names. Values come back as NumPy arrays unless
+        ``return_numpy=False``.
+        """
+        program = default_main_program() if program is None else program
+        feed = {} if feed is None else feed
+        scope = scope if scope is not None else global_scope()
+        self.run_count += 1
+        last = self._last
+        if last is not None and last.matches(program, feed, fetch_list):
+            return last.plan._run(feed, scope, return_numpy)  # the same call again: no re-checks
+        if not isinstance(program, Program):
+            raise ProgramError(f"Executor.run expects a Program, got {type(program).__name__}")
+        block = program.global_block()
+        feed_values = {
+            name: self._feed_value(block, name, value) for name, value in _feed_items(feed)
+        }
+        fetch_names = [_fetch_name(block, f) for f in _fetch_items(fetch_list)]
+        signature = tuple((n, a.shape, name_of(a.dtype)) for n, a in sorted(feed_values.items()))
+        plan = self._plan(program, signature, fetch_names)
+        self._last = _RepeatedCall(program, feed_values, fetch_list, plan)
+        return plan._run(feed_values, scope, return_numpy)
+
+    def prepare(
+        self, program: Program, feed: dict[str, Any], fetch_list: list[Any]
+    ) -> PreparedProgram:
+        """Build (or fetch from the cache) the plan for these feeds (arrays or (shape, dtype)
+        pairs) and fetches."""
+        if not isinstance(program, Program):
+            raise ProgramError(f"Executor.prepare expects a Program, got {type(program).__name__}")
+        block = program.global_block()
+        signature = []
+        for name, value in sorted(_feed_items(feed)):
+            if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+                shape, dtype = _feed_spec(block, name, *value)
+            else:
+                array = self._feed_value(block, name, value)
+                shape, dtype = array.shape, name_of(array.dtype)
+            signature.append((name, shape, dtype))
+        fetch_names = [_fetch_name(block, f) for f in _fetch_items(fetch_list)]
+        return self._plan(program, tuple(signature), fetch_names)
+
+    def _plan(self, program: Program, signature: tuple, fetch_names: list[str]) -> PreparedProgram:
+        plugins = (get_registry(), hooks.generation)
+        if plugins != self._plugins:  # plugins changed: kernels, passes may differ
+            self._plans = weakref.WeakKeyDictionary()
+            self._plugins = plugins
+        plans = self._plans.get(program)
+        if plans is None:
+            plans = self._plans[program] = OrderedDict()
+        key = (program.version, signature, tuple(fetch_names))
+        plan = plans.get(key)
+        if plan is not None:
+            plans.move_to_end(key)
+            return plan
+        plan = self._build_plan(program, signature, fetch_names)
+        self.prepare_count += 1
+        plans[key] = plan
+        if len(plans) > self.cache_size:
+            plans.popitem(last=False)
+        return plan
+
+    def _feed_value(self, block: Any, name: str, value: Any) -> Any:
+        """``value`` as a NumPy array of variable ``name``'s dtype, checked against its shape."""
+        var = _feed_var(block, name)
+        if not isinstance(value, np.ndarray):
+            value = _to_array(name, var, value)
+        if not value.dtype.isnative:  # kernels read native byte order
+            value = value.astype(value.dtype.newbyteorder("="))
+        if name_of(value.dtype) != var.dtype:
+            raise FeedError(
+                f"feed {name!r} has dtype {value.dtype.name}, but variable {name!r} is {var.dtype} "
+                f"(convert with .astype({var.dtype!r}))"
+            )
+        _check_feed_shape(name, var, value.shape)
+        return value
+
+    def _build_plan(
+        self, program: Program, signature: tuple, fetch_names: list[str]
+    ) -> PreparedProgram:
+        return PreparedProgram(
+            plan(program, self.device, signature, fetch_names), self.device, self.num_threads
+        )
+
+
+class _RepeatedCall:
+    """A run() call remembered so that the same call again skips planning and re-checking.
+
+    A training or serving loop calls run() with the same program, feed names and fetch list
+    every time. It matches when the program object, its version, the plugins, the feed names
+    and the fetch list are the same, and each fed array is a NumPy array of exactly the
+    planned dtype and shape (so it is exactly as safe as the full checks it replaces).
+    """
+
+    __slots__ = ("program", "version", "plugins", "feed_specs", "fetch_list", "plan")
+
+    def __init__(self, program: Program, feed: dict, fetch_list: Any, plan: Any):
+        self.program = weakref.ref(program)  # remembering a call must not keep its program
+        self.version = program.version
+        self.plugins = (get_registry(), hooks.generation)
+        self.feed_specs = {name: (a.dtype, a.shape) for name, a in feed.items()}
+        self.fetch_list = list(fetch_list or ())
+        self.plan = plan
+
+    def matches(self, program: Any, feed: Any, fetch_list: Any) -> bool:
+        fetch = fetch_list if type(fetch_list) is list else list(fetch_list or ())
+        if (
+            program is not self.program()
+            or program.version != self.version
+            or get_registry() is not self.plugins[0]
+            or hooks.generation != self.plugins[1]
+            or type(feed) is not dict
+            or len(feed) != len(self.feed_specs)
+            or fetch != self.fetch_list
+        ):
+            return False
+        specs = self.feed_specs
+        for name, value in feed.items():
+            spec = specs.get(name)
+            if spec is None or type(value) is not np.ndarray:
+                return False
+            if value.dtype is not spec[0] or value.shape != spec[1]:
+                return False
+        return True
+
+
+def _feed_items(feed: Any) -> list[tuple[str, Any]]:
+    if not isinstance(feed, dict):
+        raise FeedError(
+            f"feed must be a dict of variable names to values, got {type(feed).__name__}"
+        )
+    for name in feed:
+        if not isinstance(name, str):
+            raise FeedError(f"feed keys must be variable names (str), got {name!r}")
+    return list(feed.items())
+
+
+def _fetch_items(fetch_list: Any) -> list[Any]:
+    if fetch_list is None:
+        return []
+    if isinstance(fetch_list, (str, Variable)) or not hasattr(fetch_list, "__iter__"):
+        raise FeedError(
+            f"fetch_list must be a list of Variables or names, got {type(fetch_list).__name__} "
+            "(wrap a single fetch in a list)"
+        )
+    return list(fetch_list)
+
+
+def _feed_var(block: Any, name: str) -> Variable:
+    var = block.vars.get(name)
+    if var is None:
+        raise FeedError(
+            f"feed {name!r} is not a variable of the program{did_you_mean(name, block.vars)}"
+        )
+    return var
+
+
+def _to_array(name: str, var: Variable, value: Any) -> Any:
+    """A non-NumPy feed (list, scalar, device array) as a NumPy array of the variable's dtype."""
+    host = devices.host_copy(value)  # a buffer of a registered device type (CuPy for CUDA)
+    if host is not None:
+        return host
+    if hasattr(value, "__cuda_array_interface__"):
+        raise FeedError(
+            f"feed {name!r} is a {type(value).__name__} device array of no registered device "
+            "type; feed NumPy arrays or arrays of a registered device (CuPy for cuda)"
+        )
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as e:  # ragged nested lists, unconvertible objects
+        raise FeedError(f"feed {name!r} is not an array of numbers: {e}") from None
+    # Lists and scalars take the variable's dtype, unless that loses meaning.
+    try:
+        target = np.dtype(var.dtype)
+    except TypeError:  # bfloat16 without ml_dtypes
+        raise FeedError(
+            f"feed {name!r}: NumPy cannot make {var.dtype} (variable {name!r}) from a "
+            f"{type(value).__name__}; feed an array of that dtype"
+        ) from None
+    if not np.can_cast(array.dtype, target, casting="same_kind"):
+        raise FeedError(
+            f"feed {name!r} holds {array.dtype.name} values, which variable {name!r} "
+            f"({var.dtype}) cannot hold without loss"
+        )
+    converted = array.astype(target)
+    if converted.dtype.kind in "iu" and not np.array_equal(converted, array):
+        raise FeedError(
+            f"feed {name!r} holds values outside the range of {var.dtype} (variable {name!r})"
+        )
+    return converted
+
+
+def _feed_spec(block: Any, name: str, shape: Any, dtype: str) -> tuple[tuple, str]:
+    """A (shape, dtype) feed given to ``prepare``, checked like an array would be."""
+    var = _feed_var(block, name)
+    try:
+        dtype = canonical(dtype)
+        shape = tuple(shape)
+    except (PaddleCoreError, TypeError) as e:
+        raise FeedError(f"feed {name!r}: {e}") from None
+    if any(type(d) is not int or d < 0 for d in shape):
+        raise FeedError(f"feed {name!r}: shape {list(shape)} must hold ints >= 0")
+    if math.prod(shape) * ITEMSIZE[dtype] > MAX_BYTES:
+        raise FeedError(f"feed {name!r}: shape {list(shape)} is more than any array can hold")
+    if dtype != var.dtype:
+        raise FeedError(f"feed {name!r} is given as {dtype}, but variable {name!r} is {var.dtype}")
+    _check_feed_shape(name, var, shape)
+    return shape, dtype
+
+
+def _check_feed_shape(name: str, var: Variable, shape: tuple) -> None:
+    if len(shape) != len(var.shape) or any(
+        d is not None and d != g for d, g in zip(var.shape, shape)
+    ):
+        raise FeedError(
+            f"feed {name!r} has shape {list(shape)}, but variable {name!r} is "
+            f"declared {format_shape(var.shape)}"
+        )
+
+
+def _fetch_name(block: Any, item: Any) -> str:
+    if isinstance(item, Variable):
+        return item.name
+    if isinstance(item, str):
+        if block.find_var(item) is None:
+            raise FeedError(
+                f"fetch {item!r} is not a variable of the program{did_you_mean(item, block.vars)}"
+            )
+        return item
+    raise FeedError(f"fetch_list items must be Variables or names, got {type(item).__name__}")

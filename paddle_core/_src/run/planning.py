@@ -1,0 +1,318 @@
+"""Planning a run: which ops, which kernels, which concrete shapes.
+
+Done once per (program version, feed signature, fetch list) by the executor:
+
+1. prune to the ops the fetches need (the seeds' ``extract_subnet_from``), keeping ops that
+   write persistable variables (their effect outlives the run) and never recomputing fed ones;
+2. check that every input will be available (fed, computed earlier, or persistable);
+3. select each op's kernel by (op, device, dtype) through the ``paddle_core_select_kernel``
+   hook, falling back to a kernel of the device's ``fallback`` type (CPU) with copies when the
+   device has none;
+4. re-run the shape rules on the fed shapes, so every variable has a concrete shape and
+   buffers can be planned.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from ..base.dtypes import ITEMSIZE
+from ..base.errors import (
+    FeedError,
+    KernelNotFoundError,
+    PluginError,
+    ProgramError,
+    ShapeError,
+    did_you_mean,
+)
+from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer
+from ..graph.variable import format_shape
+from ..plugins.hooks import plugin_manager
+from ..plugins.registry import KernelRef, get_registry
+
+_warned_fallbacks: set[tuple[str, str, str]] = set()
+MAX_BYTES = 1 << 48  # far beyond any machine's memory, far below where byte counts overflow
+
+
+class Step:
+    """One op of a plan: its kernel, decoded attrs, and the variables bound to its slots."""
+
+    __slots__ = ("op", "info", "kernel", "fn", "attrs", "fallback", "inputs", "outputs")
+
+    def __init__(
+        self,
+        op: Any,
+        info: Any,
+        kernel: Any,
+        attrs: Any,
+        fallback: bool,
+        inputs: list,
+        outputs: list,
+    ):
+        self.op = op
+        self.info = info
+        self.kernel = kernel
+        self.fn = kernel.load()  # a Python callable or a native kernel capsule
+        self.attrs = attrs
+        self.fallback = fallback  # a kernel of the device's fallback type: copy in and out
+        # (slot, duplicable, variable names), in OpProto order; absent slots have no names.
+        self.inputs = inputs
+        self.outputs = outputs
+
+    def describe(self) -> str:
+        """How errors name this step: "op 'add' (kernel 'add_f32' of plugin 'math')"."""
+        return (
+            f"op {self.op.type!r} (kernel {self.kernel.ref!r} of {self.kernel.plugin.label}, "
+            f"{self.kernel.device}/{self.kernel.dtype})"
+        )
+
+
+def _slots(op: Any, side: str, bound: Any, protos: Any) -> list[tuple[str, bool, list[str]]]:
+    """The op's variables per declared slot, checked against its OpProto.
+
+    Ops appended through the API are always right; a loaded or edited program may not be,
+    and a kernel handed the wrong number of tensors would read past its arguments.
+    """
+    declared = [p.name for p in protos]
+    for slot in bound:
+        if slot not in declared:
+            raise ProgramError(
+                f"op {op.type!r} has {side} slot {slot!r}, which its OpProto does not declare"
+                f"{did_you_mean(slot, declared)}; its {side}s are: {', '.join(declared) or 'none'}"
+            )
+    slots = []
+    for p in protos:
+        names = list(bound.get(p.name, ()))
+        if not names and not p.dispensable:
+            raise ProgramError(f"op {op.type!r} is missing its required {side} {p.name!r}")
+        if len(names) > 1 and not p.duplicable:
+            raise ProgramError(
+                f"op {op.type!r}: {side} {p.name!r} takes one variable, but the program binds "
+                f"{len(names)} ({', '.join(names)})"
+            )
+        slots.append((p.name, p.duplicable, names))
+    return slots
+
+
+class PlanSpec:
+    """Everything a runner needs: steps, concrete shapes and where each value comes from."""
+
+    def __init__(self, program: Any, feed_names: list[str], fetch_names: list[str]) -> None:
+        self.program = program
+        self.feed_names = feed_names
+        self.fetch_names = fetch_names
+        self.steps: list[Step] = []
+        self.persistable_inputs: list[str] = []  # read from the scope
+        self.persistable_outputs: list[str] = []  # written back to the scope
+        self.shapes: dict[str, tuple[tuple, str]] = {}  # variable -> (concrete shape, dtype)
+
+
+def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) -> PlanSpec:
+    """Plan a run of ``program`` on ``device`` for feeds ``signature`` ((name, shape, dtype),
+    sorted by name) and ``fetch_names``."""
+    manager = plugin_manager()
+    if manager.hook.paddle_core_transform_program.get_hookimpls():
+        program = program.clone()  # passes rewrite a private copy, never the user's program
+        manager.hook.paddle_core_transform_program(program=program, device=device)
+    block = program.global_block()
+    feed_names = [name for name, _, _ in signature]
+    spec = PlanSpec(program, feed_names, fetch_names)
+    spec.shapes = {name: (tuple(shape), dtype) for name, shape, dtype in signature}
+    registry = get_registry()
+    fed = set(feed_names)
+    available = set(fed)
+    for op in prune(block, fetch_names, fed):
+        for name in op.input_names:
+            if name not in available:
+                fed = ", ".join(feed_names) or "nothing"
+                problem = (
+                    f"op {op.type!r} needs variable {name!r}, which is neither fed nor computed "
+                    f"by an earlier op; add it to feed (fed: {fed})"
+                )
+                _persistable_input(spec, block, name, problem)
+                available.add(name)
+        for name in op.output_names:
+            if name in fed:
+                raise FeedError(
+                    f"variable {name!r} is fed, but op {op.type!r} (needed for the fetches) "
+                    "computes it; feed only variables no needed op writes (set persistable "
+                    "values with scope.set_var)"
+                )
+        step = _step(registry, manager, op, device, spec.shapes)
+        _infer_concrete(step, spec.shapes)
+        spec.steps.append(step)
+        for name in op.output_names:
+            available.add(name)
+            var = block.find_var(name)
+            if var is not None and var.persistable and name not in spec.persistable_outputs:
+                spec.persistable_outputs.append(name)
+    for name in fetch_names:
+        if name not in available:
+            problem = f"fetch {name!r} is neither fed nor computed by any op of the program"
+            _persistable_input(spec, block, name, problem)
+    return spec
+
+
+def prune(block: Any, fetch_names: list[str], fed: set[str]) -> list[Any]:
+    """The ops needed for the fetches, in order, plus ops writing persistable variables."""
+    needed = set(fetch_names) - fed
+    kept = []
+    for op in reversed(block.ops):
+        outputs = op.output_names
+        persists = any((v := block.find_var(n)) is not None and v.persistable for n in outputs)
+        if persists or any(n in needed for n in outputs):
+            kept.append(op)
+            needed.update(n for n in op.input_names if n not in fed)
+    kept.reverse()
+    return kept
+
+
+def _persistable_input(spec: PlanSpec, block: Any, name: str, problem: str) -> None:
+    """Record that ``name`` is read from the scope; raise ``problem`` unless it can be."""
+    var = block.find_var(name)
+    if var is None or not var.persistable:
+        raise FeedError(problem)
+    if None in var.shape:
+        raise ProgramError(
+            f"persistable variable {name!r} is declared {var.dtype}{format_shape(var.shape)}; "
+            "persistable variables need fully known shapes"
+        )
+    spec.persistable_inputs.append(name)
+    spec.shapes[name] = (var.shape, var.dtype)
+
+
+def _step(registry: Any, manager: Any, op: Any, device: Any, shapes: dict) -> Step:
+    info = registry.op(op.type)
+    if op.attr_types is info.attr_types:  # appended through the API: validated then
+        attrs = op.attrs
+    else:
+        attrs = info.validator().validate(dict(op.attrs))
+    inputs = _slots(op, "input", op.inputs, info.proto.inputs)
+    outputs = _slots(op, "output", op.outputs, info.proto.outputs)
+    dtype = kernel_dtype(op, inputs, shapes)
+    kernel = _select(registry, manager, op.type, device.type, dtype)
+    fallback = False
+    if kernel is None and device.fallback is not None:
+        kernel = _select(registry, manager, op.type, device.fallback, dtype)
+        fallback = kernel is not None
+        if fallback and (op.type, device.type, dtype) not in _warned_fallbacks:
+            _warned_fallbacks.add((op.type, device.type, dtype))
+            warnings.warn(
+                f"op {op.type!r} has no {device.type} kernel for {dtype}; "
+                f"running it on {device.fallback.upper()} with copies",
+                RuntimeWarning,
+                stacklevel=6,  # the caller of Executor.run or .prepare
+            )
+    if kernel is None:
+        have = "; ".join(f"{d} ({', '.join(info.dtypes_for(d))})" for d in info.devices)
+        raise KernelNotFoundError(
+            f"op {op.type!r} has no kernel for device {device.type} and dtype {dtype} "
+            f"({info.plugin.label}); its kernels: {have or 'none'}",
+            op=op.type,
+        )
+    return Step(op, info, kernel, attrs, fallback, inputs, outputs)
+
+
+def _select(registry: Any, manager: Any, op: str, device: str, dtype: str) -> Any:
+    """The kernel the ``paddle_core_select_kernel`` hooks pick among the registered ones."""
+    candidates = registry.kernel_candidates(op, device, dtype)
+    hook = manager.hook.paddle_core_select_kernel
+    try:
+        kernel = hook(op=op, device=device, dtype=dtype, candidates=candidates)
+    except Exception as e:
+        plugin = _hook_plugin(hook, e)
+        raise PluginError(
+            f"plugin {plugin!r}'s paddle_core_select_kernel hook failed for op {op!r} "
+            f"({device}/{dtype}): {type(e).__name__}: {e}",
+            plugin=plugin,
+        ) from e
+    if kernel is None or kernel in candidates:
+        return kernel
+    # A hook may pick a kernel outside the candidates (one it registered itself), but it must
+    # be a kernel of this op for this device and dtype: anything else would run on the wrong
+    # tensors.
+    fits = isinstance(kernel, KernelRef) and (kernel.op, kernel.device, kernel.dtype) == (
+        op,
+        device,
+        dtype,
+    )
+    if not fits:
+        plugin = _hook_plugin(hook)
+        raise PluginError(
+            f"a paddle_core_select_kernel hook (of {plugin}) returned {kernel!r} for op "
+            f"{op!r} ({device}/{dtype}); expected one of the candidates, or another KernelRef "
+            "of this op, device and dtype",
+            plugin=plugin,
+        )
+    return kernel
+
+
+def _hook_plugin(hook: Any, error: BaseException | None = None) -> str:
+    """The plugin whose implementation of ``hook`` raised ``error`` (found in its traceback),
+    else the names of every plugin implementing it (the core's own default aside)."""
+    impls = [i for i in hook.get_hookimpls() if i.plugin_name != "core"]
+    by_code = {getattr(i.function, "__code__", None): i.plugin_name for i in impls}
+    tb = error.__traceback__ if error is not None else None
+    while tb is not None:
+        if tb.tb_frame.f_code in by_code:
+            return by_code[tb.tb_frame.f_code]
+        tb = tb.tb_next
+    return ", ".join(i.plugin_name for i in impls)
+
+
+def kernel_dtype(op: Any, inputs: list, shapes: dict[str, tuple[tuple, str]]) -> str:
+    """The dtype that selects a kernel: the first input's as planned, or for ops without
+    inputs the first output's declared dtype."""
+    for _, _, names in inputs:
+        if names:
+            return shapes[names[0]][1]
+    for name in op.output_names:
+        return op.block.find_var(name).dtype
+    raise ProgramError(f"op {op.type!r} has neither inputs nor outputs")
+
+
+def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
+    """Run the op's shape rule on concrete input shapes; record its outputs' shapes."""
+    op = step.op
+    inputs = {
+        slot: [TensorSpec(n, *shapes[n]) for n in names] for slot, _, names in step.inputs if names
+    }
+    ctx = ShapeContext(op.type, inputs, step.attrs, [slot for slot, _, _ in step.outputs])
+    infer(step.info, ctx)
+    for slot, _, names in step.outputs:
+        if not names:  # a dispensable output this op instance does not produce
+            continue
+        specs = ctx.outputs.get(slot, [])
+        if len(specs) != len(names):
+            raise ShapeError(
+                f"op {op.type!r}: for the fed shapes its shape rule gives {len(specs)} "
+                f"value(s) for output {slot!r}, but the program has {len(names)}",
+                op=op.type,
+            )
+        for name, (shape, dtype) in zip(names, specs):
+            if None not in shape and math.prod(shape) * ITEMSIZE.get(dtype, 1) > MAX_BYTES:
+                raise ShapeError(
+                    f"op {op.type!r}{ctx.describe_inputs()} would make {name!r} "
+                    f"{dtype}{format_shape(shape)}, more than the {MAX_BYTES >> 40} TiB one "
+                    "buffer may hold",
+                    op=op.type,
+                )
+            if None in shape:
+                raise ShapeError(
+                    f"op {op.type!r}{ctx.describe_inputs()}: output {name!r} has no concrete "
+                    f"shape ({dtype}{format_shape(shape)}) even for the fed shapes",
+                    op=op.type,
+                )
+            check_spec(step.info, slot, shape, dtype)
+            planned = shapes.get(name)
+            if planned is not None and planned != (tuple(shape), dtype):
+                # One buffer per variable: an op rewriting a variable must keep its size.
+                raise ShapeError(
+                    f"op {op.type!r}{ctx.describe_inputs()} writes {name!r} as "
+                    f"{dtype}{format_shape(shape)}, but it is already "
+                    f"{planned[1]}{format_shape(planned[0])} in this run",
+                    op=op.type,
+                )
+            shapes[name] = (tuple(shape), dtype)

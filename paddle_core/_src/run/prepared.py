@@ -1,0 +1,364 @@
+"""PreparedProgram: a planned run, executed by a runner.
+
+On a device whose buffers are host memory (CPU) the compiled runtime runs the plan: native
+kernels are called through their function pointers in a C++ loop with no Python between ops,
+Python kernels are called back. Variables get one buffer each, in one of four roles:
+
+- fed: bound to the caller's array each run (never written: no op of the plan writes a fed
+  variable);
+- persistable: bound to the scope's array each run (updated in place), created if absent;
+- fetched: a pooled array per run, reused only once the caller has let go of the last one;
+- everything else: allocated once when the plan is built and reused by every run.
+
+Kernels never see an output overlapping one of their inputs: an op rewriting its own input
+(``w = transpose(w)``) writes a scratch buffer that is copied back after it. One plan runs
+one call at a time (its planned buffers are shared), so concurrent runs of it take turns.
+
+Other devices run the plan with a Python loop that moves data through the device's buffers
+(and copies for ops that fall back to the device's fallback, CPU, kernels), until the compiled
+runtime binds device memory.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..base import dtypes as D
+from ..base import native
+from ..base.errors import FeedError, KernelError, KernelRuntimeError, PaddleCoreError
+from ..base.host import host_array
+from ..graph.variable import format_shape
+from .planning import PlanSpec, Step
+from .scope import Scope
+
+
+class OutputBuffers:
+    """Memory for a value that leaves a run (a fetched output), reused once the caller lets go.
+
+    Each run hands out an array the caller owns. When the caller has dropped last run's array
+    and every view of it, its memory is reused: a large fresh allocation costs a page fault per
+    4 KiB written, which for a memory-bound op is as much as the op itself. An array the caller
+    still holds, or still sees through a view, is never reused, so no result is ever
+    overwritten under the caller's feet.
+    """
+
+    # References that are ours. To the array: this pool's, the compiled plan's binding (kept
+    # until the next run rebinds the buffer) and sys.getrefcount's argument. To the raw
+    # memory (which every view of the array has as its base): this pool's, the array's base
+    # and the argument.
+    _OURS = 3
+
+    def __init__(self, shape: tuple, dtype: str, device: Any) -> None:
+        self.shape, self.dtype, self.device = shape, dtype, device
+        self.array: Any = None
+        self.raw: Any = None
+
+    def take(self) -> Any:
+        if (
+            self.array is None
+            or sys.getrefcount(self.array) > self._OURS
+            or sys.getrefcount(self.raw) > self._OURS
+        ):
+            self.array = self.device.empty(self.shape, self.dtype)
+            self.raw = self.array.base
+        return self.array
+
+
+class PreparedProgram:
+    """A program ready to run: ``run(feed, scope)`` executes the planned steps in order."""
+
+    def __init__(self, spec: PlanSpec, device: Any, num_threads: int) -> None:
+        self.spec = spec
+        self.program = spec.program
+        self.device = device
+        self.feed_names = spec.feed_names
+        self.fetch_names = spec.fetch_names
+        self.steps = spec.steps
+        self.persistable_inputs = spec.persistable_inputs
+        self.persistable_outputs = spec.persistable_outputs
+        compiled = device.host_memory and not any(s.fallback for s in spec.steps)
+        self._runner = (
+            CompiledRunner(spec, device, num_threads) if compiled else PythonRunner(spec, device)
+        )
+
+    def __repr__(self) -> str:
+        runner = type(self._runner).__name__
+        return f"<PreparedProgram: {len(self.steps)} ops on {self.device} ({runner}), fetch {self.fetch_names}>"
+
+    @property
+    def op_types(self) -> list[str]:
+        return [s.op.type for s in self.steps]
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled runtime runs this plan."""
+        return isinstance(self._runner, CompiledRunner)
+
+    def run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
+        """Run with ``feed``: exactly the planned feeds, each of the planned shape and dtype."""
+        if not isinstance(feed, dict) or sorted(feed) != sorted(self.feed_names):
+            given = sorted(feed) if isinstance(feed, dict) else type(feed).__name__
+            raise FeedError(f"this plan is fed {self.feed_names}, got {given}")
+        for name in self.feed_names:
+            value, (shape, dtype) = feed[name], self.spec.shapes[name]
+            if (
+                not isinstance(value, np.ndarray)
+                or value.shape != shape
+                or D.name_of(value.dtype) != dtype
+            ):
+                got = f"{getattr(value, 'dtype', type(value).__name__)}{list(np.shape(value))}"
+                raise FeedError(
+                    f"feed {name!r} is {got}, but this plan was prepared for "
+                    f"{dtype}{format_shape(shape)}; prepare another plan for other shapes"
+                )
+        return self._run(feed, scope, return_numpy)
+
+    def _run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
+        """``run`` for feeds already checked against the plan (by the executor)."""
+        values = self._runner.run(feed, scope)
+        return [self.device.to_host(v) for v in values] if return_numpy else values
+
+
+def _scope_value(scope: Scope, name: str) -> Any:
+    value = scope.find_var(name)
+    if value is None:
+        raise FeedError(
+            f"persistable variable {name!r} has no value in the scope; "
+            "initialise it first (run the startup program or scope.set_var)"
+        )
+    return value
+
+
+class CompiledRunner:
+    """Runs a plan on a host-memory device (CPU) through the compiled runtime's loop."""
+
+    def __init__(self, spec: PlanSpec, device: Any, num_threads: int) -> None:
+        runtime = native.runtime()
+        self.spec = spec
+        self.device = device
+        self.plan = runtime.Plan(
+            num_threads, device.kernel_device_type, device.index, device.stream()
+        )
+        self.index: dict[str, int] = {}
+        for name, (shape, dtype) in spec.shapes.items():
+            self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+        fed = set(spec.feed_names)
+        persistable = set(spec.persistable_inputs) | set(spec.persistable_outputs)
+        self.persistable = [n for n in spec.shapes if n in persistable and n not in fed]
+        self.read_first = set(spec.persistable_inputs)  # must have a value before the run
+        self.fetched = [n for n in dict.fromkeys(spec.fetch_names) if n not in fed | persistable]
+        self.outputs = {n: OutputBuffers(*spec.shapes[n], device) for n in self.fetched}
+        # Fetched values the caller must not share with us: the scope's and the caller's own.
+        self.copied_out = fed | persistable
+        per_run = fed | persistable | set(self.fetched)
+        for name, (shape, dtype) in spec.shapes.items():
+            if name not in per_run:  # planned once, reused by every run
+                self.plan.bind(self.index[name], device.empty(shape, dtype))
+        for step in spec.steps:
+            ins = [[self.index[n] for n in names] for _, _, names in step.inputs]
+            outs = [[self.index[n] for n in names] for _, _, names in step.outputs]
+            if step.kernel.impl == "native":
+                copies = self._separate_outputs(ins, outs)
+                self.plan.add_native(step.fn, ins, outs, _native_attrs(step))
+                for scratch, target in copies:
+                    self.plan.add_copy(scratch, target)
+            else:
+                flat = [i for slot in outs for i in slot]
+                self.plan.add_python(_python_step(step, spec.shapes), ins, flat)
+        try:
+            self.plan.prepare()
+        except runtime.KernelFailure as e:
+            index, message = e.args
+            step = spec.steps[index]
+            raise KernelError(
+                f"{step.describe()} rejected its inputs: {message}", op=step.op.type
+            ) from None
+        self._failure = runtime.KernelFailure
+        self._lock = threading.Lock()
+
+    def _separate_outputs(self, ins: list, outs: list) -> list[tuple[int, int]]:
+        """Point outputs that are also inputs at scratch buffers; return (scratch, buffer)
+        pairs to copy back after the step."""
+        reads = {i for slot in ins for i in slot}
+        copies = []
+        for slot in outs:
+            for k, target in enumerate(slot):
+                if target in reads:
+                    name = next(n for n, i in self.index.items() if i == target)
+                    shape, dtype = self.spec.shapes[name]
+                    scratch = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+                    self.plan.bind(scratch, self.device.empty(shape, dtype))
+                    slot[k] = scratch
+                    copies.append((scratch, target))
+        return copies
+
+    def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+        with self._lock:  # planned buffers are shared by every run of this plan
+            return self._run_locked(feed, scope)
+
+    def _run_locked(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+        shapes, index = self.spec.shapes, self.index
+        indices, arrays = [], []
+        for name in self.spec.feed_names:
+            indices.append(index[name])
+            arrays.append(host_array(feed[name]))
+        for name in self.persistable:
+            if name in self.read_first:
+                value = _checked_persistable(name, _scope_value(scope, name), shapes[name])
+            else:
+                value = scope.find_var(name)
+                if value is None:
+                    value = self.device.empty(*shapes[name])
+                else:
+                    value = _checked_persistable(name, value, shapes[name])
+            indices.append(index[name])
+            arrays.append(value)
+        for name in self.fetched:
+            indices.append(index[name])
+            arrays.append(self.outputs[name].take())
+        try:
+            self.plan.run(indices, arrays)
+        except self._failure as e:
+            step_index, message = e.args
+            step = self.spec.steps[step_index]
+            raise KernelRuntimeError(
+                f"{step.describe()} failed: {message}", op=step.op.type
+            ) from None
+        except ValueError as e:  # an array that does not fit its buffer: refused, not run
+            if isinstance(e, PaddleCoreError):
+                raise
+            raise FeedError(f"a value does not fit the plan: {e}") from None
+        for name in self.spec.persistable_outputs:
+            scope.update_var(name, self.plan.array(index[name]))
+        copied_out = self.copied_out
+        return [
+            self.plan.array(index[n]).copy() if n in copied_out else self.plan.array(index[n])
+            for n in self.spec.fetch_names
+        ]
+
+
+def _checked_persistable(name: str, value: Any, planned: tuple[tuple, str]) -> Any:
+    shape, dtype = planned
+    if not isinstance(value, np.ndarray) or value.shape != shape or D.name_of(value.dtype) != dtype:
+        got = f"{getattr(value, 'dtype', type(value).__name__)}{list(getattr(value, 'shape', []))}"
+        raise FeedError(
+            f"persistable variable {name!r} holds {got} in the scope, but the program declares "
+            f"{dtype}{format_shape(shape)}"
+        )
+    flags = value.flags
+    if not (flags.c_contiguous and flags.aligned and flags.writeable):
+        raise FeedError(
+            f"persistable variable {name!r} must be a writeable, aligned C-contiguous array in "
+            "the scope (it is updated in place)"
+        )
+    return value
+
+
+def _native_attrs(step: Step) -> list[tuple[str, int, Any]]:
+    types = step.info.attr_types
+    return [(name, types[name], value) for name, value in step.attrs.items()]
+
+
+def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
+    """The callback the compiled runtime makes for a Python kernel: unpack slots, call, check."""
+
+    fn, attrs = step.fn, step.attrs
+    layout = [(duplicable, bool(names)) for _, duplicable, names in step.inputs]
+
+    def call(inputs: list[list[Any]]) -> list[Any]:
+        args = [
+            slot if duplicable else (slot[0] if present else None)
+            for slot, (duplicable, present) in zip(inputs, layout)
+        ]
+        produced = _call_kernel(step, fn, args, attrs)
+        arrays = [host_array(a) for a in _outputs(step, produced, shapes)]
+        # An output sharing memory with an input (``return x``, ``x.reshape(...)``) would
+        # change when that input's buffer is next written: it gets memory of its own.
+        given = [a for slot in inputs for a in slot]
+        return [a.copy() if any(np.may_share_memory(a, x) for x in given) else a for a in arrays]
+
+    return call
+
+
+def _call_kernel(step: Step, fn: Any, args: list[Any], attrs: dict[str, Any]) -> Any:
+    try:
+        return fn(*args, **attrs)
+    except Exception as e:
+        raise KernelRuntimeError(
+            f"{step.describe()} failed: {type(e).__name__}: {e}", op=step.op.type
+        ) from e
+
+
+def _outputs(step: Step, result: Any, shapes: dict[str, tuple[tuple, str]]) -> list[Any]:
+    """A Python kernel's result as a flat list of arrays, checked against the planned shapes."""
+    if len(step.outputs) == 1:
+        result = (result,)
+    elif not isinstance(result, (tuple, list)) or len(result) != len(step.outputs):
+        _bad_result(step, f"should return {len(step.outputs)} outputs as a tuple")
+    flat = []
+    for (slot, duplicable, names), value in zip(step.outputs, result):
+        if not names:  # a dispensable output this op instance does not produce
+            continue
+        produced = value if duplicable else [value]
+        if len(produced) != len(names):
+            _bad_result(
+                step, f"returned {len(produced)} arrays for output {slot!r}, expected {len(names)}"
+            )
+        for name, array in zip(names, produced):
+            _check_output(step, name, array, *shapes[name])
+            flat.append(array)
+    return flat
+
+
+def _bad_result(step: Step, problem: str) -> None:
+    raise KernelRuntimeError(f"{step.describe()} {problem}", op=step.op.type)
+
+
+def _check_output(step: Step, name: str, value: Any, shape: tuple, dtype: str) -> None:
+    got_shape = getattr(value, "shape", None)
+    got_dtype = getattr(getattr(value, "dtype", None), "name", None)
+    if got_shape is None or got_dtype != dtype or tuple(got_shape) != tuple(shape):
+        _bad_result(
+            step,
+            f"produced {name!r} as {type(value).__name__} {got_dtype}{list(got_shape or [])}, "
+            f"but the op declares {dtype}{format_shape(shape)}",
+        )
+
+
+class PythonRunner:
+    """Runs a plan with a Python loop on any device (CPU-fallback ops copy in and out)."""
+
+    def __init__(self, spec: PlanSpec, device: Any) -> None:
+        self.spec = spec
+        self.device = device
+
+    def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+        device, shapes = self.device, self.spec.shapes
+        values: dict[str, Any] = {}
+        for name in self.spec.persistable_inputs:
+            value = _scope_value(scope, name)
+            if not device.holds(value):  # e.g. a NumPy array set by the user, on CUDA
+                value = device.to_device(value)
+                scope.update_var(name, value)  # moved once, not on every run
+            values[name] = value
+        values.update({name: device.to_device(array) for name, array in feed.items()})
+        for step in self.spec.steps:
+            args = []
+            for _, duplicable, names in step.inputs:
+                slot = [values[n] for n in names]
+                if step.fallback:
+                    slot = [device.to_host(v) for v in slot]
+                args.append(slot if duplicable else (slot[0] if slot else None))
+            produced = _outputs(step, _call_kernel(step, step.fn, args, step.attrs), shapes)
+            names = [n for _, _, slot_names in step.outputs for n in slot_names]
+            for name, array in zip(names, produced):
+                values[name] = device.to_device(array) if step.fallback else array
+        for name in self.spec.persistable_outputs:
+            scope.update_var(name, values[name])
+        shared = set(self.spec.feed_names) | set(self.spec.persistable_inputs)
+        shared |= set(self.spec.persistable_outputs)  # the caller's and the scope's arrays
+        return [values[n].copy() if n in shared else values[n] for n in self.spec.fetch_names]

@@ -1,0 +1,80 @@
+"""Scope: where variable values live between and during runs.
+
+A scope maps variable names to device buffers (NumPy arrays on CPU). Persistable variables
+(parameters, optimizer state) stay in the user's scope across runs; lookups fall back to the
+parent scope, so a child scope sees its parent's values. A run writes a persistable result
+back where the variable lives: into the ancestor holding it, else into the scope it was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..base.errors import FeedError, did_you_mean
+
+
+class Scope:
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self._values: dict[str, Any] = {}
+
+    def new_scope(self) -> Scope:
+        """A child scope: reads fall back to this one; ``set_var`` writes stay in the child."""
+        return Scope(self)
+
+    def find_var(self, name: str) -> Any | None:
+        """The value of ``name`` here or in an ancestor, or None."""
+        scope: Scope | None = self
+        while scope is not None:
+            value = scope._values.get(name)
+            if value is not None:
+                return value
+            scope = scope.parent
+        return None
+
+    def get(self, name: str) -> Any:
+        """Like ``find_var``, raising FeedError naming close matches when absent."""
+        value = self.find_var(name)
+        if value is None:
+            raise FeedError(f"scope has no variable {name!r}{did_you_mean(name, list(self))}")
+        return value
+
+    def set_var(self, name: str, value: Any) -> None:
+        """Set ``name`` in this scope (shadowing an ancestor's value)."""
+        self._values[name] = value
+
+    def update_var(self, name: str, value: Any) -> None:
+        """Set ``name`` in the scope holding it (this one or an ancestor), else in this one."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope._values:
+                scope._values[name] = value
+                return
+            scope = scope.parent
+        self._values[name] = value
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.find_var(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        """Names visible from this scope (own first, then ancestors')."""
+        seen: set[str] = set()
+        scope: Scope | None = self
+        while scope is not None:
+            for name in scope._values:
+                if name not in seen:
+                    seen.add(name)
+                    yield name
+            scope = scope.parent
+
+    def __repr__(self) -> str:
+        return f"<Scope: {len(self._values)} variables{' (child)' if self.parent else ''}>"
+
+
+_global_scope = Scope()
+
+
+def global_scope() -> Scope:
+    """The scope executors use when ``run`` is given none."""
+    return _global_scope

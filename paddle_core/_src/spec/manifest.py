@@ -1,0 +1,280 @@
+"""Plugin manifests: parse the text format, check every declaration once, summarise for listing.
+
+A manifest is checked as a whole when its plugin is discovered; the result is cached with the
+plugin index, so none of this runs again until the plugin changes. Nothing here imports plugin
+code, NumPy or pydantic.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from typing import Any
+
+from google.protobuf import text_format
+
+from ...proto import framework_pb2 as pb
+from ..base.errors import ManifestError
+from ..base.native import KERNEL_ABI_VERSION
+from . import attrs as A
+
+_IDENT = re.compile(r"[a-z][a-z0-9_]*\Z")  # a leading "_" could shadow the generated code's names
+_REF = re.compile(r"([A-Za-z_][\w.]*:)?[A-Za-z_]\w*\Z")  # "function" or "module:function"
+# Modules manifests named before paddle_core.rules was their public, stable home. They still
+# resolve (the modules are aliases), and doctor notes each use.
+_RENAMED = {
+    "paddle_core.shape_rules": "paddle_core.rules",
+    "paddle_core.backward": "paddle_core.rules",
+}
+# Parameter names the generated API uses itself; attrs and inputs may not take them.
+RESERVED = frozenset({"name"})
+
+
+def parse(text: str, *, plugin: str, source: str) -> pb.PluginManifest:
+    """Parse manifest text; a syntax error names the file, the line and the column."""
+    manifest = pb.PluginManifest()
+    try:
+        text_format.Parse(text, manifest)
+    except text_format.ParseError as e:
+        raise ManifestError(f"{source}: {e}", plugin=plugin) from None
+    return manifest
+
+
+def check(
+    manifest: pb.PluginManifest, *, core_version: str, in_process: bool = False
+) -> tuple[list[str], list[str]]:
+    """Check a manifest; return (problems, warnings).
+
+    Problems make the plugin unusable; warnings are shown by ``paddle-ops doctor``. As a side
+    effect, the ``type`` of every default and choices AttrValue is filled in. ``in_process``
+    manifests (``register_plugin``) resolve bare names on their plugin object, so they need no
+    ``rules_module``.
+    """
+    bare_ok = bool(manifest.rules_module) or in_process
+    problems: list[str] = []
+    warnings: list[str] = []
+    problems += _check_compatibility(manifest, core_version)
+    seen: set[str] = set()
+    for opdef in manifest.ops:
+        op = opdef.proto.type
+        where = f"op {op!r}" if op else "an op with no type"
+        if op in seen:
+            problems.append(f"{where} is declared twice")
+        seen.add(op)
+        problems += [f"{where}: {p}" for p in _check_op(opdef, bare_ok)]
+        if not opdef.proto.comment:
+            warnings.append(f"{where} has no comment (its docstring will be empty)")
+        warnings += [f"{where}: {w}" for w in _old_spellings(opdef.shape_rule, opdef.grad_rule)]
+    for pack in manifest.kernel_packs:
+        if not _IDENT.match(pack.op):
+            problems.append(f"kernel pack for {pack.op!r}: op is not a valid op type")
+        problems += [f"kernels for {pack.op!r}: {p}" for p in _check_kernels(pack.kernels, bare_ok)]
+    kernels = list(_all_kernels(manifest))
+    warnings += _old_spellings(*(k.python for k in kernels if k.WhichOneof("impl") == "python"))
+    return problems, warnings
+
+
+def _old_spellings(*used: str) -> list[str]:
+    """A note per reference that names a module by its old path."""
+    notes = []
+    for ref in used:
+        module, _, name = ref.rpartition(":")
+        if module in _RENAMED:
+            notes.append(
+                f"{ref!r} is an old spelling that still works; write '{_RENAMED[module]}:{name}'"
+            )
+    return notes
+
+
+def _check_compatibility(manifest: pb.PluginManifest, core_version: str) -> list[str]:
+    problems = []
+    if manifest.requires_core:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # (~10 ms, rarely used)
+
+        try:
+            spec = SpecifierSet(manifest.requires_core)
+        except InvalidSpecifier:
+            problems.append(f"requires_core {manifest.requires_core!r} is not a version specifier")
+        else:
+            if not spec.contains(core_version, prereleases=True):
+                problems.append(
+                    f"requires paddle-core {manifest.requires_core}, "
+                    f"but paddle-core {core_version} is installed"
+                )
+    has_native = any(k.WhichOneof("impl") == "native" for k in _all_kernels(manifest))
+    if has_native and not manifest.kernel_module:
+        problems.append("declares native kernels but no kernel_module")
+    if has_native and manifest.kernel_abi != KERNEL_ABI_VERSION:
+        problems.append(
+            f"its kernels were built for kernel ABI {manifest.kernel_abi}, "
+            f"but paddle-core {core_version} speaks kernel ABI {KERNEL_ABI_VERSION}"
+        )
+    return problems
+
+
+def _all_kernels(manifest: pb.PluginManifest):
+    for opdef in manifest.ops:
+        yield from opdef.kernels
+    for pack in manifest.kernel_packs:
+        yield from pack.kernels
+
+
+def _check_op(opdef: pb.OpDef, bare_ok: bool) -> list[str]:
+    proto = opdef.proto
+    problems = []
+    if not _IDENT.match(proto.type) or keyword.iskeyword(proto.type):
+        problems.append("type must be a lowercase Python identifier starting with a letter")
+    if not proto.outputs:
+        problems.append("declares no outputs")
+    params: set[str] = set()  # names that become parameters of the generated function
+    for kind, slots in (("input", proto.inputs), ("output", proto.outputs)):
+        names: set[str] = set()
+        for slot in slots:
+            problems += _check_name(f"{kind} {slot.name!r}", slot.name, names)
+        if kind == "input":
+            params |= names
+    for ap in proto.attrs:
+        if ap.name in {s.name for s in proto.inputs}:
+            problems.append(f"attr {ap.name!r} has the name of an input")
+            continue
+        problems += _check_name(f"attr {ap.name!r}", ap.name, params)
+        problems += [f"attr {ap.name!r}: {p}" for p in _check_attr(ap)]
+    problems += _check_kernels(opdef.kernels, bare_ok)
+    if not opdef.shape_rule:
+        problems.append("has no shape_rule")
+    for field in ("shape_rule", "grad_rule"):
+        problems += _check_ref(field, getattr(opdef, field), bare_ok)
+    return problems
+
+
+def _check_name(what: str, name: str, taken: set[str]) -> list[str]:
+    if not _IDENT.match(name) or keyword.iskeyword(name):
+        return [f"{what} must be a lowercase Python identifier starting with a letter"]
+    if name in RESERVED:
+        return [f"{what} is reserved by the generated API"]
+    if name in taken:
+        return [f"{what} is declared twice"]
+    taken.add(name)
+    return []
+
+
+def _check_attr(ap: pb.AttrProto) -> list[str]:
+    if ap.type not in A.VALUE_FIELD:
+        return ["has no valid type"]
+    problems = []
+    numeric = ap.type in A.NUMERIC_TYPES
+    for side in ("min", "max"):
+        if ap.HasField(side) and not numeric:
+            problems.append(f"{side} is only allowed on numeric types, not {A.type_name(ap.type)}")
+    if ap.HasField("min") and ap.HasField("max") and ap.min.value > ap.max.value:
+        problems.append(f"min {ap.min.value} is greater than max {ap.max.value}")
+    if ap.HasField("choices"):
+        field = A.CHOICES_FIELD.get(ap.type)
+        stray = set(A.set_fields(ap.choices)) - {field}
+        if field is None:
+            problems.append(f"choices are not allowed on {A.type_name(ap.type)}")
+        elif stray or not getattr(ap.choices, field):
+            problems.append(f"choices must be a non-empty `{field}` list")
+        else:
+            ap.choices.type = {"ints": pb.INTS, "floats": pb.FLOATS, "strings": pb.STRINGS}[field]
+            for value in getattr(ap.choices, field):
+                problems += [f"choice {value!r} {p}" for p in range_violations(ap, value)]
+    if ap.HasField("default") and not problems:
+        stray = set(A.set_fields(ap.default)) - {A.VALUE_FIELD[ap.type]}
+        if stray or ap.default.type not in (0, ap.type):
+            problems.append(f"default must set only `{A.VALUE_FIELD[ap.type]}`")
+        else:
+            ap.default.type = ap.type
+            value = A.from_attr_value(ap.default)
+            problems += [f"default {A.render(value)} {p}" for p in violations(ap, value)]
+    return problems
+
+
+def violations(ap: pb.AttrProto, value: Any) -> list[str]:
+    """Why ``value`` (of the right type) breaks ``ap``'s range or choices; empty if it does not."""
+    items = value if ap.type in A.LIST_TYPES else [value]
+    problems = []
+    for item in items:
+        problems += range_violations(ap, item)
+        if ap.HasField("choices"):
+            allowed = list(getattr(ap.choices, A.CHOICES_FIELD[ap.type]))
+            if item not in allowed:
+                problems.append(f"is not one of {', '.join(A.render(c) for c in allowed)}")
+    return problems
+
+
+def range_violations(ap: pb.AttrProto, item: Any) -> list[str]:
+    """Why a single number breaks ``ap``'s min/max; empty if it does not."""
+    if isinstance(item, float) and math.isnan(item) and (ap.HasField("min") or ap.HasField("max")):
+        return ["is NaN, outside " + A.describe_range(ap)]
+    low = ap.HasField("min") and (item <= ap.min.value if ap.min.exclusive else item < ap.min.value)
+    high = ap.HasField("max") and (
+        item >= ap.max.value if ap.max.exclusive else item > ap.max.value
+    )
+    return [f"is outside {A.describe_range(ap)}"] if low or high else []
+
+
+def _check_kernels(kernels, bare_ok: bool) -> list[str]:
+    problems = []
+    seen: set[tuple[str, int]] = set()
+    for k in kernels:
+        impl = k.WhichOneof("impl")
+        name = f"{k.device or '?'} kernel"
+        if not _IDENT.match(k.device):
+            problems.append(f"{name}: device must be a lowercase identifier like 'cpu'")
+        if not k.dtypes or 0 in k.dtypes:
+            problems.append(f"{name}: lists no dtypes")
+        if impl is None:
+            problems.append(f"{name}: sets neither `python` nor `native`")
+        elif impl == "python":
+            problems += _check_ref(f"{name} python", k.python, bare_ok)
+        elif not re.match(r"[A-Za-z_]\w*\Z", k.native):
+            problems.append(f"{name}: native symbol {k.native!r} is not an identifier")
+        for dtype in k.dtypes:
+            if (k.device, dtype) in seen:
+                problems.append(f"{name}: dtype {pb.VarType.DataType.Name(dtype)} declared twice")
+            seen.add((k.device, dtype))
+    return problems
+
+
+def _check_ref(what: str, ref: str, bare_ok: bool) -> list[str]:
+    """``bare_ok``: a bare "function" has somewhere to resolve (a rules_module or, for
+    in-process plugins, the plugin object)."""
+    if not ref:
+        return []
+    if not _REF.match(ref):
+        return [f"{what} {ref!r} must be 'function' or 'module:function'"]
+    if ":" not in ref and not bare_ok:
+        return [f"{what} {ref!r} names a function but the manifest sets no rules_module"]
+    return []
+
+
+def summarize(manifest: pb.PluginManifest) -> dict[str, Any]:
+    """The listing view of a manifest: plain data, cached in the plugin index."""
+    return {
+        "ops": [
+            {
+                "type": opdef.proto.type,
+                "comment": opdef.proto.comment.strip().split("\n", 1)[0],
+                "kernels": _kernel_summary(opdef.kernels),
+                "grad": bool(opdef.grad_rule),
+            }
+            for opdef in manifest.ops
+        ],
+        "kernel_packs": [
+            {"op": pack.op, "kernels": _kernel_summary(pack.kernels)}
+            for pack in manifest.kernel_packs
+        ],
+    }
+
+
+def _kernel_summary(kernels) -> list[list[Any]]:
+    """[device, [dtype names], "python" | "native", reference] per kernel."""
+    names = pb.VarType.DataType.Name
+    summary = []
+    for k in kernels:
+        impl = k.WhichOneof("impl") or ""
+        ref = getattr(k, impl) if impl else ""
+        summary.append([k.device, [names(d).lower() for d in k.dtypes], impl, ref])
+    return summary

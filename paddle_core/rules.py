@@ -1,0 +1,16 @@
+"""Rules the core offers for manifests to name: this module's path is a stable, public contract.
+
+    shape_rule: "paddle_core.rules:unary"        # the output is like the first input
+    shape_rule: "paddle_core.rules:elementwise"  # inputs broadcast together (NumPy rules)
+    grad_rule: "paddle_core.rules:default_grad"  # op T's gradient is op T_grad, wired by slot names
+
+A shape rule receives a ``paddle_core.ShapeContext``; a grad rule a ``paddle_core.GradContext``
+(docs/plugins.md describes both). ``broadcast_shapes`` is for plugins' own shape rules. The
+spellings ``paddle_core.shape_rules:*`` and ``paddle_core.backward:default_grad`` that manifests
+used before still work (those modules remain, as aliases); ``paddle-ops doctor`` notes them.
+"""
+
+from ._src.graph.backward import default_grad
+from ._src.graph.shape_rules import broadcast_shapes, elementwise, unary
+
+__all__ = ["broadcast_shapes", "default_grad", "elementwise", "unary"]

@@ -1,0 +1,97 @@
+"""The generated protobuf module matches protos/framework.proto, and the tables derived from it
+(dtype names, attr value fields) match the generated enums."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from conftest import ROOT
+from google.protobuf import descriptor_pb2
+
+from paddle_core._src.base import dtypes
+from paddle_core._src.spec import attrs
+from paddle_core.proto import framework_pb2 as pb
+
+
+def _generate_module():
+    spec = importlib.util.spec_from_file_location("generate", ROOT / "protos" / "generate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generated_module_is_not_stale(tmp_path: Path) -> None:
+    """Compiling the .proto now gives the same descriptor as the committed framework_pb2.
+
+    Compared as descriptors, not text, so a newer protoc with other formatting still passes;
+    a changed field, message or enum fails. Regenerate with `python protos/generate.py`.
+    """
+    from grpc_tools import protoc
+
+    generate = _generate_module()
+    out = tmp_path / "framework.desc"
+    assert protoc.main(generate.protoc_args(f"--descriptor_set_out={out}")) == 0
+    fresh = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
+    committed = descriptor_pb2.FileDescriptorProto()
+    pb.DESCRIPTOR.CopyToProto(committed)
+    _drop_json_names(fresh.message_type)  # derived from field names; descriptor sets add them
+    assert fresh == committed, "framework_pb2 is stale: run `python protos/generate.py`"
+
+
+def _drop_json_names(messages) -> None:
+    for message in messages:
+        for field in message.field:
+            field.ClearField("json_name")
+        _drop_json_names(message.nested_type)
+
+
+def test_descriptor_has_a_unique_pool_name() -> None:
+    # Another project's "framework.proto" (PaddlePaddle ships one) must not clash in the pool.
+    assert pb.DESCRIPTOR.name == "paddle_core/proto/framework.proto"
+    assert pb.DESCRIPTOR.package == "paddle_core.framework"
+
+
+def test_dtype_names_follow_the_enum() -> None:
+    names = [v.name for v in pb.VarType.DataType.DESCRIPTOR.values if v.number != 0]
+    assert [n.lower() for n in names] == list(dtypes.DTYPES)
+    for name in dtypes.DTYPES:
+        assert dtypes.from_enum(dtypes.to_enum(name)) == name
+        assert pb.VarType.DataType.Name(dtypes.to_enum(name)) == name.upper()
+
+
+def test_every_attr_type_has_a_value_field() -> None:
+    types = [v.number for v in pb.AttrType.DESCRIPTOR.values if v.number != 0]
+    assert sorted(attrs.VALUE_FIELD) == sorted(types)
+    fields = {f.name for f in pb.AttrValue.DESCRIPTOR.fields}
+    assert set(attrs.VALUE_FIELD.values()) <= fields
+    assert set(attrs.DESCRIPTION) == set(attrs.VALUE_FIELD) == set(attrs.ANNOTATION)
+
+
+def test_attr_values_round_trip_through_the_wire() -> None:
+    samples = {
+        pb.INT: -7,
+        pb.FLOAT: 0.1,  # a double on the wire: Python floats survive exactly
+        pb.STRING: "mean",
+        pb.BOOL: True,
+        pb.LONG: 2**40,
+        pb.INTS: [1, -2, 3],
+        pb.FLOATS: [0.5, 1e-9],
+        pb.STRINGS: ["a", "b"],
+        pb.BOOLS: [True, False],
+        pb.BLOCK: 2,
+    }
+    for attr_type, value in samples.items():
+        wire = attrs.to_attr_value(attr_type, value).SerializeToString()
+        assert attrs.from_attr_value(pb.AttrValue.FromString(wire)) == value
+
+
+def test_inferred_attr_types() -> None:
+    infer = attrs.infer_attr_value
+    assert infer(True).type == pb.BOOL
+    assert infer(3).type == pb.INT
+    assert infer(2**40).type == pb.LONG
+    assert infer(1.5).type == pb.FLOAT
+    assert infer("x").type == pb.STRING
+    assert infer([1.0, 2.0]).type == pb.FLOATS
+    assert infer([]).type == pb.INTS

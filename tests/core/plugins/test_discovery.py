@@ -1,0 +1,377 @@
+"""Plugin discovery with really installed packages: isolation of broken plugins, the on-disk
+index and its invalidation, settings that switch plugins off, and hints for missing ops."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, pip_install, run_cli
+
+import paddle_core as pc
+from paddle_core._src.plugins import discovery, registry
+
+TINY_MANIFEST = """
+comment: "a tiny plugin, version {version}"
+rules_module: "paddle_ops_tiny.rules"
+{ops}
+"""
+TINY_OP = """
+ops {{
+  proto {{ type: "{op}" comment: "Doubles x." inputs {{ name: "x" }} outputs {{ name: "out" }} }}
+  kernels {{ device: "cpu" dtypes: [FLOAT32] python: "double_cpu" }}
+  shape_rule: "paddle_core.rules:unary"
+}}
+"""
+
+
+def make_tiny_plugin(where: Path, version: str, ops: list[str]) -> Path:
+    """Write a one-package plugin project (paddle-ops-tiny) declaring ``ops``."""
+    project = where / f"tiny-{version}"
+    package = project / "paddle_ops_tiny"
+    package.mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        "[build-system]\n"
+        'requires = ["setuptools>=69"]\n'
+        'build-backend = "setuptools.build_meta"\n'
+        "[project]\n"
+        'name = "paddle-ops-tiny"\n'
+        f'version = "{version}"\n'
+        '[project.entry-points."paddle_core.plugins"]\n'
+        'tiny = "paddle_ops_tiny:ops.pbtxt"\n'
+        "[tool.setuptools.package-data]\n"
+        'paddle_ops_tiny = ["*.pbtxt"]\n'
+    )
+    (package / "__init__.py").write_text("")
+    (package / "rules.py").write_text("def double_cpu(x):\n    return x * 2\n")
+    ops_text = "".join(TINY_OP.format(op=op) for op in ops)
+    (package / "ops.pbtxt").write_text(TINY_MANIFEST.format(version=version, ops=ops_text))
+    return project
+
+
+def uninstall(site: Path, package: str) -> None:
+    """Remove a package and its dist-info from a --target directory, as pip uninstall would."""
+    for path in site.glob(f"{package}*"):
+        shutil.rmtree(path)
+
+
+def listed(pythonpath: Path, **env: str) -> dict[str, dict]:
+    """`paddle-ops list --json` in a subprocess: op -> row."""
+    result = run_cli("list", "--json", pythonpath=pythonpath, env=env)
+    return {row["op"]: row for row in json.loads(result.stdout)["ops"]}
+
+
+def plugins_json(pythonpath: Path | None = None, **env: str) -> dict[str, dict]:
+    result = run_cli("plugins", "--json", pythonpath=pythonpath, env=env)
+    return {row["name"]: row for row in json.loads(result.stdout)["plugins"]}
+
+
+# -- the installed toy plugin ----------------------------------------------------------------
+
+
+def test_installed_plugin_is_discovered_through_its_entry_point() -> None:
+    record = pc.get_registry().plugins["toy"]
+    assert record.distribution == "paddle-ops-toy"
+    assert record.version == "0.1.0"
+    assert record.entry_point == "paddle_ops_toy:ops.pbtxt"
+    assert record.manifest_path.endswith("ops.pbtxt")
+    assert record.status == "ok"
+    assert {"toy_scale", "toy_matmul", "toy_concat"} <= set(pc.get_registry().ops)
+    assert pc.get_registry().op("toy_scale").plugin is record
+
+
+# -- one broken plugin never breaks the host ---------------------------------------------------
+
+
+EXPECTED_PROBLEMS = {
+    "bad_syntax": "bad_syntax.pbtxt: 3:",  # file, line and column of the syntax error
+    "missing_file": "manifest file 'no_such_file.pbtxt' is missing from package 'broken_plugins'",
+    "no_package": "package 'no_such_package' named by entry point",
+    "wrong_core": "requires paddle-core >=99, but paddle-core 0.1.0 is installed",
+    "bad_decl": "op 'bad_default_op': attr 'p': default 1.5 is outside [0, 1]",
+    "raising_rules": "importing 'broken_plugins.raising_rules' raised RuntimeError",
+    "missing_symbol": "'broken_plugins.good_rules' has no 'no_such_kernel'",
+}
+
+
+def test_each_kind_of_broken_plugin_is_reported_and_the_others_work(broken_site: Path) -> None:
+    plugins = plugins_json(broken_site)
+    for name, problem in EXPECTED_PROBLEMS.items():
+        assert plugins[name]["status"] == "broken", name
+        assert any(problem in p for p in plugins[name]["problems"]), plugins[name]["problems"]
+    assert plugins["toy"]["status"] == "ok"
+    assert plugins["dup"]["status"] == "ok"
+    ops = listed(broken_site)
+    assert {"toy_matmul", "toy_concat", "dup_only_op"} <= set(ops)
+    # Plugins whose manifest did not load register nothing.
+    assert "future_op" not in ops and "bad_default_op" not in ops
+
+
+def test_a_broken_plugin_does_not_stop_programs_using_others(broken_site: Path, on_path) -> None:
+    registry._warned.clear()  # the conflict is reported once per process: make it this test's
+    with pytest.warns(pc.PluginConflictWarning, match="op 'toy_scale' is provided by plugin 'dup'"):
+        on_path(broken_site)
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [2, 3])
+        y = pc.ops.toy_matmul(x, x, transpose_y=True)
+        bad = pc.ops.raising_op(x)  # its shape rule lives in the core, so appending works
+    exe = pc.Executor()
+    feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    (out,) = exe.run(prog, feed=feed, fetch_list=[y])
+    np.testing.assert_allclose(out, feed["x"] @ feed["x"].T)
+    with pytest.raises(pc.KernelLoadError, match=r"importing 'broken_plugins.raising_rules'"):
+        exe.run(prog, feed=feed, fetch_list=[bad])
+    record = pc.get_registry().plugins["raising_rules"]
+    assert record.status == "broken" and "RuntimeError" in record.reason
+
+
+def test_a_missing_kernel_symbol_is_an_error_at_first_use(broken_site: Path, on_path) -> None:
+    on_path(broken_site)
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        y = pc.ops.symbolless_op(pc.data("x", [2]))
+    with pytest.raises(pc.KernelLoadError) as err:
+        pc.Executor().run(prog, feed={"x": np.ones(2, np.float32)}, fetch_list=[y])
+    message = str(err.value)
+    assert "plugin 'missing_symbol'" in message and "'no_such_kernel'" in message
+    assert "op 'symbolless_op'" in message and err.value.op == "symbolless_op"
+
+
+def test_ops_of_broken_or_disabled_plugins_name_them(
+    broken_site: Path, on_path, monkeypatch
+) -> None:
+    on_path(broken_site)
+    with pytest.raises(pc.OpNotFoundError, match=r"plugin 'wrong_core' .* broken: requires"):
+        _ = pc.ops.future_op
+    monkeypatch.setenv("PADDLE_CORE_DISABLE", "dup")
+    pc.reload_registry()
+    with pytest.raises(pc.OpNotFoundError, match=r"plugin 'dup' .* disabled"):
+        _ = pc.ops.dup_only_op
+
+
+def test_listing_imports_no_plugin_code_numpy_or_pydantic(
+    broken_site: Path, tmp_path: Path
+) -> None:
+    probe = (
+        "import sys, io, contextlib\n"
+        "from paddle_core.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['list'])\n"
+        "roots = {m.split('.')[0] for m in sys.modules}\n"
+        "watched = {'numpy', 'pydantic', 'paddle_ops_toy', 'paddle_ops_math', 'broken_plugins'}\n"
+        "print(sorted(roots & (watched | {'google', 'rich'})))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(broken_site), "PADDLE_CORE_CACHE_DIR": str(tmp_path)}
+
+    def imported() -> list[str]:
+        out = subprocess.run(  # from outside the checkout: the installed package is probed
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.replace("'", '"'))
+
+    assert imported() == ["google"]  # no index yet: manifests are parsed (protobuf), nothing else
+    assert imported() == []  # warm index: not even protobuf
+
+
+# -- the on-disk index ----------------------------------------------------------------------------
+
+
+def test_the_index_spares_a_second_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    scans = []
+    real_scan = discovery.scan
+    monkeypatch.setattr(discovery, "scan", lambda version: scans.append(1) or real_scan(version))
+    registry.reload_registry()  # may scan, if nothing indexed this environment yet
+    before = len(scans)
+    registry.reload_registry()
+    registry.reload_registry()
+    assert len(scans) == before  # both served by the index
+    registry.reload_registry(rescan=True)
+    assert len(scans) == before + 1
+
+
+def test_the_index_follows_install_upgrade_edit_and_removal(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    pip_install(site, make_tiny_plugin(tmp_path, "1.0", ["tiny_double"]))
+    ops = listed(site)
+    assert ops["tiny_double"]["version"] == "1.0"
+
+    # An upgrade, as pip does it in an environment: remove the old files, install the new.
+    # (`pip install --target --upgrade` would leave the old dist-info behind.)
+    uninstall(site, "paddle_ops_tiny")
+    pip_install(site, make_tiny_plugin(tmp_path, "2.0", ["tiny_double", "tiny_twice"]))
+    ops = listed(site)
+    assert ops["tiny_double"]["version"] == "2.0" and "tiny_twice" in ops
+
+    manifest = site / "paddle_ops_tiny" / "ops.pbtxt"  # edited in place, as in an editable install
+    manifest.write_text(manifest.read_text().replace("tiny_twice", "tiny_thrice"))
+    ops = listed(site)
+    assert "tiny_thrice" in ops and "tiny_twice" not in ops
+
+    uninstall(site, "paddle_ops_tiny")
+    ops = listed(site)
+    assert not any(op.startswith("tiny_") for op in ops) and "toy_scale" in ops
+
+
+def test_an_unwritable_cache_only_means_no_caching(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    ops = listed(tmp_path, PADDLE_CORE_CACHE_DIR=str(blocker / "cache"))
+    assert "toy_scale" in ops
+    assert "toy_scale" in listed(tmp_path, PADDLE_CORE_NO_CACHE="1")
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+
+def test_no_plugins_loads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run_cli("list", env={"PADDLE_CORE_NO_PLUGINS": "1"})
+    assert "PADDLE_CORE_NO_PLUGINS" in result.stdout
+    monkeypatch.setenv("PADDLE_CORE_NO_PLUGINS", "1")
+    pc.reload_registry()
+    assert pc.get_registry().ops == {}
+    with pytest.raises(pc.OpNotFoundError, match="PADDLE_CORE_NO_PLUGINS is set"):
+        _ = pc.ops.toy_scale
+
+
+def test_allowlist_and_disable(broken_site: Path) -> None:
+    ops = listed(broken_site, PADDLE_CORE_PLUGINS="dup")
+    # The core's own ops are exempt from the allowlist; every other op comes from dup.
+    assert {row["plugin"] for row in ops.values()} == {"core", "dup"}
+    non_core = {op for op, row in ops.items() if row["plugin"] != "core"}
+    assert non_core == {"toy_scale", "dup_only_op"}
+    assert ops["toy_scale"]["plugin"] == "dup"
+    plugins = plugins_json(broken_site, PADDLE_CORE_PLUGINS="paddle-ops-toy")  # a distribution
+    assert plugins["toy"]["status"] == "ok" and plugins["dup"]["status"] == "disabled"
+    ops = listed(broken_site, PADDLE_CORE_DISABLE="dup")
+    assert ops["toy_scale"]["plugin"] == "toy" and "dup_only_op" not in ops
+
+
+def test_config_file_settings(broken_site: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[plugins]\ndisable = ["bad_decl"]\n[prefer]\ntoy_scale = "toy"\n')
+    plugins = plugins_json(broken_site, PADDLE_CORE_CONFIG=str(config))
+    assert plugins["bad_decl"]["status"] == "disabled"
+    ops = listed(broken_site, PADDLE_CORE_CONFIG=str(config))
+    assert ops["toy_scale"]["plugin"] == "toy"
+    # The environment wins over the file.
+    ops = listed(broken_site, PADDLE_CORE_CONFIG=str(config), PADDLE_CORE_PREFER="toy_scale=dup")
+    assert ops["toy_scale"]["plugin"] == "dup"
+
+
+def test_invalid_settings_are_clear_errors(tmp_path: Path) -> None:
+    result = run_cli("list", env={"PADDLE_CORE_PREFER": "toy_scale"}, check=1)
+    assert "PADDLE_CORE_PREFER entry 'toy_scale' must look like op=plugin" in result.stderr
+    config = tmp_path / "config.toml"
+    config.write_text("[plugins\n")
+    result = run_cli("list", env={"PADDLE_CORE_CONFIG": str(config)}, check=1)
+    assert f"cannot read config file {config}" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_conflicts_are_loud_and_deterministic(broken_site: Path) -> None:
+    result = run_cli("list", "--json", pythonpath=broken_site)
+    assert "op 'toy_scale' is provided by plugin 'dup'" in result.stderr
+    assert "PADDLE_CORE_PREFER=toy_scale=<plugin>" in result.stderr
+    first = json.loads(result.stdout)["ops"]
+    assert first == json.loads(run_cli("list", "--json", pythonpath=broken_site).stdout)["ops"]
+    preferred = run_cli("list", pythonpath=broken_site, env={"PADDLE_CORE_PREFER": "toy_scale=toy"})
+    assert "provided by" not in preferred.stderr
+
+
+# -- the catalog of first-party packages -----------------------------------------------------
+
+
+def test_catalog_matches_the_first_party_plugins() -> None:
+    """paddle_core.catalog names the packages of plugins/ with exactly their ops."""
+    import importlib.util
+
+    from paddle_core._src.plugins.catalog import KNOWN_PACKAGES, provider_of
+
+    spec = importlib.util.spec_from_file_location(
+        "update_catalog", ROOT / "plugins" / "update_catalog.py"
+    )
+    updater = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(updater)
+    expected = updater.first_party_ops()
+    assert KNOWN_PACKAGES == expected, "stale: run `python plugins/update_catalog.py`"
+    for package, ops in expected.items():
+        assert all(provider_of(op) == package for op in ops)
+
+
+def test_an_op_of_a_known_package_that_is_not_installed_names_it(monkeypatch) -> None:
+    from paddle_core._src.plugins import catalog
+
+    monkeypatch.setitem(catalog.KNOWN_PACKAGES, "paddle-ops-nn", ("conv2d", "softmax"))
+    with pytest.raises(pc.OpNotFoundError) as err:
+        _ = pc.ops.conv2d
+    assert str(err.value) == (
+        "unknown op 'conv2d': it is provided by paddle-ops-nn; "
+        "install it with `pip install paddle-ops-nn`"
+    )
+
+
+# -- compiled kernel modules that cannot be used ------------------------------------------------
+
+KERNEL_PROBLEMS = {
+    "abi_mismatch": "was built for kernel ABI 99, but paddle-core 0.1.0 speaks kernel ABI 1",
+    "failing_kernels": "'broken_plugins.failing_C' failed to import: ImportError: failing_C.so: "
+    "undefined symbol",
+    "missing_kernels": "'broken_plugins.not_built_C'",
+}
+
+
+def test_unusable_kernel_modules_are_reported_and_their_ops_marked_unavailable(
+    broken_site: Path, tmp_path: Path
+) -> None:
+    env = {"PADDLE_CORE_CACHE_DIR": str(tmp_path)}
+    # Before any plugin code ran, a module that is not even installed is already known.
+    ops = listed(broken_site, **env)
+    assert ops["missing_kernels_op"]["available"] is False
+    assert ops["toy_add"]["available"] is True
+    # `plugins` imports each compiled module, checks it and reports the problem...
+    plugins = plugins_json(broken_site, **env)
+    for name, problem in KERNEL_PROBLEMS.items():
+        assert plugins[name]["status"] == "broken", name
+        assert any(problem in p for p in plugins[name]["problems"]), plugins[name]["problems"]
+    # ...which later listings know without importing anything.
+    ops = listed(broken_site, **env)
+    for name in KERNEL_PROBLEMS:
+        assert ops[f"{name}_op"]["available"] is False, name
+    table = run_cli("list", "--plugin", "abi_mismatch", pythonpath=broken_site, env=env).stdout
+    assert "abi_mismatch_op (unavailable)" in table
+    # Rebuilding the index (as `doctor` does) keeps them and does not call the index stale
+    # for them; another sys.path, with an index of its own, knows them too.
+    doctor = run_cli("doctor", "--json", pythonpath=broken_site, env=env, check=None)
+    assert json.loads(doctor.stdout)["stale_index"] is False
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for path in (broken_site, f"{elsewhere}{os.pathsep}{broken_site}"):
+        ops = listed(path, **env)
+        assert all(ops[f"{name}_op"]["available"] is False for name in KERNEL_PROBLEMS), path
+
+
+@pytest.mark.parametrize("plugin", sorted(KERNEL_PROBLEMS))
+def test_running_an_op_of_an_unusable_kernel_module_says_why(broken_site, on_path, plugin) -> None:
+    on_path(broken_site)
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        out = getattr(pc.ops, f"{plugin}_op")(pc.data("x", [2]))  # appending needs no kernel
+    with pytest.raises(pc.KernelLoadError) as err:
+        pc.Executor().run(prog, feed={"x": np.ones(2, np.float32)}, fetch_list=[out])
+    message = str(err.value)
+    assert f"op '{plugin}_op' cannot run: plugin '{plugin}' (paddle-ops-broken 0.1.0)" in message
+    assert KERNEL_PROBLEMS[plugin] in message
+    # Other plugins' ops still run in the same process.
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        ok = pc.ops.toy_leaky_relu(pc.data("x", [2]), alpha=0.5)
+    (value,) = pc.Executor().run(prog, feed={"x": -np.ones(2, np.float32)}, fetch_list=[ok])
+    assert value.tolist() == [-0.5, -0.5]

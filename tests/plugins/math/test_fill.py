@@ -1,0 +1,133 @@
+"""paddle-ops-math scale, cast, fill_constant, full_like, assign against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from math_helpers import FLOATS, NUMBERS, assert_matches, check_grad, rand, run1
+
+ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+@pytest.mark.parametrize("after", [True, False])
+def test_scale(dtype, after):
+    x = rand(np.random.default_rng(0), (4097, 3), dtype)
+    want = (x * 2.5 + 1.0) if after else (x + 1.0) * 2.5
+    got = run1("scale", {"x": x}, {"scale": 2.5, "bias": 1.0, "bias_after_scale": after})
+    assert_matches(got, want.astype(dtype))
+
+
+@pytest.mark.parametrize("src", ALL)
+@pytest.mark.parametrize("dst", ALL)
+def test_cast_like_numpy_astype(src, dst):
+    x = (
+        rand(np.random.default_rng(1), (7, 3), src, -5, 5)
+        if src != "uint8"
+        else np.arange(21, dtype=np.uint8).reshape(7, 3)
+    )
+    if src in ("int8", "int16"):
+        x = np.random.default_rng(1).integers(-5, 6, (7, 3)).astype(src)
+    assert_matches(run1("cast", {"x": x}, {"dtype": dst}), x.astype(dst))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_fill_constant_and_full_like(dtype):
+    got = run1(
+        "fill_constant",
+        {},
+        {"shape": [2, 0, 3] if dtype == "bool" else [2, 3], "value": 3.0, "dtype": dtype},
+    )
+    assert_matches(got, np.full([2, 0, 3] if dtype == "bool" else [2, 3], 3, dtype))
+    like = np.zeros((3, 2), dtype)
+    assert_matches(run1("full_like", {"x": like}, {"value": 1.0}), np.ones((3, 2), dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_assign_copies(dtype):
+    x = (np.arange(12) % 3).astype(dtype).reshape(3, 4)
+    assert_matches(run1("assign", {"x": x}), x)
+
+
+@pytest.mark.parametrize(
+    "op,attrs",
+    [
+        ("scale", {"scale": -1.5, "bias": 2.0}),
+        ("scale", {"scale": 3.0, "bias": 1.0, "bias_after_scale": False}),
+        ("assign", {}),
+        ("cast", {"dtype": "float64"}),
+    ],
+)
+def test_gradients(op, attrs):
+    check_grad(op, {"x": rand(np.random.default_rng(2), (3, 4), "float64")}, attrs)
+
+
+def test_float_to_float32_cast_gradient_is_cast_back():
+    import paddle_core as pc
+
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [3], "float64")
+        y = pc.ops.cast(x, dtype="float32")
+        (gx,) = pc.gradients([y], [x])
+    assert gx.dtype == "float64"
+    (g,) = pc.Executor().run(prog, feed={"x": np.ones(3)}, fetch_list=[gx])
+    assert_matches(g, np.ones(3))
+    assert FLOATS  # the module's dtype table is in use above
+
+
+def test_a_dropped_result_lends_its_memory_to_the_next_run():
+    """Native kernels write fetched outputs into memory the caller no longer holds, sparing a
+    fresh allocation (and its page faults) per run; held results are never overwritten."""
+    import paddle_core as pc
+
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        out = pc.ops.scale(pc.data("x", [1024]), scale=2.0)
+    exe = pc.Executor()
+    (first,) = exe.run(prog, feed={"x": np.ones(1024, np.float32)}, fetch_list=[out])
+    (second,) = exe.run(prog, feed={"x": np.full(1024, 3, np.float32)}, fetch_list=[out])
+    assert not np.shares_memory(first, second) and float(first[0]) == 2.0
+    address = second.ctypes.data
+    del second
+    (third,) = exe.run(prog, feed={"x": np.full(1024, 5, np.float32)}, fetch_list=[out])
+    assert third.ctypes.data == address and float(third[0]) == 10.0 and float(first[0]) == 2.0
+
+
+def test_a_kernel_rejecting_its_inputs_at_prepare_is_a_clean_error():
+    """The runtime reports a kernel's refusal (status + message) as a KernelError naming the
+    op and the kernel; nothing reaches memory."""
+    import paddle_core as pc
+    from paddle_core._src.run.planning import plan
+    from paddle_core._src.run.prepared import CompiledRunner
+
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        out = pc.ops.add(pc.data("x", [3]), pc.data("y", [3]))
+    spec = plan(prog, pc.CPU(), (("x", (3,), "float32"), ("y", (3,), "float32")), [out.name])
+    spec.shapes[out.name] = ((5,), "float32")  # a plan the kernel cannot accept
+    with pytest.raises(pc.KernelError) as err:
+        CompiledRunner(spec, pc.CPU(), num_threads=1)
+    message = str(err.value)
+    assert "op 'add' (kernel 'add' of plugin 'math'" in message and "rejected its inputs" in message
+    assert "do not broadcast" in message and err.value.op == "add"
+
+
+@pytest.mark.parametrize("src", FLOATS)
+@pytest.mark.parametrize("dst", ["int8", "int16", "int32", "int64", "uint8", "bool"])
+def test_casting_floats_no_integer_holds_gives_defined_values(src, dst):
+    """NaN, infinities and out-of-range values (undefined behaviour for a plain C++ cast) give
+    what x86 gives and NumPy on x86 shows: the minimum for signed types; unsigned types wrap
+    around through int64; bool is "not zero"."""
+    x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 300.7, -1.5], src)
+    if dst == "bool":
+        want = x != 0
+    elif dst == "uint8":
+        in_int64 = np.abs(np.nan_to_num(x, nan=np.inf)) < 2.0**63
+        want = np.where(in_int64, np.trunc(np.where(in_int64, x, 0)), 0).astype(np.int64)
+        want = want.astype(np.uint8)
+    else:
+        info = np.iinfo(dst)
+        fits = (x >= info.min) & (x < -float(info.min))  # NaN compares false
+        want = np.where(fits, np.trunc(np.where(fits, x, 0)), info.min).astype(dst)
+    assert_matches(run1("cast", {"x": x}, {"dtype": dst}), want)
