@@ -8,30 +8,33 @@ namespace pc = paddle_core;
 
 namespace {
 
-// Decode attrs and check tensors once (prepare); run() then only computes.
+// Decode attrs, check tensors and pick the dtype's instance once (prepare); run() then only
+// computes.
 class Swish {
  public:
   Swish(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
       : beta_(attrs.f("beta")) {
-    if (!in(0).same_shape(out(0))) pc::fail("out must have the shape of x");
-    if (in(0).dtype() != out(0).dtype()) pc::fail("out must have the dtype of x");
-    if (in(0).dtype() != PC_FLOAT32 && in(0).dtype() != PC_FLOAT64)
-      pc::fail("swish takes float32 or float64, got %s", in(0).describe().c_str());
+    pc::expect_same_dtype(in(0), out(0), "x and out");
+    pc::expect_same_shape(in(0), out(0), "x and out");
+    // compute<float> or compute<double>; any other dtype fails here, naming it.
+    fn_ = pc::dispatch(in(0).dtype(), pc::Floats{},
+                       [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const pc::Slots& in, const pc::Slots& out, const pc::Context&) const {
-    if (in(0).dtype() == PC_FLOAT32)
-      compute(in(0).data<float>(), out(0).data<float>(), in(0).numel());
-    else
-      compute(in(0).data<double>(), out(0).data<double>(), in(0).numel());
+    fn_(in(0), out(0), beta_);
   }
 
  private:
-  template <class T> void compute(const T* x, T* out, int64_t n) const {
-    const T beta = static_cast<T>(beta_);
-    for (int64_t i = 0; i < n; ++i) out[i] = x[i] / (T(1) + std::exp(-beta * x[i]));
+  using Fn = void (*)(const pc::Tensor& x, const pc::Tensor& out, double beta);
+  template <class T> static void compute(const pc::Tensor& x, const pc::Tensor& out, double beta) {
+    const T* xs = x.data<T>();
+    T* ys = out.data<T>();
+    const T b = static_cast<T>(beta);
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) ys[i] = xs[i] / (T(1) + std::exp(-b * xs[i]));
   }
   double beta_;
+  Fn fn_;
 };
 
 // x_grad = out_grad * (s + beta x s (1 - s)), s = sigmoid(beta x).
@@ -39,26 +42,35 @@ class SwishGrad {
  public:
   SwishGrad(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
       : beta_(attrs.f("beta")) {
-    if (!in(0).same_shape(in(1)) || !in(0).same_shape(out(0)))
-      pc::fail("x, out_grad and x_grad must share one shape");
+    pc::expect_same_dtype(in(0), in(1), "x and out_grad");
+    pc::expect_same_dtype(in(0), out(0), "x and x_grad");
+    pc::expect_same_shape(in(0), in(1), "x and out_grad");
+    pc::expect_same_shape(in(0), out(0), "x and x_grad");
+    fn_ = pc::dispatch(in(0).dtype(), pc::Floats{},
+                       [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const pc::Slots& in, const pc::Slots& out, const pc::Context&) const {
-    if (in(0).dtype() == PC_FLOAT32)
-      compute(in(0).data<float>(), in(1).data<float>(), out(0).data<float>(), in(0).numel());
-    else
-      compute(in(0).data<double>(), in(1).data<double>(), out(0).data<double>(), in(0).numel());
+    fn_(in(0), in(1), out(0), beta_);
   }
 
  private:
-  template <class T> void compute(const T* x, const T* g, T* dx, int64_t n) const {
-    const T beta = static_cast<T>(beta_);
-    for (int64_t i = 0; i < n; ++i) {
-      const T s = T(1) / (T(1) + std::exp(-beta * x[i]));
-      dx[i] = g[i] * (s + beta * x[i] * s * (T(1) - s));
+  using Fn = void (*)(const pc::Tensor& x, const pc::Tensor& g, const pc::Tensor& dx,
+                      double beta);
+  template <class T>
+  static void compute(const pc::Tensor& x, const pc::Tensor& g, const pc::Tensor& dx,
+                      double beta) {
+    const T* xs = x.data<T>();
+    const T* gs = g.data<T>();
+    T* dxs = dx.data<T>();
+    const T b = static_cast<T>(beta);
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      const T s = T(1) / (T(1) + std::exp(-b * xs[i]));
+      dxs[i] = gs[i] * (s + b * xs[i] * s * (T(1) - s));
     }
   }
   double beta_;
+  Fn fn_;
 };
 
 }  // namespace

@@ -194,20 +194,15 @@ class Plan {
     return n ? std::string(message_, n) : std::string("the kernel reported an error without a message");
   }
 
-  static size_t element_size(int32_t dtype) {
-    static const size_t sizes[] = {0, 1, 1, 2, 4, 8, 1, 2, 2, 4, 8};
-    return dtype >= 1 && dtype <= 10 ? sizes[dtype] : 0;
-  }
-
   static size_t bytes_of(const Buffer& b) {
-    size_t n = element_size(b.dtype);
+    size_t n = pc_dtype_size(b.dtype);
     for (int64_t d : b.shape) n *= static_cast<size_t>(d);
     return n;
   }
 
   static void check_fits(const Buffer& b, const py::array& a, int32_t index) {
     const auto flags = a.flags();
-    bool ok = static_cast<size_t>(a.itemsize()) == element_size(b.dtype) &&
+    bool ok = static_cast<size_t>(a.itemsize()) == pc_dtype_size(b.dtype) &&
               static_cast<size_t>(a.ndim()) == b.shape.size() &&
               (flags & py::array::c_style) != 0 &&
               (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
@@ -216,7 +211,7 @@ class Plan {
       std::string planned;
       for (int64_t d : b.shape) planned += (planned.empty() ? "" : ", ") + std::to_string(d);
       throw std::invalid_argument("buffer " + std::to_string(index) + " is planned as [" + planned +
-                                  "] of " + std::to_string(element_size(b.dtype)) +
+                                  "] of " + std::to_string(pc_dtype_size(b.dtype)) +
                                   "-byte elements, C-contiguous and aligned; the array given is not");
     }
   }

@@ -8,6 +8,10 @@
 // attrs as members. `run` then only computes. Exceptions never cross the ABI: the
 // trampolines below turn them into PC_ERROR plus a message.
 //
+// What most kernels need besides: `dispatch` over a type list (Floats, Ints, Numbers) to
+// pick the template instance for a runtime dtype, the checks `expect_same_dtype` and
+// `expect_same_shape` for prepare, and element sizes (`pc_dtype_size`, Tensor::nbytes).
+//
 // Includes only the C header and a few standard headers, so a kernel file compiles in seconds.
 #ifndef PADDLE_CORE_KERNEL_HPP_
 #define PADDLE_CORE_KERNEL_HPP_
@@ -18,6 +22,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "paddle_core/kernel_abi.h"
@@ -62,6 +67,28 @@ inline const char* dtype_name(int32_t dtype) {
   return dtype >= 1 && dtype <= 10 ? names[dtype] : "?";
 }
 
+// -- dtype dispatch ----------------------------------------------------------------------------
+
+// A list of element types a kernel supports; the type lists below are the common ones.
+template <class... Ts> struct Types {};
+using Floats = Types<float, double>;                    // float32, float64
+using Ints = Types<int32_t, int64_t>;                   // int32, int64
+using Numbers = Types<float, double, int32_t, int64_t>;  // Floats and Ints
+
+// Call f(T{}) for the type T of the list whose dtype is `dtype` and return its result (so
+// every branch must return the same type); fail for a dtype not in the list. Typically in
+// prepare, to pick once the instance run() calls:
+//   fn_ = dispatch(x.dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+template <class F, class T, class... Ts>
+auto dispatch(int32_t dtype, Types<T, Ts...>, F&& f) -> decltype(f(T{})) {
+  if (dtype == DType<T>::value) return f(T{});
+  if constexpr (sizeof...(Ts) > 0) {
+    return dispatch(dtype, Types<Ts...>{}, std::forward<F>(f));
+  } else {
+    fail("dtype %s is not supported by this kernel", dtype_name(dtype));
+  }
+}
+
 // A tensor view.
 class Tensor {
  public:
@@ -76,6 +103,9 @@ class Tensor {
     return n;
   }
   const int64_t* shape() const { return t_->shape; }
+  // Bytes per element (pc_dtype_size), and of the whole tensor; 0 for an unknown dtype.
+  int64_t element_size() const { return static_cast<int64_t>(pc_dtype_size(t_->dtype)); }
+  int64_t nbytes() const { return numel() * element_size(); }
   template <class T> T* data() const { return static_cast<T*>(t_->data); }
   const pc_tensor& raw() const { return *t_; }
 
@@ -100,6 +130,16 @@ class Tensor {
  private:
   const pc_tensor* t_;
 };
+
+// Fail unless a and b have one dtype (or one shape); `what` names them: "x and out".
+inline void expect_same_dtype(const Tensor& a, const Tensor& b, const char* what) {
+  if (a.dtype() != b.dtype())
+    fail("%s: dtypes differ: %s vs %s", what, a.describe().c_str(), b.describe().c_str());
+}
+inline void expect_same_shape(const Tensor& a, const Tensor& b, const char* what) {
+  if (!a.same_shape(b))
+    fail("%s: shapes differ: %s vs %s", what, a.describe().c_str(), b.describe().c_str());
+}
 
 // The tensors of an op's input or output slots (see pc_tensors).
 class Slots {

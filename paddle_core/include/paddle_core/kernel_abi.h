@@ -53,6 +53,29 @@ enum {
   PC_FLOAT64 = 10
 };
 
+/* Bytes per element of a PC_* dtype; 0 for a value that is none of them. This is the one
+ * table of element sizes: the core and kernels use it instead of keeping their own. */
+static inline size_t pc_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case PC_BOOL:
+    case PC_INT8:
+    case PC_UINT8:
+      return 1;
+    case PC_INT16:
+    case PC_FLOAT16:
+    case PC_BFLOAT16:
+      return 2;
+    case PC_INT32:
+    case PC_FLOAT32:
+      return 4;
+    case PC_INT64:
+    case PC_FLOAT64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 /* Device types, as pc_tensor.device_type. A device type registered by a plugin (through the
  * paddle_core_device_types hook) hands its kernels a value of its own choosing, from
  * PC_DEVICE_FIRST_PLUGIN on (its Device class's kernel_device_type). */

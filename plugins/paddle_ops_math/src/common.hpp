@@ -1,5 +1,7 @@
-// Helpers shared by the CPU kernels of paddle-ops-math: dtype dispatch, parallel loops,
-// broadcasting. Kernel files include this and the SDK's kernel.hpp only.
+// Helpers shared by the CPU kernels of paddle-ops-math: defined arithmetic, parallel loops,
+// broadcasting, row functions. Dtype dispatch and the common checks are the SDK's
+// (paddle_core/kernel.hpp), used here unqualified. Kernel files include the plugin's headers
+// and the SDK only.
 #ifndef PADDLE_OPS_MATH_COMMON_HPP_
 #define PADDLE_OPS_MATH_COMMON_HPP_
 
@@ -9,7 +11,6 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include <paddle_core/kernel.hpp>
@@ -19,9 +20,16 @@ namespace pom {
 namespace pc = paddle_core;
 using pc::Attrs;
 using pc::Context;
+using pc::dispatch;
+using pc::expect_same_dtype;
+using pc::expect_same_shape;
 using pc::fail;
+using pc::Floats;
+using pc::Ints;
+using pc::Numbers;
 using pc::Slots;
 using pc::Tensor;
+using pc::Types;
 
 // -- arithmetic with defined results ---------------------------------------------------------
 
@@ -50,36 +58,6 @@ template <class D, class S> inline D convert_to(S v) {
   } else {
     return static_cast<D>(v);
   }
-}
-
-// -- dtype dispatch ----------------------------------------------------------------------------
-
-template <class... Ts> struct Types {};
-using Floats = Types<float, double>;
-using Numbers = Types<float, double, int32_t, int64_t>;
-using Ints = Types<int32_t, int64_t>;
-
-// Call f(T{}) for the type T in the list whose dtype is `dtype`; fail for any other dtype.
-template <class F, class T, class... Ts>
-auto dispatch(int32_t dtype, Types<T, Ts...>, F&& f) -> decltype(f(T{})) {
-  if (dtype == pc::DType<T>::value) return f(T{});
-  if constexpr (sizeof...(Ts) > 0) {
-    return dispatch(dtype, Types<Ts...>{}, std::forward<F>(f));
-  } else {
-    fail("dtype %s is not supported by this kernel", pc::dtype_name(dtype));
-  }
-}
-
-// -- checks --------------------------------------------------------------------------------
-
-inline void expect_same_dtype(const Tensor& a, const Tensor& b, const char* what) {
-  if (a.dtype() != b.dtype())
-    fail("%s: dtypes differ: %s vs %s", what, a.describe().c_str(), b.describe().c_str());
-}
-
-inline void expect_same_shape(const Tensor& a, const Tensor& b, const char* what) {
-  if (!a.same_shape(b))
-    fail("%s: shapes differ: %s vs %s", what, a.describe().c_str(), b.describe().c_str());
 }
 
 // -- parallel loops ----------------------------------------------------------------------------

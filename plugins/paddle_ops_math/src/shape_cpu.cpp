@@ -13,25 +13,11 @@
 namespace pom {
 namespace {
 
-int64_t element_size(int32_t dtype) {
-  switch (dtype) {
-    case PC_BOOL:
-    case PC_INT8:
-    case PC_UINT8:
-      return 1;
-    case PC_INT16:
-    case PC_FLOAT16:
-    case PC_BFLOAT16:
-      return 2;
-    case PC_INT32:
-    case PC_FLOAT32:
-      return 4;
-    case PC_INT64:
-    case PC_FLOAT64:
-      return 8;
-    default:
-      fail("dtype %s is not supported by this kernel", pc::dtype_name(dtype));
-  }
+// Bytes per element of t's dtype (the SDK's table), for the raw copies below.
+int64_t element_size(const Tensor& t) {
+  const int64_t size = t.element_size();
+  if (size == 0) fail("dtype %s is not supported by this kernel", pc::dtype_name(t.dtype()));
+  return size;
 }
 
 std::vector<int64_t> dims_of(const Tensor& t) { return {t.shape(), t.shape() + t.ndim()}; }
@@ -208,7 +194,7 @@ class Reshape {
     if (x.numel() != o.numel())
       fail("x %s and out %s hold different numbers of elements", x.describe().c_str(),
            o.describe().c_str());
-    copy_ = plan_copy({x.numel()}, {1}, {1}, element_size(x.dtype()));
+    copy_ = plan_copy({x.numel()}, {1}, {1}, element_size(x));
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     if (in(0).data<void>() == out(0).data<void>()) return;  // in place: nothing moves
@@ -243,7 +229,7 @@ class Transpose {
     }
     if (dims != dims_of(o))
       fail("out %s is not x %s transposed", o.describe().c_str(), x.describe().c_str());
-    copy_ = plan_copy(dims, strides_of(dims), src, element_size(x.dtype()));
+    copy_ = plan_copy(dims, strides_of(dims), src, element_size(x));
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx.num_threads());
@@ -264,7 +250,7 @@ std::vector<Copy> plan_join(const Slots& parts, const Tensor& whole, int64_t axi
   const int64_t axis = normalize_axis(axis_attr, nd, "axis");
   const std::vector<int64_t> wd = dims_of(whole);
   const int64_t outer = product(wd, 0, axis), inner = product(wd, axis + 1, nd);
-  const int64_t es = element_size(whole.dtype());
+  const int64_t es = element_size(whole);
   std::vector<Copy> copies;
   int64_t offset = 0;  // along axis
   for (int32_t i = 0; i < n; ++i) {
@@ -365,7 +351,7 @@ class Slice {
     const SliceView v = plan_slice(attrs, x);
     if (v.dims != dims_of(o))
       fail("out %s is not the slice's shape", o.describe().c_str());
-    copy_ = plan_copy(v.dims, strides_of(v.dims), v.strides, element_size(x.dtype()), 0, v.offset);
+    copy_ = plan_copy(v.dims, strides_of(v.dims), v.strides, element_size(x), 0, v.offset);
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx.num_threads());
@@ -387,7 +373,7 @@ class SliceGrad {
     const SliceView v = plan_slice(attrs, x);
     if (v.dims != dims_of(g))
       fail("out_grad %s is not the slice's shape", g.describe().c_str());
-    const int64_t es = element_size(x.dtype());
+    const int64_t es = element_size(x);
     bytes_ = x.numel() * es;
     copy_ = plan_copy(v.dims, v.strides, strides_of(v.dims), es, v.offset, 0);
   }
@@ -429,7 +415,7 @@ class BroadcastTo {
     Tensor x = in(0), o = out(0);
     o.expect_dtype(x.dtype(), "out");
     const std::vector<int64_t> dims = dims_of(o);
-    copy_ = plan_copy(dims, strides_of(dims), broadcast_strides(x, o), element_size(x.dtype()));
+    copy_ = plan_copy(dims, strides_of(dims), broadcast_strides(x, o), element_size(x));
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx.num_threads());

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,135 @@ def test_the_cpp_layer_compiles_cleanly_on_its_own(tmp_path: Path) -> None:
     )
     cmd = [compiler("c++"), "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{pc.get_include()}"]
     subprocess.run([*cmd, "-c", str(source), "-o", str(tmp_path / "k.o")], check=True)
+
+
+def build(tmp_path: Path, source: str, suffix: str, *flags: str) -> Path:
+    """Compiles `source` (C99 for ".c", C++17 otherwise) against the SDK headers, warnings
+    being errors; returns the executable (or, with "-c", the object file)."""
+    if suffix == ".c":
+        cmd = [compiler("cc"), "-std=c99", "-Wall", "-Werror", "-pedantic"]
+    else:
+        cmd = [compiler("c++"), "-std=c++17", "-Wall", "-Wextra", "-Werror"]
+    path, output = tmp_path / f"main{suffix}", tmp_path / "main"
+    path.write_text(source)
+    cmd += [*flags, f"-I{pc.get_include()}", str(path), "-o", str(output)]
+    subprocess.run(cmd, check=True)
+    return output
+
+
+def compile_and_run(tmp_path: Path, source: str, suffix: str) -> str:
+    """Builds and runs `source`; returns its stdout."""
+    executable = build(tmp_path, source, suffix)
+    return subprocess.run([str(executable)], check=True, capture_output=True, text=True).stdout
+
+
+HELPERS = r"""
+#include <paddle_core/kernel.hpp>
+#include <cstdio>
+#include <type_traits>
+namespace pc = paddle_core;
+
+template <class T> const char* name_of() {
+  return std::is_same_v<T, float> ? "float" : std::is_same_v<T, double> ? "double"
+       : std::is_same_v<T, int32_t> ? "int32_t" : std::is_same_v<T, int64_t> ? "int64_t" : "?";
+}
+template <class L> void show_dispatch(const char* label, int32_t dtype) {
+  try {
+    std::printf("%s=%s\n", label, pc::dispatch(dtype, L{}, [](auto t) { return name_of<decltype(t)>(); }));
+  } catch (const pc::KernelError& e) {
+    std::printf("%s=%s\n", label, e.what());
+  }
+}
+template <class F> void show_check(const char* label, F check) {
+  try {
+    check();
+    std::printf("%s=ok\n", label);
+  } catch (const pc::KernelError& e) {
+    std::printf("%s=%s\n", label, e.what());
+  }
+}
+
+int main() {
+  show_dispatch<pc::Floats>("float32 in Floats", PC_FLOAT32);
+  show_dispatch<pc::Floats>("float64 in Floats", PC_FLOAT64);
+  show_dispatch<pc::Numbers>("int64 in Numbers", PC_INT64);
+  show_dispatch<pc::Ints>("int32 in Ints", PC_INT32);
+  show_dispatch<pc::Floats>("int32 in Floats", PC_INT32);
+  show_dispatch<pc::Types<int64_t>>("float16 in Types<int64_t>", PC_FLOAT16);
+
+  const int64_t s23[] = {2, 3}, s32[] = {3, 2};
+  const pc_tensor a{nullptr, s23, nullptr, 2, PC_FLOAT32, PC_DEVICE_CPU, 0};
+  const pc_tensor b{nullptr, s23, nullptr, 2, PC_FLOAT64, PC_DEVICE_CPU, 0};
+  const pc_tensor c{nullptr, s32, nullptr, 2, PC_FLOAT32, PC_DEVICE_CPU, 0};
+  const pc::Tensor x(a), y(b), z(c);
+  show_check("same shape", [&] { pc::expect_same_shape(x, y, "x and y"); });
+  show_check("other shape", [&] { pc::expect_same_shape(x, z, "x and out"); });
+  show_check("same dtype", [&] { pc::expect_same_dtype(x, z, "x and z"); });
+  show_check("other dtype", [&] { pc::expect_same_dtype(x, y, "x and out_grad"); });
+  std::printf("element_size=%lld %lld\n", (long long)x.element_size(), (long long)y.element_size());
+  std::printf("nbytes=%lld %lld\n", (long long)x.nbytes(), (long long)y.nbytes());
+  std::printf("pc_dtype_size=%zu %zu\n", pc_dtype_size(PC_BFLOAT16), pc_dtype_size(-1));
+}
+"""
+
+
+def test_the_cpp_helpers_dispatch_check_and_size(tmp_path: Path) -> None:
+    output = compile_and_run(tmp_path, HELPERS, ".cpp")
+    results = dict(line.split("=", 1) for line in output.splitlines())
+    assert results == {
+        "float32 in Floats": "float",
+        "float64 in Floats": "double",
+        "int64 in Numbers": "int64_t",
+        "int32 in Ints": "int32_t",
+        "int32 in Floats": "dtype int32 is not supported by this kernel",
+        "float16 in Types<int64_t>": "dtype float16 is not supported by this kernel",
+        "same shape": "ok",
+        "other shape": "x and out: shapes differ: float32[2, 3] vs float32[3, 2]",
+        "same dtype": "ok",
+        "other dtype": "x and out_grad: dtypes differ: float32[2, 3] vs float64[2, 3]",
+        "element_size": "4 8",
+        "nbytes": "24 48",
+        "pc_dtype_size": "2 0",
+    }
+
+
+def test_the_c_element_sizes_agree_with_python_and_the_proto(tmp_path: Path) -> None:
+    """pc_dtype_size is the one C table of element sizes: it must match dtypes.ITEMSIZE and
+    the names of VarType.DataType (bits in the name / 8; BOOL is a byte), and give 0 for the
+    values around the enum, so a dtype added to the proto fails here until the table has it."""
+    from paddle_core._src.base import dtypes
+    from paddle_core.proto.framework_pb2 import VarType
+
+    names = {v.number: v.name for v in VarType.DataType.DESCRIPTOR.values if v.number != 0}
+    last = max(names)
+    source = (
+        "#include <paddle_core/kernel_abi.h>\n#include <stdio.h>\n"
+        "int main(void) {\n  int d;\n"
+        f'  for (d = -1; d <= {last + 1}; ++d) printf("%d %zu\\n", d, pc_dtype_size(d));\n'
+        "  return 0;\n}\n"
+    )
+    sizes = {}
+    for line in compile_and_run(tmp_path, source, ".c").splitlines():
+        value, size = map(int, line.split())
+        sizes[value] = size
+    assert sorted(sizes) == list(range(-1, last + 2))
+    for value, size in sizes.items():
+        if value not in names:
+            assert size == 0, f"pc_dtype_size({value}) is {size}, not 0"
+            continue
+        name = names[value]
+        expected = 1 if name == "BOOL" else int(re.sub(r"\D", "", name)) // 8
+        assert size == expected, f"pc_dtype_size(PC_{name}) is {size}, not {expected}"
+        assert size == dtypes.ITEMSIZE[dtypes.from_enum(value)], name
+
+
+def test_the_guides_kernel_example_compiles(tmp_path: Path) -> None:
+    """The C++ kernel that docs/plugins.md shows third parties compiles, warning-free."""
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    blocks = [b for b in re.findall(r"```cpp\n(.*?)```", text, re.DOTALL) if "kernel.hpp" in b]
+    assert blocks, "docs/plugins.md shows no kernel"
+    for block in blocks:
+        build(tmp_path, block, ".cpp", "-c")
 
 
 def test_cmake_finds_the_sdk() -> None:
