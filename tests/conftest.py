@@ -61,6 +61,17 @@ def fresh_registry() -> Iterator[None]:
     registry.reload_registry()
 
 
+@pytest.fixture
+def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Conflict and device-fallback warnings are given once per process; a test using this
+    fixture starts as if none had been given."""
+    from paddle_core._src.plugins import registry
+    from paddle_core._src.run import planning
+
+    monkeypatch.setattr(registry, "_warned", set())
+    monkeypatch.setattr(planning, "_warned_fallbacks", set())
+
+
 def pip_install(target: Path, *packages: Path | str) -> None:
     """Really install ``packages`` (local project directories) into ``target`` with pip."""
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]

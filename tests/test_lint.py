@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-PATHS = ["paddle_core", "tests", "bench", "docs", "examples", "protos"]
+PATHS = ["paddle_core", "plugins", "tests", "bench", "docs", "examples", "protos"]
 
 
 def ruff() -> str:

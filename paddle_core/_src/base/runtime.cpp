@@ -5,9 +5,10 @@
 // runs) and which are bound per run (feeds, values from the scope, outputs that escape to
 // the caller). This module keeps those decisions in flat arrays and runs them: native
 // kernels are called through their function pointers with the GIL released; Python kernels
-// are called back with the GIL held. Nothing is looked up or allocated per op. The plan's
-// device (its kernel ABI device type, index and stream) is given by the device object that
-// prepared it; buffers are host arrays (devices with host memory).
+// are called back with the GIL held. Nothing is looked up or allocated per op. Buffers are
+// host arrays (devices whose memory is the host's); each native step says which device its
+// kernel runs as (the plan's, or the host's for a CPU kernel the device falls back to), and
+// the plan gives every kernel the stream of the device that prepared it.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -76,8 +77,7 @@ struct Step {
 
 class Plan {
  public:
-  Plan(int32_t num_threads, int32_t device_type, int32_t device_index, uintptr_t stream)
-      : device_type_(device_type), device_index_(device_index) {
+  Plan(int32_t num_threads, uintptr_t stream) {
     ctx_.num_threads = num_threads;
     ctx_.stream = reinterpret_cast<void*>(stream);
     ctx_.message = message_;
@@ -100,14 +100,16 @@ class Plan {
   }
 
   // A native step: `kernel` is a capsule from a plugin's kernels(); slots hold buffer indices;
-  // attrs are (name, type, value) tuples.
+  // attrs are (name, type, value) tuples; the kernel's tensors say device (type, index).
   void add_native(py::capsule kernel, const std::vector<std::vector<int32_t>>& in_slots,
-                  const std::vector<std::vector<int32_t>>& out_slots, const py::list& attrs) {
+                  const std::vector<std::vector<int32_t>>& out_slots, const py::list& attrs,
+                  int32_t device_type, int32_t device_index) {
     auto step = std::make_unique<Step>();
     step->native = true;
     step->kernel = kernel_of(kernel);
-    fill_tensors(in_slots, step->in_items, step->in_begin, step->ins);
-    fill_tensors(out_slots, step->out_items, step->out_begin, step->outs);
+    fill_tensors(in_slots, device_type, device_index, step->in_items, step->in_begin, step->ins);
+    fill_tensors(out_slots, device_type, device_index, step->out_items, step->out_begin,
+                 step->outs);
     fill_attrs(*step, attrs);
     steps_.push_back(std::move(step));
   }
@@ -219,7 +221,8 @@ class Plan {
   // Build the pc_tensors of one side of a step, and record where each buffer's data pointer
   // now lives so that rebinding the buffer patches it. The item vector is complete before any
   // address is taken, so the addresses stay valid.
-  void fill_tensors(const std::vector<std::vector<int32_t>>& slots, std::vector<pc_tensor>& items,
+  void fill_tensors(const std::vector<std::vector<int32_t>>& slots, int32_t device_type,
+                    int32_t device_index, std::vector<pc_tensor>& items,
                     std::vector<int32_t>& begin, pc_tensors& out) {
     std::vector<int32_t> owners;
     begin.push_back(0);
@@ -227,8 +230,8 @@ class Plan {
       for (int32_t index : slot) {
         const Buffer& b = *buffers_.at(index);
         items.push_back(pc_tensor{b.data, b.shape.data(), b.strides.data(),
-                                  static_cast<int32_t>(b.shape.size()), b.dtype, device_type_,
-                                  device_index_});
+                                  static_cast<int32_t>(b.shape.size()), b.dtype, device_type,
+                                  device_index});
         owners.push_back(index);
       }
       begin.push_back(static_cast<int32_t>(items.size()));
@@ -316,7 +319,6 @@ class Plan {
       bind(step.py_outs[k], results[k].cast<py::array>());
   }
 
-  int32_t device_type_, device_index_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::vector<std::unique_ptr<Step>> steps_;
   pc_context ctx_{};
@@ -349,11 +351,10 @@ PYBIND11_MODULE(_runtime, m) {
       py::arg("capsule"),
       "(abi_version, struct_size, name, has_run) of a kernel capsule, checked before use.");
   py::class_<Plan>(m, "Plan")
-      .def(py::init<int32_t, int32_t, int32_t, uintptr_t>(), py::arg("num_threads"),
-           py::arg("device_type"), py::arg("device_index"), py::arg("stream"))
+      .def(py::init<int32_t, uintptr_t>(), py::arg("num_threads"), py::arg("stream"))
       .def("add_buffer", &Plan::add_buffer, py::arg("shape"), py::arg("dtype"))
       .def("add_native", &Plan::add_native, py::arg("kernel"), py::arg("inputs"),
-           py::arg("outputs"), py::arg("attrs"))
+           py::arg("outputs"), py::arg("attrs"), py::arg("device_type"), py::arg("device_index"))
       .def("add_python", &Plan::add_python, py::arg("fn"), py::arg("inputs"), py::arg("outputs"))
       .def("add_copy", &Plan::add_copy, py::arg("source"), py::arg("target"))
       .def("bind", &Plan::bind, py::arg("index"), py::arg("array"))

@@ -24,7 +24,6 @@ from ..._version import __version__
 from ..base.dtypes import DTYPES
 from ..base.errors import OpNotFoundError, did_you_mean
 from . import discovery, index_cache, loading
-from .catalog import provider_of
 from .config import Settings, load_settings, normalize
 from .discovery import PluginRecord
 
@@ -325,6 +324,8 @@ class Registry:
         hint = did_you_mean(op, self.ops)
         if hint:
             return message + hint
+        from .catalog import provider_of  # (reads the catalog: only when an op is missing)
+
         package = provider_of(op)
         if package:
             return (

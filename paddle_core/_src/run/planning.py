@@ -29,6 +29,7 @@ from ..base.errors import (
 )
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer
 from ..graph.variable import format_shape
+from ..plugins.devices import get_device
 from ..plugins.hooks import plugin_manager
 from ..plugins.registry import KernelRef, get_registry
 
@@ -39,7 +40,7 @@ MAX_BYTES = 1 << 48  # far beyond any machine's memory, far below where byte cou
 class Step:
     """One op of a plan: its kernel, decoded attrs, and the variables bound to its slots."""
 
-    __slots__ = ("op", "info", "kernel", "fn", "attrs", "fallback", "inputs", "outputs")
+    __slots__ = ("op", "info", "kernel", "fn", "attrs", "device", "fallback", "inputs", "outputs")
 
     def __init__(
         self,
@@ -47,6 +48,7 @@ class Step:
         info: Any,
         kernel: Any,
         attrs: Any,
+        device: Any,
         fallback: bool,
         inputs: list,
         outputs: list,
@@ -56,7 +58,10 @@ class Step:
         self.kernel = kernel
         self.fn = kernel.load()  # a Python callable or a native kernel capsule
         self.attrs = attrs
-        self.fallback = fallback  # a kernel of the device's fallback type: copy in and out
+        self.device = device  # the device the kernel runs as
+        # A kernel of the plan device's fallback type: its values move to and from the
+        # fallback device (no copy where both hold host memory).
+        self.fallback = fallback
         # (slot, duplicable, variable names), in OpProto order; absent slots have no names.
         self.inputs = inputs
         self.outputs = outputs
@@ -121,6 +126,7 @@ def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) ->
     spec = PlanSpec(program, feed_names, fetch_names)
     spec.shapes = {name: (tuple(shape), dtype) for name, shape, dtype in signature}
     registry = get_registry()
+    fallback = get_device(device.fallback) if device.fallback is not None else None
     fed = set(feed_names)
     available = set(fed)
     for op in prune(block, fetch_names, fed):
@@ -140,7 +146,7 @@ def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) ->
                     "computes it; feed only variables no needed op writes (set persistable "
                     "values with scope.set_var)"
                 )
-        step = _step(registry, manager, op, device, spec.shapes)
+        step = _step(registry, manager, op, device, fallback, spec.shapes)
         _infer_concrete(step, spec.shapes)
         spec.steps.append(step)
         for name in op.output_names:
@@ -183,7 +189,7 @@ def _persistable_input(spec: PlanSpec, block: Any, name: str, problem: str) -> N
     spec.shapes[name] = (var.shape, var.dtype)
 
 
-def _step(registry: Any, manager: Any, op: Any, device: Any, shapes: dict) -> Step:
+def _step(registry: Any, manager: Any, op: Any, device: Any, fallback: Any, shapes: dict) -> Step:
     info = registry.op(op.type)
     if op.attr_types is info.attr_types:  # appended through the API: validated then
         attrs = op.attrs
@@ -193,18 +199,12 @@ def _step(registry: Any, manager: Any, op: Any, device: Any, shapes: dict) -> St
     outputs = _slots(op, "output", op.outputs, info.proto.outputs)
     dtype = kernel_dtype(op, inputs, shapes)
     kernel = _select(registry, manager, op.type, device.type, dtype)
-    fallback = False
-    if kernel is None and device.fallback is not None:
-        kernel = _select(registry, manager, op.type, device.fallback, dtype)
-        fallback = kernel is not None
-        if fallback and (op.type, device.type, dtype) not in _warned_fallbacks:
-            _warned_fallbacks.add((op.type, device.type, dtype))
-            warnings.warn(
-                f"op {op.type!r} has no {device.type} kernel for {dtype}; "
-                f"running it on {device.fallback.upper()} with copies",
-                RuntimeWarning,
-                stacklevel=6,  # the caller of Executor.run or .prepare
-            )
+    runs_on = device
+    if kernel is None and fallback is not None:
+        kernel = _select(registry, manager, op.type, fallback.type, dtype)
+        if kernel is not None:
+            runs_on = fallback
+            _warn_fallback(op.type, device, fallback, dtype)
     if kernel is None:
         have = "; ".join(f"{d} ({', '.join(info.dtypes_for(d))})" for d in info.devices)
         raise KernelNotFoundError(
@@ -212,7 +212,21 @@ def _step(registry: Any, manager: Any, op: Any, device: Any, shapes: dict) -> St
             f"({info.plugin.label}); its kernels: {have or 'none'}",
             op=op.type,
         )
-    return Step(op, info, kernel, attrs, fallback, inputs, outputs)
+    return Step(op, info, kernel, attrs, runs_on, runs_on is not device, inputs, outputs)
+
+
+def _warn_fallback(op: str, device: Any, fallback: Any, dtype: str) -> None:
+    """Once per (op, device type, dtype) in a process."""
+    if (op, device.type, dtype) in _warned_fallbacks:
+        return
+    _warned_fallbacks.add((op, device.type, dtype))
+    copies = "" if device.host_memory and fallback.host_memory else " with copies"
+    warnings.warn(
+        f"op {op!r} has no {device.type} kernel for {dtype}; running it on "
+        f"{fallback.type.upper()}{copies}",
+        RuntimeWarning,
+        stacklevel=7,  # the caller of Executor.run or .prepare
+    )
 
 
 def _select(registry: Any, manager: Any, op: str, device: str, dtype: str) -> Any:

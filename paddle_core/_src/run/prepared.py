@@ -80,10 +80,10 @@ class PreparedProgram:
         self.steps = spec.steps
         self.persistable_inputs = spec.persistable_inputs
         self.persistable_outputs = spec.persistable_outputs
-        compiled = device.host_memory and not any(s.fallback for s in spec.steps)
-        self._runner = (
-            CompiledRunner(spec, device, num_threads) if compiled else PythonRunner(spec, device)
-        )
+        # The compiled loop binds host arrays: it runs plans whose every kernel reads host memory.
+        compiled = device.host_memory and all(s.device.host_memory for s in spec.steps)
+        runner = CompiledRunner if compiled else PythonRunner
+        self._runner = runner(spec, device, num_threads)
 
     def __repr__(self) -> str:
         runner = type(self._runner).__name__
@@ -140,9 +140,7 @@ class CompiledRunner:
         runtime = native.runtime()
         self.spec = spec
         self.device = device
-        self.plan = runtime.Plan(
-            num_threads, device.kernel_device_type, device.index, device.stream()
-        )
+        self.plan = runtime.Plan(num_threads, device.stream())
         self.index: dict[str, int] = {}
         for name, (shape, dtype) in spec.shapes.items():
             self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
@@ -163,20 +161,13 @@ class CompiledRunner:
             outs = [[self.index[n] for n in names] for _, _, names in step.outputs]
             if step.kernel.impl == "native":
                 copies = self._separate_outputs(ins, outs)
-                self.plan.add_native(step.fn, ins, outs, _native_attrs(step))
+                self.plan.add_native(step.fn, ins, outs, *_native_args(step))
                 for scratch, target in copies:
                     self.plan.add_copy(scratch, target)
             else:
                 flat = [i for slot in outs for i in slot]
                 self.plan.add_python(_python_step(step, spec.shapes), ins, flat)
-        try:
-            self.plan.prepare()
-        except runtime.KernelFailure as e:
-            index, message = e.args
-            step = spec.steps[index]
-            raise KernelError(
-                f"{step.describe()} rejected its inputs: {message}", op=step.op.type
-            ) from None
+        _prepare(self.plan, spec.steps)
         self._failure = runtime.KernelFailure
         self._lock = threading.Lock()
 
@@ -223,11 +214,7 @@ class CompiledRunner:
         try:
             self.plan.run(indices, arrays)
         except self._failure as e:
-            step_index, message = e.args
-            step = self.spec.steps[step_index]
-            raise KernelRuntimeError(
-                f"{step.describe()} failed: {message}", op=step.op.type
-            ) from None
+            raise _failed(self.spec.steps, e) from None
         except ValueError as e:  # an array that does not fit its buffer: refused, not run
             if isinstance(e, PaddleCoreError):
                 raise
@@ -258,9 +245,31 @@ def _checked_persistable(name: str, value: Any, planned: tuple[tuple, str]) -> A
     return value
 
 
-def _native_attrs(step: Step) -> list[tuple[str, int, Any]]:
+def _native_args(step: Step) -> tuple[list[tuple[str, int, Any]], int, int]:
+    """What the runtime's add_native takes besides the kernel and its buffers: the attrs as
+    (name, type, value), and the device the kernel runs as."""
     types = step.info.attr_types
-    return [(name, types[name], value) for name, value in step.attrs.items()]
+    attrs = [(name, types[name], value) for name, value in step.attrs.items()]
+    return attrs, step.device.kernel_device_type, step.device.index
+
+
+def _prepare(plan: Any, steps: list[Step]) -> None:
+    """Run the native kernels' prepare; a refusal is a KernelError naming op and kernel."""
+    try:
+        plan.prepare()
+    except native.runtime().KernelFailure as e:
+        index, message = e.args
+        step = steps[index]
+        raise KernelError(
+            f"{step.describe()} rejected its inputs: {message}", op=step.op.type
+        ) from None
+
+
+def _failed(steps: list[Step], failure: Any) -> KernelRuntimeError:
+    """A kernel's failure at run time (the runtime's KernelFailure) as our error."""
+    index, message = failure.args
+    step = steps[index]
+    return KernelRuntimeError(f"{step.describe()} failed: {message}", op=step.op.type)
 
 
 def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
@@ -329,12 +338,71 @@ def _check_output(step: Step, name: str, value: Any, shape: tuple, dtype: str) -
         )
 
 
+class HostKernel:
+    """A native kernel called on host arrays outside the compiled loop: one step of a plan run
+    by the Python loop (a CPU kernel a device falls back to), as a compiled plan of its own.
+
+    Its inputs and outputs get buffers of their own, so its outputs never overlap its inputs.
+    """
+
+    def __init__(self, step: Step, shapes: dict[str, tuple[tuple, str]], num_threads: int):
+        runtime = native.runtime()
+        self.step = step
+        self.device = step.device
+        self.plan = runtime.Plan(num_threads, step.device.stream())
+        ins, outs = [], []
+        self.inputs: list[int] = []
+        self.outputs: list[tuple[int, tuple, str]] = []
+        for sides, slots, into in ((ins, step.inputs, "in"), (outs, step.outputs, "out")):
+            for _, _, names in slots:
+                indices = []
+                for name in names:
+                    shape, dtype = shapes[name]
+                    index = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+                    indices.append(index)
+                    if into == "in":
+                        self.inputs.append(index)
+                    else:
+                        self.outputs.append((index, shape, dtype))
+                sides.append(indices)
+        self.plan.add_native(step.fn, ins, outs, *_native_args(step))
+        _prepare(self.plan, [step])
+        self._failure = runtime.KernelFailure
+
+    def __call__(self, args: list[Any]) -> list[Any]:
+        """Run on ``args`` (host arrays per input slot, a list for duplicable slots); return
+        the outputs' arrays, flat in slot order."""
+        arrays = [host_array(a) for slot in args if slot is not None for a in _items(slot)]
+        produced = [self.device.empty(shape, dtype) for _, shape, dtype in self.outputs]
+        try:
+            self.plan.run(self.inputs + [i for i, _, _ in self.outputs], arrays + produced)
+        except self._failure as e:
+            raise _failed([self.step], e) from None
+        return produced
+
+
+def _items(slot: Any) -> list[Any]:
+    return slot if isinstance(slot, list) else [slot]
+
+
 class PythonRunner:
     """Runs a plan with a Python loop on any device (CPU-fallback ops copy in and out)."""
 
-    def __init__(self, spec: PlanSpec, device: Any) -> None:
+    def __init__(self, spec: PlanSpec, device: Any, num_threads: int) -> None:
         self.spec = spec
         self.device = device
+        # Native kernels run as one-step compiled plans, which take host memory only.
+        self.native: dict[int, HostKernel] = {}
+        for k, step in enumerate(spec.steps):
+            if step.kernel.impl != "native":
+                continue
+            if not step.device.host_memory:
+                raise KernelError(
+                    f"{step.describe()}: native kernels for {step.device.type} need the compiled "
+                    "runtime to bind its memory, which it does not yet; declare a Python kernel",
+                    op=step.op.type,
+                )
+            self.native[k] = HostKernel(step, spec.shapes, num_threads)
 
     def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
         device, shapes = self.device, self.spec.shapes
@@ -346,14 +414,17 @@ class PythonRunner:
                 scope.update_var(name, value)  # moved once, not on every run
             values[name] = value
         values.update({name: device.to_device(array) for name, array in feed.items()})
-        for step in self.spec.steps:
+        for k, step in enumerate(self.spec.steps):
             args = []
             for _, duplicable, names in step.inputs:
                 slot = [values[n] for n in names]
                 if step.fallback:
                     slot = [device.to_host(v) for v in slot]
                 args.append(slot if duplicable else (slot[0] if slot else None))
-            produced = _outputs(step, _call_kernel(step, step.fn, args, step.attrs), shapes)
+            if k in self.native:
+                produced = self.native[k](args)
+            else:
+                produced = _outputs(step, _call_kernel(step, step.fn, args, step.attrs), shapes)
             names = [n for _, _, slot_names in step.outputs for n in slot_names]
             for name, array in zip(names, produced):
                 values[name] = device.to_device(array) if step.fallback else array

@@ -1,39 +1,17 @@
 """In-process plugins and the behavioural hooks: ops declared from Python, shadowing and the
-conflict rule, kernel selection, program passes, device types and device strings."""
+conflict rule, kernel selection, program passes. (Device types: test_devices.py.)"""
 
 from __future__ import annotations
 
-import sys
 import types
 import warnings
-from typing import ClassVar
 
 import numpy as np
 import pytest
 
 import paddle_core as pc
-from paddle_core._src.plugins import registry as registry_module
-from paddle_core._src.plugins.hooks import plugin_manager
-from paddle_core._src.run import planning as planning_module
 
-
-@pytest.fixture(autouse=True)
-def fresh_warnings(monkeypatch):
-    """Conflict and CPU-fallback warnings are given once per process; each test starts anew."""
-    monkeypatch.setattr(registry_module, "_warned", set())
-    monkeypatch.setattr(planning_module, "_warned_fallbacks", set())
-
-
-@pytest.fixture(autouse=True)
-def no_leftover_hooks():
-    """Unregister every plugin a test registered, hooks-only ones too (declaring no ops, they
-    are not among the records that conftest's fresh_registry removes)."""
-    manager = plugin_manager()
-    before = {name for name, _ in manager.list_name_plugin()}
-    yield
-    for name, _ in manager.list_name_plugin():
-        if name not in before:
-            pc.unregister_plugin(name)
+pytestmark = pytest.mark.usefixtures("fresh_warnings")
 
 
 def unary_op(op_type, kernel, *, device="cpu", dtypes="FLOAT32, FLOAT64", attrs=""):
@@ -332,213 +310,6 @@ def test_transform_program_rewrites_a_private_copy():
     np.testing.assert_array_equal(got, value * 2 + 1)
 
 
-# -- a device type from a plugin -----------------------------------------------------------------
-
-
-class SimBuffer:
-    """A "sim" device buffer: a host array that kernels must unwrap."""
-
-    def __init__(self, array):
-        self.array = array
-
-    @property
-    def shape(self):
-        return self.array.shape
-
-    @property
-    def dtype(self):
-        return self.array.dtype
-
-
-class Sim(pc.Device):
-    """A fake device whose buffers are SimBuffers; it logs every move."""
-
-    type = "sim"
-    moves: ClassVar[list[str]] = []
-
-    @classmethod
-    def unavailable_reason(cls, index):
-        return None if index < 4 else "the simulator has 4 devices"
-
-    def to_device(self, array):
-        if not isinstance(array, np.ndarray):
-            raise TypeError(f"sim.to_device expects a NumPy array, got {type(array).__name__}")
-        Sim.moves.append("to_device")
-        return SimBuffer(array.copy())
-
-    def to_host(self, buffer):
-        if not isinstance(buffer, SimBuffer):
-            raise TypeError(f"sim.to_host expects a SimBuffer, got {type(buffer).__name__}")
-        Sim.moves.append("to_host")
-        return buffer.array.copy()
-
-
-class SimDevices:
-    @pc.hookimpl
-    def paddle_core_device_types(self):
-        return [Sim]
-
-
-class SimScale:
-    """A sim kernel for toy's `toy_scale`, as a kernel pack."""
-
-    def __init__(self):
-        self.args = []
-
-    def paddle_core_manifest(self):
-        return """
-            kernel_packs {
-              op: "toy_scale"
-              kernels { device: "sim" dtypes: [FLOAT32] python: "scale_sim" }
-            }
-        """
-
-    def scale_sim(self, x, *, scale, bias, bias_after_scale):
-        self.args.append(x)
-        assert bias_after_scale
-        return SimBuffer((x.array * scale + bias).astype(x.array.dtype))
-
-
-@pytest.fixture
-def sim(monkeypatch):
-    monkeypatch.setattr(Sim, "moves", [])
-    pc.register_plugin(SimDevices(), name="sim_devices")
-    return Sim
-
-
-def scale_relu_program():
-    prog = pc.Program()
-    with pc.program_guard(prog):
-        x = pc.data("x", shape=[None, 3], dtype="float32")
-        y = pc.ops.toy_scale(x, scale=2.0, bias=-3.0)
-        z = pc.ops.toy_relu(y)
-    return prog, y, z
-
-
-def test_get_device_finds_plugin_device_types(sim):
-    device = pc.get_device("sim:2")
-    assert isinstance(device, Sim)
-    assert (device.type, device.index, str(device)) == ("sim", 2, "sim:2")
-    assert pc.get_device("SIM") == Sim(0)
-    assert pc.get_device(device) is device
-    with pytest.raises(pc.DeviceError, match="device sim:7 is not available: the simulator has 4"):
-        pc.get_device("sim:7")
-    with pytest.raises(pc.DeviceError, match=r"unknown device 'simm' \(did you mean 'sim'\?\)"):
-        pc.get_device("simm")
-
-
-def test_ops_without_device_kernels_fall_back_to_cpu_warning_once(sim):
-    prog, y, z = scale_relu_program()
-    exe = pc.Executor("sim:1")
-    assert str(exe.device) == "sim:1"
-    value = np.array([[0, 1, 2], [3, 4, 5]], np.float32)
-    with pytest.warns(RuntimeWarning) as record:
-        got_y, got_z = exe.run(prog, feed={"x": value}, fetch_list=[y, z])
-    messages = sorted(str(w.message) for w in record)
-    assert messages == [
-        "op 'toy_relu' has no sim kernel for float32; running it on CPU with copies",
-        "op 'toy_scale' has no sim kernel for float32; running it on CPU with copies",
-    ]
-    assert all(w.filename == __file__ for w in record)  # pointing at the caller's line
-    for got, want in ((got_y, value * 2 - 3), (got_z, np.maximum(value * 2 - 3, 0))):
-        assert isinstance(got, np.ndarray)
-        np.testing.assert_array_equal(got, want)
-    # feed in; per op: input out, output in; two fetches out
-    assert sim.moves == ["to_device"] + ["to_host", "to_device"] * 2 + ["to_host"] * 2
-
-    with warnings.catch_warnings():  # warned once per (op, device, dtype), even on a new plan
-        warnings.simplefilter("error")
-        pc.Executor("sim").run(prog, feed={"x": value[:1]}, fetch_list=[z])
-        (buffer,) = exe.run(prog, feed={"x": value}, fetch_list=[z], return_numpy=False)
-    assert isinstance(buffer, SimBuffer)
-    np.testing.assert_array_equal(buffer.array, np.maximum(value * 2 - 3, 0))
-
-
-def test_a_device_kernel_is_used_when_a_plugin_declares_one(sim):
-    kernels = SimScale()
-    pc.register_plugin(kernels, name="sim_scale")
-    assert pc.get_registry().op("toy_scale").dtypes_for("sim") == ["float32"]
-    prog, y, z = scale_relu_program()
-    value = np.array([[0, 1, 2]], np.float32)
-    with pytest.warns(RuntimeWarning) as record:
-        got_y, got_z = pc.Executor("sim").run(prog, feed={"x": value}, fetch_list=[y, z])
-    assert [str(w.message) for w in record] == [
-        "op 'toy_relu' has no sim kernel for float32; running it on CPU with copies"
-    ]
-    (arg,) = kernels.args
-    assert isinstance(arg, SimBuffer)  # the sim kernel got a device buffer, not a host array
-    np.testing.assert_array_equal(got_y, value * 2 - 3)
-    np.testing.assert_array_equal(got_z, np.maximum(value * 2 - 3, 0))
-    # float64 has no sim kernel: it falls back
-    prog64 = pc.Program()
-    with pc.program_guard(prog64):
-        x = pc.data("x", shape=[3], dtype="float64")
-        y64 = pc.ops.toy_scale(x, scale=2.0)
-    with pytest.warns(RuntimeWarning, match="'toy_scale' has no sim kernel for float64"):
-        (got,) = pc.Executor("sim").run(prog64, feed={"x": np.ones(3)}, fetch_list=[y64])
-    np.testing.assert_array_equal(got, np.full(3, 2.0))
-    assert len(kernels.args) == 1
-
-
-def test_no_kernel_on_the_device_or_on_cpu(sim):
-    prog = pc.Program()
-    with pc.program_guard(prog):
-        x = pc.data("x", shape=[3], dtype="int64")
-        y = pc.ops.toy_relu(x)
-    with pytest.raises(pc.KernelNotFoundError, match="no kernel for device sim and dtype int64"):
-        pc.Executor("sim").run(prog, feed={"x": np.arange(3)}, fetch_list=[y])
-
-
-# -- device strings ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("spec", ["cpu", "CPU", " cpu ", "cpu:0", pc.CPU(0)])
-def test_get_device_cpu(spec):
-    device = pc.get_device(spec)
-    assert isinstance(device, pc.CPU)
-    assert (device.type, str(device)) == ("cpu", "cpu")
-
-
-@pytest.mark.parametrize(
-    ("spec", "problem"),
-    [
-        ("cuda:x", "the index after ':' must be a number"),
-        ("cuda:-1", "the index after ':' must be a number"),
-        ("cpu:first", "the index after ':' must be a number"),
-        ("", "unknown device ''"),
-        ("cdua", r"unknown device 'cdua' \(did you mean 'cuda'\?\); known types: cpu, cuda"),
-        ("tpu:0", "unknown device 'tpu:0'.*known types: cpu, cuda"),
-        (3, "a device must be a Device or a string like 'cuda:0', got 3"),
-        (None, "a device must be a Device or a string"),
-    ],
-)
-def test_get_device_rejects_bad_specs(spec, problem):
-    with pytest.raises(pc.DeviceError, match=problem):
-        pc.get_device(spec)
-
-
-@pytest.mark.parametrize("index", [-1, True, "0"])
-def test_device_index_must_be_a_natural_number(index):
-    with pytest.raises(pc.DeviceError, match="index must be an int >= 0"):
-        pc.CPU(index)
-
-
-def test_cuda_without_cupy_says_why(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
-    message = r"device cuda:1 is not available: CuPy is not installed \(pip install cupy"
-    with pytest.raises(pc.DeviceError, match=message):
-        pc.get_device("cuda:1")
-    with pytest.raises(pc.DeviceError, match="device cuda:0 is not available: CuPy"):
-        pc.Executor("cuda")
-
-
-def test_cuda_on_this_machine_is_refused_with_a_reason_when_unusable():
-    if pc.CUDA.unavailable_reason(0) is None:
-        pytest.skip("CuPy and a GPU are present")
-    with pytest.raises(pc.DeviceError, match=r"device cuda:0 is not available: (CuPy|CUDA|this)"):
-        pc.Executor("cuda:0")
-
-
 # -- conflicts between installed plugins, and user preferences ----------------------------------
 
 
@@ -600,7 +371,65 @@ def test_a_kernel_level_preference_chooses_that_plugins_kernel(on_path, broken_s
     np.testing.assert_array_equal(got, value * 2 + 1)
 
 
-def test_the_cpu_has_one_device() -> None:
-    assert pc.get_device("cpu:0") == pc.CPU()
-    with pytest.raises(pc.DeviceError, match="there is one CPU device"):
-        pc.get_device("cpu:1")
+# -- what manifests name: paddle_core.rules, and the old spellings --------------------------------
+
+
+class OldSpellings:
+    """Ops naming the core's rules by the module paths they had before paddle_core.rules."""
+
+    def paddle_core_manifest(self):
+        return """
+            ops {
+              proto {
+                type: "twice" comment: "2x."
+                inputs { name: "x" comment: "In." } outputs { name: "out" comment: "Out." }
+              }
+              kernels { device: "cpu" dtypes: [FLOAT64] python: "twice_cpu" }
+              shape_rule: "paddle_core.shape_rules:unary"
+              grad_rule: "paddle_core.backward:default_grad"
+            }
+            ops {
+              proto {
+                type: "twice_grad" comment: "Its gradient."
+                inputs { name: "out_grad" comment: "d out." }
+                outputs { name: "x_grad" comment: "d x." }
+              }
+              kernels { device: "cpu" dtypes: [FLOAT64] python: "twice_grad_cpu" }
+              shape_rule: "paddle_core.rules:unary"
+            }
+        """
+
+    def twice_cpu(self, x):
+        return 2 * x
+
+    def twice_grad_cpu(self, out_grad):
+        return 2 * out_grad
+
+
+def test_old_rule_spellings_still_work_and_doctor_notes_them():
+    from paddle_core._src.plugins import doctor
+    from paddle_core.testing import check_grad, run_op
+
+    pc.register_plugin(OldSpellings(), name="old_spellings")
+    x = np.linspace(-1, 1, 6).reshape(2, 3)
+    np.testing.assert_array_equal(run_op("twice", {"x": x})["out"][0], 2 * x)
+    check_grad("twice", {"x": x})  # through paddle_core.backward:default_grad
+    notes = [w for w in doctor.report(pc.get_registry())["warnings"] if "old spelling" in w]
+    assert notes == [
+        "plugin 'old_spellings': op 'twice': 'paddle_core.shape_rules:unary' is an old spelling "
+        "that still works; write 'paddle_core.rules:unary'",
+        "plugin 'old_spellings': op 'twice': 'paddle_core.backward:default_grad' is an old "
+        "spelling that still works; write 'paddle_core.rules:default_grad'",
+    ]
+
+
+def test_the_old_modules_are_aliases_of_paddle_core_rules():
+    import paddle_core.backward
+    import paddle_core.rules
+    import paddle_core.shape_rules
+
+    for name in ("unary", "elementwise", "broadcast_shapes"):
+        assert getattr(paddle_core.shape_rules, name) is getattr(paddle_core.rules, name)
+    assert paddle_core.backward.default_grad is paddle_core.rules.default_grad
+    assert paddle_core.backward.gradients is pc.gradients
+    assert pc.shape_rules is paddle_core.shape_rules

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 import paddle_core as pc
-from paddle_core._src.run import planning
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("fresh_warnings")]
 
 
 @pytest.fixture
@@ -20,10 +19,9 @@ def cuda():
     return pc.get_device("cuda:0")
 
 
-def test_toy_program_on_cuda_falls_back_to_cpu_kernels(cuda, monkeypatch):
+def test_toy_program_on_cuda_falls_back_to_cpu_kernels(cuda):
     import cupy
 
-    monkeypatch.setattr(planning, "_warned_fallbacks", set())
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", shape=[None, 3], dtype="float32")

@@ -1,0 +1,55 @@
+"""Catalogue the first-party plugins' ops: distribution -> op types, as JSON.
+
+    python plugins/catalog.py [--output catalog.json]
+
+The core's build runs this (CMakeLists.txt) and ships the result, so that an unknown op can
+name the package that provides it even when that package is not installed. Adding an op to a
+plugin under plugins/ therefore changes no file of the core: the next build of the core picks
+it up. tests/core/plugins/test_discovery.py checks the installed catalog against the manifests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def first_party_ops() -> dict[str, tuple[str, ...]]:
+    """distribution -> sorted op types, read from each plugin's manifest file or directory."""
+    from google.protobuf import text_format
+
+    sys.path.insert(0, str(HERE.parent))  # the checkout's generated module (it needs protobuf)
+    from paddle_core.proto import framework_pb2 as pb
+
+    found = {}
+    for pyproject in sorted(HERE.glob("*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text())["project"]
+        ops: list[str] = []
+        for value in project["entry-points"]["paddle_core.plugins"].values():
+            package, _, resource = value.partition(":")
+            path = pyproject.parent / package.replace(".", "/") / resource
+            for file in sorted(path.glob("*.pbtxt")) if path.is_dir() else [path]:
+                manifest = text_format.Parse(file.read_text(), pb.PluginManifest())
+                ops += [opdef.proto.type for opdef in manifest.ops]
+        found[project["name"]] = tuple(sorted(ops))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--output", help="file to write (default: print)")
+    args = parser.parse_args()
+    text = json.dumps(first_party_ops(), indent=1, sort_keys=True) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
