@@ -6,9 +6,11 @@ imports neither NumPy nor protobuf at import time, so listing paths stay light.
 
 from __future__ import annotations
 
-from typing import Any
-
 from .errors import PaddleCoreError, did_you_mean
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
+if TYPE_CHECKING:
+    from typing import Any
 
 # Canonical names, in VarType.DataType order (enum value = position + 1). tests/test_proto.py
 # checks this against the generated enum.

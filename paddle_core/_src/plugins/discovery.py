@@ -11,8 +11,6 @@ reads one small JSON file instead of scanning distributions and parsing manifest
 from __future__ import annotations
 
 import base64
-import importlib.machinery
-import importlib.util
 
 from ..base.errors import ManifestError
 
@@ -264,6 +262,10 @@ def locate_manifest(value: str) -> Path:
 def find_spec(name: str):
     """The module spec of a dotted name, found without importing anything (unlike
     importlib.util.find_spec, which imports parent packages); None if it is not there."""
+    # (importlib's finders: only when the index is stale)
+    import importlib.machinery
+    import importlib.util
+
     parts = name.split(".")
     try:
         spec = importlib.util.find_spec(parts[0])

@@ -25,9 +25,12 @@ import json
 import os
 import sys
 import zlib
-from typing import Any
 
 from .discovery import PluginRecord
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 2
 PROBLEMS_FILE = "kernel-problems.json"

@@ -16,14 +16,16 @@ later ``paddle-ops list`` marks the plugin's ops unavailable.
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from typing import Any
 
 from ..._version import __version__
 from ..base import native
 from ..base.errors import KernelLoadError, PluginError
 from . import index_cache
 from .discovery import PluginRecord
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def resolve(plugin: PluginRecord, ref: str, what: str) -> Any:
@@ -101,6 +103,8 @@ def _remember(plugin: PluginRecord, problem: str, cache_dir: str | None) -> None
 
 def _module_file(plugin: PluginRecord) -> str:
     """Where the plugin's kernel module lives ("" if that cannot be told)."""
+    import importlib.util  # (only when a kernel problem is noted: off the listing path)
+
     try:
         spec = importlib.util.find_spec(plugin.kernel_module)
     except Exception:  # its package fails to import: the problem itself
