@@ -6,8 +6,8 @@ Done once per (program version, feed signature, fetch list) by the executor:
    write persistable variables (their effect outlives the run) and never recomputing fed ones;
 2. check that every input will be available (fed, computed earlier, or persistable);
 3. select each op's kernel by (op, device, dtype) through the ``paddle_core_select_kernel``
-   hook, falling back to a kernel of the device's ``fallback`` type (CPU) with copies when the
-   device has none;
+   hook, falling back to a kernel of the device's ``fallback`` type (CPU) when the device has
+   none (with copies, unless both devices hold host memory), warned once;
 4. re-run the shape rules on the fed shapes, so every variable has a concrete shape and
    buffers can be planned.
 """

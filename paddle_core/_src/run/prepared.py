@@ -14,9 +14,9 @@ Kernels never see an output overlapping one of their inputs: an op rewriting its
 (``w = transpose(w)``) writes a scratch buffer that is copied back after it. One plan runs
 one call at a time (its planned buffers are shared), so concurrent runs of it take turns.
 
-Other devices run the plan with a Python loop that moves data through the device's buffers
-(and copies for ops that fall back to the device's fallback, CPU, kernels), until the compiled
-runtime binds device memory.
+Other devices run the plan with a Python loop that moves data through the device's buffers,
+copying values to and from the host for ops that fall back to CPU kernels (native ones run as
+one-step compiled plans, ``HostKernel``), until the compiled runtime binds device memory.
 """
 
 from __future__ import annotations
@@ -350,21 +350,19 @@ class HostKernel:
         self.step = step
         self.device = step.device
         self.plan = runtime.Plan(num_threads, step.device.stream())
-        ins, outs = [], []
-        self.inputs: list[int] = []
-        self.outputs: list[tuple[int, tuple, str]] = []
-        for sides, slots, into in ((ins, step.inputs, "in"), (outs, step.outputs, "out")):
-            for _, _, names in slots:
-                indices = []
-                for name in names:
-                    shape, dtype = shapes[name]
-                    index = self.plan.add_buffer(list(shape), D.to_enum(dtype))
-                    indices.append(index)
-                    if into == "in":
-                        self.inputs.append(index)
-                    else:
-                        self.outputs.append((index, shape, dtype))
-                sides.append(indices)
+
+        def buffer(name: str) -> int:
+            shape, dtype = shapes[name]
+            return self.plan.add_buffer(list(shape), D.to_enum(dtype))
+
+        ins = [[buffer(n) for n in names] for _, _, names in step.inputs]
+        outs = [[buffer(n) for n in names] for _, _, names in step.outputs]
+        self.inputs = [i for slot in ins for i in slot]
+        self.outputs = [
+            (i, *shapes[n])
+            for (_, _, names), slot in zip(step.outputs, outs)
+            for n, i in zip(names, slot)
+        ]
         self.plan.add_native(step.fn, ins, outs, *_native_args(step))
         _prepare(self.plan, [step])
         self._failure = runtime.KernelFailure
