@@ -41,10 +41,8 @@ def check_plugin_code(record: PluginRecord, cache_dir: str | None) -> None:
     natives = [o.proto.type for o in manifest.ops if any(k.native for k in o.kernels)]
     natives += [p.op for p in manifest.kernel_packs if any(k.native for k in p.kernels)]
     if natives:
-        try:
-            loading.kernel_table(
-                record, natives[0], cache_dir
-            )  # imports the module, checks its ABI and table
+        try:  # imports the module, checks its ABI and table
+            loading.kernel_table(record, natives[0], cache_dir)
         except KernelLoadError:
             pass  # recorded as the plugin's kernel problem
     if record.hooks_module:
