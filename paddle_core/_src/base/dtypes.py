@@ -12,8 +12,8 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `
 if TYPE_CHECKING:
     from typing import Any
 
-# Canonical names, in VarType.DataType order (enum value = position + 1). tests/test_proto.py
-# checks this against the generated enum.
+# Canonical names, in VarType.DataType order (enum value = position + 1).
+# tests/core/base/test_proto.py checks this against the generated enum.
 DTYPES: tuple[str, ...] = (
     "bool",
     "int8",
@@ -83,5 +83,6 @@ def name_of(dtype: Any) -> str:
     return name
 
 
-ITEMSIZE = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1}
-ITEMSIZE.update({"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8})
+# Bytes per element, read off the names (the bits they end with; bool is a byte). The C side's
+# pc_dtype_size (kernel_abi.h) is checked against this by tests/core/surface/test_sdk.py.
+ITEMSIZE = {name: int(name.lstrip("abcdefghijklmnopqrstuvwxyz") or 8) // 8 for name in DTYPES}

@@ -95,3 +95,12 @@ def test_inferred_attr_types() -> None:
     assert infer("x").type == pb.STRING
     assert infer([1.0, 2.0]).type == pb.FLOATS
     assert infer([]).type == pb.INTS
+
+
+def test_element_sizes_are_numpys() -> None:
+    import numpy as np
+
+    for name in dtypes.DTYPES:
+        if name != "bfloat16":  # NumPy has no bfloat16
+            assert dtypes.ITEMSIZE[name] == np.dtype(name).itemsize, name
+    assert dtypes.ITEMSIZE["bfloat16"] == 2
