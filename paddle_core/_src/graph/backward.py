@@ -6,6 +6,11 @@ gradients from its outputs' gradients. A variable used by several ops receives o
 gradient per use; they are summed with ``add_n`` before the gradient flows further back.
 ``append_backward(loss)`` does this for every trainable parameter.
 
+Gradients are kept per *version* of a variable: each op writing a variable makes a new
+version, so for ``h = tanh(h)`` the gradient of the ``h`` that tanh wrote and that of the ``h``
+it read are different values, summed separately. A grad op that needs a value a later op
+rewrote in place (``h = square(h)`` needs the old ``h``) is refused, naming both ops.
+
 Grad rules receive a ``GradContext``. Most ops use ``default_grad``: the op ``T`` has a grad op
 ``T_grad`` whose inputs are any of T's inputs and outputs (same slot names) plus
 ``<output>_grad`` slots, whose outputs are ``<input>_grad`` slots, and whose attrs are any of
@@ -30,25 +35,36 @@ class GradContext:
     """What a grad rule sees: the forward op, its outputs' gradients, and where to put its
     inputs' gradients (names; None where no gradient is needed or flows)."""
 
-    def __init__(self, backward: _Backward, op: Operator) -> None:
+    def __init__(self, backward: _Backward, index: int, op: Operator) -> None:
         self._backward = backward
+        self._index = index  # the op's position among the forward ops
         self.op = op
         self.attrs = op.attrs
         self._input_grads: dict[tuple[str, int], str | None] = {}
+        # Forward values handed to the rule, and the version of each it stands for.
+        self._values: dict[str, set[int]] = {}
 
     def input(self, slot: str) -> str | None:
-        names = self.op.inputs.get(slot, [])
+        names = self.inputs(slot)
         return names[0] if names else None
 
     def inputs(self, slot: str) -> list[str]:
-        return list(self.op.inputs.get(slot, []))
+        names = list(self.op.inputs.get(slot, []))
+        reads = self._backward.versions.reads[self._index]
+        for name in names:
+            self._values.setdefault(name, set()).add(reads[name])
+        return names
 
     def output(self, slot: str) -> str | None:
-        names = self.op.outputs.get(slot, [])
+        names = self.outputs(slot)
         return names[0] if names else None
 
     def outputs(self, slot: str) -> list[str]:
-        return list(self.op.outputs.get(slot, []))
+        names = list(self.op.outputs.get(slot, []))
+        writes = self._backward.versions.writes[self._index]
+        for name in names:
+            self._values.setdefault(name, set()).add(writes[name])
+        return names
 
     def output_grad(self, slot: str) -> str | None:
         """The gradient of output ``slot`` (None if no gradient flows back through it)."""
@@ -56,7 +72,8 @@ class GradContext:
         return grads[0] if grads else None
 
     def output_grads(self, slot: str) -> list[str | None]:
-        return [self._backward.grad_of(n) for n in self.op.outputs.get(slot, [])]
+        writes = self._backward.versions.writes[self._index]
+        return [self._backward.grad_of((n, writes[n])) for n in self.op.outputs.get(slot, [])]
 
     def input_grad(self, slot: str) -> str | None:
         """The name to write input ``slot``'s gradient into, or None if it is not needed."""
@@ -65,24 +82,27 @@ class GradContext:
 
     def input_grads(self, slot: str) -> list[str | None]:
         names = self.op.inputs.get(slot, [])
+        reads = self._backward.versions.reads[self._index]
         result = []
         for k, name in enumerate(names):
             key = (slot, k)
             if key not in self._input_grads:
-                wanted = name in self._backward.reach
-                self._input_grads[key] = self._backward.new_partial(name) if wanted else None
+                value = (name, reads[name])
+                wanted = value in self._backward.reach
+                self._input_grads[key] = self._backward.new_partial(value) if wanted else None
             result.append(self._input_grads[key])
         return result
 
     def unused_grad(self, name: str) -> str:
         """A name for a gradient of ``name`` that an op must produce but nothing needs (e.g.
         one input of a duplicable slot when only the others want gradients)."""
-        return self._backward.new_partial(name, discard=True)
+        return self._backward.new_partial((name, -1), discard=True)
 
     def zeros_like(self, name: str) -> str:
         """A new variable of zeros shaped like ``name`` (for gradients that do not flow)."""
         out = self._backward.fresh(f"{name}{GRAD_SUFFIX}@ZERO")
-        self.append_op("fill_like", {"x": name}, {"out": out}, {"value": 0.0})
+        # fill_like reads only the shape, which no version changes: no check needed.
+        self._backward.block.append_op("fill_like", {"x": name}, {"out": out}, {"value": 0.0})
         return out
 
     def append_op(
@@ -93,9 +113,27 @@ class GradContext:
         attrs: dict[str, Any] | None = None,
     ) -> Operator:
         """Append a gradient op; slots whose value is None (or all None) are left out."""
-        return self._backward.block.append_op(
-            type, _drop_none(inputs), _drop_none(outputs), attrs or {}
-        )
+        inputs = _drop_none(inputs)
+        for value in inputs.values():
+            for name in value if isinstance(value, list) else [value]:
+                self._check_available(type, getattr(name, "name", name))
+        return self._backward.block.append_op(type, inputs, _drop_none(outputs), attrs or {})
+
+    def _check_available(self, grad_type: str, name: str) -> None:
+        """Refuse a grad op reading a forward value that a later op has overwritten."""
+        versions = self._backward.versions
+        final = versions.final.get(name, 0)
+        for version in self._values.get(name, ()):
+            if version == final:
+                continue
+            rewriter = versions.writer[(name, version + 1)]
+            verb = "read" if version == versions.reads[self._index].get(name) else "wrote"
+            raise ProgramError(
+                f"op {grad_type!r} (the gradient of op {self.op.type!r}) needs {name!r} as "
+                f"op {self.op.type!r} {verb} it, but op {rewriter.type!r} rewrites {name!r} in "
+                f"place afterwards; give op {rewriter.type!r} an output of its own (e.g. "
+                f"{name + '_1'!r}) so that the value stays available"
+            )
 
 
 def _drop_none(slots: dict[str, Any]) -> dict[str, Any]:
@@ -152,13 +190,49 @@ def default_grad(ctx: GradContext) -> None:
     ctx.append_op(grad_type, inputs, outputs, attrs)
 
 
+class _Versions:
+    """Which version of each variable every forward op reads and writes.
+
+    A variable is at version 0 until an op writes it; each write makes the next version. The
+    value a variable holds once the forward ops have run is its ``final`` version.
+    """
+
+    def __init__(self, ops: list[Operator]) -> None:
+        current: dict[str, int] = {}
+        self.reads: list[dict[str, int]] = []
+        self.writes: list[dict[str, int]] = []
+        self.writer: dict[tuple[str, int], Operator] = {}
+        for op in ops:
+            self.reads.append({n: current.get(n, 0) for n in op.input_names})
+            written = {}
+            for name in op.output_names:
+                current[name] = written[name] = current.get(name, 0) + 1
+                self.writer[(name, current[name])] = op
+            self.writes.append(written)
+        self.final = current
+
+    def first(self, name: str) -> int:
+        """The version of ``name`` that its first user sees: 0 if it is read before any op
+        writes it (fed, a parameter), else the first version written."""
+        for reads, writes in zip(self.reads, self.writes):
+            if name in reads:
+                return reads[name]
+            if name in writes:
+                return writes[name]
+        return 0
+
+
+Value = tuple[str, int]  # a variable at a version
+
+
 class _Backward:
     """The state of one gradients() call."""
 
-    def __init__(self, block: Block, reach: set[str]) -> None:
+    def __init__(self, block: Block, versions: _Versions, reach: set[Value]) -> None:
         self.block = block
-        self.reach = reach  # variables whose gradients are wanted
-        self.partials: dict[str, list[str]] = {}
+        self.versions = versions
+        self.reach = reach  # values whose gradients are wanted
+        self.partials: dict[Value, list[str]] = {}
 
     def fresh(self, base: str) -> str:
         name, n = base, 0
@@ -167,11 +241,12 @@ class _Backward:
             name = f"{base}@{n}"
         return name
 
-    def new_partial(self, var: str, discard: bool = False) -> str:
-        """A name for one more partial gradient of ``var`` (``discard``: computed, unused)."""
+    def new_partial(self, value: Value, discard: bool = False) -> str:
+        """A name for one more partial gradient of ``value`` (``discard``: computed, unused)."""
+        var = value[0]
         name = self.fresh(f"{var}{GRAD_SUFFIX}" + ("@UNUSED" if discard else ""))
         if not discard:
-            self.partials.setdefault(var, []).append(name)
+            self.partials.setdefault(value, []).append(name)
         self._reserve(name, var)
         return name
 
@@ -181,14 +256,15 @@ class _Backward:
         var = self.block.find_var(like)
         self.block.create_var(name, var.shape, var.dtype)
 
-    def grad_of(self, var: str) -> str | None:
-        """The full gradient of ``var``: its partials summed (once), or None if it has none."""
-        partials = self.partials.get(var)
+    def grad_of(self, value: Value) -> str | None:
+        """The full gradient of ``value``: its partials summed (once), or None if it has none."""
+        partials = self.partials.get(value)
         if not partials:
             return None
         if len(partials) > 1:
             # Into a new variable: a partial may be the caller's seed (target_gradients), and
             # an op writing its own input is an in-place update the executor must copy around.
+            var = value[0]
             total = self.fresh(f"{var}{GRAD_SUFFIX}")
             self._reserve(total, var)
             self.block.append_op("add_n", {"xs": partials}, {"out": total})
@@ -226,17 +302,22 @@ def gradients(
         if len(seeds) != len(targets):
             raise ProgramError("gradients(): target_gradients must match targets one to one")
     forward = list(block.ops)
-    reach = _reachable(block, forward, {v.name for v in inputs})
-    backward = _Backward(block, reach)
+    versions = _Versions(forward)
+    starts = {(v.name, versions.first(v.name)) for v in inputs}
+    reach = _reachable(block, versions, starts)
+    backward = _Backward(block, versions, reach)
+    final = {t.name: (t.name, versions.final.get(t.name, 0)) for t in targets}
     for target, seed in zip(targets, seeds):
         if seed is None:
-            name = backward.new_partial(target.name)
+            name = backward.new_partial(final[target.name])
             block.append_op("fill_like", {"x": target}, {"out": name}, {"value": 1.0})
         else:
-            backward.partials.setdefault(target.name, []).append(seed.name)
+            backward.partials.setdefault(final[target.name], []).append(seed.name)
     registry = get_registry()
-    for op in _between(forward, reach, {t.name for t in targets}):
-        if not any(backward.partials.get(n) for n in op.output_names):
+    for index in _between(versions, reach, set(final.values())):
+        op = forward[index]
+        written = versions.writes[index].items()
+        if not any(backward.partials.get(value) for value in written):
             continue
         rule = registry.op(op.type).grad_rule()
         if rule is None:
@@ -244,10 +325,10 @@ def gradients(
                 f"op {op.type!r} ({', '.join(op.output_names)}) is not differentiable (its "
                 "plugin declares no grad rule), but gradients must flow through it"
             )
-        rule(GradContext(backward, op))
+        rule(GradContext(backward, index, op))
     result = []
     for v in inputs:
-        name = backward.grad_of(v.name)
+        name = backward.grad_of((v.name, versions.first(v.name)))
         result.append(block.var(name) if name is not None else None)
     return result
 
@@ -263,24 +344,25 @@ def append_backward(
     return [(p, g) for p, g in zip(parameters, grads) if g is not None]
 
 
-def _reachable(block: Block, ops: list[Operator], start: set[str]) -> set[str]:
-    """Variables that depend on ``start`` (through ops, not through stop_gradient variables)."""
+def _reachable(block: Block, versions: _Versions, start: set[Value]) -> set[Value]:
+    """Values that depend on ``start`` (through ops, not through stop_gradient variables)."""
     reach = set(start)
-    for op in ops:
-        if any(n in reach for n in op.input_names):
-            for name in op.output_names:
+    for reads, writes in zip(versions.reads, versions.writes):
+        if any(value in reach for value in reads.items()):
+            for name, version in writes.items():
                 var = block.find_var(name)
                 if var is not None and not var.stop_gradient:
-                    reach.add(name)
+                    reach.add((name, version))
     return reach
 
 
-def _between(ops: list[Operator], reach: set[str], targets: set[str]) -> list[Operator]:
-    """Ops on a path from the reachable variables to the targets, last first."""
+def _between(versions: _Versions, reach: set[Value], targets: set[Value]) -> list[int]:
+    """Positions of the ops on a path from the reachable values to the targets, last first."""
     needed = set(targets)
     chosen = []
-    for op in reversed(ops):
-        if any(n in needed for n in op.output_names) and any(n in reach for n in op.input_names):
-            chosen.append(op)
-            needed.update(op.input_names)
+    for index in reversed(range(len(versions.reads))):
+        reads, writes = versions.reads[index], versions.writes[index]
+        if any(v in needed for v in writes.items()) and any(v in reach for v in reads.items()):
+            chosen.append(index)
+            needed.update(reads.items())
     return chosen
