@@ -111,7 +111,15 @@ class OpProto(_message.Message):
     def __init__(self, type: _Optional[str] = ..., comment: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[VarProto, _Mapping]]] = ..., outputs: _Optional[_Iterable[_Union[VarProto, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[AttrProto, _Mapping]]] = ...) -> None: ...
 
 class OpDesc(_message.Message):
-    __slots__ = ("type", "inputs", "outputs", "attrs")
+    __slots__ = ("type", "inputs", "outputs", "attrs", "role")
+    class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        FORWARD: _ClassVar[OpDesc.Role]
+        BACKWARD: _ClassVar[OpDesc.Role]
+        OPTIMIZE: _ClassVar[OpDesc.Role]
+    FORWARD: OpDesc.Role
+    BACKWARD: OpDesc.Role
+    OPTIMIZE: OpDesc.Role
     class Slot(_message.Message):
         __slots__ = ("name", "vars")
         NAME_FIELD_NUMBER: _ClassVar[int]
@@ -130,11 +138,13 @@ class OpDesc(_message.Message):
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     ATTRS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     type: str
     inputs: _containers.RepeatedCompositeFieldContainer[OpDesc.Slot]
     outputs: _containers.RepeatedCompositeFieldContainer[OpDesc.Slot]
     attrs: _containers.RepeatedCompositeFieldContainer[OpDesc.Attr]
-    def __init__(self, type: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[OpDesc.Slot, _Mapping]]] = ..., outputs: _Optional[_Iterable[_Union[OpDesc.Slot, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[OpDesc.Attr, _Mapping]]] = ...) -> None: ...
+    role: OpDesc.Role
+    def __init__(self, type: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[OpDesc.Slot, _Mapping]]] = ..., outputs: _Optional[_Iterable[_Union[OpDesc.Slot, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[OpDesc.Attr, _Mapping]]] = ..., role: _Optional[_Union[OpDesc.Role, str]] = ...) -> None: ...
 
 class VarType(_message.Message):
     __slots__ = ()

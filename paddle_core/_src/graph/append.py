@@ -47,6 +47,7 @@ def append(
         {slot: [v.name for v in vs] for slot, vs in out_vars.items()},
         attrs,
         sig.attr_types,
+        block.program.op_role,
     )
     for vs in out_vars.values():
         for v in vs:

@@ -301,36 +301,34 @@ def gradients(
         )
         if len(seeds) != len(targets):
             raise ProgramError("gradients(): target_gradients must match targets one to one")
-    forward = list(block.ops)
-    versions = _Versions(forward)
-    starts = {(v.name, versions.first(v.name)) for v in inputs}
-    reach = _reachable(block, versions, starts)
-    backward = _Backward(block, versions, reach)
-    final = {t.name: (t.name, versions.final.get(t.name, 0)) for t in targets}
-    for target, seed in zip(targets, seeds):
-        if seed is None:
-            name = backward.new_partial(final[target.name])
-            block.append_op("fill_like", {"x": target}, {"out": name}, {"value": 1.0})
-        else:
-            backward.partials.setdefault(final[target.name], []).append(seed.name)
-    registry = get_registry()
-    for index in _between(versions, reach, set(final.values())):
-        op = forward[index]
-        written = versions.writes[index].items()
-        if not any(backward.partials.get(value) for value in written):
-            continue
-        rule = registry.op(op.type).grad_rule()
-        if rule is None:
-            raise ProgramError(
-                f"op {op.type!r} ({', '.join(op.output_names)}) is not differentiable (its "
-                "plugin declares no grad rule), but gradients must flow through it"
-            )
-        rule(GradContext(backward, index, op))
-    result = []
-    for v in inputs:
-        name = backward.grad_of((v.name, versions.first(v.name)))
-        result.append(block.var(name) if name is not None else None)
-    return result
+    with block.program.role_guard("backward"):
+        forward = list(block.ops)
+        versions = _Versions(forward)
+        starts = {(v.name, versions.first(v.name)) for v in inputs}
+        reach = _reachable(block, versions, starts)
+        backward = _Backward(block, versions, reach)
+        final = {t.name: (t.name, versions.final.get(t.name, 0)) for t in targets}
+        for target, seed in zip(targets, seeds):
+            if seed is None:
+                name = backward.new_partial(final[target.name])
+                block.append_op("fill_like", {"x": target}, {"out": name}, {"value": 1.0})
+            else:
+                backward.partials.setdefault(final[target.name], []).append(seed.name)
+        registry = get_registry()
+        for index in _between(versions, reach, set(final.values())):
+            op = forward[index]
+            written = versions.writes[index].items()
+            if not any(backward.partials.get(value) for value in written):
+                continue
+            rule = registry.op(op.type).grad_rule()
+            if rule is None:
+                raise ProgramError(
+                    f"op {op.type!r} ({', '.join(op.output_names)}) is not differentiable (its "
+                    "plugin declares no grad rule), but gradients must flow through it"
+                )
+            rule(GradContext(backward, index, op))
+        grads = [backward.grad_of((v.name, versions.first(v.name))) for v in inputs]
+    return [block.var(name) if name is not None else None for name in grads]
 
 
 def append_backward(

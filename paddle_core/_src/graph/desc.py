@@ -17,7 +17,7 @@ from ..base import dtypes as D
 from ..base.errors import PaddleCoreError, ProgramError
 from ..spec.attrs import VALUE_FIELD, from_attr_value
 from .block import Block
-from .operator import Operator
+from .operator import ROLES, Operator
 from .variable import Initializer, Parameter, Variable
 
 _NUMBERED = re.compile(r"(.+?)_(\d+)(?:\..*)?\Z")  # "split_0.outs_1" -> ("split", 0)
@@ -86,6 +86,11 @@ def program_from_desc(cls: type, desc: Any) -> Any:
                 raise ProgramError(f"block {i} declares variable {var.name!r} twice")
             block.vars[var.name] = var
         for odesc in bdesc.ops:
+            if odesc.role >= len(ROLES):
+                raise ProgramError(
+                    f"op {odesc.type!r} (#{len(block.ops)} in block {i}) has role {odesc.role}, "
+                    "which this paddle-core does not know (upgrade paddle-core)"
+                )
             op = Operator(
                 block,
                 odesc.type,
@@ -93,6 +98,7 @@ def program_from_desc(cls: type, desc: Any) -> Any:
                 {s.name: list(s.vars) for s in odesc.outputs},
                 _attr_dict(odesc.attrs, f"op {odesc.type!r} in block {i}"),
                 {a.name: a.value.type for a in odesc.attrs},
+                ROLES[odesc.role],
             )
             for name in op.input_names + op.output_names:
                 if block.find_var(name) is None:

@@ -13,6 +13,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: blocks build on operators
     from .block import Block
 
+# What an op is for, in OpDesc.Role order: computing the model, its gradients, or updating its
+# parameters. An evaluation program keeps "forward" ops only.
+ROLES = ("forward", "backward", "optimize")
+
 
 class OpAttrs(dict):
     """An op's attrs: a dict that refuses changes, since a plan prepared for the old values
@@ -37,7 +41,7 @@ class OpAttrs(dict):
 class Operator:
     """One op in a block: its type, the variable names bound to each slot, and its attrs."""
 
-    __slots__ = ("block", "type", "inputs", "outputs", "attrs", "attr_types")
+    __slots__ = ("block", "type", "inputs", "outputs", "attrs", "attr_types", "role")
 
     def __init__(
         self,
@@ -47,6 +51,7 @@ class Operator:
         outputs: dict[str, list[str]],
         attrs: dict[str, Any],
         attr_types: dict[str, int],
+        role: str = "forward",
     ) -> None:
         self.block = block
         self.type = type
@@ -56,6 +61,7 @@ class Operator:
         # the old values would go on running them: change one with set_attr.
         self.attrs = OpAttrs(attrs, type)
         self.attr_types = attr_types  # attr -> AttrType (shared with the op's registry entry)
+        self.role = role  # one of ROLES
 
     def input(self, slot: str) -> list[str]:
         return self.inputs.get(slot, [])
@@ -101,10 +107,12 @@ class Operator:
             for s, names in self.inputs.items()
         )
         attrs = f"  {{{attrs_text(self.attrs)}}}" if self.attrs else ""
-        return f"{', '.join(self.output_names)} = {self.type}({inputs}){attrs}"
+        role = f"  [{self.role}]" if self.role != "forward" else ""
+        return f"{', '.join(self.output_names)} = {self.type}({inputs}){attrs}{role}"
 
     def to_desc(self, desc: Any) -> None:
         desc.type = self.type
+        desc.role = ROLES.index(self.role)
         for slot, names in self.inputs.items():
             desc.inputs.add(name=slot, vars=names)
         for slot, names in self.outputs.items():

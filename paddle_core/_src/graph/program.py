@@ -14,8 +14,11 @@ from typing import Any
 
 from ...proto import framework_pb2 as pb
 from ..base.errors import ProgramError
+from ..plugins.registry import get_registry
 from .block import Block
 from .desc import parse_program_desc, program_from_desc
+from .operator import ROLES
+from .shape_inference import ShapeContext, infer
 from .variable import Parameter, Variable
 
 
@@ -33,6 +36,7 @@ class Program:
         self.current_block_idx = 0
         self._version = 0
         self._name_counts: dict[str, int] = {}
+        self.op_role = "forward"  # the role of ops appended now (see role_guard)
 
     @property
     def version(self) -> int:
@@ -114,9 +118,57 @@ class Program:
         """Rebuild a program from ``serialize()`` bytes."""
         return cls.from_desc(parse_program_desc(data))
 
-    def clone(self) -> Program:
-        """An independent deep copy (through the desc, so it is exactly what would be saved)."""
-        return Program.from_desc(self.to_desc())
+    @contextlib.contextmanager
+    def role_guard(self, role: str) -> Iterator[None]:
+        """Ops appended inside the ``with`` block have ``role``: "forward" (the default),
+        "backward" (what ``gradients`` appends) or "optimize" (parameter updates)."""
+        if role not in ROLES:
+            raise ProgramError(f"op role {role!r} is none of {', '.join(ROLES)}")
+        saved, self.op_role = self.op_role, role
+        try:
+            yield
+        finally:
+            self.op_role = saved
+
+    def clone(self, for_test: bool = False) -> Program:
+        """An independent deep copy (through the desc, so it is exactly what would be saved).
+
+        ``for_test`` gives the evaluation program: its forward ops only (backward and optimizer
+        ops are dropped, with the variables only they wrote), and every op that has an
+        ``is_test`` attr set to True (dropout, batch norm: inference mode). Running it never
+        updates a parameter.
+        """
+        program = Program.from_desc(self.to_desc())
+        if for_test:
+            _keep_forward(program)
+        return program
+
+
+def _keep_forward(program: Program) -> None:
+    """Turn a copy of a program into its evaluation program (see ``Program.clone``)."""
+    for block in program.blocks:
+        written = {n for op in block.ops for n in op.output_names}
+        block.ops = [op for op in block.ops if op.role == "forward"]
+        for op in block.ops:
+            if op.attrs.get("is_test") is False:
+                _to_inference(op)
+        used = {n for op in block.ops for n in op.input_names + op.output_names}
+        for name in written - used:  # what only dropped ops (or dropped outputs) wrote
+            var = block.vars.get(name)
+            if var is not None and not var.persistable and not var.is_data:
+                del block.vars[name]
+    program._version += 1
+
+
+def _to_inference(op: Any) -> None:
+    """Set an op's ``is_test`` and keep the outputs its shape rule still gives (a dropout's mask
+    may exist only while training)."""
+    op.set_attr("is_test", True)
+    info = get_registry().op(op.type)
+    inputs = {slot: [op.block.var(n) for n in names] for slot, names in op.inputs.items()}
+    ctx = ShapeContext(op.type, inputs, op.attrs, info.signature().output_slots)
+    infer(info, ctx)
+    op.outputs = {slot: names for slot, names in op.outputs.items() if slot in ctx.outputs}
 
 
 # -- the default program and program_guard ---------------------------------------------------

@@ -104,3 +104,9 @@ def test_element_sizes_are_numpys() -> None:
         if name != "bfloat16":  # NumPy has no bfloat16
             assert dtypes.ITEMSIZE[name] == np.dtype(name).itemsize, name
     assert dtypes.ITEMSIZE["bfloat16"] == 2
+
+
+def test_op_roles_follow_the_enum() -> None:
+    from paddle_core._src.graph.operator import ROLES
+
+    assert [r.upper() for r in ROLES] == [v.name for v in pb.OpDesc.Role.DESCRIPTOR.values]
