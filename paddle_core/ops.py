@@ -15,8 +15,8 @@ from typing import Any
 from ._src.base.errors import AttrError as _AttrError
 from ._src.base.errors import OpInputError as _OpInputError
 from ._src.base.errors import did_you_mean as _did_you_mean
-from ._src.graph import program as _program
 from ._src.graph.append import append as _append
+from ._src.graph.program import default_main_program as _default_main_program
 from ._src.plugins.registry import _rebuild_listeners, get_registry
 from ._src.spec.opdoc import docstring as _docstring
 
@@ -74,7 +74,7 @@ def make_function(info: Any) -> Any:
     body += [f"    if {a} is _MISSING: del _attrs[{a!r}]" for a in attrs if a not in defaults]
     body += [
         f"    _inputs = {{{', '.join(f'{i!r}: {i}' for i in inputs)}}}",
-        "    _, _outs = _append(_program._main_program.current_block(), _info, _inputs, _attrs, name=name)",
+        "    _, _outs = _append(_default_main_program().current_block(), _info, _inputs, _attrs, name=name)",
         "    return _result(_outs)",
     ]
     namespace: dict[str, Any] = {
@@ -83,7 +83,7 @@ def make_function(info: Any) -> Any:
         "_info": info,
         "_bad_call": _bad_call,
         "_append": _append,
-        "_program": _program,
+        "_default_main_program": _default_main_program,
         "_result": _result_maker(info),
     }
     exec("\n".join(body), namespace)

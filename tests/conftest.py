@@ -61,6 +61,18 @@ def fresh_registry() -> Iterator[None]:
     registry.reload_registry()
 
 
+@pytest.fixture(autouse=True)
+def fresh_default_programs() -> Iterator[None]:
+    """Each test starts with empty default main and startup programs."""
+    import paddle_core as pc
+    from paddle_core._src.graph import defaults
+
+    saved = defaults.main, defaults.startup
+    defaults.main, defaults.startup = pc.Program(), pc.Program()
+    yield
+    defaults.main, defaults.startup = saved
+
+
 @pytest.fixture
 def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Conflict and device-fallback warnings are given once per process; a test using this

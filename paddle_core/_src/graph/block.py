@@ -7,6 +7,7 @@ from typing import Any
 
 from ..base.errors import ProgramError, did_you_mean
 from ..plugins.registry import get_registry
+from . import defaults
 from .append import append
 from .operator import Operator
 from .variable import Initializer, Parameter, Variable, valid_dtype, valid_shape
@@ -95,7 +96,12 @@ class Block:
         initializer: Initializer | None = None,
         optimize_attrs: dict[str, Any] | None = None,
     ) -> Parameter:
-        """A new parameter; whichever block this is called on, it lands in the global block."""
+        """A new parameter; whichever block this is called on, it lands in the global block.
+
+        With an ``initializer``, the op that gives the parameter its first value is appended
+        to the startup program (``program_guard(main, startup)``, else the default one), so
+        that running the startup program once initialises every parameter in the scope.
+        """
         block = self.program.global_block()
         name = self.program.unique_name("param") if name is None else name
         block._check_new(name)
@@ -113,6 +119,8 @@ class Block:
             initializer=initializer,
             optimize_attrs=optimize_attrs,
         )
+        if initializer is not None:
+            _append_initializer(param, initializer, defaults.startup.global_block())
         return block._add_var(param)  # type: ignore[return-value]
 
     def _check_new(self, name: str) -> None:
@@ -177,3 +185,30 @@ class Block:
         lines += ["  " + v._describe() for v in self.vars.values()]
         lines += ["  " + op._describe() for op in self.ops]
         return lines
+
+
+def _append_initializer(param: Parameter, initializer: Initializer, startup: Block) -> None:
+    """Append ``initializer``'s op writing ``param`` (declared there too) to the startup
+    program's global ``startup`` block. The op's ``shape`` and ``dtype`` attrs, when it declares
+    them and the initializer does not set them, are the parameter's."""
+    info = get_registry().op(initializer.op)
+    attrs = dict(initializer.attrs)
+    for attr, value in (("shape", list(param.shape)), ("dtype", param.dtype)):
+        if attr in info.attr_types and attr not in attrs:
+            attrs[attr] = value
+    existing = startup.vars.get(param.name)
+    if existing is not None:
+        if (existing.shape, existing.dtype) != (param.shape, param.dtype):
+            raise ProgramError(
+                f"parameter {param.name!r} is {param.dtype}{list(param.shape)}, but the startup "
+                f"program already initialises a {existing.dtype}{list(existing.shape)} of that "
+                "name (give each model its own: program_guard(main, startup))"
+            )
+        return  # created before (another program sharing this startup): initialised already
+    target = startup.create_parameter(param.name, param.shape, param.dtype)
+    output = info.signature().output_slots[0]
+    try:
+        append(startup, info, {}, attrs, {output: target})
+    except Exception:
+        del startup.vars[param.name]  # nothing is left half-made
+        raise

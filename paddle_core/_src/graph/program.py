@@ -15,6 +15,7 @@ from typing import Any
 from ...proto import framework_pb2 as pb
 from ..base.errors import ProgramError
 from ..plugins.registry import get_registry
+from . import defaults
 from .block import Block
 from .desc import parse_program_desc, program_from_desc
 from .operator import ROLES
@@ -171,20 +172,20 @@ def _to_inference(op: Any) -> None:
     op.outputs = {slot: names for slot, names in op.outputs.items() if slot in ctx.outputs}
 
 
-# -- the default program and program_guard ---------------------------------------------------
+# -- the default programs and program_guard -------------------------------------------------
 
-_main_program = Program()
-_startup_program = Program()
+defaults.main = Program()
+defaults.startup = Program()
 
 
 def default_main_program() -> Program:
     """The program ops are appended to outside any ``program_guard``."""
-    return _main_program
+    return defaults.main
 
 
 def default_startup_program() -> Program:
     """The program initializers go to outside any ``program_guard``."""
-    return _startup_program
+    return defaults.startup
 
 
 @contextlib.contextmanager
@@ -192,17 +193,20 @@ def program_guard(
     main_program: Program, startup_program: Program | None = None
 ) -> Iterator[Program]:
     """Make ``main_program`` (and ``startup_program``) the defaults inside the ``with`` block."""
-    global _main_program, _startup_program
     if not isinstance(main_program, Program):
         raise ProgramError(f"program_guard expects a Program, got {type(main_program).__name__}")
-    saved = _main_program, _startup_program
-    _main_program = main_program
+    if startup_program is not None and not isinstance(startup_program, Program):
+        raise ProgramError(
+            f"program_guard expects a startup Program, got {type(startup_program).__name__}"
+        )
+    saved = defaults.main, defaults.startup
+    defaults.main = main_program
     if startup_program is not None:
-        _startup_program = startup_program
+        defaults.startup = startup_program
     try:
         yield main_program
     finally:
-        _main_program, _startup_program = saved
+        defaults.main, defaults.startup = saved
 
 
 def data(name: str, shape: Sequence[int | None], dtype: Any = "float32") -> Variable:
@@ -210,6 +214,6 @@ def data(name: str, shape: Sequence[int | None], dtype: Any = "float32") -> Vari
 
     Use None (or -1) for dimensions known only at run time, typically the batch size.
     """
-    var = _main_program.current_block().create_global_var(name, shape, dtype, stop_gradient=True)
+    var = defaults.main.current_block().create_global_var(name, shape, dtype, stop_gradient=True)
     var.is_data = True
     return var
