@@ -67,7 +67,7 @@ def fresh_default_programs() -> Iterator[None]:
     import paddle_core as pc
     from paddle_core._src.graph import defaults
 
-    saved = defaults.main, defaults.startup
+    saved = pc.default_main_program(), pc.default_startup_program()
     defaults.main, defaults.startup = pc.Program(), pc.Program()
     yield
     defaults.main, defaults.startup = saved
