@@ -19,7 +19,7 @@ T's. The grad op declares what it needs; ``default_grad`` wires it up.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..base.errors import OpNotFoundError, ProgramError
@@ -276,13 +276,15 @@ def gradients(
     targets: Variable | Sequence[Variable],
     inputs: Variable | Sequence[Variable],
     target_gradients: Variable | Sequence[Variable | None] | None = None,
+    no_grad_set: Iterable[Variable | str] | None = None,
 ) -> list[Variable | None]:
     """Append the ops computing d(sum of targets)/d(input) for each input; return the gradient
     variables (None for an input the targets do not depend on).
 
     ``target_gradients`` seed the targets' gradients (default: ones); ops are appended to the
     targets' global block. Variables marked ``stop_gradient`` (other than the requested
-    inputs) block the flow, as data variables do by default.
+    inputs), as data variables are by default, and those in ``no_grad_set`` (Variables or
+    names) block the flow.
     """
     targets = [targets] if isinstance(targets, Variable) else list(targets)
     inputs = [inputs] if isinstance(inputs, Variable) else list(inputs)
@@ -304,8 +306,9 @@ def gradients(
     with block.program.role_guard("backward"):
         forward = list(block.ops)
         versions = _Versions(forward)
-        starts = {(v.name, versions.first(v.name)) for v in inputs}
-        reach = _reachable(block, versions, starts)
+        blocked = _names(block, no_grad_set or (), "no_grad_set")
+        starts = {(v.name, versions.first(v.name)) for v in inputs if v.name not in blocked}
+        reach = _reachable(block, versions, starts, blocked)
         backward = _Backward(block, versions, reach)
         final = {t.name: (t.name, versions.final.get(t.name, 0)) for t in targets}
         for target, seed in zip(targets, seeds):
@@ -332,24 +335,60 @@ def gradients(
 
 
 def append_backward(
-    loss: Variable, parameters: Sequence[Parameter] | None = None
+    loss: Variable,
+    parameter_list: Iterable[Parameter | str] | None = None,
+    no_grad_set: Iterable[Variable | str] | None = None,
 ) -> list[tuple[Parameter, Variable]]:
-    """Append the ops computing d(loss)/d(parameter) for every trainable parameter (or the
-    given ones); return (parameter, gradient) pairs for those the loss depends on."""
-    if parameters is None:
-        parameters = [p for p in loss.block.program.all_parameters() if p.trainable]
-    grads = gradients([loss], list(parameters))
+    """Append the ops computing d(loss)/d(parameter) for every trainable parameter (or those
+    of ``parameter_list``, Parameters or names), except those in ``no_grad_set`` (through
+    which no gradient flows either); return (parameter, gradient) pairs for the parameters the
+    loss depends on."""
+    if not isinstance(loss, Variable):
+        raise ProgramError(f"append_backward(): the loss must be a Variable, got {loss!r}")
+    block = loss.block.program.global_block()
+    blocked = _names(block, no_grad_set or (), "no_grad_set")
+    if parameter_list is None:
+        parameters = [p for p in block.program.all_parameters() if p.trainable]
+    else:
+        names = _names(block, parameter_list, "parameter_list")
+        parameters = [block.var(n) for n in names]
+        for p in parameters:
+            if not isinstance(p, Parameter):
+                raise ProgramError(
+                    f"append_backward(): {p.name!r} in parameter_list is not a Parameter"
+                )
+    parameters = [p for p in parameters if p.name not in blocked]
+    if not parameters:
+        return []
+    grads = gradients([loss], parameters, no_grad_set=blocked)
     return [(p, g) for p, g in zip(parameters, grads) if g is not None]
 
 
-def _reachable(block: Block, versions: _Versions, start: set[Value]) -> set[Value]:
-    """Values that depend on ``start`` (through ops, not through stop_gradient variables)."""
+def _names(block: Block, items: Iterable[Variable | str], what: str) -> list[str]:
+    """Variable names of ``items`` (Variables or names), each a variable of ``block``."""
+    if isinstance(items, (str, Variable)):
+        raise ProgramError(f"{what} must be a collection of Variables or names, got {items!r}")
+    names = []
+    for item in items:
+        name = item.name if isinstance(item, Variable) else item
+        if not isinstance(name, str) or block.find_var(name) is None:
+            raise ProgramError(f"{what}: {item!r} is not a variable of the program")
+        names.append(name)
+    return list(dict.fromkeys(names))
+
+
+def _reachable(
+    block: Block, versions: _Versions, start: set[Value], blocked: Iterable[str]
+) -> set[Value]:
+    """Values that depend on ``start`` (through ops, not through stop_gradient variables nor
+    the ``blocked`` ones)."""
     reach = set(start)
+    blocked = set(blocked)
     for reads, writes in zip(versions.reads, versions.writes):
         if any(value in reach for value in reads.items()):
             for name, version in writes.items():
                 var = block.find_var(name)
-                if var is not None and not var.stop_gradient:
+                if var is not None and not var.stop_gradient and name not in blocked:
                     reach.add((name, version))
     return reach
 

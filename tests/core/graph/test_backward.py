@@ -106,3 +106,51 @@ def test_a_rewrite_the_gradients_do_not_need_is_fine():
     _, got = build(forward)
     f = lambda w: (np.tanh(X @ w) + 2 * (X @ w)).sum()  # noqa: E731
     np.testing.assert_allclose(got, numeric_grad(f, W), rtol=1e-6)
+
+
+def two_layer():
+    prog = pc.Program()
+    block = prog.global_block()
+    with pc.program_guard(prog):
+        x = pc.data("x", [2, 3], "float64")
+        w = block.create_parameter("w", [3, 2], "float64")
+        v = block.create_parameter("v", [2, 2], "float64")
+        frozen = block.create_parameter("frozen", [2, 2], "float64", trainable=False)
+        h = pc.ops.tanh(pc.ops.matmul(x, w))
+        loss = pc.ops.sum(pc.ops.matmul(pc.ops.matmul(h, v), frozen))
+    return prog, loss, h
+
+
+def test_append_backward_takes_every_trainable_parameter_by_default():
+    prog, loss, _ = two_layer()
+    with pc.program_guard(prog):
+        pairs = pc.append_backward(loss)
+    assert [(p.name, g.name) for p, g in pairs] == [("w", "w@GRAD"), ("v", "v@GRAD")]
+
+
+def test_append_backward_with_a_parameter_list_and_a_no_grad_set():
+    prog, loss, h = two_layer()
+    with pc.program_guard(prog):
+        pairs = pc.append_backward(loss, parameter_list=["v", "frozen"], no_grad_set=[h])
+    assert [p.name for p, _ in pairs] == ["v", "frozen"]
+    prog, loss, h = two_layer()
+    with pc.program_guard(prog):
+        # no gradient flows through h, so w gets none
+        assert [p.name for p, _ in pc.append_backward(loss, no_grad_set={h.name})] == ["v"]
+    prog, loss, _ = two_layer()
+    with pc.program_guard(prog):
+        assert pc.append_backward(loss, parameter_list=["w"], no_grad_set=["w"]) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, problem",
+    [
+        ({"parameter_list": ["nope"]}, "parameter_list: 'nope' is not a variable of the program"),
+        ({"parameter_list": ["x"]}, "'x' in parameter_list is not a Parameter"),
+        ({"no_grad_set": "x"}, "no_grad_set must be a collection of Variables or names"),
+    ],
+)
+def test_append_backward_refuses_what_it_cannot_use(kwargs, problem):
+    prog, loss, _ = two_layer()
+    with pc.program_guard(prog), pytest.raises(pc.ProgramError, match=problem):
+        pc.append_backward(loss, **kwargs)
