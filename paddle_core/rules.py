@@ -2,6 +2,7 @@
 
     shape_rule: "paddle_core.rules:unary"        # the output is like the first input
     shape_rule: "paddle_core.rules:elementwise"  # inputs broadcast together (NumPy rules)
+    shape_rule: "paddle_core.rules:grad_shapes"  # each <input>_grad is shaped like <input>
     grad_rule: "paddle_core.rules:default_grad"  # op T's gradient is op T_grad, wired by slot names
 
 A shape rule receives a ``paddle_core.ShapeContext``; a grad rule a ``paddle_core.GradContext``
@@ -11,6 +12,6 @@ used before still work (those modules remain, as aliases); ``paddle-ops doctor``
 """
 
 from ._src.graph.backward import default_grad
-from ._src.graph.shape_rules import broadcast_shapes, elementwise, unary
+from ._src.graph.shape_rules import broadcast_shapes, elementwise, grad_shapes, unary
 
-__all__ = ["broadcast_shapes", "default_grad", "elementwise", "unary"]
+__all__ = ["broadcast_shapes", "default_grad", "elementwise", "grad_shapes", "unary"]

@@ -16,6 +16,15 @@ def unary(ctx: Any) -> None:
     ctx.set_output(ctx.output_slots[0], x.shape, x.dtype)
 
 
+def grad_shapes(ctx: Any) -> None:
+    """The rule of most grad ops: each output ``<name>_grad`` has the shape and dtype of the
+    input ``<name>`` (of the grad op, which default_grad wires to the forward op's)."""
+    for slot in ctx.output_slots:
+        base = ctx.inputs.get(slot.removesuffix("_grad"))
+        if slot.endswith("_grad") and base:
+            ctx.set_output_list(slot, [(v.shape, v.dtype) for v in base])
+
+
 def elementwise(ctx: Any) -> None:
     """The first output is all inputs broadcast together (NumPy rules); dtypes must match."""
     vars_ = [v for vs in ctx.inputs.values() for v in vs]

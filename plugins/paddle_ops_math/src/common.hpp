@@ -1,11 +1,9 @@
-// Helpers shared by the CPU kernels of paddle-ops-math: defined arithmetic, parallel loops,
-// broadcasting, row functions. Dtype dispatch and the common checks are the SDK's
-// (paddle_core/kernel.hpp), used here unqualified. Kernel files include the plugin's headers
-// and the SDK only.
+// Helpers shared by the CPU kernels of paddle-ops-math: defined arithmetic, broadcasting, row
+// functions. Dtype dispatch, the common checks (paddle_core/kernel.hpp) and parallel loops
+// (paddle_core/parallel.hpp) are the SDK's, used here unqualified. Kernel files include the
+// plugin's headers and the SDK only.
 #ifndef PADDLE_OPS_MATH_COMMON_HPP_
 #define PADDLE_OPS_MATH_COMMON_HPP_
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include <paddle_core/kernel.hpp>
+#include <paddle_core/parallel.hpp>
 
 namespace pom {
 
@@ -26,7 +25,9 @@ using pc::expect_same_shape;
 using pc::fail;
 using pc::Floats;
 using pc::Ints;
+using pc::kGrain;
 using pc::Numbers;
+using pc::parallel_for;
 using pc::Slots;
 using pc::Tensor;
 using pc::Types;
@@ -57,29 +58,6 @@ template <class D, class S> inline D convert_to(S v) {
     return static_cast<D>(static_cast<Via>(v));
   } else {
     return static_cast<D>(v);
-  }
-}
-
-// -- parallel loops ----------------------------------------------------------------------------
-
-// Below this many elements per thread, splitting a memory-bound loop costs more than it saves.
-constexpr int64_t kGrain = 1 << 15;
-
-// Run f(begin, end) over [0, n) split into contiguous chunks across up to `threads` OpenMP
-// threads (inline when the work is too small to split). Chunk bounds are multiples of 64
-// elements, so even with 1-byte outputs threads never share a cache line of the output.
-template <class F> void parallel_for(int64_t n, int32_t threads, int64_t grain, F&& f) {
-  int64_t chunks = std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1));
-  if (chunks <= 1) {
-    if (n > 0) f(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(static_cast<int>(chunks))
-  {
-    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    int64_t per = ((n + nt - 1) / nt + 63) / 64 * 64;
-    int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
-    if (begin < end) f(begin, end);
   }
 }
 

@@ -1,4 +1,4 @@
-"""Helpers for the paddle-ops-math tests (tests/plugins/math): inputs, tolerances, comparisons.
+"""Helpers for the tests of plugins' ops (tests/plugins/*): inputs, tolerances, comparisons.
 
 Every op is compared with a NumPy reference on each dtype it declares, with broadcasting,
 empty and non-contiguous inputs; gradients are checked by finite differences in float64
@@ -8,12 +8,9 @@ empty and non-contiguous inputs; gradients are checked by finite differences in 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import paddle_core as pc
 from paddle_core.testing import check_grad, run_op
-
-pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
 FLOATS = ["float32", "float64"]
 INTS = ["int32", "int64"]

@@ -1,0 +1,6 @@
+"""Shape and grad rules of paddle-ops-nn (the manifest's rules_module), one module per op
+family; the manifest names them bare, so each family's rules are re-exported here.
+
+Most grad rules are the core's ``paddle_core.rules:default_grad``: each op ``T`` has a ``T_grad``
+op, declared beside it in the manifest, with its own kernel.
+"""

@@ -1,0 +1,13 @@
+// paddle_ops_nn._C: the kernel table the core loads (see paddle_core/pybind.hpp). The only file
+// that includes pybind11.
+#include <paddle_core/pybind.hpp>
+
+namespace pon {
+// One family per source file (src/<family>_cpu.cpp).
+const paddle_core::Family& activation_kernels();
+}  // namespace pon
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "Compiled CPU kernels of paddle-ops-nn.";
+  paddle_core::export_kernels(m, {&pon::activation_kernels()});
+}
