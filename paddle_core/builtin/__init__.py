@@ -1,12 +1,7 @@
-"""Rules and NumPy kernels of the core's own ops (declared in ops.pbtxt)."""
+"""Rules of the core's own ops (declared in ops.pbtxt; their kernels are compiled into the
+core's runtime module)."""
 
 from __future__ import annotations
-
-import numpy as np
-
-
-def fill_like_cpu(x, *, value):
-    return np.full(x.shape, value, dtype=x.dtype)
 
 
 def add_n_shape(ctx):
@@ -20,13 +15,6 @@ def add_n_shape(ctx):
         ):
             ctx.fail(f"all inputs need {first.dtype}{list(first.shape)}; {x.name!r} differs")
     ctx.set_output("out", first.shape, first.dtype)
-
-
-def add_n_cpu(xs):
-    out = xs[0].copy()
-    for x in xs[1:]:
-        out += x
-    return out
 
 
 def add_n_grad(ctx):

@@ -85,16 +85,18 @@ class AttrProto(_message.Message):
     def __init__(self, name: _Optional[str] = ..., comment: _Optional[str] = ..., type: _Optional[_Union[AttrType, str]] = ..., default: _Optional[_Union[AttrValue, _Mapping]] = ..., min: _Optional[_Union[Bound, _Mapping]] = ..., max: _Optional[_Union[Bound, _Mapping]] = ..., choices: _Optional[_Union[AttrValue, _Mapping]] = ...) -> None: ...
 
 class VarProto(_message.Message):
-    __slots__ = ("name", "comment", "duplicable", "dispensable")
+    __slots__ = ("name", "comment", "duplicable", "dispensable", "inplace")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COMMENT_FIELD_NUMBER: _ClassVar[int]
     DUPLICABLE_FIELD_NUMBER: _ClassVar[int]
     DISPENSABLE_FIELD_NUMBER: _ClassVar[int]
+    INPLACE_FIELD_NUMBER: _ClassVar[int]
     name: str
     comment: str
     duplicable: bool
     dispensable: bool
-    def __init__(self, name: _Optional[str] = ..., comment: _Optional[str] = ..., duplicable: _Optional[bool] = ..., dispensable: _Optional[bool] = ...) -> None: ...
+    inplace: str
+    def __init__(self, name: _Optional[str] = ..., comment: _Optional[str] = ..., duplicable: _Optional[bool] = ..., dispensable: _Optional[bool] = ..., inplace: _Optional[str] = ...) -> None: ...
 
 class OpProto(_message.Message):
     __slots__ = ("type", "comment", "inputs", "outputs", "attrs")
@@ -217,12 +219,14 @@ class BlockDesc(_message.Message):
     def __init__(self, idx: _Optional[int] = ..., parent_idx: _Optional[int] = ..., vars: _Optional[_Iterable[_Union[VarDesc, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[OpDesc, _Mapping]]] = ...) -> None: ...
 
 class ProgramDesc(_message.Message):
-    __slots__ = ("blocks", "version")
+    __slots__ = ("blocks", "version", "random_seed")
     BLOCKS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_SEED_FIELD_NUMBER: _ClassVar[int]
     blocks: _containers.RepeatedCompositeFieldContainer[BlockDesc]
     version: int
-    def __init__(self, blocks: _Optional[_Iterable[_Union[BlockDesc, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
+    random_seed: int
+    def __init__(self, blocks: _Optional[_Iterable[_Union[BlockDesc, _Mapping]]] = ..., version: _Optional[int] = ..., random_seed: _Optional[int] = ...) -> None: ...
 
 class KernelDef(_message.Message):
     __slots__ = ("device", "dtypes", "python", "native")
@@ -237,16 +241,20 @@ class KernelDef(_message.Message):
     def __init__(self, device: _Optional[str] = ..., dtypes: _Optional[_Iterable[_Union[VarType.DataType, str]]] = ..., python: _Optional[str] = ..., native: _Optional[str] = ...) -> None: ...
 
 class OpDef(_message.Message):
-    __slots__ = ("proto", "kernels", "shape_rule", "grad_rule")
+    __slots__ = ("proto", "kernels", "shape_rule", "grad_rule", "kernel_dtype_input", "random")
     PROTO_FIELD_NUMBER: _ClassVar[int]
     KERNELS_FIELD_NUMBER: _ClassVar[int]
     SHAPE_RULE_FIELD_NUMBER: _ClassVar[int]
     GRAD_RULE_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_DTYPE_INPUT_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_FIELD_NUMBER: _ClassVar[int]
     proto: OpProto
     kernels: _containers.RepeatedCompositeFieldContainer[KernelDef]
     shape_rule: str
     grad_rule: str
-    def __init__(self, proto: _Optional[_Union[OpProto, _Mapping]] = ..., kernels: _Optional[_Iterable[_Union[KernelDef, _Mapping]]] = ..., shape_rule: _Optional[str] = ..., grad_rule: _Optional[str] = ...) -> None: ...
+    kernel_dtype_input: str
+    random: bool
+    def __init__(self, proto: _Optional[_Union[OpProto, _Mapping]] = ..., kernels: _Optional[_Iterable[_Union[KernelDef, _Mapping]]] = ..., shape_rule: _Optional[str] = ..., grad_rule: _Optional[str] = ..., kernel_dtype_input: _Optional[str] = ..., random: _Optional[bool] = ...) -> None: ...
 
 class KernelPack(_message.Message):
     __slots__ = ("op", "kernels")

@@ -19,6 +19,11 @@
 #include <vector>
 
 #include "paddle_core/kernel_abi.h"
+#include "paddle_core/pybind.hpp"
+
+namespace paddle_core {
+const Family& builtin_kernels();  // builtin_kernels.cpp
+}  // namespace paddle_core
 
 namespace py = pybind11;
 
@@ -54,6 +59,7 @@ struct Step {
   int32_t copy_from = -1, copy_to = -1;
   const pc_kernel* kernel = nullptr;
   void* state = nullptr;
+  uint64_t random_key = 0;  // pc_context.random_key while this step runs
   // Native: the pc_tensors handed to the kernel, and storage they point into.
   std::vector<pc_tensor> in_items, out_items;
   std::vector<int32_t> in_begin, out_begin;
@@ -79,6 +85,7 @@ class Plan {
  public:
   Plan(int32_t num_threads, uintptr_t stream) {
     ctx_.num_threads = num_threads;
+    ctx_.struct_size = static_cast<int32_t>(sizeof(pc_context));
     ctx_.stream = reinterpret_cast<void*>(stream);
     ctx_.message = message_;
     ctx_.message_capacity = sizeof message_;
@@ -100,13 +107,15 @@ class Plan {
   }
 
   // A native step: `kernel` is a capsule from a plugin's kernels(); slots hold buffer indices;
-  // attrs are (name, type, value) tuples; the kernel's tensors say device (type, index).
+  // attrs are (name, type, value) tuples; the kernel's tensors say device (type, index);
+  // random_key is the op's key for random numbers (0 for ops that draw none).
   void add_native(py::capsule kernel, const std::vector<std::vector<int32_t>>& in_slots,
                   const std::vector<std::vector<int32_t>>& out_slots, const py::list& attrs,
-                  int32_t device_type, int32_t device_index) {
+                  int32_t device_type, int32_t device_index, uint64_t random_key) {
     auto step = std::make_unique<Step>();
     step->native = true;
     step->kernel = kernel_of(kernel);
+    step->random_key = random_key;
     fill_tensors(in_slots, device_type, device_index, step->in_items, step->in_begin, step->ins);
     fill_tensors(out_slots, device_type, device_index, step->out_items, step->out_begin,
                  step->outs);
@@ -147,6 +156,9 @@ class Plan {
 
   py::object array(int32_t index) const { return buffers_.at(index)->array; }
 
+  // The counter random ops see in the next runs (how many runs drew random numbers before).
+  void set_random_counter(uint64_t counter) { ctx_.random_counter = counter; }
+
   // Run every native kernel's prepare (data-less tensors). Raises KernelFailure.
   void prepare() {
     for (size_t s = 0; s < steps_.size(); ++s) {
@@ -183,6 +195,7 @@ class Plan {
           continue;
         }
         message_[0] = '\0';
+        ctx_.random_key = step.random_key;
         pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
         if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
       }
@@ -329,8 +342,10 @@ class Plan {
 
 PYBIND11_MODULE(_runtime, m) {
   m.doc() = "paddle-core's compiled half: kernel capsule checks and the executor's run loop.";
-  m.attr("KERNEL_ABI_VERSION") = PADDLE_CORE_KERNEL_ABI_VERSION;
-  m.attr("KERNEL_STRUCT_SIZE") = sizeof(pc_kernel);
+  // The core's own kernels (add_n, fill_like: every backward uses them), exported like any
+  // plugin's (this sets KERNEL_ABI_VERSION too); builtin/ops.pbtxt declares them.
+  paddle_core::export_kernels(m, {&paddle_core::builtin_kernels()});
+  m.attr("KERNEL_V1_SIZE") = PC_KERNEL_V1_SIZE;
   PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> failure;
   failure.call_once_and_store_result(
       [&]() { return py::exception<KernelFailure>(m, "KernelFailure"); });
@@ -354,7 +369,9 @@ PYBIND11_MODULE(_runtime, m) {
       .def(py::init<int32_t, uintptr_t>(), py::arg("num_threads"), py::arg("stream"))
       .def("add_buffer", &Plan::add_buffer, py::arg("shape"), py::arg("dtype"))
       .def("add_native", &Plan::add_native, py::arg("kernel"), py::arg("inputs"),
-           py::arg("outputs"), py::arg("attrs"), py::arg("device_type"), py::arg("device_index"))
+           py::arg("outputs"), py::arg("attrs"), py::arg("device_type"), py::arg("device_index"),
+           py::arg("random_key"))
+      .def("set_random_counter", &Plan::set_random_counter, py::arg("counter"))
       .def("add_python", &Plan::add_python, py::arg("fn"), py::arg("inputs"), py::arg("outputs"))
       .def("add_copy", &Plan::add_copy, py::arg("source"), py::arg("target"))
       .def("bind", &Plan::bind, py::arg("index"), py::arg("array"))

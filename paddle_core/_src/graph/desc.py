@@ -42,6 +42,7 @@ def program_from_desc(cls: type, desc: Any) -> Any:
     if not desc.blocks:
         raise ProgramError("the ProgramDesc has no blocks")
     program = cls()
+    program.random_seed = desc.random_seed
     program.blocks = []
     for i, bdesc in enumerate(desc.blocks):
         if bdesc.idx != i or not -1 <= bdesc.parent_idx < i or (i > 0) != (bdesc.parent_idx >= 0):

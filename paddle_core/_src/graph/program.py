@@ -38,10 +38,24 @@ class Program:
         self._version = 0
         self._name_counts: dict[str, int] = {}
         self.op_role = "forward"  # the role of ops appended now (see role_guard)
+        self._random_seed = 0
 
     @property
     def version(self) -> int:
         return self._version
+
+    @property
+    def random_seed(self) -> int:
+        """Seeds the random numbers of ops declared ``random`` (with each op's place in the
+        program): the same seed gives the same numbers run after run."""
+        return self._random_seed
+
+    @random_seed.setter
+    def random_seed(self, seed: int) -> None:
+        if type(seed) is not int or not 0 <= seed < 2**64:
+            raise ProgramError(f"random_seed must be an int in [0, 2**64), got {seed!r}")
+        self._random_seed = seed
+        self._version += 1  # plans carry the ops' keys
 
     def global_block(self) -> Block:
         return self.blocks[0]
@@ -100,7 +114,7 @@ class Program:
     # -- descs ------------------------------------------------------------------------------
 
     def to_desc(self) -> Any:
-        desc = pb.ProgramDesc(version=self.FORMAT_VERSION)
+        desc = pb.ProgramDesc(version=self.FORMAT_VERSION, random_seed=self.random_seed)
         for block in self.blocks:
             block.to_desc(desc.blocks.add())
         return desc

@@ -143,7 +143,7 @@ def _load_table(plugin: PluginRecord, op: str, cache_dir: str | None) -> dict[st
             abi, size, exported, has_run = runtime.kernel_info(capsule)
         except Exception as e:
             raise fail(f"kernel {symbol!r} is not a kernel capsule: {e}") from e
-        too_small = size < runtime.KERNEL_STRUCT_SIZE
+        too_small = size < runtime.KERNEL_V1_SIZE  # ABI 1's first layout; later ones grow
         if abi != native.KERNEL_ABI_VERSION or exported != symbol or not has_run or too_small:
             raise fail(
                 f"kernel {symbol!r} is malformed (ABI {abi}, name {exported!r}, struct size "

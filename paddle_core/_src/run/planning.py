@@ -40,7 +40,18 @@ MAX_BYTES = 1 << 48  # far beyond any machine's memory, far below where byte cou
 class Step:
     """One op of a plan: its kernel, decoded attrs, and the variables bound to its slots."""
 
-    __slots__ = ("op", "info", "kernel", "fn", "attrs", "device", "fallback", "inputs", "outputs")
+    __slots__ = (
+        "op",
+        "info",
+        "kernel",
+        "fn",
+        "attrs",
+        "device",
+        "fallback",
+        "inputs",
+        "outputs",
+        "random_key",
+    )
 
     def __init__(
         self,
@@ -65,6 +76,7 @@ class Step:
         # (slot, duplicable, variable names), in OpProto order; absent slots have no names.
         self.inputs = inputs
         self.outputs = outputs
+        self.random_key = 0  # for ops declared random: the op's key (set by plan)
 
     def describe(self) -> str:
         """How errors name this step: "op 'add' (kernel 'add_f32' of plugin 'math')"."""
@@ -112,6 +124,7 @@ class PlanSpec:
         self.persistable_inputs: list[str] = []  # read from the scope
         self.persistable_outputs: list[str] = []  # written back to the scope
         self.shapes: dict[str, tuple[tuple, str]] = {}  # variable -> (concrete shape, dtype)
+        self.random = False  # whether a step draws random numbers (the run counter moves)
 
 
 def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) -> PlanSpec:
@@ -147,6 +160,9 @@ def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) ->
                     "values with scope.set_var)"
                 )
         step = _step(registry, manager, op, device, fallback, spec.shapes)
+        if step.info.opdef.random:
+            step.random_key = random_key(program.random_seed, block.idx, block.ops.index(op))
+            spec.random = True
         _infer_concrete(step, spec.shapes)
         spec.steps.append(step)
         for name in op.output_names:
@@ -197,7 +213,7 @@ def _step(registry: Any, manager: Any, op: Any, device: Any, fallback: Any, shap
         attrs = info.validator().validate(dict(op.attrs))
     inputs = _slots(op, "input", op.inputs, info.proto.inputs)
     outputs = _slots(op, "output", op.outputs, info.proto.outputs)
-    dtype = kernel_dtype(op, inputs, shapes)
+    dtype = kernel_dtype(op, inputs, shapes, info.opdef.kernel_dtype_input)
     kernel = _select(registry, manager, op.type, device.type, dtype)
     runs_on = device
     if kernel is None and fallback is not None:
@@ -276,15 +292,36 @@ def _hook_plugin(hook: Any, error: BaseException | None = None) -> str:
     return ", ".join(i.plugin_name for i in impls)
 
 
-def kernel_dtype(op: Any, inputs: list, shapes: dict[str, tuple[tuple, str]]) -> str:
-    """The dtype that selects a kernel: the first input's as planned, or for ops without
-    inputs the first output's declared dtype."""
+def kernel_dtype(
+    op: Any, inputs: list, shapes: dict[str, tuple[tuple, str]], slot: str = ""
+) -> str:
+    """The dtype that selects a kernel: as planned, that of the input ``slot`` (the manifest's
+    kernel_dtype_input) when given and bound, else the first input's; for ops without inputs,
+    the first output's declared dtype."""
+    for name, _, names in inputs:
+        if names and name == slot:
+            return shapes[names[0]][1]
     for _, _, names in inputs:
         if names:
             return shapes[names[0]][1]
     for name in op.output_names:
         return op.block.find_var(name).dtype
     raise ProgramError(f"op {op.type!r} has neither inputs nor outputs")
+
+
+def random_key(seed: int, block: int, index: int) -> int:
+    """The key of the op at ``index`` of ``block`` for its random numbers: the program's seed
+    and the op's place, mixed (splitmix64) so that neighbouring ops get unrelated streams."""
+    x = (seed ^ (block << 48) ^ index) & _MASK64
+    for _ in range(2):
+        x = (x + 0x9E3779B97F4A7C15) & _MASK64
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+        x ^= x >> 31
+    return x
+
+
+_MASK64 = (1 << 64) - 1
 
 
 def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:

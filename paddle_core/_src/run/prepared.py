@@ -142,6 +142,7 @@ class CompiledRunner:
         self.device = device
         self.plan = runtime.Plan(num_threads, device.stream())
         self.index: dict[str, int] = {}
+        self.scratch_copies = 0  # outputs written to scratch because they are also inputs
         for name, (shape, dtype) in spec.shapes.items():
             self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
         fed = set(spec.feed_names)
@@ -160,7 +161,8 @@ class CompiledRunner:
             ins = [[self.index[n] for n in names] for _, _, names in step.inputs]
             outs = [[self.index[n] for n in names] for _, _, names in step.outputs]
             if step.kernel.impl == "native":
-                copies = self._separate_outputs(ins, outs)
+                copies = self._separate_outputs(step, ins, outs)
+                self.scratch_copies += len(copies)
                 self.plan.add_native(step.fn, ins, outs, *_native_args(step))
                 for scratch, target in copies:
                     self.plan.add_copy(scratch, target)
@@ -171,20 +173,26 @@ class CompiledRunner:
         self._failure = runtime.KernelFailure
         self._lock = threading.Lock()
 
-    def _separate_outputs(self, ins: list, outs: list) -> list[tuple[int, int]]:
-        """Point outputs that are also inputs at scratch buffers; return (scratch, buffer)
-        pairs to copy back after the step."""
-        reads = {i for slot in ins for i in slot}
+    def _separate_outputs(self, step: Step, ins: list, outs: list) -> list[tuple[int, int]]:
+        """Point outputs that are also inputs at scratch buffers, except an output its op
+        declares ``inplace`` with the input it shares (item k of one with item k of the
+        other); return (scratch, buffer) pairs to copy back after the step."""
+        position = {slot: j for j, (slot, _, _) in enumerate(step.inputs)}
         copies = []
-        for slot in outs:
+        for out_proto, slot in zip(step.info.proto.outputs, outs):
+            partner = position.get(out_proto.inplace)
             for k, target in enumerate(slot):
-                if target in reads:
-                    name = next(n for n, i in self.index.items() if i == target)
-                    shape, dtype = self.spec.shapes[name]
-                    scratch = self.plan.add_buffer(list(shape), D.to_enum(dtype))
-                    self.plan.bind(scratch, self.device.empty(shape, dtype))
-                    slot[k] = scratch
-                    copies.append((scratch, target))
+                reads = [
+                    (j, item) for j, s in enumerate(ins) for item, i in enumerate(s) if i == target
+                ]
+                if not reads or reads == [(partner, k)]:
+                    continue  # no input shares it, or exactly the declared one does
+                name = next(n for n, i in self.index.items() if i == target)
+                shape, dtype = self.spec.shapes[name]
+                scratch = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+                self.plan.bind(scratch, self.device.empty(shape, dtype))
+                slot[k] = scratch
+                copies.append((scratch, target))
         return copies
 
     def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
@@ -211,6 +219,8 @@ class CompiledRunner:
         for name in self.fetched:
             indices.append(index[name])
             arrays.append(self.outputs[name].take())
+        if self.spec.random:
+            self.plan.set_random_counter(scope.next_random_run())
         try:
             self.plan.run(indices, arrays)
         except self._failure as e:
@@ -245,12 +255,12 @@ def _checked_persistable(name: str, value: Any, planned: tuple[tuple, str]) -> A
     return value
 
 
-def _native_args(step: Step) -> tuple[list[tuple[str, int, Any]], int, int]:
+def _native_args(step: Step) -> tuple[list[tuple[str, int, Any]], int, int, int]:
     """What the runtime's add_native takes besides the kernel and its buffers: the attrs as
-    (name, type, value), and the device the kernel runs as."""
+    (name, type, value), the device the kernel runs as, and its key for random numbers."""
     types = step.info.attr_types
     attrs = [(name, types[name], value) for name, value in step.attrs.items()]
-    return attrs, step.device.kernel_device_type, step.device.index
+    return attrs, step.device.kernel_device_type, step.device.index, step.random_key
 
 
 def _prepare(plan: Any, steps: list[Step]) -> None:
@@ -367,9 +377,10 @@ class HostKernel:
         _prepare(self.plan, [step])
         self._failure = runtime.KernelFailure
 
-    def __call__(self, args: list[Any]) -> list[Any]:
+    def __call__(self, args: list[Any], random_counter: int) -> list[Any]:
         """Run on ``args`` (host arrays per input slot, a list for duplicable slots); return
         the outputs' arrays, flat in slot order."""
+        self.plan.set_random_counter(random_counter)
         arrays = [host_array(a) for slot in args if slot is not None for a in _items(slot)]
         produced = [self.device.empty(shape, dtype) for _, shape, dtype in self.outputs]
         try:
@@ -404,6 +415,7 @@ class PythonRunner:
 
     def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
         device, shapes = self.device, self.spec.shapes
+        counter = scope.next_random_run() if self.spec.random else 0
         values: dict[str, Any] = {}
         for name in self.spec.persistable_inputs:
             value = _scope_value(scope, name)
@@ -420,7 +432,7 @@ class PythonRunner:
                     slot = [device.to_host(v) for v in slot]
                 args.append(slot if duplicable else (slot[0] if slot else None))
             if k in self.native:
-                produced = self.native[k](args)
+                produced = self.native[k](args, counter)
             else:
                 produced = _outputs(step, _call_kernel(step, step.fn, args, step.attrs), shapes)
             names = [n for _, _, slot_names in step.outputs for n in slot_names]

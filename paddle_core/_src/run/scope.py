@@ -18,6 +18,7 @@ class Scope:
     def __init__(self, parent: Scope | None = None) -> None:
         self.parent = parent
         self._values: dict[str, Any] = {}
+        self._random_runs = 0  # runs that drew random numbers here (kept by the root scope)
 
     def new_scope(self) -> Scope:
         """A child scope: reads fall back to this one; ``set_var`` writes stay in the child."""
@@ -53,6 +54,16 @@ class Scope:
                 return
             scope = scope.parent
         self._values[name] = value
+
+    def next_random_run(self) -> int:
+        """The counter a run drawing random numbers gives its random ops: how many such runs
+        this scope tree saw before (kept by its root, so child scopes continue the stream)."""
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        counter = root._random_runs
+        root._random_runs += 1
+        return counter
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.find_var(name) is not None

@@ -140,11 +140,41 @@ def _check_op(opdef: pb.OpDef, bare_ok: bool) -> list[str]:
             continue
         problems += _check_name(f"attr {ap.name!r}", ap.name, params)
         problems += [f"attr {ap.name!r}: {p}" for p in _check_attr(ap)]
+    problems += _check_inplace(proto)
+    inputs = [s.name for s in proto.inputs]
+    if opdef.kernel_dtype_input and opdef.kernel_dtype_input not in inputs:
+        problems.append(
+            f"kernel_dtype_input {opdef.kernel_dtype_input!r} is not one of its inputs "
+            f"({', '.join(inputs) or 'none'})"
+        )
     problems += _check_kernels(opdef.kernels, bare_ok)
     if not opdef.shape_rule:
         problems.append("has no shape_rule")
     for field in ("shape_rule", "grad_rule"):
         problems += _check_ref(field, getattr(opdef, field), bare_ok)
+    return problems
+
+
+def _check_inplace(proto: pb.OpProto) -> list[str]:
+    """``inplace`` is for outputs, naming an input of the same kind (one or a list)."""
+    problems = [
+        f"input {s.name!r} sets inplace (only outputs may)" for s in proto.inputs if s.inplace
+    ]
+    inputs = {s.name: s for s in proto.inputs}
+    for out in proto.outputs:
+        if not out.inplace:
+            continue
+        source = inputs.get(out.inplace)
+        if source is None:
+            problems.append(
+                f"output {out.name!r}: inplace {out.inplace!r} is not one of its inputs "
+                f"({', '.join(inputs) or 'none'})"
+            )
+        elif source.duplicable != out.duplicable:
+            problems.append(
+                f"output {out.name!r}: inplace {out.inplace!r} must be a list exactly when "
+                f"{out.name!r} is (duplicable)"
+            )
     return problems
 
 

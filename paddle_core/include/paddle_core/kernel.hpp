@@ -17,6 +17,7 @@
 #define PADDLE_CORE_KERNEL_HPP_
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -196,14 +197,23 @@ class Attrs {
   const pc_attrs* a_;
 };
 
-// The per-call context.
+// The per-call context. Fields newer than ABI 1's first layout read as 0 from a core that
+// does not fill them (its struct_size does not cover them).
 class Context {
  public:
   explicit Context(pc_context* c) : c_(c) {}
   int32_t num_threads() const { return c_->num_threads > 0 ? c_->num_threads : 1; }
   void* stream() const { return c_->stream; }
+  // For ops declared `random`: the op's key and the run's counter (see kernel_abi.h).
+  uint64_t random_key() const { return covers(offsetof(pc_context, random_key)) ? c_->random_key : 0; }
+  uint64_t random_counter() const {
+    return covers(offsetof(pc_context, random_counter)) ? c_->random_counter : 0;
+  }
 
  private:
+  bool covers(size_t offset) const {
+    return c_->struct_size > 0 && static_cast<size_t>(c_->struct_size) >= offset + sizeof(uint64_t);
+  }
   pc_context* c_;
 };
 

@@ -24,7 +24,15 @@
  * aligned, but fed arrays need not be, so use unaligned vector loads. Outputs are allocated
  * by the core with the shapes its shape inference computed; kernels never allocate them.
  * Inputs are read-only, and no output overlaps any input: for an op that rewrites its own
- * input (w = transpose(w)) the core hands the kernel a scratch output and copies it back.
+ * input (w = transpose(w)) the core hands the kernel a scratch output and copies it back. The
+ * one exception is declared per op in its manifest: an output marked `inplace` with an input
+ * (an optimizer's param_out with param) gets exactly that input's buffer when a program binds
+ * both to one variable, so the kernel must read each element before writing it.
+ *
+ * Growing compatibly: structs gain fields only at their end. pc_kernel carries its size, and
+ * the core reads a field added after ABI 1's first layout (PC_KERNEL_V1_SIZE) only when the
+ * kernel's struct_size covers it. pc_context carries its size too: a kernel reads a newer
+ * field only when ctx->struct_size covers it (kernel.hpp's Context does the check).
  * Kernels for CUDA must enqueue work on ctx->stream only.
  */
 #ifndef PADDLE_CORE_KERNEL_ABI_H_
@@ -146,9 +154,17 @@ typedef struct pc_attrs {
 typedef struct pc_context {
   void* stream;            /* cudaStream_t for CUDA kernels; NULL on CPU */
   int32_t num_threads;     /* CPU threads a kernel may use (>= 1) */
-  int32_t reserved;
+  int32_t struct_size;     /* sizeof(pc_context) as the core filled it (0 from the first cores
+                              of ABI 1, whose context ends at message_capacity) */
   char* message;           /* where to write the reason on PC_ERROR */
   size_t message_capacity;
+  /* Since struct_size covers them: for ops declared `random` in their manifest, a key for
+   * the op (stable across runs of a program: from its random seed and the op's place) and a
+   * counter for the run (how many runs drew random numbers on the scope before this one).
+   * A counter-based generator (paddle_core/random.hpp) turns (key, counter, element index)
+   * into numbers independent of thread count and device. 0 for other ops. */
+  uint64_t random_key;
+  uint64_t random_counter;
 } pc_context;
 
 typedef pc_status (*pc_prepare_fn)(const pc_attrs* attrs, const pc_tensors* inputs,
@@ -167,6 +183,10 @@ typedef struct pc_kernel {
   pc_run_fn run;
   pc_release_fn release;
 } pc_kernel;
+
+/* The size of ABI 1's first pc_kernel layout (it ends at `release`): the least struct_size the
+ * core accepts. Fields added later are read only when a kernel's struct_size covers them. */
+#define PC_KERNEL_V1_SIZE (offsetof(pc_kernel, release) + sizeof(pc_release_fn))
 
 /* Name of the PyCapsules through which a plugin's compiled module hands pc_kernel pointers
  * to the core: `_C.kernels()` returns {name: capsule}. */

@@ -383,3 +383,30 @@ def test_describe_range(bounds, text):
     ap = pb.AttrProto()
     text_format.Parse(f'name: "a" type: FLOAT {bounds}', ap)
     assert A.describe_range(ap) == text
+
+
+# -- in-place outputs and the kernel's dtype -------------------------------------------------
+
+
+def test_an_inplace_output_names_an_input_of_its_kind():
+    two_in = (
+        'inputs { name: "param" comment: "P." } inputs { name: "grads" comment: "G." '
+        "duplicable: true }"
+    )
+    good = two_in + ' outputs { name: "param_out" comment: "P." inplace: "param" }'
+    assert problems(op(slots=good)) == []
+    assert problems(op(slots=two_in + ' outputs { name: "o" comment: "O." inplace: "w" }')) == [
+        "op 't': output 'o': inplace 'w' is not one of its inputs (param, grads)"
+    ]
+    assert problems(op(slots=two_in + ' outputs { name: "o" comment: "O." inplace: "grads" }')) == [
+        "op 't': output 'o': inplace 'grads' must be a list exactly when 'o' is (duplicable)"
+    ]
+    slots = 'inputs { name: "x" comment: "X." inplace: "x" } outputs { name: "o" comment: "O." }'
+    assert problems(op(slots=slots)) == ["op 't': input 'x' sets inplace (only outputs may)"]
+
+
+def test_the_kernel_dtype_input_is_an_input():
+    assert problems(op(rules=RULES + ' kernel_dtype_input: "x"')) == []
+    assert problems(op(rules=RULES + ' kernel_dtype_input: "ids"')) == [
+        "op 't': kernel_dtype_input 'ids' is not one of its inputs (x)"
+    ]

@@ -217,3 +217,65 @@ def test_a_third_party_compiled_plugin_builds_installs_and_runs(tmp_path: Path) 
     shown = json.loads(run_cli("show", "swish", "--json", pythonpath=site).stdout)
     assert shown["plugin"] == "my_ops" and shown["kernels"][0]["impl"] == "native"
     assert shown["attrs"][0]["min"] == {"value": 0.0, "exclusive": False}
+
+
+RANDOM = r"""
+#include <paddle_core/random.hpp>
+#include <cinttypes>
+#include <cstdio>
+
+namespace pc = paddle_core;
+
+void philox(uint32_t k0, uint32_t k1, const uint32_t c[4]) {
+  pc::Philox p{{k0, k1}};
+  uint32_t out[4];
+  p.block(c, out);
+  std::printf("%08x %08x %08x %08x\n", out[0], out[1], out[2], out[3]);
+}
+
+int main() {
+  const uint32_t zero[4] = {0, 0, 0, 0}, ones[4] = {~0u, ~0u, ~0u, ~0u};
+  const uint32_t pi[4] = {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u};
+  philox(0, 0, zero);
+  philox(~0u, ~0u, ones);
+  philox(0xa4093822u, 0x299f31d0u, pi);
+  char message[8];
+  pc_context c{};
+  c.num_threads = 1, c.message = message, c.message_capacity = sizeof message;
+  c.random_key = 7, c.random_counter = 9;
+  c.struct_size = 0;  // a core of ABI 1's first layout: the newer fields are not there
+  pc::Context old(&c);
+  std::printf("%" PRIu64 " %" PRIu64 "\n", old.random_key(), old.random_counter());
+  c.struct_size = sizeof(pc_context);
+  pc::Context now(&c);
+  std::printf("%" PRIu64 " %" PRIu64 "\n", now.random_key(), now.random_counter());
+  // The numbers of element i do not depend on which other elements were drawn.
+  pc::Random seeded(now, 42), again(now, 42), other(now, 43), keyed(now, 0);
+  double u = seeded.uniform<double>(1000), v = again.uniform<double>(1000);
+  std::printf("%d %d %d\n", u == v, u != other.uniform<double>(1000), u >= 0 && u < 1);
+  float f = keyed.uniform<float>(3);
+  std::printf("%d\n", f >= 0 && f < 1);
+  double sum = 0, sq = 0;
+  for (int i = 0; i < 100000; ++i) {
+    double z = seeded.normal<double>(i);
+    sum += z, sq += z * z;
+  }
+  std::printf("%.2f %.2f\n", sum / 100000, sq / 100000);
+  return 0;
+}
+"""
+
+
+def test_the_random_generator_is_philox_and_the_context_guards_newer_fields(tmp_path: Path):
+    lines = compile_and_run(tmp_path, RANDOM, ".cpp").splitlines()
+    # Known answers of Philox4x32-10 (Random123's test vectors)
+    assert lines[:3] == [
+        "6627e8d5 e169c58d bc57ac4c 9b00dbd8",
+        "408f276d 41c83b0e a20bc7c6 6d5451fd",
+        "d16cfe09 94fdcceb 5001e420 24126ea1",
+    ]
+    assert lines[3] == "0 0"  # a context of the first layout: no random key or counter
+    assert lines[4] == "7 9"
+    assert lines[5:7] == ["1 1 1", "1"]
+    mean, second_moment = map(float, lines[7].split())
+    assert abs(mean) < 0.02 and abs(second_moment - 1) < 0.02

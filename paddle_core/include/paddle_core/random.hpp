@@ -1,0 +1,102 @@
+// paddle_core/random.hpp: random numbers for kernels of ops declared `random`, reproducible
+// across runs, thread counts and devices.
+//
+// A counter-based generator (Philox4x32-10, Salmon et al., SC'11) maps (key, counter) to
+// random bits with no state: element i of a run gets the numbers of block i / 4, so any thread
+// can compute any element, and a chunked loop gives the same result however it is split.
+//
+//   Random rng(ctx, seed_attr);          // in run(); seed_attr 0: the core's key and run
+//   float u = rng.uniform<float>(i);     // in [0, 1)
+//   double z = rng.normal<double>(i);    // standard normal
+//
+// With a nonzero seed the numbers are the same on every run (a fixed mask, a fixed
+// initialisation); with seed 0 they come from the op's key and the run's counter, which the
+// core provides (pc_context), so successive runs differ and a rerun reproduces them.
+#ifndef PADDLE_CORE_RANDOM_HPP_
+#define PADDLE_CORE_RANDOM_HPP_
+
+#include <cmath>
+#include <cstdint>
+
+#include "paddle_core/kernel.hpp"
+
+namespace paddle_core {
+
+// Philox4x32 with 10 rounds: four 32-bit random words for a 128-bit counter and a 64-bit key.
+struct Philox {
+  uint32_t key[2];
+
+  void block(const uint32_t counter[4], uint32_t out[4]) const {
+    uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (int round = 0; round < 10; ++round) {
+      const uint64_t p0 = uint64_t{0xD2511F53u} * c0, p1 = uint64_t{0xCD9E8D57u} * c2;
+      const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
+      const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
+      c1 = static_cast<uint32_t>(p1);
+      c3 = static_cast<uint32_t>(p0);
+      c0 = n0;
+      c2 = n2;
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+  }
+};
+
+// splitmix64: spreads a seed's bits over the whole key (seeds 1 and 2 give unrelated streams).
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+class Random {
+ public:
+  // seed != 0: the same numbers on every run; 0: the op's key and the run's counter.
+  Random(const Context& ctx, int64_t seed) {
+    const uint64_t key = seed != 0 ? mix64(static_cast<uint64_t>(seed)) : ctx.random_key();
+    run_ = seed != 0 ? 0 : ctx.random_counter();
+    philox_.key[0] = static_cast<uint32_t>(key);
+    philox_.key[1] = static_cast<uint32_t>(key >> 32);
+  }
+
+  // The four words of block `index` (elements 4 * index .. 4 * index + 3).
+  void bits(uint64_t index, uint32_t out[4]) const {
+    const uint32_t counter[4] = {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32),
+                                 static_cast<uint32_t>(run_), static_cast<uint32_t>(run_ >> 32)};
+    philox_.block(counter, out);
+  }
+
+  // A uniform number in [0, 1) for element i: 24 random bits for float, 53 for double.
+  template <class T> T uniform(uint64_t i) const {
+    uint32_t w[4];
+    if constexpr (sizeof(T) == 4) {
+      bits(i / 4, w);
+      return static_cast<T>(w[i % 4] >> 8) * T(1.0 / 16777216.0);
+    } else {
+      bits(i / 2, w);
+      const uint64_t hi = w[(i % 2) * 2], lo = w[(i % 2) * 2 + 1];
+      return static_cast<T>(((hi << 21) ^ (lo >> 11)) & ((uint64_t{1} << 53) - 1)) *
+             T(1.0 / 9007199254740992.0);
+    }
+  }
+
+  // A standard normal number for element i (Box-Muller on two uniforms of its own block).
+  template <class T> T normal(uint64_t i) const {
+    uint32_t w[4];
+    bits(i, w);
+    const double u1 = (static_cast<double>(w[0]) + 1.0) / 4294967296.0;  // (0, 1]
+    const double u2 = static_cast<double>(w[1]) / 4294967296.0;
+    return static_cast<T>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+  }
+
+ private:
+  Philox philox_{};
+  uint64_t run_ = 0;
+};
+
+}  // namespace paddle_core
+
+#endif  // PADDLE_CORE_RANDOM_HPP_

@@ -1,0 +1,1 @@
+"""Kernels built against kernel ABI 1's first layout (tests of the core's compatibility)."""
