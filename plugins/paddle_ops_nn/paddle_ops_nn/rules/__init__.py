@@ -4,3 +4,5 @@ family; the manifest names them bare, so each family's rules are re-exported her
 Most grad rules are the core's ``paddle_core.rules:default_grad``: each op ``T`` has a ``T_grad``
 op, declared beside it in the manifest, with its own kernel.
 """
+
+from .random import dropout_grad_shape, dropout_shape, random_shape

@@ -1,0 +1,23 @@
+"""Rules of the random family (kernels: src/random_cpu.cpp)."""
+
+from __future__ import annotations
+
+
+def random_shape(ctx):
+    """A new tensor of the `shape` and `dtype` attrs."""
+    if ctx.attrs.get("min", 0.0) >= ctx.attrs.get("max", 1.0):
+        ctx.fail(f"min ({ctx.attrs['min']}) must be below max ({ctx.attrs['max']})")
+    ctx.set_output("out", ctx.attrs["shape"], ctx.attrs["dtype"])
+
+
+def dropout_shape(ctx):
+    """out like x; mask of x's shape, uint8."""
+    x = ctx.input("x")
+    ctx.set_output("out", x.shape, x.dtype)
+    ctx.set_output("mask", x.shape, "uint8")
+
+
+def dropout_grad_shape(ctx):
+    """x_grad like out_grad."""
+    g = ctx.input("out_grad")
+    ctx.set_output("x_grad", g.shape, g.dtype)
