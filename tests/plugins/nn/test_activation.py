@@ -1,6 +1,14 @@
-"""paddle-ops-nn activations against NumPy, and their gradients by finite differences."""
+"""paddle-ops-nn activations against NumPy, and their gradients by finite differences.
+
+Each op is tested with its default attrs and with others (CASES): against a float64 NumPy
+reference cast to the input's dtype, by finite differences in float64, at large magnitudes
+(finite, correct values and gradients), and applied in place where its grad op allows it.
+"""
 
 from __future__ import annotations
+
+import inspect
+import math
 
 import numpy as np
 import pytest
@@ -8,35 +16,126 @@ from op_helpers import FLOATS, assert_matches, check_grad, pc, rand, run1
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 
-# op: (NumPy reference, attrs)
+try:
+    from scipy.special import erf
+except ImportError:  # NumPy has no erf
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+# -- float64 references, taking the op's attrs (with the manifest's defaults) as keywords ----
+
+
+def sigmoid(x):
+    """1 / (1 + e^-x) without overflow."""
+    e = np.exp(-np.abs(x))
+    return np.where(x < 0, e, 1.0) / (1.0 + e)
+
+
+def relu(x):
+    return np.maximum(x, 0)
+
+
+def leaky_relu(x, alpha=0.02):
+    return np.where(x > 0, x, alpha * x)
+
+
+def gelu(x, approximate=False):
+    if approximate:
+        return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
+
+
+def elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+def softplus(x, beta=1.0, threshold=20.0):  # PyTorch's: x above the threshold
+    return np.where(beta * x > threshold, x, np.logaddexp(0, beta * x) / beta)
+
+
+def silu(x):
+    return x * sigmoid(x)
+
+
+# op: (reference, attrs to test besides the defaults)
 ACTIVATIONS = {
-    "relu": (lambda x: np.maximum(x, 0).astype(x.dtype), {}),
+    "relu": (relu, []),
+    "leaky_relu": (leaky_relu, [{"alpha": 0.3}, {"alpha": 0.0}]),
+    "gelu": (gelu, [{"approximate": True}]),
+    "elu": (elu, [{"alpha": 0.5}, {"alpha": 0.0}]),
+    "softplus": (softplus, [{"beta": 2.0, "threshold": 4.0}, {"beta": 0.5, "threshold": np.inf}]),
+    "silu": (silu, []),
 }
+CASES = [
+    pytest.param(op, attrs, id="-".join([op, *(f"{k}={v}" for k, v in attrs.items())]))
+    for op, (_, others) in ACTIVATIONS.items()
+    for attrs in [{}, *others]
+]
+# The ops whose grad op reads out rather than x: only these may be applied in place.
+GRAD_READS_OUT = {"relu", "leaky_relu", "elu"}
 # Shapes: a matrix, a scalar, an empty tensor, an odd length, a size split across threads.
 SHAPES = [(3, 4), (), (0,), (37,), (1025, 65)]
 
 
-@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+def reference(op, x, attrs):
+    """The op's result for ``x`` in float64, cast to x's dtype."""
+    return ACTIVATIONS[op][0](x.astype(np.float64), **attrs).astype(x.dtype)
+
+
+def gradient_at(op: str, x: np.ndarray, attrs: dict) -> np.ndarray:
+    """d(sum(op(x)))/dx through the op's grad kernel."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        v = pc.data("x", list(x.shape), x.dtype.name)
+        v.stop_gradient = False
+        out = getattr(pc.ops, op)(v, **attrs)
+        (grad,) = pc.gradients([out], [v])
+    (got,) = pc.Executor().run(prog, feed={"x": x}, fetch_list=[grad])
+    return got
+
+
+@pytest.mark.parametrize(("op", "attrs"), CASES)
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_matches_numpy(op, dtype, shape):
-    reference, attrs = ACTIVATIONS[op]
+def test_matches_numpy(op, attrs, dtype, shape):
     x = rand(np.random.default_rng(0), shape, dtype)
-    assert_matches(run1(op, {"x": x}, attrs), reference(x))
+    assert_matches(run1(op, {"x": x}, attrs), reference(op, x, attrs))
 
 
-@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
-def test_gradient(op):
-    _, attrs = ACTIVATIONS[op]
-    x = rand(np.random.default_rng(1), (3, 5), "float64")
-    x[np.abs(x) < 0.05] += 0.1  # keep finite differences off the kinks
+@pytest.mark.parametrize(("op", "attrs"), CASES)
+def test_gradient(op, attrs):
+    # Off the kinks at 0 and softplus's switch to x at beta * x = threshold (x = 2 in CASES).
+    x = np.linspace(-2.9, 3.1, 15).reshape(3, 5)
     check_grad(op, {"x": x}, attrs)
 
 
-@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
-def test_in_place(op):
+@pytest.mark.parametrize(("op", "attrs"), CASES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_large_magnitudes(op, attrs, dtype):
+    """No overflow to inf or NaN, in the values nor in the gradients, and both still right."""
+    x = np.array([-1000, -100, -30, 30, 100, 1000], dtype)
+    got = run1(op, {"x": x}, attrs)
+    assert np.all(np.isfinite(got))
+    assert_matches(got, reference(op, x, attrs))
+    grad = gradient_at(op, x, attrs)
+    assert np.all(np.isfinite(grad))
+    f, x64 = ACTIVATIONS[op][0], x.astype(np.float64)
+    h = 1e-5 * np.abs(x64)
+    numeric = (f(x64 + h, **attrs) - f(x64 - h, **attrs)) / (2 * h)
+    assert_matches(grad, numeric.astype(dtype), rtol=1e-6 if dtype == "float64" else None)
+
+
+def test_gradients_at_zero_follow_pytorch():
+    """relu'(0) = 0; leaky_relu'(0) = elu'(0) = alpha (the x <= 0 side)."""
+    x = np.array([-0.0, 0.0])
+    assert_matches(gradient_at("relu", x, {}), [0.0, 0.0])
+    assert_matches(gradient_at("leaky_relu", x, {"alpha": 0.3}), [0.3, 0.3])
+    assert_matches(gradient_at("elu", x, {"alpha": 0.5}), [0.5, 0.5])
+
+
+@pytest.mark.parametrize(("op", "attrs"), [c for c in CASES if c.values[0] in GRAD_READS_OUT])
+def test_in_place(op, attrs):
     """An activation may write its input: out aliases x, and the gradient still flows."""
-    _, attrs = ACTIVATIONS[op]
     prog = pc.Program()
     block = prog.global_block()
     with pc.program_guard(prog):
@@ -51,16 +150,73 @@ def test_in_place(op):
     scope = pc.Scope()
     scope.set_var("w", wv)
     got_loss, got_gw = pc.Executor().run(prog, feed={"x": xv}, fetch_list=[loss, gw], scope=scope)
-    reference = ACTIVATIONS[op][0]
-    np.testing.assert_allclose(got_loss, reference(xv * wv).sum())
+    f = ACTIVATIONS[op][0]
+    np.testing.assert_allclose(got_loss, f(xv * wv, **attrs).sum())
     eps = 1e-6
     numeric = [
-        (reference(xv * (wv + eps * e)).sum() - reference(xv * (wv - eps * e)).sum()) / (2 * eps)
+        (f(xv * (wv + eps * e), **attrs).sum() - f(xv * (wv - eps * e), **attrs).sum()) / (2 * eps)
         for e in np.eye(4)
     ]
     np.testing.assert_allclose(got_gw, numeric, rtol=1e-6, atol=1e-9)
 
 
-def test_other_dtypes_are_refused():
+@pytest.mark.parametrize("op", sorted(set(ACTIVATIONS) - GRAD_READS_OUT))
+def test_in_place_is_refused_where_the_grad_reads_x(op):
+    prog = pc.Program()
+    block = prog.global_block()
+    with pc.program_guard(prog):
+        w = block.create_parameter("w", [4], "float64")
+        h = pc.ops.mul(pc.data("x", [4], "float64"), w)
+        block.append_op(op, {"x": h}, {"out": h})
+        with pytest.raises(pc.ProgramError, match=rf"op '{op}_grad' .* needs '{h.name}' as op"):
+            pc.gradients([pc.ops.sum(h)], [w])
+
+
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+def test_manifest_agrees_with_the_references(op):
+    """Defaults as in the reference's signature; the grad op reads out or x (GRAD_READS_OUT)
+    and declares the forward op's attrs with the same types, defaults and ranges."""
+    registry = pc.get_registry()
+    info, grad = registry.op(op), registry.op(f"{op}_grad")
+    signature = inspect.signature(ACTIVATIONS[op][0]).parameters.values()
+    assert info.defaults == {p.name: p.default for p in signature if p.name != "x"}
+    read = "out" if op in GRAD_READS_OUT else "x"
+    assert [i.name for i in grad.proto.inputs] == [read, "out_grad"]
+
+    def bare(attrs):
+        kept = []
+        for a in attrs:
+            a = type(a).FromString(a.SerializeToString())
+            a.ClearField("comment")
+            kept.append(a)
+        return kept
+
+    assert bare(grad.proto.attrs) == bare(info.proto.attrs)
+
+
+BAD_ATTRS = [  # op, attrs, message
+    ("leaky_relu", {"alpha": -1.0}, r"attr 'alpha': expected a float in \[0, inf\), got float -1"),
+    ("leaky_relu", {"alpha": np.inf}, r"attr 'alpha': expected a float in \[0, inf\)"),
+    ("elu", {"alpha": -0.5}, r"attr 'alpha': expected a float in \[0, inf\)"),
+    ("elu", {"alpha": np.nan}, r"attr 'alpha': expected a float in \[0, inf\)"),
+    ("softplus", {"beta": 0.0}, r"attr 'beta': expected a float in \(0, inf\), got float 0.0"),
+    ("softplus", {"beta": -2.0}, r"attr 'beta': expected a float in \(0, inf\)"),
+    ("softplus", {"threshold": "20"}, r"attr 'threshold': expected a float, got str"),
+    ("gelu", {"approximate": "tanh"}, r"attr 'approximate': expected a bool, got str 'tanh'"),
+    ("silu", {"beta": 1.0}, r"op 'silu' has no attr 'beta'"),
+]
+
+
+@pytest.mark.parametrize(("op", "attrs", "message"), BAD_ATTRS)
+def test_bad_attrs_are_refused_when_appended(op, attrs, message):
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [3])
+        with pytest.raises(pc.AttrError, match=message) as info:
+            getattr(pc.ops, op)(x, **attrs)
+    assert info.value.op == op
+
+
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+def test_other_dtypes_are_refused(op):
     with pytest.raises(pc.KernelNotFoundError, match="no kernel for device cpu and dtype int32"):
-        run1("relu", {"x": np.ones(3, np.int32)})
+        run1(op, {"x": np.ones(3, np.int32)})
