@@ -39,9 +39,9 @@ template <class T> T gelu_2u(T x) {
 
 // -- forward functors: T operator()(T x) -----------------------------------------------------
 
-struct Relu {
+struct Relu {  // NaN stays NaN, as in NumPy and PyTorch
   explicit Relu(const Attrs&) {}
-  template <class T> T operator()(T x) const { return x > T(0) ? x : T(0); }
+  template <class T> T operator()(T x) const { return x < T(0) ? T(0) : x; }
 };
 
 struct LeakyRelu {

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, assert_matches, check_grad, pc, rand, run1
+from op_helpers import FLOATS, assert_matches, check_grad, pc, rand, run1, run_op
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 
@@ -220,3 +220,9 @@ def test_bad_attrs_are_refused_when_appended(op, attrs, message):
 def test_other_dtypes_are_refused(op):
     with pytest.raises(pc.KernelNotFoundError, match="no kernel for device cpu and dtype int32"):
         run1(op, {"x": np.ones(3, np.int32)})
+
+
+@pytest.mark.parametrize("op", ["relu", "leaky_relu", "elu", "gelu", "softplus", "silu"])
+def test_nan_stays_nan(op):
+    (out,) = run_op(op, {"x": np.array([np.nan, 1.0])})["out"]
+    assert np.isnan(out[0]) and not np.isnan(out[1])
