@@ -5,4 +5,5 @@ Most grad rules are the core's ``paddle_core.rules:default_grad``: each op ``T``
 op, declared beside it in the manifest, with its own kernel.
 """
 
+from .embedding import embedding_shape
 from .random import dropout_grad_shape, dropout_shape, random_shape

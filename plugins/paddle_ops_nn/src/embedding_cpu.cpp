@@ -1,0 +1,122 @@
+// embedding (rows of a table picked by integer ids) and its gradient.
+//
+// Memory contract: ids are int64 or int32 of any shape; w is [V, D] float32 or float64; out is
+// ids' shape + [D] with w's dtype; w_grad has w's shape (checked in prepare). Every id is
+// checked against [0, V) before its row is read; padding_idx rows are zeros and get no
+// gradient.
+#include <algorithm>
+#include <cstring>
+
+#include "common.hpp"
+
+namespace pon {
+namespace {
+
+using IdTypes = Types<int64_t, int32_t>;
+
+// Checks common to both kernels: ids integer, w a matrix, the row count V.
+int64_t rows_of(const Tensor& ids, const Tensor& w, int64_t padding_idx) {
+  dispatch(ids.dtype(), IdTypes{}, [](auto) {});
+  if (w.ndim() != 2) fail("w must be a [V, D] matrix, got %s", w.describe().c_str());
+  if (padding_idx < -1 || padding_idx >= w.dim(0))
+    fail("padding_idx %lld is outside [0, %lld) (or -1 for none)",
+         static_cast<long long>(padding_idx), static_cast<long long>(w.dim(0)));
+  return w.dim(0);
+}
+
+template <class I> int64_t checked_id(const I* ids, int64_t i, int64_t rows) {
+  const int64_t id = static_cast<int64_t>(ids[i]);
+  if (id < 0 || id >= rows)
+    fail("id %lld (at flat position %lld) is outside [0, %lld), the rows of w",
+         static_cast<long long>(id), static_cast<long long>(i), static_cast<long long>(rows));
+  return id;
+}
+
+// out[..., :] = w[ids[...], :] (zeros for padding_idx).
+class Embedding {
+ public:
+  Embedding(const Attrs& attrs, const Slots& in, const Slots& out)
+      : padding_(attrs.i("padding_idx")) {
+    const Tensor ids = in(0), w = in(1), o = out(0);
+    rows_ = rows_of(ids, w, padding_);
+    dispatch(w.dtype(), Floats{}, [](auto) {});
+    expect_same_dtype(w, o, "w and out");
+    if (o.ndim() != ids.ndim() + 1 || o.numel() != ids.numel() * w.dim(1))
+      fail("out %s must be ids' shape + [%lld]", o.describe().c_str(),
+           static_cast<long long>(w.dim(1)));
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const Tensor ids = in(0), w = in(1);
+    const int64_t n = ids.numel(), width = w.dim(1) * w.element_size();
+    const char* table = w.data<char>();
+    char* o = out(0).data<char>();
+    dispatch(ids.dtype(), IdTypes{}, [&](auto t) {
+      const auto* id = ids.data<decltype(t)>();
+      for (int64_t i = 0; i < n; ++i) checked_id(id, i, rows_);  // all of them, first
+      parallel_for(n, ctx.num_threads(), kGrain / 64, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) {
+          const int64_t row = static_cast<int64_t>(id[i]);
+          if (row == padding_) {
+            std::memset(o + i * width, 0, static_cast<size_t>(width));
+          } else {
+            std::memcpy(o + i * width, table + row * width, static_cast<size_t>(width));
+          }
+        }
+      });
+    });
+  }
+
+ private:
+  int64_t padding_, rows_ = 0;
+};
+
+// w_grad = zeros of w's shape, with out_grad's rows added at their ids (not padding_idx's).
+class EmbeddingGrad {
+ public:
+  EmbeddingGrad(const Attrs& attrs, const Slots& in, const Slots& out)
+      : padding_(attrs.i("padding_idx")) {
+    const Tensor ids = in(0), w = in(1), g = in(2), dw = out(0);
+    rows_ = rows_of(ids, w, padding_);
+    expect_same_shape(w, dw, "w and w_grad");
+    expect_same_dtype(w, dw, "w and w_grad");
+    expect_same_dtype(w, g, "w and out_grad");
+    if (g.numel() != ids.numel() * w.dim(1))
+      fail("out_grad %s must be ids' shape + [%lld]", g.describe().c_str(),
+           static_cast<long long>(w.dim(1)));
+  }
+
+  void run(const Slots& in, const Slots& out, const Context&) const {
+    const Tensor ids = in(0), w = in(1), g = in(2);
+    const int64_t n = ids.numel(), d = w.dim(1);
+    dispatch(w.dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      const T* grad = g.data<T>();
+      T* dw = out(0).data<T>();
+      std::fill(dw, dw + w.numel(), T(0));
+      dispatch(ids.dtype(), IdTypes{}, [&](auto it) {
+        const auto* id = ids.data<decltype(it)>();
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t row = checked_id(id, i, rows_);
+          if (row == padding_) continue;
+          for (int64_t k = 0; k < d; ++k) dw[row * d + k] += grad[i * d + k];
+        }
+      });
+    });
+  }
+
+ private:
+  int64_t padding_, rows_ = 0;
+};
+
+}  // namespace
+
+const pc::Family& embedding_kernels() {
+  static const pc::Family family = {
+      pc::kernel<Embedding>("embedding"),
+      pc::kernel<EmbeddingGrad>("embedding_grad"),
+  };
+  return family;
+}
+
+}  // namespace pon
