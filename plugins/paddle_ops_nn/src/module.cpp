@@ -5,9 +5,10 @@
 namespace pon {
 // One family per source file (src/<family>_cpu.cpp).
 const paddle_core::Family& activation_kernels();
+const paddle_core::Family& softmax_kernels();
 }  // namespace pon
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled CPU kernels of paddle-ops-nn.";
-  paddle_core::export_kernels(m, {&pon::activation_kernels()});
+  paddle_core::export_kernels(m, {&pon::activation_kernels(), &pon::softmax_kernels()});
 }

@@ -4,3 +4,12 @@ family; the manifest names them bare, so each family's rules are re-exported her
 Most grad rules are the core's ``paddle_core.rules:default_grad``: each op ``T`` has a ``T_grad``
 op, declared beside it in the manifest, with its own kernel.
 """
+
+from .softmax import (
+    accuracy_shape,
+    cross_entropy_backward,
+    cross_entropy_shape,
+    softmax_shape,
+    softmax_with_cross_entropy_backward,
+    softmax_with_cross_entropy_shape,
+)
