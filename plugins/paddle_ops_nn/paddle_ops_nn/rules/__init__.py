@@ -7,3 +7,11 @@ op, declared beside it in the manifest, with its own kernel.
 
 from .embedding import embedding_shape
 from .random import dropout_grad_shape, dropout_shape, random_shape
+from .softmax import (
+    accuracy_shape,
+    cross_entropy_backward,
+    cross_entropy_shape,
+    softmax_shape,
+    softmax_with_cross_entropy_backward,
+    softmax_with_cross_entropy_shape,
+)
