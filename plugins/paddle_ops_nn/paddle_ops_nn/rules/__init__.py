@@ -6,6 +6,7 @@ op, declared beside it in the manifest, with its own kernel.
 """
 
 from .embedding import embedding_shape
+from .optimizer import optimizer_shape
 from .random import dropout_grad_shape, dropout_shape, random_shape
 from .softmax import (
     accuracy_shape,
