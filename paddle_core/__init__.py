@@ -41,6 +41,7 @@ _EXPORTS = {
     "append_backward": "_src.graph.backward",
     "GradContext": "_src.graph.backward",
     "ShapeContext": "_src.graph.shape_inference",
+    "ParamAttr": "initializer",
     # running
     "Executor": "_src.run.executor",
     "PreparedProgram": "_src.run.prepared",
@@ -78,9 +79,19 @@ _EXPORTS = {
     "DeviceError": "_src.base.errors",
     "ConfigError": "_src.base.errors",
 }
-# Public modules: the generated ops, the rules manifests name, the op-testing kit, and
-# shape_rules (the old name of rules, kept so that code using it goes on working).
-_SUBMODULES = {"ops", "rules", "shape_rules", "testing"}
+# Public modules: the generated ops, the rules manifests name, the op-testing kit, training
+# (layers, optimizers, initializers, saving models), and shape_rules (the old name of rules,
+# kept so that code using it goes on working).
+_SUBMODULES = {
+    "initializer",
+    "io",
+    "layers",
+    "ops",
+    "optimizer",
+    "rules",
+    "shape_rules",
+    "testing",
+}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
 
@@ -102,7 +113,7 @@ def __dir__() -> list[str]:
 
 TYPE_CHECKING = False  # (not typing.TYPE_CHECKING: importing typing costs start-up time)
 if TYPE_CHECKING:  # let type checkers and editors see the lazy names
-    from . import ops, rules, shape_rules, testing
+    from . import initializer, io, layers, ops, optimizer, rules, shape_rules, testing
     from ._sdk import get_cmake_dir, get_include
     from ._src.base.cpu import CPU
     from ._src.base.cuda import CUDA
@@ -143,3 +154,4 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     from ._src.run.executor import Executor
     from ._src.run.prepared import PreparedProgram
     from ._src.run.scope import Scope, global_scope
+    from .initializer import ParamAttr

@@ -120,7 +120,7 @@ class Block:
             optimize_attrs=optimize_attrs,
         )
         if initializer is not None:
-            _append_initializer(param, initializer, defaults.startup.global_block())
+            append_initializer(param, initializer, defaults.startup.global_block())
         return block._add_var(param)  # type: ignore[return-value]
 
     def _check_new(self, name: str) -> None:
@@ -187,28 +187,30 @@ class Block:
         return lines
 
 
-def _append_initializer(param: Parameter, initializer: Initializer, startup: Block) -> None:
-    """Append ``initializer``'s op writing ``param`` (declared there too) to the startup
-    program's global ``startup`` block. The op's ``shape`` and ``dtype`` attrs, when it declares
-    them and the initializer does not set them, are the parameter's."""
+def append_initializer(var: Variable, initializer: Initializer, startup: Block) -> None:
+    """Append ``initializer``'s op writing persistable ``var`` (declared there too, by name) to
+    the startup program's global block ``startup``, so that running the startup program gives
+    ``var`` its first value in the scope. The op's ``shape`` and ``dtype`` attrs, when it
+    declares them and the initializer does not set them, are the variable's."""
     info = get_registry().op(initializer.op)
     attrs = dict(initializer.attrs)
-    for attr, value in (("shape", list(param.shape)), ("dtype", param.dtype)):
+    for attr, value in (("shape", list(var.shape)), ("dtype", var.dtype)):
         if attr in info.attr_types and attr not in attrs:
             attrs[attr] = value
-    existing = startup.vars.get(param.name)
+    existing = startup.vars.get(var.name)
     if existing is not None:
-        if (existing.shape, existing.dtype) != (param.shape, param.dtype):
+        if (existing.shape, existing.dtype) != (var.shape, var.dtype):
+            kind = "parameter" if isinstance(var, Parameter) else "variable"
             raise ProgramError(
-                f"parameter {param.name!r} is {param.dtype}{list(param.shape)}, but the startup "
+                f"{kind} {var.name!r} is {var.dtype}{list(var.shape)}, but the startup "
                 f"program already initialises a {existing.dtype}{list(existing.shape)} of that "
                 "name (give each model its own: program_guard(main, startup))"
             )
         return  # created before (another program sharing this startup): initialised already
-    target = startup.create_parameter(param.name, param.shape, param.dtype)
+    target = startup.create_var(var.name, var.shape, var.dtype, persistable=True)
     output = info.signature().output_slots[0]
     try:
         append(startup, info, {}, attrs, {output: target})
     except Exception:
-        del startup.vars[param.name]  # nothing is left half-made
+        del startup.vars[var.name]  # nothing is left half-made
         raise

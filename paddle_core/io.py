@@ -1,0 +1,152 @@
+"""Saving and loading trained models.
+
+- ``save_params(path, program, scope)`` writes the values of the program's parameters from
+  ``scope`` to ``path`` as a NumPy ``.npz`` archive: one array per parameter, by name.
+  ``load_params`` reads one back into a scope, checking every array against the parameter's
+  declared shape and dtype first (nothing is loaded unless all fit).
+- ``save_inference_model(dirname, feed_names, targets, program, scope)`` writes what running
+  the model needs: ``model.pb`` (the program's evaluation clone, pruned to the ops that compute
+  ``targets`` from the feeds; a ProgramDesc), ``params.npz`` (the persistable values that
+  program reads) and ``model.json`` (the feed and fetch names). ``load_inference_model``
+  returns (program, feed names, fetch variables) with the values in a scope: a fresh process
+  with the plugins installed runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._src.base.dtypes import name_of
+from ._src.base.errors import FeedError, ProgramError
+from ._src.graph.program import Program, default_main_program
+from ._src.graph.serialization import load_program, save_program
+from ._src.graph.variable import Variable, format_shape
+from ._src.run.planning import prune
+from ._src.run.scope import Scope, global_scope
+
+__all__ = ["load_inference_model", "load_params", "save_inference_model", "save_params"]
+
+MODEL, PARAMS, META = "model.pb", "params.npz", "model.json"
+
+
+def save_params(
+    path: str | os.PathLike, program: Program | None = None, scope: Scope | None = None
+) -> None:
+    """Write ``program``'s parameters' values (from ``scope``) to ``path`` (``.npz``)."""
+    program = program or default_main_program()
+    _save(path, [p.name for p in program.all_parameters()], scope or global_scope())
+
+
+def load_params(
+    path: str | os.PathLike, program: Program | None = None, scope: Scope | None = None
+) -> None:
+    """Read parameters written by ``save_params`` into ``scope``: every one of ``program``'s
+    parameters must be in the file, with its declared shape and dtype."""
+    program = program or default_main_program()
+    _load(path, program, [p.name for p in program.all_parameters()], scope or global_scope())
+
+
+def save_inference_model(
+    dirname: str | os.PathLike,
+    feed_names: Sequence[str],
+    targets: Sequence[Variable],
+    program: Program | None = None,
+    scope: Scope | None = None,
+) -> Program:
+    """Write the model computing ``targets`` from ``feed_names`` to directory ``dirname``;
+    return the pruned program it holds."""
+    program = program or default_main_program()
+    fetch_names = [t.name if isinstance(t, Variable) else str(t) for t in targets]
+    inference = _pruned(program.clone(for_test=True), list(feed_names), fetch_names)
+    os.makedirs(dirname, exist_ok=True)
+    save_program(inference, os.path.join(dirname, MODEL))
+    block = inference.global_block()
+    used = {n for op in block.ops for n in op.input_names}
+    persistables = [v.name for v in block.vars.values() if v.persistable and v.name in used]
+    _save(os.path.join(dirname, PARAMS), persistables, scope or global_scope())
+    with open(os.path.join(dirname, META), "w", encoding="utf-8") as f:
+        json.dump({"feed": list(feed_names), "fetch": fetch_names}, f, indent=1)
+    return inference
+
+
+def load_inference_model(
+    dirname: str | os.PathLike, scope: Scope | None = None
+) -> tuple[Program, list[str], list[Variable]]:
+    """(program, feed names, fetch variables) of a model saved by ``save_inference_model``,
+    its values loaded into ``scope`` (default: the global scope)."""
+    try:
+        with open(os.path.join(dirname, META), encoding="utf-8") as f:
+            meta = json.load(f)
+        feed, fetch = list(meta["feed"]), list(meta["fetch"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ProgramError(f"{os.fspath(dirname)!r} holds no saved inference model: {e}") from None
+    program = load_program(os.path.join(dirname, MODEL))
+    block = program.global_block()
+    persistables = [v.name for v in block.vars.values() if v.persistable]
+    _load(
+        os.path.join(dirname, PARAMS), program, persistables, scope or global_scope(), partial=True
+    )
+    return program, feed, [block.var(name) for name in fetch]
+
+
+def _save(path: str | os.PathLike, names: list[str], scope: Scope) -> None:
+    values = {}
+    for name in names:
+        value = scope.find_var(name)
+        if value is None:
+            raise FeedError(
+                f"parameter {name!r} has no value in the scope; run the startup program (and "
+                "train) before saving"
+            )
+        values[name] = np.asarray(value)
+    try:
+        with open(path, "wb") as f:
+            np.savez(f, **values)
+    except OSError as e:
+        raise ProgramError(f"cannot save parameters to {os.fspath(path)!r}: {e.strerror}") from None
+
+
+def _load(
+    path: str | os.PathLike, program: Program, names: list[str], scope: Scope, partial: bool = False
+) -> None:
+    """Check every array before loading any; ``partial``: load those the file has."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (OSError, ValueError) as e:
+        raise ProgramError(f"cannot read parameters from {os.fspath(path)!r}: {e}") from None
+    block = program.global_block()
+    for name in names:
+        if name not in arrays:
+            if partial:
+                continue
+            raise FeedError(f"{os.fspath(path)!r} has no value for parameter {name!r}")
+        var, value = block.var(name), arrays[name]
+        if value.shape != var.shape or name_of(value.dtype) != var.dtype:
+            raise FeedError(
+                f"parameter {name!r} is declared {var.dtype}{format_shape(var.shape)}, but "
+                f"{os.fspath(path)!r} holds {value.dtype}{list(value.shape)} for it"
+            )
+    for name in names:
+        if name in arrays:
+            scope.set_var(name, np.ascontiguousarray(arrays[name]))
+
+
+def _pruned(program: Program, feed_names: list[str], fetch_names: list[str]) -> Program:
+    """``program`` (a copy) with only the ops computing ``fetch_names`` from ``feed_names``,
+    and only the variables those ops use."""
+    block = program.global_block()
+    for name in [*feed_names, *fetch_names]:
+        block.var(name)  # a ProgramError naming close matches for an unknown name
+    kept = prune(block, fetch_names, set(feed_names))
+    block.ops = kept
+    used = {n for op in kept for n in op.input_names + op.output_names} | set(feed_names)
+    used |= set(fetch_names)
+    for name in [n for n in block.vars if n not in used]:
+        del block.vars[name]
+    program._version += 1
+    return program

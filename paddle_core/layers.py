@@ -1,0 +1,327 @@
+"""Layers: short compositions of ops that create their parameters, with Paddle fluid 1.x's
+signatures.
+
+A layer appends ops to the current program (``program_guard``) and creates its parameters in
+its global block, their initializers in the startup program; it has no kernel of its own. The
+ops come from plugins: ``fc`` uses paddle-ops-math's ``matmul_2d`` and ``add``, activations and
+losses paddle-ops-nn's::
+
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        image = pc.layers.data("image", [64])
+        label = pc.layers.data("label", [1], dtype="int64")
+        hidden = pc.layers.fc(image, 128, act="relu")
+        logits = pc.layers.fc(hidden, 10)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
+        acc = pc.layers.accuracy(pc.layers.softmax(logits), label)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from . import initializer as init
+from . import ops
+from ._src.base.errors import ProgramError
+from ._src.graph.block import append_initializer
+from ._src.graph.program import default_main_program, default_startup_program
+from ._src.graph.variable import Initializer, Parameter, Variable
+
+__all__ = [
+    "accuracy",
+    "cosine_decay",
+    "create_parameter",
+    "cross_entropy",
+    "data",
+    "dropout",
+    "elu",
+    "embedding",
+    "exponential_decay",
+    "fc",
+    "gelu",
+    "leaky_relu",
+    "linear_lr_warmup",
+    "log_softmax",
+    "mean",
+    "piecewise_decay",
+    "relu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softmax_with_cross_entropy",
+    "softplus",
+    "step_counter",
+    "tanh",
+]
+
+
+def data(
+    name: str, shape: Sequence[int], dtype: str = "float32", append_batch_size: bool = True
+) -> Variable:
+    """An input fed at run time; ``append_batch_size`` puts an unknown batch dimension first."""
+    dims = [None, *shape] if append_batch_size else list(shape)
+    var = default_main_program().global_block().create_var(name, dims, dtype, stop_gradient=True)
+    var.is_data = True
+    return var
+
+
+def create_parameter(
+    shape: Sequence[int],
+    dtype: str = "float32",
+    attr: init.ParamAttr | str | None = None,
+    default_initializer: Any = None,
+    *,
+    prefix: str = "param",
+) -> Parameter:
+    """A parameter of the current program, initialised in the startup program (by ``attr``'s
+    initializer, else ``default_initializer``, else Xavier)."""
+    attr = init.ParamAttr.of(attr) or init.ParamAttr()
+    program = default_main_program()
+    name = attr.name or program.unique_name(prefix)
+    initializer = attr.initializer_for(shape, dtype, default_initializer or init.Xavier())
+    optimize_attrs = {}
+    if attr.regularizer is not None:
+        optimize_attrs["l2_decay"] = float(attr.regularizer.coeff)
+    return program.global_block().create_parameter(
+        name,
+        shape,
+        dtype,
+        trainable=attr.trainable,
+        initializer=initializer,
+        optimize_attrs=optimize_attrs,
+    )
+
+
+def _activate(x: Variable, act: str | None) -> Variable:
+    if act is None:
+        return x
+    fn = ACTIVATIONS.get(act)
+    if fn is None:
+        raise ProgramError(f"unknown activation {act!r}; choose one of {', '.join(ACTIVATIONS)}")
+    return fn(x)
+
+
+def fc(
+    input: Variable,
+    size: int,
+    num_flatten_dims: int = 1,
+    param_attr: init.ParamAttr | str | None = None,
+    bias_attr: init.ParamAttr | str | bool | None = None,
+    act: str | None = None,
+    name: str | None = None,
+) -> Variable:
+    """A fully connected layer: ``act(input @ w + b)``. ``input`` is flattened to a matrix
+    whose rows are its first ``num_flatten_dims`` dimensions; w is [columns, size], b is
+    [size] (``bias_attr=False`` for none)."""
+    if not 1 <= num_flatten_dims < max(input.ndim, 2):
+        raise ProgramError(
+            f"fc: num_flatten_dims {num_flatten_dims} must be in [1, {input.ndim}) for an "
+            f"input of shape {list(input.shape)}"
+        )
+    columns = input.shape[num_flatten_dims:]
+    if None in columns:
+        raise ProgramError(
+            f"fc: the dimensions of {input.name!r} after the first {num_flatten_dims} must be "
+            f"known, got {list(input.shape)}"
+        )
+    prefix = name or "fc"
+    w = create_parameter([math.prod(columns), size], input.dtype, param_attr, prefix=f"{prefix}.w")
+    out = ops.matmul_2d(input, w, x_num_col_dims=num_flatten_dims)
+    bias = init.ParamAttr.of(bias_attr)
+    if bias is not None:
+        b = create_parameter([size], input.dtype, bias, init.Constant(0.0), prefix=f"{prefix}.b")
+        out = ops.add(out, b)
+    return _activate(out, act)
+
+
+def embedding(
+    input: Variable,
+    size: Sequence[int],
+    padding_idx: int | None = None,
+    param_attr: init.ParamAttr | str | None = None,
+    dtype: str = "float32",
+) -> Variable:
+    """Rows of a [size[0], size[1]] table picked by the int64 ids ``input``. ``padding_idx``
+    (negative counts from the end) gives zeros and no gradient."""
+    vocabulary, width = size
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += vocabulary
+    table = create_parameter([vocabulary, width], dtype, param_attr, prefix="embedding.w")
+    return ops.embedding(input, table, padding_idx=-1 if padding_idx is None else padding_idx)
+
+
+def dropout(
+    x: Variable,
+    dropout_prob: float,
+    is_test: bool = False,
+    seed: int | None = None,
+    dropout_implementation: str = "downgrade_in_infer",
+) -> Variable:
+    """Zero elements at random while training (``clone(for_test=True)`` switches it off)."""
+    out, _ = ops.dropout(
+        x,
+        dropout_prob=dropout_prob,
+        is_test=is_test,
+        seed=seed or 0,
+        dropout_implementation=dropout_implementation,
+    )
+    return out
+
+
+def cross_entropy(
+    input: Variable, label: Variable, soft_label: bool = False, ignore_index: int = -100
+) -> Variable:
+    """-log of the probability ``input`` gives the label, per row ([..., 1])."""
+    return ops.cross_entropy(input, label, soft_label=soft_label, ignore_index=ignore_index)
+
+
+def softmax_with_cross_entropy(
+    logits: Variable,
+    label: Variable,
+    soft_label: bool = False,
+    ignore_index: int = -100,
+    return_softmax: bool = False,
+    axis: int = -1,
+) -> Variable | tuple[Variable, Variable]:
+    """cross_entropy(softmax(logits), label), fused and numerically stable."""
+    probabilities, loss = ops.softmax_with_cross_entropy(
+        logits, label, soft_label=soft_label, ignore_index=ignore_index, axis=axis
+    )
+    return (loss, probabilities) if return_softmax else loss
+
+
+def mean(x: Variable) -> Variable:
+    """The mean of all elements (a scalar)."""
+    return ops.mean(x)
+
+
+def accuracy(input: Variable, label: Variable, k: int = 1) -> Variable:
+    """The fraction of rows whose label is among the ``k`` highest scores of ``input``."""
+    acc, _, _ = ops.accuracy(input, label, k=k)
+    return acc
+
+
+def relu(x: Variable) -> Variable:
+    return ops.relu(x)
+
+
+def leaky_relu(x: Variable, alpha: float = 0.02) -> Variable:
+    return ops.leaky_relu(x, alpha=alpha)
+
+
+def gelu(x: Variable, approximate: bool = False) -> Variable:
+    return ops.gelu(x, approximate=approximate)
+
+
+def elu(x: Variable, alpha: float = 1.0) -> Variable:
+    return ops.elu(x, alpha=alpha)
+
+
+def softplus(x: Variable) -> Variable:
+    return ops.softplus(x)
+
+
+def silu(x: Variable) -> Variable:
+    return ops.silu(x)
+
+
+def sigmoid(x: Variable) -> Variable:
+    return ops.sigmoid(x)
+
+
+def tanh(x: Variable) -> Variable:
+    return ops.tanh(x)
+
+
+def softmax(input: Variable, axis: int = -1) -> Variable:
+    return ops.softmax(input, axis=axis)
+
+
+def log_softmax(input: Variable, axis: int = -1) -> Variable:
+    return ops.log_softmax(input, axis=axis)
+
+
+ACTIVATIONS = {
+    "relu": relu,
+    "leaky_relu": leaky_relu,
+    "gelu": gelu,
+    "elu": elu,
+    "softplus": softplus,
+    "silu": silu,
+    "sigmoid": sigmoid,
+    "tanh": tanh,
+    "softmax": softmax,
+}
+
+
+# -- learning-rate schedules: ops fed by a step counter -------------------------------------
+
+
+def step_counter(name: str = "@step_counter") -> Variable:
+    """A persistable float32 [1] counter of training steps: 0 before the first, incremented at
+    the start of every run of the training program (an "optimize" op, so evaluation programs
+    leave it alone). One per program; later calls return it."""
+    program = default_main_program()
+    block = program.global_block()
+    counter = block.vars.get(name)
+    if counter is not None:
+        return counter
+    counter = block.create_var(name, [1], "float32", persistable=True)
+    _initialize(counter, Initializer("fill_constant", value=-1.0))
+    with program.role_guard("optimize"):
+        block.prepend_op("scale", {"x": counter}, {"out": counter}, {"bias": 1.0})
+    return counter
+
+
+def _initialize(var: Variable, initializer: Initializer) -> None:
+    append_initializer(var, initializer, default_startup_program().global_block())
+
+
+def piecewise_decay(boundaries: Sequence[int], values: Sequence[float]) -> Variable:
+    """values[i] from step boundaries[i - 1] on (values[0] before boundaries[0])."""
+    if len(values) != len(boundaries) + 1:
+        raise ProgramError("piecewise_decay: values must have one more entry than boundaries")
+    step = step_counter()
+    lr = ops.fill_constant(shape=[1], value=float(values[0]))
+    for boundary, before, after in zip(boundaries, values, values[1:]):
+        reached = ops.cast(ops.greater_equal(step, _constant(boundary)), dtype="float32")
+        lr = ops.add(lr, ops.scale(reached, scale=float(after - before)))
+    return lr
+
+
+def exponential_decay(
+    learning_rate: float, decay_steps: int, decay_rate: float, staircase: bool = False
+) -> Variable:
+    """learning_rate * decay_rate ^ (step / decay_steps) (the exponent floored: staircase)."""
+    exponent = ops.scale(step_counter(), scale=1.0 / decay_steps)
+    if staircase:
+        exponent = ops.cast(ops.cast(exponent, dtype="int64"), dtype="float32")
+    return ops.scale(ops.pow(_constant(decay_rate), exponent), scale=float(learning_rate))
+
+
+def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
+    """learning_rate * (cos(pi * epoch / epochs) + 1) / 2, epoch = floor(step / step_each_epoch)."""
+    epoch = ops.cast(
+        ops.cast(ops.scale(step_counter(), scale=1.0 / step_each_epoch), dtype="int64"),
+        dtype="float32",
+    )
+    cosine = ops.cos(ops.scale(epoch, scale=math.pi / epochs))
+    return ops.scale(cosine, scale=learning_rate / 2, bias=learning_rate / 2)
+
+
+def linear_lr_warmup(
+    learning_rate: float | Variable, warmup_steps: int, start_lr: float, end_lr: float
+) -> Variable:
+    """From start_lr to end_lr linearly over the first warmup_steps, then ``learning_rate``."""
+    step = step_counter()
+    ramp = ops.scale(step, scale=(end_lr - start_lr) / warmup_steps, bias=start_lr)
+    warming = ops.cast(ops.less(step, _constant(warmup_steps)), dtype="float32")
+    after = learning_rate if isinstance(learning_rate, Variable) else _constant(learning_rate)
+    # warming * ramp + (1 - warming) * after
+    return ops.add(ops.mul(warming, ops.sub(ramp, after)), after)
+
+
+def _constant(value: float) -> Variable:
+    return ops.fill_constant(shape=[1], value=float(value))

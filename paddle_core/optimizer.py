@@ -1,0 +1,215 @@
+"""Optimizers: ``minimize(loss)`` appends backward and the parameter updates, as in Paddle fluid.
+
+``minimize`` appends the gradient ops (``append_backward``), then, in the "optimize" role (so
+that ``clone(for_test=True)`` drops them): L2 weight decay (the optimizer's
+``regularization``, or a parameter's own ``ParamAttr(regularizer=...)``), gradient clipping
+(``grad_clip``), and one update op per parameter, from a plugin (paddle-ops-nn's sgd,
+momentum, adam, adamw). The update writes the parameter in place; its state (velocity,
+moments, beta powers) and the learning rate are persistable variables initialised by the
+startup program::
+
+    optimizer = pc.optimizer.Adam(learning_rate=1e-3, grad_clip=pc.optimizer.GradientClipByGlobalNorm(1.0))
+    optimizer.minimize(loss)  # inside program_guard(main, startup)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import ops
+from ._src.base.errors import ProgramError
+from ._src.graph.backward import append_backward
+from ._src.graph.block import append_initializer
+from ._src.graph.operator import Operator
+from ._src.graph.program import Program, default_startup_program
+from ._src.graph.variable import Initializer, Parameter, Variable
+
+__all__ = [
+    "SGD",
+    "Adam",
+    "AdamW",
+    "GradientClipByGlobalNorm",
+    "L2Decay",
+    "Momentum",
+    "Optimizer",
+]
+
+
+class L2Decay:
+    """L2 weight decay: the gradient gains ``coeff * param``."""
+
+    def __init__(self, coeff: float) -> None:
+        if not coeff >= 0:
+            raise ProgramError(f"L2Decay: coeff must be >= 0, got {coeff!r}")
+        self.coeff = float(coeff)
+
+
+class GradientClipByGlobalNorm:
+    """Scale every gradient by clip_norm / max(global_norm, clip_norm), where global_norm is
+    the 2-norm of all gradients together: they keep their directions and their joint norm is
+    at most clip_norm."""
+
+    def __init__(self, clip_norm: float) -> None:
+        if not clip_norm > 0:
+            raise ProgramError(
+                f"GradientClipByGlobalNorm: clip_norm must be > 0, got {clip_norm!r}"
+            )
+        self.clip_norm = float(clip_norm)
+
+    def __call__(self, grads: list[Variable]) -> list[Variable]:
+        squares = [ops.sum(ops.square(g)) for g in grads]
+        total = squares[0] if len(squares) == 1 else ops.add_n(squares)
+        global_norm = ops.sqrt(total)
+        clip = ops.fill_constant(shape=[], value=self.clip_norm, dtype=global_norm.dtype)
+        scale = ops.div(clip, ops.maximum(global_norm, clip))
+        return [
+            ops.mul(g, scale if g.dtype == scale.dtype else ops.cast(scale, dtype=g.dtype))
+            for g in grads
+        ]
+
+
+class Optimizer:
+    """What every optimizer shares; subclasses name their op and its state."""
+
+    op = ""
+    # (slot of the op, initial value: a number, or an attr naming it) per state variable;
+    # "*_pow" state holds one element, the others the parameter's shape.
+    state: tuple[tuple[str, object], ...] = ()
+
+    def __init__(
+        self,
+        learning_rate: float | Variable,
+        regularization: L2Decay | None = None,
+        grad_clip: GradientClipByGlobalNorm | None = None,
+    ) -> None:
+        if not isinstance(learning_rate, Variable) and not learning_rate > 0:
+            raise ProgramError(f"learning_rate must be > 0 (or a Variable), got {learning_rate!r}")
+        self.learning_rate = learning_rate
+        self.regularization = regularization
+        self.grad_clip = grad_clip
+        self.attrs: dict[str, object] = {}  # the update op's attrs
+
+    def minimize(
+        self,
+        loss: Variable,
+        startup_program: Program | None = None,
+        parameter_list: Iterable[Parameter | str] | None = None,
+        no_grad_set: Iterable[Variable | str] | None = None,
+    ) -> tuple[list[Operator], list[tuple[Parameter, Variable]]]:
+        """Append backward and the updates of the parameters ``loss`` depends on; return the
+        update ops and the (parameter, gradient) pairs."""
+        params_grads = append_backward(loss, parameter_list, no_grad_set)
+        program = loss.block.program
+        if not params_grads:
+            raise ProgramError(
+                f"minimize(): the loss {loss.name!r} depends on no trainable parameter"
+                + ("" if parameter_list is None else " of parameter_list")
+                + "; nothing to optimize"
+            )
+        startup = (startup_program or default_startup_program()).global_block()
+        block = program.global_block()
+        with program.role_guard("optimize"):
+            grads = [self._regularized(p, g) for p, g in params_grads]
+            if self.grad_clip is not None:
+                grads = self.grad_clip(grads)
+            update = [
+                self._append_update(block, startup, p, g) for (p, _), g in zip(params_grads, grads)
+            ]
+        return update, params_grads
+
+    def _regularized(self, param: Parameter, grad: Variable) -> Variable:
+        coeff = param.optimize_attrs.get("l2_decay")
+        if coeff is None and self.regularization is not None:
+            coeff = self.regularization.coeff
+        if not coeff:
+            return grad
+        return ops.add(grad, ops.scale(param, scale=float(coeff)))
+
+    def _learning_rate(self, block, startup, dtype: str) -> Variable:
+        if isinstance(self.learning_rate, Variable):
+            lr = self.learning_rate
+            return lr if lr.dtype == dtype else ops.cast(lr, dtype=dtype)
+        name = f"learning_rate@{dtype}"
+        lr = block.vars.get(name)
+        if lr is None:
+            lr = block.create_var(name, [1], dtype, persistable=True)
+            append_initializer(
+                lr, Initializer("fill_constant", value=float(self.learning_rate)), startup
+            )
+        return lr
+
+    def _append_update(self, block, startup, param: Parameter, grad: Variable) -> Operator:
+        inputs: dict[str, Variable] = {"param": param, "grad": grad}
+        for slot, value in self.state:
+            shape = [1] if slot.endswith("_pow") else list(param.shape)
+            var = block.create_var(f"{param.name}@{slot}", shape, param.dtype, persistable=True)
+            start = self.attrs[value] if isinstance(value, str) else value
+            append_initializer(var, Initializer("fill_constant", value=float(start)), startup)
+            inputs[slot] = var
+        inputs["learning_rate"] = self._learning_rate(block, startup, param.dtype)
+        outputs = {
+            f"{slot}_out": var
+            for slot, var in inputs.items()
+            if slot not in ("grad", "learning_rate")
+        }
+        return block.append_op(self.op, inputs, outputs, dict(self.attrs))
+
+
+class SGD(Optimizer):
+    """param -= learning_rate * grad."""
+
+    op = "sgd"
+
+
+class Momentum(Optimizer):
+    """velocity = momentum * velocity + grad; param -= learning_rate * velocity (or, with
+    use_nesterov, learning_rate * (grad + momentum * velocity))."""
+
+    op = "momentum"
+    state = (("velocity", 0.0),)
+
+    def __init__(
+        self,
+        learning_rate: float | Variable,
+        momentum: float = 0.9,
+        use_nesterov: bool = False,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(learning_rate, **kwargs)  # type: ignore[arg-type]
+        self.attrs = {"mu": momentum, "use_nesterov": use_nesterov}
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with bias correction, as PyTorch and Paddle compute it."""
+
+    op = "adam"
+    state = (("moment1", 0.0), ("moment2", 0.0), ("beta1_pow", "beta1"), ("beta2_pow", "beta2"))
+
+    def __init__(
+        self,
+        learning_rate: float | Variable = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(learning_rate, **kwargs)  # type: ignore[arg-type]
+        self.attrs = {"beta1": beta1, "beta2": beta2, "epsilon": epsilon}
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: param *= 1 - learning_rate * weight_decay first."""
+
+    op = "adamw"
+
+    def __init__(
+        self,
+        learning_rate: float | Variable = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        weight_decay: float = 0.01,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(learning_rate, beta1, beta2, epsilon, **kwargs)
+        self.attrs["coeff"] = weight_decay

@@ -1,0 +1,271 @@
+"""Training with the public API: layers, initializers, optimizers (with weight decay, clipping
+and learning-rate schedules), evaluation programs, and saving and loading models."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import paddle_core as pc
+
+pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
+pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((256, 8)).astype(np.float32)
+TRUE_W = RNG.standard_normal((8, 3))
+Y = (X @ TRUE_W).argmax(1)[:, None].astype(np.int64)
+
+
+def classifier(optimizer=None, hidden: int = 16):
+    """An MLP classifying X; returns (main, startup, test, loss, acc, logits)."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [8])
+        y = pc.layers.data("y", [1], dtype="int64")
+        h = pc.layers.fc(x, hidden, act="relu")
+        logits = pc.layers.fc(h, 3)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, y))
+        acc = pc.layers.accuracy(pc.layers.softmax(logits), y)
+        if optimizer is not None:
+            optimizer.minimize(loss)
+    return main, startup, main.clone(for_test=True), loss, acc, logits
+
+
+def train(main, startup, loss, epochs: int = 10, scope=None):
+    scope = scope or pc.Scope()
+    exe = pc.Executor()
+    exe.run(startup, scope=scope)
+    losses = []
+    for _ in range(epochs):
+        for i in range(0, len(X), 32):
+            feed = {"x": X[i : i + 32], "y": Y[i : i + 32]}
+            (value,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        losses.append(float(value))
+    return scope, losses
+
+
+def test_fc_creates_its_parameters_and_their_initializers():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [8])
+        out = pc.layers.fc(x, 4, act="relu")
+        pc.layers.fc(out, 2, bias_attr=False, param_attr=pc.ParamAttr(name="last", trainable=False))
+    assert out.shape == (None, 4)
+    params = {p.name: p for p in main.all_parameters()}
+    assert list(params) == ["fc.w_0", "fc.b_0", "last"]
+    assert (params["fc.w_0"].shape, params["fc.b_0"].shape) == ((8, 4), (4,))
+    assert not params["last"].trainable
+    inits = {op.outputs["out"][0]: op for op in startup.global_block().ops}
+    limit = math.sqrt(6 / (8 + 4))  # Xavier, uniform
+    w_init = inits["fc.w_0"]
+    assert w_init.type == "uniform_random"
+    assert w_init.attr("min") == pytest.approx(-limit) and w_init.attr("max") == pytest.approx(
+        limit
+    )
+    assert inits["fc.b_0"].type == "fill_constant" and inits["fc.b_0"].attr("value") == 0.0
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
+    assert np.abs(scope.get("fc.w_0")).max() <= limit and np.all(scope.get("fc.b_0") == 0)
+
+
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        pc.optimizer.SGD(learning_rate=0.2),
+        pc.optimizer.Momentum(learning_rate=0.05, momentum=0.9),
+        pc.optimizer.Momentum(learning_rate=0.05, use_nesterov=True),
+        pc.optimizer.Adam(learning_rate=0.02),
+        pc.optimizer.AdamW(learning_rate=0.02, weight_decay=0.01),
+    ],
+    ids=lambda o: type(o).__name__,
+)
+def test_each_optimizer_trains_a_classifier(optimizer):
+    main, startup, test, loss, acc, _ = classifier(optimizer)
+    scope, losses = train(main, startup, loss)
+    assert losses[-1] < losses[0] / 3
+    (accuracy,) = pc.Executor().run(test, feed={"x": X, "y": Y}, fetch_list=[acc], scope=scope)
+    assert float(accuracy) > 0.9
+    roles = {op.role for op in main.global_block().ops}
+    assert roles == {"forward", "backward", "optimize"}
+
+
+def test_the_evaluation_program_never_updates_a_parameter():
+    main, startup, test, loss, acc, _ = classifier(pc.optimizer.Adam(0.01))
+    scope, _ = train(main, startup, loss, epochs=1)
+    before = {p.name: scope.get(p.name).copy() for p in main.all_parameters()}
+    pc.Executor().run(test, feed={"x": X, "y": Y}, fetch_list=[acc, loss], scope=scope)
+    for name, value in before.items():
+        np.testing.assert_array_equal(scope.get(name), value)
+    assert not [op for op in test.global_block().ops if op.type == "adam"]
+
+
+def test_minimize_needs_a_path_to_a_trainable_parameter():
+    main = pc.Program()
+    with pc.program_guard(main, pc.Program()):
+        x = pc.layers.data("x", [3])
+        pc.layers.fc(x, 2, param_attr=pc.ParamAttr(trainable=False), bias_attr=False)
+        loss = pc.layers.mean(x)
+        with pytest.raises(pc.ProgramError, match="depends on no trainable parameter"):
+            pc.optimizer.SGD(0.1).minimize(loss)
+
+
+def linear_step(optimizer, w0, x):
+    """One step of ``optimizer`` on loss = sum(x * w); returns the new w."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        xs = pc.layers.data("x", [len(w0)], append_batch_size=False)
+        w = pc.layers.create_parameter(
+            [len(w0)],
+            attr=pc.ParamAttr(name="w", initializer=pc.Initializer("fill_constant", value=0.0)),
+        )
+        optimizer.minimize(pc.ops.sum(pc.ops.mul(xs, w)))
+    scope = pc.Scope()
+    exe = pc.Executor()
+    exe.run(startup, scope=scope)
+    scope.set_var("w", np.array(w0, np.float32))
+    exe.run(main, feed={"x": np.array(x, np.float32)}, scope=scope)
+    return scope.get("w")
+
+
+def test_l2_decay_adds_to_the_gradient():
+    w0, x = [1.0, -2.0, 3.0], [0.5, 0.5, 0.5]
+    got = linear_step(pc.optimizer.SGD(0.1, regularization=pc.optimizer.L2Decay(0.2)), w0, x)
+    np.testing.assert_allclose(
+        got, np.array(w0) - 0.1 * (np.array(x) + 0.2 * np.array(w0)), rtol=1e-6
+    )
+
+
+def test_clipping_by_global_norm_keeps_direction_and_bounds_the_norm():
+    w0, x = [0.0, 0.0], [3.0, 4.0]  # gradient (3, 4): norm 5
+    got = linear_step(
+        pc.optimizer.SGD(1.0, grad_clip=pc.optimizer.GradientClipByGlobalNorm(1.0)), w0, x
+    )
+    np.testing.assert_allclose(got, [-0.6, -0.8], rtol=1e-6)
+    got = linear_step(
+        pc.optimizer.SGD(1.0, grad_clip=pc.optimizer.GradientClipByGlobalNorm(10.0)), w0, x
+    )
+    np.testing.assert_allclose(got, [-3.0, -4.0], rtol=1e-6)  # within the bound: unchanged
+
+
+def schedule(make, steps: int):
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        lr = make()
+    scope = pc.Scope()
+    exe = pc.Executor()
+    exe.run(startup, scope=scope)
+    return [float(exe.run(main, fetch_list=[lr], scope=scope)[0][0]) for _ in range(steps)]
+
+
+def test_learning_rate_schedules():
+    assert schedule(lambda: pc.layers.piecewise_decay([2, 4], [1.0, 0.5, 0.1]), 6) == pytest.approx(
+        [1.0, 1.0, 0.5, 0.5, 0.1, 0.1]
+    )
+    assert schedule(
+        lambda: pc.layers.exponential_decay(1.0, 2, 0.5, staircase=True), 5
+    ) == pytest.approx([1, 1, 0.5, 0.5, 0.25])
+    assert schedule(lambda: pc.layers.cosine_decay(1.0, 2, 4), 6) == pytest.approx(
+        [1, 1, (math.cos(math.pi / 4) + 1) / 2, (math.cos(math.pi / 4) + 1) / 2, 0.5, 0.5]
+    )
+    assert schedule(lambda: pc.layers.linear_lr_warmup(1.0, 4, 0.0, 0.8), 6) == pytest.approx(
+        [0.0, 0.2, 0.4, 0.6, 1.0, 1.0]
+    )
+
+
+def test_a_schedule_drives_an_optimizer():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [1], append_batch_size=False)
+        w = pc.layers.create_parameter(
+            [1], attr=pc.ParamAttr(name="w", initializer=pc.initializer.Constant(1.0))
+        )
+        rate = pc.layers.piecewise_decay([1, 2], [0.1, 0.0, 0.5])
+        pc.optimizer.SGD(rate).minimize(pc.ops.sum(pc.ops.mul(x, w)))
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    seen = []
+    for _ in range(3):
+        exe.run(main, feed={"x": np.ones(1, np.float32)}, scope=scope)
+        seen.append(float(scope.get("w")[0]))
+    assert seen == pytest.approx([0.9, 0.9, 0.4])  # rates 0.1, 0.0, 0.5 by step
+    assert w.shape == (1,)
+
+
+def test_save_and_load_params(tmp_path):
+    main, startup, _, loss, _, _ = classifier(pc.optimizer.Adam(0.02))
+    scope, _ = train(main, startup, loss, epochs=3)
+    pc.io.save_params(tmp_path / "params.npz", main, scope)
+    other = pc.Scope()
+    pc.io.load_params(tmp_path / "params.npz", main, other)
+    for p in main.all_parameters():
+        np.testing.assert_array_equal(other.get(p.name), scope.get(p.name))
+    wrong = {p.name: scope.get(p.name) for p in main.all_parameters()}
+    wrong["fc.w_0"] = np.zeros((8, 5), np.float32)
+    np.savez(tmp_path / "wrong.npz", **wrong)
+    with pytest.raises(
+        pc.FeedError,
+        match=r"parameter 'fc.w_0' is declared float32\[8, 16\], but .* holds float32\[8, 5\]",
+    ):
+        pc.io.load_params(tmp_path / "wrong.npz", main, pc.Scope())
+
+
+def test_an_inference_model_runs_in_a_fresh_process(tmp_path):
+    main, startup, _, loss, _, logits = classifier(pc.optimizer.Adam(0.02))
+    scope, _ = train(main, startup, loss, epochs=3)
+    with pc.program_guard(main):
+        probabilities = pc.layers.softmax(logits)
+    model = pc.io.save_inference_model(tmp_path / "model", ["x"], [probabilities], main, scope)
+    assert {op.role for op in model.global_block().ops} == {"forward"}
+    assert "y" not in model.global_block().vars  # the label is not needed to predict
+    (want,) = pc.Executor().run(
+        model, feed={"x": X[:5]}, fetch_list=[probabilities.name], scope=scope
+    )
+    np.save(tmp_path / "x.npy", X[:5])
+    script = (
+        "import sys, numpy as np, paddle_core as pc\n"
+        "program, feed, fetch = pc.io.load_inference_model(sys.argv[1])\n"
+        "x = np.load(sys.argv[2])\n"
+        "(out,) = pc.Executor().run(program, feed={feed[0]: x}, fetch_list=fetch)\n"
+        "np.save(sys.argv[3], out)\n"
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            str(tmp_path / "model"),
+            str(tmp_path / "x.npy"),
+            str(tmp_path / "out.npy"),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-6)
+
+
+def test_embedding_and_dropout_layers():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        ids = pc.layers.data("ids", [3], dtype="int64")
+        vectors = pc.layers.embedding(ids, size=[10, 4], padding_idx=-1)
+        dropped = pc.layers.dropout(
+            vectors, dropout_prob=0.5, dropout_implementation="upscale_in_train"
+        )
+    assert (vectors.shape, dropped.shape) == ((None, 3, 4), (None, 3, 4))
+    assert main.global_block().ops[0].attr("padding_idx") == 9
+    scope = pc.Scope()
+    exe = pc.Executor()
+    exe.run(startup, scope=scope)
+    (got,) = exe.run(
+        main.clone(for_test=True),
+        feed={"ids": np.array([[1, 9, 2]])},
+        fetch_list=[dropped.name],
+        scope=scope,
+    )
+    table = scope.get(main.all_parameters()[0].name)
+    np.testing.assert_array_equal(got[0], [table[1], np.zeros(4), table[2]])
