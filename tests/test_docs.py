@@ -41,7 +41,13 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "script", ["examples/quickstart.py", "examples/linear_regression.py", "docs/walkthrough.py"]
+    "script",
+    [
+        "examples/quickstart.py",
+        "examples/linear_regression.py",
+        "examples/train_digits.py",
+        "docs/walkthrough.py",
+    ],
 )
 def test_scripts_run(script: str, tmp_path: Path) -> None:
     run_python((ROOT / script).read_text(), tmp_path)
