@@ -91,7 +91,7 @@ def main() -> None:
         except ImportError:
             print("PyTorch: skipped (pip install torch==2.13.0)")
         times: dict[str, list[float]] = {name: [] for name in systems}
-        for name, epoch in systems.items():
+        for epoch in systems.values():
             epoch()  # warm up: plans, allocations, lazy initialisation
         for _ in range(args.rounds):
             for name, epoch in systems.items():
