@@ -88,7 +88,9 @@ def check_saved_model(main, scope, probabilities, x_test, directory: Path) -> fl
     )
     np.save(directory / "x.npy", x_test)
     args = [str(directory / "model"), str(directory / "x.npy"), str(directory / "out.npy")]
-    subprocess.run([sys.executable, "-c", PREDICT, *args], check=True)
+    # From the model's directory: a fresh process that knows only the saved files (and not
+    # a source checkout it might be started in).
+    subprocess.run([sys.executable, "-c", PREDICT, *args], check=True, cwd=directory)
     there = np.load(directory / "out.npy")
     return float(np.abs(here - there).max())
 
