@@ -26,6 +26,7 @@ from . import initializer as init
 from . import ops
 from ._src.base.errors import ProgramError
 from ._src.graph.block import append_initializer
+from ._src.graph.program import data as program_data
 from ._src.graph.program import default_main_program, default_startup_program
 from ._src.graph.variable import Initializer, Parameter, Variable
 
@@ -61,10 +62,7 @@ def data(
     name: str, shape: Sequence[int], dtype: str = "float32", append_batch_size: bool = True
 ) -> Variable:
     """An input fed at run time; ``append_batch_size`` puts an unknown batch dimension first."""
-    dims = [None, *shape] if append_batch_size else list(shape)
-    var = default_main_program().global_block().create_var(name, dims, dtype, stop_gradient=True)
-    var.is_data = True
-    return var
+    return program_data(name, [None, *shape] if append_batch_size else list(shape), dtype)
 
 
 def create_parameter(
