@@ -141,6 +141,16 @@ def _check_op(opdef: pb.OpDef, bare_ok: bool) -> list[str]:
         problems += _check_name(f"attr {ap.name!r}", ap.name, params)
         problems += [f"attr {ap.name!r}: {p}" for p in _check_attr(ap)]
     problems += _check_inplace(proto)
+    optional = None
+    for slot in proto.inputs:
+        if slot.dispensable:
+            optional = optional or slot.name
+        elif optional:  # the generated function's required parameter after a defaulted one
+            problems.append(
+                f"input {slot.name!r} is required but follows the dispensable input "
+                f"{optional!r}: declare dispensable inputs last"
+            )
+            break
     inputs = [s.name for s in proto.inputs]
     if opdef.kernel_dtype_input and opdef.kernel_dtype_input not in inputs:
         problems.append(

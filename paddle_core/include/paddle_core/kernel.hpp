@@ -5,7 +5,9 @@
 //   void run(const Slots& in, const Slots& out, const Context& ctx) const;
 // registered as `paddle_core::kernel<K>("symbol")`. The constructor runs once per plan with
 // data-less tensors (shapes and dtypes only): validate there with `fail(...)`, keep decoded
-// attrs as members. `run` then only computes. Exceptions never cross the ABI: the
+// attrs as members. `run` then only computes. A constructor that also takes a
+// `const Context&` gets the plan's (its thread count and stream), for kernels that size work
+// per thread in prepare. Exceptions never cross the ABI: the
 // trampolines below turn them into PC_ERROR plus a message.
 //
 // What most kernels need besides: `dispatch` over a type list (Floats, Ints, Numbers) to
@@ -23,6 +25,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -231,7 +234,10 @@ template <class K>
 pc_status prepare(const pc_attrs* attrs, const pc_tensors* in, const pc_tensors* out,
                   pc_context* ctx, void** state) {
   try {
-    *state = new K(Attrs(attrs), Slots(in), Slots(out));
+    if constexpr (std::is_constructible_v<K, Attrs, Slots, Slots, Context>)
+      *state = new K(Attrs(attrs), Slots(in), Slots(out), Context(ctx));
+    else
+      *state = new K(Attrs(attrs), Slots(in), Slots(out));
     return PC_OK;
   } catch (const std::exception& e) {
     return report(ctx, e.what());

@@ -5,15 +5,17 @@
 namespace pon {
 // One family per source file (src/<family>_cpu.cpp).
 const paddle_core::Family& activation_kernels();
+const paddle_core::Family& conv_kernels();
 const paddle_core::Family& embedding_kernels();
 const paddle_core::Family& optimizer_kernels();
+const paddle_core::Family& pool_kernels();
 const paddle_core::Family& random_kernels();
 const paddle_core::Family& softmax_kernels();
 }  // namespace pon
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled CPU kernels of paddle-ops-nn.";
-  paddle_core::export_kernels(m, {&pon::activation_kernels(), &pon::embedding_kernels(),
-                                  &pon::optimizer_kernels(), &pon::random_kernels(),
+  paddle_core::export_kernels(m, {&pon::activation_kernels(), &pon::conv_kernels(), &pon::embedding_kernels(),
+                                  &pon::optimizer_kernels(), &pon::pool_kernels(), &pon::random_kernels(),
                                   &pon::softmax_kernels()});
 }

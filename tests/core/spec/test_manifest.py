@@ -410,3 +410,21 @@ def test_the_kernel_dtype_input_is_an_input():
     assert problems(op(rules=RULES + ' kernel_dtype_input: "ids"')) == [
         "op 't': kernel_dtype_input 'ids' is not one of its inputs (x)"
     ]
+
+
+def test_dispensable_inputs_come_last():
+    """A required input after a dispensable one would make the op's generated function
+    uncallable (a required parameter after a defaulted one)."""
+    last = (
+        'inputs { name: "x" comment: "X." } inputs { name: "b" comment: "B." dispensable: true }'
+        ' outputs { name: "out" comment: "O." }'
+    )
+    assert problems(op(slots=last)) == []
+    middle = (
+        'inputs { name: "b" comment: "B." dispensable: true } inputs { name: "x" comment: "X." }'
+        ' outputs { name: "out" comment: "O." }'
+    )
+    assert problems(op(slots=middle)) == [
+        "op 't': input 'x' is required but follows the dispensable input 'b': declare "
+        "dispensable inputs last"
+    ]

@@ -5,6 +5,14 @@ Most grad rules are the core's ``paddle_core.rules:default_grad``: each op ``T``
 op, declared beside it in the manifest, with its own kernel.
 """
 
+from .conv import (
+    conv2d_grad_shape,
+    conv2d_shape,
+    conv2d_transpose_grad_shape,
+    conv2d_transpose_shape,
+    pool2d_grad_shape,
+    pool2d_shape,
+)
 from .embedding import embedding_shape
 from .optimizer import optimizer_shape
 from .random import dropout_grad_shape, dropout_shape, random_shape

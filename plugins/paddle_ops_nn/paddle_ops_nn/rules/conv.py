@@ -1,0 +1,206 @@
+"""Shape rules of conv2d, conv2d_transpose and pool2d (kernels: src/conv_cpu.cpp,
+src/pool_cpu.cpp; the same geometry in C++ is src/window.hpp).
+
+Spatial sizes may be unknown (None) when appending; channels, kernels and every attr are
+checked here, naming the value that does not fit. The grad ops' rules recompute the forward
+shapes and refuse an ``out_grad`` of any other shape, so a grad op called directly or from a
+hand-built program never hands its kernel tensors that do not fit.
+"""
+
+from __future__ import annotations
+
+from paddle_core.rules import grad_shapes
+
+FLOATS = ("float32", "float64")
+
+
+def _fmt(shape) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _nchw(ctx, slot: str):
+    var = ctx.input(slot)
+    if var.ndim != 4:
+        ctx.fail(f"{slot} must be 4-D (NCHW), got {_fmt(var.shape)}")
+    if var.dtype not in FLOATS:
+        ctx.fail(f"{slot} must be float32 or float64, got {var.dtype}")
+    return var
+
+
+def _pair(ctx, name: str) -> tuple[int, int]:
+    values = ctx.attrs[name]
+    if len(values) != 2:
+        ctx.fail(f"attr {name!r} must have 2 values (height, width), got {list(values)}")
+    return tuple(values)
+
+
+def _paddings(ctx) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((top, bottom), (left, right)) from 2 values (both sides) or 4."""
+    p = list(ctx.attrs["paddings"])
+    if len(p) == 2:
+        p = [p[0], p[0], p[1], p[1]]
+    if len(p) != 4:
+        ctx.fail(
+            "attr 'paddings' must have 2 values (height, width) or 4 (top, bottom, left, "
+            f"right), got {list(ctx.attrs['paddings'])}"
+        )
+    return (p[0], p[1]), (p[2], p[3])
+
+
+def _windows(ctx, size, kernel, stride, pads, dilation, ceil_mode, axis) -> int | None:
+    """How many windows fit along an axis of ``size`` (None if unknown); fail if none does."""
+    if size is None:
+        return None
+    span = dilation * (kernel - 1) + 1
+    room = size + pads[0] + pads[1] - span
+    if room < 0:
+        ctx.fail(
+            f"the {axis} window ({span}, with dilation) is larger than the padded input "
+            f"({size} + padding {pads[0] + pads[1]})"
+        )
+    count = room // stride + 1
+    if ceil_mode and room % stride:
+        count += 1
+        if (count - 1) * stride >= size + pads[0]:  # the extra window would hold padding only
+            count -= 1
+    return count
+
+
+def _same_dtype(ctx, x, slot: str) -> None:
+    var = ctx.input(slot)
+    if var is not None and var.dtype != x.dtype:
+        ctx.fail(f"{slot} must have x's dtype {x.dtype}, got {var.dtype}")
+
+
+def _conv_filter(ctx, x, transpose: bool) -> tuple[int, int]:
+    """(groups, output channels), after checking filter and bias against x."""
+    w = _nchw(ctx, "filter")
+    _same_dtype(ctx, x, "filter")
+    groups, channels = ctx.attrs["groups"], x.shape[1]
+    if transpose:
+        if channels is not None and w.shape[0] != channels:
+            ctx.fail(f"filter {_fmt(w.shape)} must have x's {channels} channels first")
+        if w.shape[0] % groups:
+            ctx.fail(f"x's channels ({w.shape[0]}) must be divisible by groups ({groups})")
+        out_channels = w.shape[1] * groups
+    else:
+        out_channels = w.shape[0]
+        if channels is not None and channels % groups:
+            ctx.fail(f"x's channels ({channels}) must be divisible by groups ({groups})")
+        if out_channels % groups:
+            ctx.fail(
+                f"filter's output channels ({out_channels}) must be divisible by groups ({groups})"
+            )
+        if channels is not None and w.shape[1] != channels // groups:
+            ctx.fail(
+                f"filter {_fmt(w.shape)} must have x's channels / groups = "
+                f"{channels // groups} input channels"
+            )
+    bias = ctx.input("bias")
+    if bias is not None:
+        _same_dtype(ctx, x, "bias")
+        if tuple(bias.shape) != (out_channels,):
+            ctx.fail(
+                f"bias must be [{out_channels}] (one per output channel), got {_fmt(bias.shape)}"
+            )
+    return groups, out_channels
+
+
+def _conv_out(ctx) -> tuple:
+    x = _nchw(ctx, "x")
+    _, filters = _conv_filter(ctx, x, transpose=False)
+    w = ctx.input("filter")
+    strides, dilations, pads = _pair(ctx, "strides"), _pair(ctx, "dilations"), _paddings(ctx)
+    size = [
+        _windows(
+            ctx, x.shape[2 + a], w.shape[2 + a], strides[a], pads[a], dilations[a], False, axis
+        )
+        for a, axis in enumerate(("height", "width"))
+    ]
+    return (x.shape[0], filters, *size)
+
+
+def _conv_transpose_out(ctx) -> tuple:
+    x = _nchw(ctx, "x")
+    _, filters = _conv_filter(ctx, x, transpose=True)
+    w = ctx.input("filter")
+    strides, dilations, pads = _pair(ctx, "strides"), _pair(ctx, "dilations"), _paddings(ctx)
+    wanted = list(ctx.attrs["output_size"])
+    if wanted and len(wanted) != 2:
+        ctx.fail(f"attr 'output_size' must be empty or [height, width], got {wanted}")
+    size = []
+    for a, axis in enumerate(("height", "width")):
+        h = x.shape[2 + a]
+        least = None
+        if h is not None:
+            least = (h - 1) * strides[a] - sum(pads[a]) + dilations[a] * (w.shape[2 + a] - 1) + 1
+            if least < 1:
+                ctx.fail(f"the padding crops the whole {axis} of the output ({least} left)")
+        if not wanted:
+            size.append(least)
+            continue
+        if least is not None and not least <= wanted[a] < least + strides[a]:
+            ctx.fail(
+                f"output_size {wanted}: its {axis} must be in [{least}, {least + strides[a]}) "
+                f"for x {_fmt(x.shape)}"
+            )
+        size.append(wanted[a])
+    return (x.shape[0], filters, *size)
+
+
+def _pool_out(ctx) -> tuple:
+    x = _nchw(ctx, "x")
+    if ctx.attrs["global_pooling"]:
+        return (*x.shape[:2], 1, 1)
+    ksize, strides, pads = _pair(ctx, "ksize"), _pair(ctx, "strides"), _paddings(ctx)
+    for a, axis in enumerate(("height", "width")):
+        if max(pads[a]) >= ksize[a]:
+            ctx.fail(
+                f"the {axis} padding {list(pads[a])} must be smaller than the window "
+                f"({ksize[a]}), or some windows would hold padding only"
+            )
+    size = [
+        _windows(
+            ctx, x.shape[2 + a], ksize[a], strides[a], pads[a], 1, ctx.attrs["ceil_mode"], axis
+        )
+        for a, axis in enumerate(("height", "width"))
+    ]
+    return (*x.shape[:2], *size)
+
+
+def _check_out_grad(ctx, out: tuple) -> None:
+    g = ctx.input("out_grad")
+    x = ctx.input("x")
+    if g.dtype != x.dtype:
+        ctx.fail(f"out_grad must have x's dtype {x.dtype}, got {g.dtype}")
+    if len(g.shape) != len(out) or any(
+        a is not None and b is not None and a != b for a, b in zip(g.shape, out)
+    ):
+        ctx.fail(f"out_grad must have the forward output's shape {_fmt(out)}, got {_fmt(g.shape)}")
+
+
+def conv2d_shape(ctx) -> None:
+    ctx.set_output("out", _conv_out(ctx), ctx.input("x").dtype)
+
+
+def conv2d_grad_shape(ctx) -> None:
+    _check_out_grad(ctx, _conv_out(ctx))
+    grad_shapes(ctx)
+
+
+def conv2d_transpose_shape(ctx) -> None:
+    ctx.set_output("out", _conv_transpose_out(ctx), ctx.input("x").dtype)
+
+
+def conv2d_transpose_grad_shape(ctx) -> None:
+    _check_out_grad(ctx, _conv_transpose_out(ctx))
+    grad_shapes(ctx)
+
+
+def pool2d_shape(ctx) -> None:
+    ctx.set_output("out", _pool_out(ctx), ctx.input("x").dtype)
+
+
+def pool2d_grad_shape(ctx) -> None:
+    _check_out_grad(ctx, _pool_out(ctx))
+    grad_shapes(ctx)

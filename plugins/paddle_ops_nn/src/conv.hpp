@@ -1,0 +1,49 @@
+// Convolution engines: the three computations of one 2-D convolution (see window.hpp's
+// ConvShape), behind one interface so the ops' kernels (conv_cpu.cpp) do not care which library
+// computes them:
+//   forward           y = conv(x, w) (+ b per output channel)
+//   backward_data     dx = the gradient of forward w.r.t. x, given dy (also conv2d_transpose)
+//   backward_weights  dw (and db) given x and dy
+// All tensors are plain NCHW (weights [K, C / groups, kh, kw]), C-contiguous, as the core binds
+// them. An engine is built in a kernel's prepare, for the directions the kernel needs.
+#ifndef PADDLE_OPS_NN_CONV_HPP_
+#define PADDLE_OPS_NN_CONV_HPP_
+
+#include <memory>
+
+#include "window.hpp"
+
+namespace pon {
+
+enum ConvPass : unsigned { kForward = 1, kBackwardData = 2, kBackwardWeights = 4 };
+
+class ConvEngine {
+ public:
+  virtual ~ConvEngine() = default;
+  virtual void forward(const void* x, const void* w, const void* b, void* y, int threads) const = 0;
+  virtual void backward_data(const void* dy, const void* w, void* dx, int threads) const = 0;
+  // db may be null (no bias gradient wanted); dw may be null too.
+  virtual void backward_weights(const void* x, const void* dy, void* dw, void* db,
+                                int threads) const = 0;
+};
+
+// oneDNN for float32, im2col + OpenBLAS otherwise. `bias`: forward adds b / backward_weights
+// gives db (so oneDNN fuses them).
+std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
+                                             bool bias, int threads);
+// The im2col + OpenBLAS engine (conv_gemm.cpp), float32 or float64.
+std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes);
+// The oneDNN engine (conv_dnnl.cpp), float32 only.
+std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
+                                           int threads);
+
+// y[n, k, :] += b[k] / db[k] = sum of dy[:, k, :], over planes of `plane` elements (float32 or
+// float64): the bias of engines that do not fuse it, and conv2d_transpose's.
+void add_channel_bias(int32_t dtype, const void* b, void* y, int64_t batch, int64_t channels,
+                      int64_t plane, int threads);
+void channel_bias_grad(int32_t dtype, const void* dy, void* db, int64_t batch, int64_t channels,
+                       int64_t plane, int threads);
+
+}  // namespace pon
+
+#endif  // PADDLE_OPS_NN_CONV_HPP_

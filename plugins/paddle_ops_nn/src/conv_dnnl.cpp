@@ -1,0 +1,193 @@
+// The oneDNN convolution engine (float32). Every primitive is created with `format_tag::any`,
+// so oneDNN picks the blocked layouts its fastest implementation wants (plain NCHW descriptors
+// measured 1.6x slower); the operands are reordered from and to the caller's NCHW around each
+// call. Primitives, reorders, the blocked buffers and the scratchpad are all built in prepare;
+// a run only executes them.
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "conv.hpp"
+
+namespace pon {
+namespace {
+
+using dnnl::memory;
+using dims = memory::dims;
+using tag = memory::format_tag;
+
+const dnnl::engine& cpu() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+memory::desc f32(const dims& d, tag t) { return memory::desc(d, memory::data_type::f32, t); }
+
+// oneDNN threads with OpenMP's setting of the calling thread, which it also reads when a
+// primitive is created (to size its scratchpad): set it to the run's count around both.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~ThreadCount() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+// One operand of a primitive: a plain-layout view of the caller's buffer and, when the
+// primitive chose another layout, a buffer in that layout with the reorders between them.
+class Operand {
+ public:
+  Operand(const memory::desc& plain, const memory::desc& chosen)
+      : plain_(plain, cpu(), DNNL_MEMORY_NONE) {
+    if (chosen != plain) {
+      inner_ = memory(chosen, cpu());
+      to_inner_ = dnnl::reorder(plain_, *inner_);
+      to_plain_ = dnnl::reorder(*inner_, plain_);
+    }
+  }
+
+  // The memory the primitive reads: the caller's data, converted if need be.
+  memory& load(dnnl::stream& s, const void* data) {
+    plain_.set_data_handle(const_cast<void*>(data));
+    if (!inner_) return plain_;
+    to_inner_->execute(s, plain_, *inner_);
+    return *inner_;
+  }
+  // The memory the primitive writes; `store` then moves it into the caller's buffer.
+  memory& target(void* data) {
+    plain_.set_data_handle(data);
+    return inner_ ? *inner_ : plain_;
+  }
+  void store(dnnl::stream& s) {
+    if (inner_) to_plain_->execute(s, *inner_, plain_);
+  }
+
+ private:
+  memory plain_;
+  std::optional<memory> inner_;
+  std::optional<dnnl::reorder> to_inner_, to_plain_;
+};
+
+class DnnlConv final : public ConvEngine {
+ public:
+  DnnlConv(const ConvShape& s, unsigned passes, bool bias, int threads) : bias_(bias) {
+    ThreadCount count(threads);
+    const int64_t g = s.groups;
+    const dims src{s.batch, s.channels, s.h.in, s.w.in}, dst{s.batch, s.filters, s.h.out, s.w.out};
+    const dims wei = g == 1 ? dims{s.filters, s.channels, s.h.kernel, s.w.kernel}
+                            : dims{g, s.filters / g, s.channels / g, s.h.kernel, s.w.kernel};
+    const tag wei_tag = g == 1 ? tag::oihw : tag::goihw;
+    const dims strides{s.h.stride, s.w.stride}, dilates{s.h.dilation - 1, s.w.dilation - 1};
+    const dims pad_l{s.h.pad_before, s.w.pad_before};
+    const dims pad_r{s.h.exact_pad_after(), s.w.exact_pad_after()};
+    const auto any = [](const dims& d) { return f32(d, tag::any); };
+    const memory::desc bias_md = bias ? f32({s.filters}, tag::x) : memory::desc();
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+    const auto algo = dnnl::algorithm::convolution_direct;
+    const dnnl::convolution_forward::primitive_desc fwd(
+        cpu(), dnnl::prop_kind::forward_training, algo, any(src), any(wei), bias_md, any(dst),
+        strides, dilates, pad_l, pad_r, attr);
+    if (passes & kForward) {
+      fwd_.emplace(Pass{dnnl::convolution_forward(fwd), scratch(fwd)});
+      x_.emplace(f32(src, tag::nchw), fwd.src_desc());
+      w_.emplace(f32(wei, wei_tag), fwd.weights_desc());
+      y_.emplace(f32(dst, tag::nchw), fwd.dst_desc());
+      if (bias) b_.emplace(bias_md, fwd.bias_desc());
+    }
+    if (passes & kBackwardData) {
+      const dnnl::convolution_backward_data::primitive_desc pd(
+          cpu(), algo, any(src), any(wei), any(dst), strides, dilates, pad_l, pad_r, fwd, attr);
+      bwd_data_.emplace(Pass{dnnl::convolution_backward_data(pd), scratch(pd)});
+      bd_dy_.emplace(f32(dst, tag::nchw), pd.diff_dst_desc());
+      bd_w_.emplace(f32(wei, wei_tag), pd.weights_desc());
+      bd_dx_.emplace(f32(src, tag::nchw), pd.diff_src_desc());
+    }
+    if (passes & kBackwardWeights) {
+      const dnnl::convolution_backward_weights::primitive_desc pd(
+          cpu(), algo, any(src), any(wei), bias_md, any(dst), strides, dilates, pad_l, pad_r, fwd,
+          attr);
+      bwd_weights_.emplace(Pass{dnnl::convolution_backward_weights(pd), scratch(pd)});
+      bw_x_.emplace(f32(src, tag::nchw), pd.src_desc());
+      bw_dy_.emplace(f32(dst, tag::nchw), pd.diff_dst_desc());
+      bw_dw_.emplace(f32(wei, wei_tag), pd.diff_weights_desc());
+      if (bias) bw_db_.emplace(bias_md, pd.diff_bias_desc());
+      // oneDNN always computes both; one the kernel does not want goes to a spare buffer.
+      spare_.resize(static_cast<size_t>(s.filters * s.taps() + s.filters));
+    }
+  }
+
+  void forward(const void* x, const void* w, const void* b, void* y, int threads) const override {
+    ThreadCount count(threads);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_->load(stream_, x)},
+                                         {DNNL_ARG_WEIGHTS, w_->load(stream_, w)},
+                                         {DNNL_ARG_DST, y_->target(y)}};
+    if (bias_) args[DNNL_ARG_BIAS] = b_->load(stream_, b);
+    run(*fwd_, args);
+    y_->store(stream_);
+    stream_.wait();
+  }
+
+  void backward_data(const void* dy, const void* w, void* dx, int threads) const override {
+    ThreadCount count(threads);
+    run(*bwd_data_, {{DNNL_ARG_DIFF_DST, bd_dy_->load(stream_, dy)},
+                     {DNNL_ARG_WEIGHTS, bd_w_->load(stream_, w)},
+                     {DNNL_ARG_DIFF_SRC, bd_dx_->target(dx)}});
+    bd_dx_->store(stream_);
+    stream_.wait();
+  }
+
+  void backward_weights(const void* x, const void* dy, void* dw, void* db,
+                        int threads) const override {
+    ThreadCount count(threads);
+    float* spare = spare_.data();
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, bw_x_->load(stream_, x)},
+        {DNNL_ARG_DIFF_DST, bw_dy_->load(stream_, dy)},
+        {DNNL_ARG_DIFF_WEIGHTS, bw_dw_->target(dw != nullptr ? dw : spare)}};
+    if (bias_) args[DNNL_ARG_DIFF_BIAS] = bw_db_->target(db != nullptr ? db : spare);
+    run(*bwd_weights_, args);
+    bw_dw_->store(stream_);
+    if (bias_) bw_db_->store(stream_);
+    stream_.wait();
+  }
+
+ private:
+  struct Pass {
+    dnnl::primitive primitive;
+    memory scratchpad;
+  };
+
+  template <class PD> static memory scratch(const PD& pd) { return memory(pd.scratchpad_desc(), cpu()); }
+
+  void run(const Pass& pass, std::unordered_map<int, memory> args) const {
+    args[DNNL_ARG_SCRATCHPAD] = pass.scratchpad;
+    pass.primitive.execute(stream_, args);
+  }
+
+  bool bias_;
+  mutable dnnl::stream stream_{cpu()};
+  std::optional<Pass> fwd_, bwd_data_, bwd_weights_;
+  // Per pass: forward x, w, b -> y; backward data dy, w -> dx; backward weights x, dy -> dw, db.
+  mutable std::optional<Operand> x_, w_, b_, y_, bd_dy_, bd_w_, bd_dx_, bw_x_, bw_dy_, bw_dw_, bw_db_;
+  mutable std::vector<float> spare_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
+                                           int threads) {
+  try {
+    return std::make_unique<DnnlConv>(shape, passes, bias, threads);
+  } catch (const dnnl::error& e) {
+    fail("oneDNN has no convolution for this shape: %s", e.what());
+  }
+}
+
+}  // namespace pon

@@ -1,0 +1,186 @@
+// pool2d (max and average over NCHW windows) and its gradient, as loops over the planes
+// (N * C of them, split across threads).
+//
+// Memory contract: x [N, C, H, W]; out and out_grad [N, C, OH, OW] with OH from window.hpp's
+// window_count; x_grad x's shape. Checked in prepare. Each window holds at least one input
+// element (padding is smaller than the window, and ceil_mode drops a window of padding only),
+// so a maximum and an average always exist.
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "window.hpp"
+
+namespace pon {
+namespace {
+
+struct Pooling {
+  bool max = true, exclusive = true;
+  Axis h, w;
+
+  int64_t in_plane() const { return h.in * w.in; }
+  int64_t out_plane() const { return h.out * w.out; }
+
+  // Input rows [lo, hi) of window `o` along axis `a` (clipped to the input), and the
+  // window's full extent (padding included).
+  static void range(const Axis& a, int64_t o, int64_t* lo, int64_t* hi) {
+    const int64_t start = o * a.stride - a.pad_before;
+    *lo = std::max<int64_t>(start, 0);
+    *hi = std::min<int64_t>(start + a.kernel, a.in);
+  }
+};
+
+Pooling pooling_of(const Attrs& attrs, const Tensor& x) {
+  expect_nchw(x, "x");
+  Pooling p;
+  const std::string type = attrs.s("pooling_type");
+  if (type != "max" && type != "avg") fail("pooling_type must be 'max' or 'avg', got '%s'", type.c_str());
+  p.max = type == "max";
+  p.exclusive = attrs.b("exclusive");
+  if (attrs.b("global_pooling")) {
+    p.h = axis_of(x.dim(2), std::max<int64_t>(x.dim(2), 1), 1, 0, 0, 1);
+    p.w = axis_of(x.dim(3), std::max<int64_t>(x.dim(3), 1), 1, 0, 0, 1);
+    p.h.out = p.w.out = 1;
+    if (x.dim(2) == 0 || x.dim(3) == 0) fail("global pooling of an empty plane %s", x.describe().c_str());
+    return p;
+  }
+  const auto k = pair_attr(attrs, "ksize", 1), s = pair_attr(attrs, "strides", 1);
+  const auto pad = padding_attr(attrs);
+  const bool ceil_mode = attrs.b("ceil_mode");
+  p.h = axis_of(x.dim(2), k[0], s[0], pad[0], pad[1], 1);
+  p.w = axis_of(x.dim(3), k[1], s[1], pad[2], pad[3], 1);
+  for (const Axis* a : {&p.h, &p.w})
+    if (a->pad_before >= a->kernel || a->pad_after >= a->kernel)
+      fail("padding (%lld, %lld) must be smaller than the window (%lld)", (long long)a->pad_before,
+           (long long)a->pad_after, (long long)a->kernel);
+  p.h.out = window_count(p.h, ceil_mode, "height");
+  p.w.out = window_count(p.w, ceil_mode, "width");
+  return p;
+}
+
+// Calls f(out_index, h_lo, h_hi, w_lo, w_hi, count) for every window of one plane; count is the
+// average's divisor.
+template <class F> void for_windows(const Pooling& p, F&& f) {
+  for (int64_t oh = 0; oh < p.h.out; ++oh) {
+    int64_t h0, h1;
+    Pooling::range(p.h, oh, &h0, &h1);
+    for (int64_t ow = 0; ow < p.w.out; ++ow) {
+      int64_t w0, w1;
+      Pooling::range(p.w, ow, &w0, &w1);
+      const int64_t count = p.exclusive ? (h1 - h0) * (w1 - w0) : p.h.kernel * p.w.kernel;
+      f(oh * p.w.out + ow, h0, h1, w0, w1, count);
+    }
+  }
+}
+
+// Where a window's first maximum is (the flat index in the plane); a NaN is the maximum (the
+// first NaN), as in NumPy's and PyTorch's max.
+template <class T>
+int64_t argmax(const T* plane, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
+  int64_t best = h0 * width + w0;
+  for (int64_t ih = h0; ih < h1; ++ih)
+    for (int64_t iw = w0; iw < w1; ++iw) {
+      const T v = plane[ih * width + iw], b = plane[best];
+      if (v > b || (v != v && b == b)) best = ih * width + iw;
+    }
+  return best;
+}
+
+template <class T> void pool(const Pooling& p, const T* x, T* y, int64_t planes, int threads) {
+  const int64_t grain = std::max<int64_t>(kGrain / std::max<int64_t>(p.in_plane(), 1), 1);
+  parallel_for(planes, threads, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c) {
+      const T* plane = x + c * p.in_plane();
+      T* out = y + c * p.out_plane();
+      for_windows(p, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t count) {
+        if (p.max) {
+          out[o] = plane[argmax(plane, p.w.in, h0, h1, w0, w1)];
+          return;
+        }
+        T sum = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) sum += plane[ih * p.w.in + iw];
+        out[o] = sum / static_cast<T>(count);
+      });
+    }
+  });
+}
+
+template <class T>
+void pool_grad(const Pooling& p, const T* x, const T* dy, T* dx, int64_t planes, int threads) {
+  const int64_t grain = std::max<int64_t>(kGrain / std::max<int64_t>(p.in_plane(), 1), 1);
+  parallel_for(planes, threads, grain, [&](int64_t lo, int64_t hi) {
+    std::fill(dx + lo * p.in_plane(), dx + hi * p.in_plane(), T(0));
+    for (int64_t c = lo; c < hi; ++c) {
+      const T* plane = x + c * p.in_plane();
+      const T* g = dy + c * p.out_plane();
+      T* d = dx + c * p.in_plane();
+      for_windows(p, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t count) {
+        if (p.max) {
+          d[argmax(plane, p.w.in, h0, h1, w0, w1)] += g[o];
+          return;
+        }
+        const T share = g[o] / static_cast<T>(count);
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) d[ih * p.w.in + iw] += share;
+      });
+    }
+  });
+}
+
+class Pool2d {
+ public:
+  Pool2d(const Attrs& attrs, const Slots& in, const Slots& out) : p_(pooling_of(attrs, in(0))) {
+    const Tensor x = in(0);
+    dispatch(x.dtype(), Floats{}, [](auto) {});
+    expect_same_dtype(x, out(0), "x and out");
+    expect_shape(out(0), {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out");
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const Tensor x = in(0);
+    dispatch(x.dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      pool(p_, x.data<T>(), out(0).data<T>(), x.dim(0) * x.dim(1), ctx.num_threads());
+    });
+  }
+
+ private:
+  Pooling p_;
+};
+
+class Pool2dGrad {
+ public:
+  Pool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out) : p_(pooling_of(attrs, in(0))) {
+    const Tensor x = in(0), g = in(1);
+    dispatch(x.dtype(), Floats{}, [](auto) {});
+    expect_same_dtype(x, g, "x and out_grad");
+    expect_shape(g, {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out_grad");
+    expect_same_shape(x, out(0), "x and x_grad");
+    expect_same_dtype(x, out(0), "x and x_grad");
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const Tensor x = in(0);
+    dispatch(x.dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      pool_grad(p_, x.data<T>(), in(1).data<T>(), out(0).data<T>(), x.dim(0) * x.dim(1),
+                ctx.num_threads());
+    });
+  }
+
+ private:
+  Pooling p_;
+};
+
+}  // namespace
+
+const pc::Family& pool_kernels() {
+  static const pc::Family family = {
+      pc::kernel<Pool2d>("pool2d"),
+      pc::kernel<Pool2dGrad>("pool2d_grad"),
+  };
+  return family;
+}
+
+}  // namespace pon

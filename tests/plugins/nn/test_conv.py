@@ -1,0 +1,455 @@
+"""paddle-ops-nn's conv2d, conv2d_transpose and pool2d against NumPy references (and PyTorch's
+where installed), their gradients by finite differences, and the errors for shapes that do not
+fit. float64 runs the im2col + OpenBLAS engine, float32 oneDNN's: the float32 gradients are
+checked against the float64 ones, which finite differences check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_helpers import FLOATS, assert_matches, check_grad, pc, run1, run_op
+
+pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
+
+RNG = np.random.default_rng(0)
+F32 = dict(rtol=1e-4, atol=1e-4)  # oneDNN sums in another order than the reference
+
+
+def _pads(paddings):
+    return paddings * 2 if len(paddings) == 4 else [paddings[0]] * 2 + [paddings[1]] * 2
+
+
+def _taps(x, i, j, out_hw, strides, dilations):
+    """x[:, :, rows, cols] of the windows' tap (i, j): [N, C, OH, OW]."""
+    (oh, ow), (sh, sw), (dh, dw) = out_hw, strides, dilations
+    return x[
+        :, :, i * dh : i * dh + sh * (oh - 1) + 1 : sh, j * dw : j * dw + sw * (ow - 1) + 1 : sw
+    ]
+
+
+def conv2d_ref(x, w, b=None, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1):
+    t, bot, left, right = _pads(list(paddings)) if len(paddings) == 2 else paddings
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (t, bot), (left, right)))
+    k, cg, kh, kw = w.shape
+    oh = (xp.shape[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (xp.shape[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    out = np.zeros((x.shape[0], k, oh, ow))
+    kg = k // groups
+    for i in range(kh):
+        for j in range(kw):
+            patch = _taps(xp, i, j, (oh, ow), strides, dilations)
+            for g in range(groups):
+                out[:, g * kg : (g + 1) * kg] += np.einsum(
+                    "nchw,kc->nkhw",
+                    patch[:, g * cg : (g + 1) * cg],
+                    w[g * kg : (g + 1) * kg, :, i, j],
+                )
+    if b is not None:
+        out += b[None, :, None, None]
+    return out.astype(x.dtype)
+
+
+def conv2d_transpose_ref(
+    x, w, b=None, strides=(1, 1), paddings=(0, 0), dilations=(1, 1), groups=1, output_size=()
+):
+    t, bot, left, right = _pads(list(paddings)) if len(paddings) == 2 else paddings
+    n, c, h, wd = x.shape
+    _, kg, kh, kw = w.shape
+    cg = c // groups
+    full = [
+        (h - 1) * strides[0] + dilations[0] * (kh - 1) + 1,
+        (wd - 1) * strides[1] + dilations[1] * (kw - 1) + 1,
+    ]
+    size = list(output_size) or [full[0] - t - bot, full[1] - left - right]
+    out = np.zeros((n, kg * groups, max(full[0], t + size[0]), max(full[1], left + size[1])))
+    for i in range(kh):
+        for j in range(kw):
+            rows = slice(i * dilations[0], i * dilations[0] + strides[0] * (h - 1) + 1, strides[0])
+            cols = slice(j * dilations[1], j * dilations[1] + strides[1] * (wd - 1) + 1, strides[1])
+            for g in range(groups):
+                out[:, g * kg : (g + 1) * kg, rows, cols] += np.einsum(
+                    "nchw,ck->nkhw", x[:, g * cg : (g + 1) * cg], w[g * cg : (g + 1) * cg, :, i, j]
+                )
+    out = out[:, :, t : t + size[0], left : left + size[1]]
+    if b is not None:
+        out = out + b[None, :, None, None]
+    return out.astype(x.dtype)
+
+
+def pool2d_ref(
+    x,
+    ksize,
+    strides=(1, 1),
+    paddings=(0, 0),
+    pooling_type="max",
+    ceil_mode=False,
+    exclusive=True,
+    global_pooling=False,
+):
+    if global_pooling:
+        fn = np.max if pooling_type == "max" else np.mean
+        return fn(x, axis=(2, 3), keepdims=True)
+    t, bot, left, right = _pads(list(paddings)) if len(paddings) == 2 else paddings
+    sizes = []
+    for size, k, s, before, after in (
+        (x.shape[2], ksize[0], strides[0], t, bot),
+        (x.shape[3], ksize[1], strides[1], left, right),
+    ):
+        room = size + before + after - k
+        count = room // s + 1
+        if ceil_mode and room % s:
+            count += count * s < size + before
+        sizes.append(count)
+    out = np.zeros((*x.shape[:2], *sizes), x.dtype)
+    for oh in range(sizes[0]):
+        for ow in range(sizes[1]):
+            h0, w0 = oh * strides[0] - t, ow * strides[1] - left
+            window = x[:, :, max(h0, 0) : h0 + ksize[0], max(w0, 0) : w0 + ksize[1]]
+            if pooling_type == "max":
+                out[:, :, oh, ow] = window.max(axis=(2, 3))
+            else:
+                count = window.shape[2] * window.shape[3] if exclusive else ksize[0] * ksize[1]
+                out[:, :, oh, ow] = window.sum(axis=(2, 3)) / count
+    return out
+
+
+CONV_CASES = {
+    "plain": dict(shape=(2, 3, 7, 6), filters=4, kernel=(3, 3), attrs={}),
+    "padded": dict(shape=(2, 3, 5, 5), filters=2, kernel=(3, 3), attrs={"paddings": [1, 1]}),
+    "stride > kernel": dict(
+        shape=(1, 2, 9, 8), filters=3, kernel=(2, 2), attrs={"strides": [3, 3]}
+    ),
+    "dilation": dict(
+        shape=(2, 2, 9, 9),
+        filters=2,
+        kernel=(3, 2),
+        attrs={"dilations": [2, 3], "paddings": [1, 2]},
+    ),
+    "groups": dict(
+        shape=(2, 4, 6, 6), filters=6, kernel=(3, 3), attrs={"groups": 2, "paddings": [1, 1]}
+    ),
+    "depthwise": dict(
+        shape=(2, 3, 6, 5), filters=3, kernel=(3, 3), attrs={"groups": 3, "strides": [2, 1]}
+    ),
+    "padding > kernel / 2": dict(
+        shape=(1, 2, 6, 7), filters=2, kernel=(3, 3), attrs={"paddings": [2, 3]}
+    ),
+    "asymmetric padding": dict(
+        shape=(1, 2, 5, 6),
+        filters=2,
+        kernel=(3, 3),
+        attrs={"paddings": [0, 2, 1, 0], "strides": [2, 2]},
+    ),
+    "1x1": dict(shape=(2, 5, 4, 3), filters=3, kernel=(1, 1), attrs={}),
+}
+
+
+def _conv_inputs(case, dtype, transpose=False, bias=True):
+    n, c, h, w = case["shape"]
+    groups = case["attrs"].get("groups", 1)
+    x = RNG.standard_normal((n, c, h, w)).astype(dtype)
+    if transpose:
+        f = RNG.standard_normal((c, case["filters"] // groups, *case["kernel"])).astype(dtype)
+    else:
+        f = RNG.standard_normal((case["filters"], c // groups, *case["kernel"])).astype(dtype)
+    inputs = {"x": x, "filter": f}
+    if bias:
+        inputs["bias"] = RNG.standard_normal(case["filters"]).astype(dtype)
+    return inputs
+
+
+def _ref_attrs(attrs):
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in attrs.items()}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no bias"])
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+def test_conv2d_matches_numpy(case, bias, dtype):
+    case = CONV_CASES[case]
+    inputs = _conv_inputs(case, dtype, bias=bias)
+    want = conv2d_ref(
+        inputs["x"], inputs["filter"], inputs.get("bias"), **_ref_attrs(case["attrs"])
+    )
+    tol = F32 if dtype == "float32" else {}
+    assert_matches(run1("conv2d", inputs, case["attrs"]), want, **tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+def test_conv2d_transpose_matches_numpy(case, dtype):
+    case = CONV_CASES[case]
+    inputs = _conv_inputs(case, dtype, transpose=True)
+    want = conv2d_transpose_ref(
+        inputs["x"], inputs["filter"], inputs["bias"], **_ref_attrs(case["attrs"])
+    )
+    tol = F32 if dtype == "float32" else {}
+    assert_matches(run1("conv2d_transpose", inputs, case["attrs"]), want, **tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_conv2d_transpose_output_size_picks_among_the_sizes_a_stride_allows(dtype):
+    x = RNG.standard_normal((2, 3, 4, 4)).astype(dtype)
+    f = RNG.standard_normal((3, 2, 3, 3)).astype(dtype)
+    attrs = {"strides": [2, 2], "paddings": [1, 1]}
+    for size in ([7, 7], [8, 7], [8, 8]):
+        got = run1("conv2d_transpose", {"x": x, "filter": f}, {**attrs, "output_size": size})
+        want = conv2d_transpose_ref(x, f, strides=(2, 2), paddings=(1, 1), output_size=size)
+        assert_matches(got, want, **(F32 if dtype == "float32" else {}))
+    with pytest.raises(
+        pc.ShapeError, match=r"output_size \[9, 7\]: its height must be in \[7, 9\)"
+    ):
+        run1("conv2d_transpose", {"x": x, "filter": f}, {**attrs, "output_size": [9, 7]})
+
+
+GRAD_CASES = ["plain", "padded", "stride > kernel", "dilation", "groups", "asymmetric padding"]
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_transpose"])
+@pytest.mark.parametrize("case", GRAD_CASES, ids=str)
+def test_gradients_match_finite_differences(op, case):
+    case = dict(CONV_CASES[case])
+    n, c, h, w = case["shape"]
+    case["shape"] = (min(n, 2), c, min(h, 6), min(w, 6))
+    inputs = _conv_inputs(case, "float64", transpose=op == "conv2d_transpose")
+    check_grad(op, inputs, case["attrs"], rtol=1e-6, atol=1e-8)
+
+
+def _analytic_grads(op, inputs, attrs, weights):
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        vars_ = {k: pc.data(k, list(v.shape), str(v.dtype)) for k, v in inputs.items()}
+        out = getattr(pc.ops, op)(**vars_, **attrs)
+        w = pc.data("w", list(weights.shape), str(weights.dtype))
+        loss = pc.ops.sum(pc.ops.mul(out, w))
+        grads = pc.gradients([loss], list(vars_.values()))
+    return pc.Executor().run(prog, feed={**inputs, "w": weights}, fetch_list=grads)
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_transpose"])
+@pytest.mark.parametrize("case", ["padded", "dilation", "groups", "stride > kernel"], ids=str)
+def test_float32_gradients_agree_with_float64(op, case):
+    case = CONV_CASES[case]
+    inputs = _conv_inputs(case, "float64", transpose=op == "conv2d_transpose")
+    ref = {"conv2d": conv2d_ref, "conv2d_transpose": conv2d_transpose_ref}[op]
+    out = ref(inputs["x"], inputs["filter"], inputs["bias"], **_ref_attrs(case["attrs"]))
+    weights = RNG.standard_normal(out.shape)
+    want = _analytic_grads(op, inputs, case["attrs"], weights)
+    single = {k: v.astype("float32") for k, v in inputs.items()}
+    got = _analytic_grads(op, single, case["attrs"], weights.astype("float32"))
+    for g, w in zip(got, want):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_only_the_gradients_asked_for_are_computed():
+    inputs = _conv_inputs(CONV_CASES["padded"], "float32")
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", list(inputs["x"].shape))
+        f = pc.data("filter", list(inputs["filter"].shape))
+        b = pc.data("bias", list(inputs["bias"].shape))
+        loss = pc.ops.sum(pc.ops.conv2d(x, f, b, paddings=[1, 1]))
+        (db,) = pc.gradients([loss], [b])
+    (got,) = pc.Executor().run(prog, feed=inputs, fetch_list=[db])
+    n, _, h, w = inputs["x"].shape
+    np.testing.assert_allclose(got, np.full(2, n * h * w, np.float32))
+    grad_op = prog.global_block().ops[-1]
+    assert grad_op.type == "conv2d_grad" and list(grad_op.outputs) == ["bias_grad"]
+
+
+POOL_CASES = {
+    "2x2": dict(shape=(2, 3, 6, 6), attrs={"ksize": [2, 2], "strides": [2, 2]}),
+    "overlapping": dict(shape=(2, 2, 7, 5), attrs={"ksize": [3, 3], "strides": [2, 1]}),
+    "padded": dict(
+        shape=(1, 2, 5, 5), attrs={"ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}
+    ),
+    "ceil_mode": dict(
+        shape=(2, 2, 6, 7), attrs={"ksize": [3, 2], "strides": [2, 2], "ceil_mode": True}
+    ),
+    "ceil_mode padded": dict(
+        shape=(1, 3, 5, 5),
+        attrs={"ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1], "ceil_mode": True},
+    ),
+    "stride > kernel": dict(shape=(1, 2, 9, 9), attrs={"ksize": [2, 2], "strides": [3, 4]}),
+    "asymmetric padding": dict(
+        shape=(1, 2, 6, 5), attrs={"ksize": [3, 2], "strides": [2, 2], "paddings": [0, 2, 1, 0]}
+    ),
+    "global": dict(shape=(2, 3, 5, 4), attrs={"global_pooling": True}),
+}
+
+
+def _distinct(shape, dtype):
+    """Values 0.1 apart in random order: no ties for max, none close enough for a finite
+    difference to change which element is a window's maximum."""
+    return (RNG.permutation(int(np.prod(shape))).reshape(shape) * 0.1 - 1).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("exclusive", [True, False])
+@pytest.mark.parametrize("pooling_type", ["max", "avg"])
+@pytest.mark.parametrize("case", POOL_CASES, ids=str)
+def test_pool2d_matches_numpy(case, pooling_type, exclusive, dtype):
+    case = POOL_CASES[case]
+    attrs = {**case["attrs"], "pooling_type": pooling_type, "exclusive": exclusive}
+    x = RNG.standard_normal(case["shape"]).astype(dtype)
+    want = pool2d_ref(x, **_ref_attrs({"ksize": [1, 1], **attrs}))
+    assert_matches(run1("pool2d", {"x": x}, attrs), want, **(F32 if dtype == "float32" else {}))
+
+
+@pytest.mark.parametrize("pooling_type", ["max", "avg"])
+@pytest.mark.parametrize("case", POOL_CASES, ids=str)
+def test_pool2d_gradient_matches_finite_differences(case, pooling_type):
+    case = POOL_CASES[case]
+    attrs = {
+        **case["attrs"],
+        "pooling_type": pooling_type,
+        "exclusive": case is not POOL_CASES["padded"],
+    }
+    check_grad("pool2d", {"x": _distinct(case["shape"], "float64")}, attrs, rtol=1e-6)
+
+
+def test_max_pooling_propagates_nan():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 1, 1] = np.nan
+    got = run1("pool2d", {"x": x}, {"ksize": [2, 2], "strides": [2, 2]})
+    assert np.isnan(got[0, 0, 0, 0]) and got[0, 0, 1, 1] == 15
+
+
+def test_pytorch_gives_the_same_results():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x, w, b = (RNG.standard_normal(s).astype("float32") for s in ((2, 4, 9, 9), (6, 2, 3, 3), (6,)))
+    t = {k: torch.from_numpy(v) for k, v in dict(x=x, w=w, b=b).items()}
+    attrs = {"strides": [2, 2], "paddings": [1, 1], "dilations": [1, 2], "groups": 2}
+    got = run1("conv2d", {"x": x, "filter": w, "bias": b}, attrs)
+    want = F.conv2d(t["x"], t["w"], t["b"], stride=2, padding=1, dilation=(1, 2), groups=2)
+    np.testing.assert_allclose(got, want.numpy(), **F32)
+    wt = RNG.standard_normal((4, 3, 3, 3)).astype("float32")
+    got = run1("conv2d_transpose", {"x": x, "filter": wt}, {"strides": [2, 2], "paddings": [1, 1]})
+    want = F.conv_transpose2d(t["x"], torch.from_numpy(wt), stride=2, padding=1)
+    np.testing.assert_allclose(got, want.numpy(), **F32)
+    for kind, fn in (("max", F.max_pool2d), ("avg", F.avg_pool2d)):
+        got = run1(
+            "pool2d",
+            {"x": x},
+            {"pooling_type": kind, "ksize": [3, 3], "strides": [2, 2], "ceil_mode": True},
+        )
+        np.testing.assert_allclose(got, fn(t["x"], 3, 2, ceil_mode=True).numpy(), **F32)
+
+
+@pytest.mark.parametrize(
+    "op, inputs, attrs, message",
+    [
+        (
+            "conv2d",
+            {"x": (1, 3, 5, 5), "filter": (4, 3, 3, 3)},
+            {"groups": 2},
+            r"x's channels \(3\) must be divisible by groups \(2\)",
+        ),
+        (
+            "conv2d",
+            {"x": (1, 4, 5, 5), "filter": (4, 4, 3, 3)},
+            {"groups": 2},
+            r"must have x's channels / groups = 2 input channels",
+        ),
+        (
+            "conv2d",
+            {"x": (1, 3, 2, 5), "filter": (4, 3, 3, 3)},
+            {},
+            r"the height window \(3, with dilation\) is larger than the padded input \(2 \+ padding 0\)",
+        ),
+        (
+            "conv2d",
+            {"x": (1, 3, 5, 5), "filter": (4, 3, 3, 3)},
+            {"dilations": [3, 1]},
+            r"the height window \(7, with dilation\)",
+        ),
+        (
+            "conv2d",
+            {"x": (1, 3, 5, 5), "filter": (4, 3, 3, 3), "bias": (3,)},
+            {},
+            r"bias must be \[4\]",
+        ),
+        (
+            "conv2d",
+            {"x": (3, 5, 5), "filter": (4, 3, 3, 3)},
+            {},
+            r"x must be 4-D \(NCHW\), got \[3, 5, 5\]",
+        ),
+        (
+            "conv2d",
+            {"x": (1, 3, 5, 5), "filter": (4, 3, 3, 3)},
+            {"paddings": [1, 1, 1]},
+            r"'paddings' must have 2 values .* or 4",
+        ),
+        (
+            "conv2d_transpose",
+            {"x": (1, 3, 5, 5), "filter": (2, 3, 3, 3)},
+            {},
+            r"filter \[2, 3, 3, 3\] must have x's 3 channels first",
+        ),
+        (
+            "conv2d_transpose",
+            {"x": (1, 3, 2, 2), "filter": (3, 3, 3, 3)},
+            {"paddings": [3, 3]},
+            r"the padding crops the whole height",
+        ),
+        (
+            "pool2d",
+            {"x": (1, 3, 5, 5)},
+            {"ksize": [2, 2], "paddings": [2, 2]},
+            r"the height padding \[2, 2\] must be smaller than the window \(2\)",
+        ),
+        (
+            "pool2d",
+            {"x": (1, 3, 1, 5)},
+            {"ksize": [2, 2]},
+            r"the height window \(2, with dilation\) is larger",
+        ),
+    ],
+)
+def test_shapes_that_do_not_fit_are_refused_naming_the_value(op, inputs, attrs, message):
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        vars_ = {k: pc.data(k, list(v)) for k, v in inputs.items()}
+        with pytest.raises(pc.ShapeError, match=message) as e:
+            getattr(pc.ops, op)(**vars_, **attrs)
+    assert f"op {op!r}" in str(e.value)
+
+
+def test_bad_attrs_are_refused_naming_them():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [1, 3, 5, 5])
+        with pytest.raises(
+            pc.AttrError, match="attr 'pooling_type': expected one of 'max', 'avg', got str 'sum'"
+        ):
+            pc.ops.pool2d(x, pooling_type="sum")
+        with pytest.raises(pc.AttrError, match="attr 'strides'"):
+            pc.ops.conv2d(x, pc.data("f", [2, 3, 3, 3]), strides=[0, 1])
+        with pytest.raises(pc.AttrError, match="attr 'groups'"):
+            pc.ops.conv2d(x, pc.data("f2", [2, 3, 3, 3]), groups=0)
+
+
+@pytest.mark.parametrize("op", ["conv2d_grad", "pool2d_grad"])
+def test_grad_ops_refuse_an_out_grad_of_another_shape(op):
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [1, 2, 5, 5])
+        inputs = {"x": x, "out_grad": pc.data("g", [1, 2, 4, 4])}
+        if op == "conv2d_grad":
+            inputs["filter"] = pc.data("f", [2, 2, 3, 3])
+        with pytest.raises(
+            pc.ShapeError,
+            match=r"out_grad must have the forward output's shape \[1, 2, 3, 3\], got \[1, 2, 4, 4\]",
+        ):
+            getattr(pc.ops, op)(**inputs, **({"ksize": [3, 3]} if op == "pool2d_grad" else {}))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_empty_batches_give_empty_results_and_zero_filter_gradients(dtype):
+    inputs = _conv_inputs(dict(shape=(0, 2, 5, 5), filters=3, kernel=(3, 3), attrs={}), dtype)
+    assert run1("conv2d", inputs).shape == (0, 3, 3, 3)
+    check = run_op("conv2d_grad", {**inputs, "out_grad": np.zeros((0, 3, 3, 3), dtype)})
+    assert not check["filter_grad"][0].any() and not check["bias_grad"][0].any()
