@@ -1,13 +1,15 @@
-"""Training speed: one epoch of an MLP (64-128-10, relu, softmax cross-entropy, Adam, batches
-of 32) on the 8x8 digits' 1437 training images, ours beside PyTorch CPU eager, at one and two
-threads, measured in this run (rounds alternate between the systems).
+"""Training speed: one epoch (softmax cross-entropy, Adam, batches of 32) on the 8x8 digits'
+1437 training images, ours beside PyTorch CPU eager, at one and two threads, measured in this
+run (rounds alternate between the systems). Two models, as examples/train_digits.py's:
+  mlp  64 -> 128 (relu) -> 10
+  cnn  1x8x8 -> [conv 3x3 -> batch norm -> relu -> max pool 2x2] x2 (16, 32 filters) -> 10
 
-Ours is one prepared plan per step run by the compiled loop: 2 matmuls, the bias adds, relu,
-the fused softmax cross-entropy and mean, their gradients, and 4 in-place Adam updates.
-PyTorch runs the same model eagerly (nn.Linear, F.cross_entropy, optim.Adam(foreach)).
-Target: our epoch in at most 0.5x PyTorch's time.
+Ours is one prepared plan per step run by the compiled loop (forward, gradients and in-place
+Adam updates). PyTorch runs the same models eagerly (nn.Linear, nn.Conv2d, nn.BatchNorm2d,
+F.max_pool2d, F.cross_entropy, optim.Adam(foreach)). Targets: our epoch in at most 0.5x
+PyTorch's time for the MLP, 0.8x for the CNN.
 
-    python bench/bench_train.py [--rounds 9]     (PyTorch: pip install torch==2.13.0)
+    python bench/bench_train.py [--rounds 9] [--model mlp|cnn]   (PyTorch: pip install torch==2.13.0)
 """
 
 from __future__ import annotations
@@ -32,13 +34,25 @@ def data():
     return x, y
 
 
-def ours(x, y, threads: int):
+SHAPES = {"mlp": [64], "cnn": [1, 8, 8]}
+
+
+def ours_net(model: str, image):
+    if model == "mlp":
+        return pc.layers.fc(pc.layers.fc(image, HIDDEN, act="relu"), CLASSES)
+    x = image
+    for filters in (16, 32):
+        x = pc.layers.conv2d(x, filters, 3, padding=1, bias_attr=False)
+        x = pc.layers.pool2d(pc.layers.batch_norm(x, act="relu"), 2, pool_stride=2)
+    return pc.layers.fc(x, CLASSES)
+
+
+def ours(model: str, x, y, threads: int):
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
-        image = pc.layers.data("image", [64])
+        image = pc.layers.data("image", SHAPES[model])
         label = pc.layers.data("label", [1], dtype="int64")
-        hidden = pc.layers.fc(image, HIDDEN, act="relu")
-        logits = pc.layers.fc(hidden, CLASSES)
+        logits = ours_net(model, image)
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
         pc.optimizer.Adam(0.001).minimize(loss)
     scope, exe = pc.Scope(), pc.Executor(num_threads=threads)
@@ -55,13 +69,25 @@ def ours(x, y, threads: int):
     return epoch
 
 
-def torch_epoch(x, y, threads: int):
+def torch_net(model: str):
+    from torch import nn
+
+    if model == "mlp":
+        return nn.Sequential(nn.Linear(64, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, CLASSES))
+    layers = []
+    for channels, filters in ((1, 16), (16, 32)):
+        layers += [nn.Conv2d(channels, filters, 3, padding=1, bias=False), nn.BatchNorm2d(filters)]
+        layers += [nn.ReLU(), nn.MaxPool2d(2)]
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(32 * 2 * 2, CLASSES))
+
+
+def torch_epoch(name: str, x, y, threads: int):
     import torch
     from torch import nn
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(64, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, CLASSES))
+    model = torch_net(name)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
     batches = [
         (torch.from_numpy(x[i : i + BATCH]), torch.from_numpy(y[i : i + BATCH]))
@@ -81,19 +107,31 @@ def torch_epoch(x, y, threads: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--model", choices=[*SHAPES, "both"], default="both")
     args = parser.parse_args()
+    for model in SHAPES if args.model == "both" else [args.model]:
+        run(model, args.rounds)
+    print(
+        "\ntargets: ours / PyTorch <= 0.50 (mlp), <= 0.80 (cnn); one epoch: 44 steps of 32 images"
+    )
+
+
+def run(model: str, rounds: int) -> None:
     x, y = data()
-    print(f"{'threads':>7} {'paddle-core ms':>15} {'PyTorch ms':>11} {'ours / PyTorch':>15}")
+    x = x.reshape(-1, *SHAPES[model])
+    print(
+        f"{model}:\n{'threads':>7} {'paddle-core ms':>15} {'PyTorch ms':>11} {'ours / PyTorch':>15}"
+    )
     for threads in (1, 2):
-        systems = {"ours": ours(x, y, threads)}
+        systems = {"ours": ours(model, x, y, threads)}
         try:
-            systems["torch"] = torch_epoch(x, y, threads)
+            systems["torch"] = torch_epoch(model, x, y, threads)
         except ImportError:
             print("PyTorch: skipped (pip install torch==2.13.0)")
         times: dict[str, list[float]] = {name: [] for name in systems}
         for epoch in systems.values():
             epoch()  # warm up: plans, allocations, lazy initialisation
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for name, epoch in systems.items():
                 start = time.perf_counter()
                 epoch()
@@ -104,7 +142,6 @@ def main() -> None:
             print(f"{threads:7d} {ours_ms:15.2f} {torch_ms:11.2f} {ours_ms / torch_ms:14.2f}x")
         else:
             print(f"{threads:7d} {ours_ms:15.2f}")
-    print("\ntarget: ours / PyTorch <= 0.50 (one epoch: 44 steps of 32 images)")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ from ._src.graph.variable import Initializer, Parameter, Variable
 
 __all__ = [
     "accuracy",
+    "conv2d",
+    "conv2d_transpose",
     "cosine_decay",
     "create_parameter",
     "cross_entropy",
@@ -47,6 +49,7 @@ __all__ = [
     "log_softmax",
     "mean",
     "piecewise_decay",
+    "pool2d",
     "relu",
     "sigmoid",
     "silu",
@@ -132,6 +135,177 @@ def fc(
         b = create_parameter([size], input.dtype, bias, init.Constant(0.0), prefix=f"{prefix}.b")
         out = ops.add(out, b)
     return _activate(out, act)
+
+
+def _pair(value: int | Sequence[int], what: str, layer: str) -> list[int]:
+    """An int for both spatial axes, or [height, width]."""
+    pair = [value, value] if isinstance(value, int) else list(value)
+    if len(pair) != 2:
+        raise ProgramError(f"{layer}: {what} must be an int or [height, width], got {value!r}")
+    return pair
+
+
+def _paddings(value: int | Sequence[int], layer: str) -> list[int]:
+    """[top, bottom, left, right] from an int, [height, width] or the four."""
+    pads = [value] * 2 if isinstance(value, int) else list(value)
+    if len(pads) == 2:
+        pads = [pads[0], pads[0], pads[1], pads[1]]
+    if len(pads) != 4:
+        raise ProgramError(
+            f"{layer}: padding must be an int, [height, width] or [top, bottom, left, right], "
+            f"got {value!r}"
+        )
+    return pads
+
+
+def _nchw_channels(input: Variable, layer: str) -> int:
+    if input.ndim != 4 or input.shape[1] is None:
+        raise ProgramError(
+            f"{layer}: input must be NCHW with known channels, got {list(input.shape)} "
+            f"for {input.name!r}"
+        )
+    return input.shape[1]
+
+
+def conv2d(
+    input: Variable,
+    num_filters: int,
+    filter_size: int | Sequence[int],
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    param_attr: init.ParamAttr | str | None = None,
+    bias_attr: init.ParamAttr | str | bool | None = None,
+    act: str | None = None,
+    name: str | None = None,
+) -> Variable:
+    """A 2-D convolution of NCHW ``input`` with ``num_filters`` filters, plus a bias per
+    filter (``bias_attr=False`` for none), then ``act``. ``padding`` may also be
+    [top, bottom, left, right]. Filters start normal with standard deviation
+    sqrt(2 / (channels / groups * kh * kw)), as Paddle's."""
+    channels = _nchw_channels(input, "conv2d")
+    kh, kw = _pair(filter_size, "filter_size", "conv2d")
+    if groups < 1 or channels % groups:
+        raise ProgramError(
+            f"conv2d: input's {channels} channels must be divisible by groups {groups}"
+        )
+    prefix = name or "conv2d"
+    shape = [num_filters, channels // groups, kh, kw]
+    std = math.sqrt(2.0 / (shape[1] * kh * kw))
+    w = create_parameter(
+        shape, input.dtype, param_attr, init.Normal(0.0, std), prefix=f"{prefix}.w"
+    )
+    bias = init.ParamAttr.of(bias_attr)
+    b = None
+    if bias is not None:
+        b = create_parameter(
+            [num_filters], input.dtype, bias, init.Constant(0.0), prefix=f"{prefix}.b"
+        )
+    out = ops.conv2d(
+        input,
+        w,
+        b,
+        strides=_pair(stride, "stride", "conv2d"),
+        paddings=_paddings(padding, "conv2d"),
+        dilations=_pair(dilation, "dilation", "conv2d"),
+        groups=groups,
+    )
+    return _activate(out, act)
+
+
+def conv2d_transpose(
+    input: Variable,
+    num_filters: int,
+    output_size: int | Sequence[int] | None = None,
+    filter_size: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    stride: int | Sequence[int] = 1,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    param_attr: init.ParamAttr | str | None = None,
+    bias_attr: init.ParamAttr | str | bool | None = None,
+    act: str | None = None,
+    name: str | None = None,
+) -> Variable:
+    """A transposed 2-D convolution (upsampling) of NCHW ``input`` to ``num_filters``
+    channels, plus a bias per channel, then ``act``. Give ``filter_size``, or ``output_size``
+    to have the filter size that produces it computed (as Paddle does)."""
+    channels = _nchw_channels(input, "conv2d_transpose")
+    strides, dilations = (
+        _pair(stride, "stride", "conv2d_transpose"),
+        _pair(dilation, "dilation", "conv2d_transpose"),
+    )
+    paddings = _paddings(padding, "conv2d_transpose")
+    size = [] if output_size is None else _pair(output_size, "output_size", "conv2d_transpose")
+    if filter_size is None:  # the one that gives output_size (with no extra rows)
+        if not size or None in input.shape[2:]:
+            raise ProgramError(
+                "conv2d_transpose: give filter_size, or output_size with an input of known "
+                "height and width"
+            )
+        cropped = (paddings[0] + paddings[1], paddings[2] + paddings[3])
+        kernel = [
+            (size[a] + cropped[a] - (input.shape[2 + a] - 1) * strides[a] - 1) // dilations[a] + 1
+            for a in range(2)
+        ]
+    else:
+        kernel = _pair(filter_size, "filter_size", "conv2d_transpose")
+    if groups < 1 or channels % groups or num_filters % groups:
+        raise ProgramError(
+            f"conv2d_transpose: input's {channels} channels and num_filters {num_filters} must be "
+            f"divisible by groups {groups}"
+        )
+    prefix = name or "conv2d_transpose"
+    shape = [channels, num_filters // groups, *kernel]
+    std = math.sqrt(2.0 / (channels * kernel[0] * kernel[1]))
+    w = create_parameter(
+        shape, input.dtype, param_attr, init.Normal(0.0, std), prefix=f"{prefix}.w"
+    )
+    bias = init.ParamAttr.of(bias_attr)
+    b = None
+    if bias is not None:
+        b = create_parameter(
+            [num_filters], input.dtype, bias, init.Constant(0.0), prefix=f"{prefix}.b"
+        )
+    out = ops.conv2d_transpose(
+        input,
+        w,
+        b,
+        strides=strides,
+        paddings=paddings,
+        dilations=dilations,
+        groups=groups,
+        output_size=size,
+    )
+    return _activate(out, act)
+
+
+def pool2d(
+    input: Variable,
+    pool_size: int | Sequence[int] = -1,
+    pool_type: str = "max",
+    pool_stride: int | Sequence[int] = 1,
+    pool_padding: int | Sequence[int] = 0,
+    global_pooling: bool = False,
+    ceil_mode: bool = False,
+    exclusive: bool = True,
+    name: str | None = None,
+) -> Variable:
+    """Max or average pooling of NCHW ``input`` over ``pool_size`` windows (the whole plane
+    with ``global_pooling``)."""
+    if not global_pooling and (pool_size == -1 or pool_size is None):
+        raise ProgramError("pool2d: give pool_size (or global_pooling=True)")
+    return ops.pool2d(
+        input,
+        pooling_type=pool_type,
+        ksize=[1, 1] if global_pooling else _pair(pool_size, "pool_size", "pool2d"),
+        strides=_pair(pool_stride, "pool_stride", "pool2d"),
+        paddings=_paddings(pool_padding, "pool2d"),
+        global_pooling=global_pooling,
+        ceil_mode=ceil_mode,
+        exclusive=exclusive,
+    )
 
 
 def embedding(

@@ -269,3 +269,57 @@ def test_embedding_and_dropout_layers():
     )
     table = scope.get(main.all_parameters()[0].name)
     np.testing.assert_array_equal(got[0], [table[1], np.zeros(4), table[2]])
+
+
+def test_conv_and_pool_layers_create_filters_and_compute_paddles_shapes():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        image = pc.layers.data("image", [3, 9, 9])
+        conv = pc.layers.conv2d(image, 4, 3, stride=2, padding=1, act="relu")
+        grouped = pc.layers.conv2d(conv, 4, [3, 1], groups=2, bias_attr=False, name="grouped")
+        pooled = pc.layers.pool2d(conv, 2, pool_type="avg", pool_stride=2, ceil_mode=True)
+        whole = pc.layers.pool2d(conv, global_pooling=True)
+        up = pc.layers.conv2d_transpose(conv, 2, output_size=10, padding=1, stride=2)
+    assert conv.shape == (None, 4, 5, 5) and grouped.shape == (None, 4, 3, 5)
+    assert (pooled.shape, whole.shape, up.shape) == (
+        (None, 4, 3, 3),
+        (None, 4, 1, 1),
+        (None, 2, 10, 10),
+    )
+    params = {p.name: p.shape for p in main.all_parameters()}
+    assert params == {
+        "conv2d.w_0": (4, 3, 3, 3),
+        "conv2d.b_0": (4,),
+        "grouped.w_0": (4, 2, 3, 1),
+        "conv2d_transpose.w_0": (4, 2, 4, 4),  # the filter size that gives output_size
+        "conv2d_transpose.b_0": (2,),
+    }
+    inits = {op.outputs["out"][0]: op for op in startup.global_block().ops}
+    assert inits["conv2d.w_0"].type == "gaussian_random"
+    assert inits["conv2d.w_0"].attr("std") == pytest.approx(math.sqrt(2 / 27))
+    with pc.program_guard(main, startup):
+        with pytest.raises(pc.ProgramError, match="give pool_size"):
+            pc.layers.pool2d(conv)
+        with pytest.raises(pc.ProgramError, match="4 channels must be divisible by groups 3"):
+            pc.layers.conv2d(conv, 6, 3, groups=3)
+
+
+def test_a_small_cnn_learns():
+    images = RNG.standard_normal((64, 1, 6, 6)).astype(np.float32)
+    labels = (images[:, 0, :3].sum((1, 2)) > images[:, 0, 3:].sum((1, 2)))[:, None].astype(np.int64)
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [1, 6, 6])
+        y = pc.layers.data("y", [1], dtype="int64")
+        h = pc.layers.conv2d(x, 4, 3, padding=1, act="relu")
+        h = pc.layers.pool2d(h, 2, pool_stride=2)
+        logits = pc.layers.fc(h, 2)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, y))
+        pc.optimizer.Adam(0.02).minimize(loss)
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    losses = [
+        float(exe.run(main, feed={"x": images, "y": labels}, fetch_list=[loss], scope=scope)[0])
+        for _ in range(60)
+    ]
+    assert losses[-1] < losses[0] / 4
