@@ -3,75 +3,17 @@
 // measured 1.6x slower); the operands are reordered from and to the caller's NCHW around each
 // call. Primitives, reorders, the blocked buffers and the scratchpad are all built in prepare;
 // a run only executes them.
-#include <omp.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "conv.hpp"
+#include "dnnl.hpp"
 
 namespace pon {
 namespace {
 
-using dnnl::memory;
-using dims = memory::dims;
-using tag = memory::format_tag;
-
-const dnnl::engine& cpu() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-memory::desc f32(const dims& d, tag t) { return memory::desc(d, memory::data_type::f32, t); }
-
-// oneDNN threads with OpenMP's setting of the calling thread, which it also reads when a
-// primitive is created (to size its scratchpad): set it to the run's count around both.
-class ThreadCount {
- public:
-  explicit ThreadCount(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
-  ~ThreadCount() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
-// One operand of a primitive: a plain-layout view of the caller's buffer and, when the
-// primitive chose another layout, a buffer in that layout with the reorders between them.
-class Operand {
- public:
-  Operand(const memory::desc& plain, const memory::desc& chosen)
-      : plain_(plain, cpu(), DNNL_MEMORY_NONE) {
-    if (chosen != plain) {
-      inner_ = memory(chosen, cpu());
-      to_inner_ = dnnl::reorder(plain_, *inner_);
-      to_plain_ = dnnl::reorder(*inner_, plain_);
-    }
-  }
-
-  // The memory the primitive reads: the caller's data, converted if need be.
-  memory& load(dnnl::stream& s, const void* data) {
-    plain_.set_data_handle(const_cast<void*>(data));
-    if (!inner_) return plain_;
-    to_inner_->execute(s, plain_, *inner_);
-    return *inner_;
-  }
-  // The memory the primitive writes; `store` then moves it into the caller's buffer.
-  memory& target(void* data) {
-    plain_.set_data_handle(data);
-    return inner_ ? *inner_ : plain_;
-  }
-  void store(dnnl::stream& s) {
-    if (inner_) to_plain_->execute(s, *inner_, plain_);
-  }
-
- private:
-  memory plain_;
-  std::optional<memory> inner_;
-  std::optional<dnnl::reorder> to_inner_, to_plain_;
-};
+using namespace onednn;
 
 class DnnlConv final : public ConvEngine {
  public:

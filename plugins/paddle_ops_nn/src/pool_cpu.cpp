@@ -1,5 +1,5 @@
-// pool2d (max and average over NCHW windows) and its gradient, as loops over the planes
-// (N * C of them, split across threads).
+// pool2d (max and average over NCHW windows) and its gradient: oneDNN for float32
+// (pool_dnnl.cpp), and for float64 loops over the planes (N * C of them, split across threads).
 //
 // Memory contract: x [N, C, H, W]; out and out_grad [N, C, OH, OW] with OH from window.hpp's
 // window_count; x_grad x's shape. Checked in prepare. Each window holds at least one input
@@ -9,54 +9,10 @@
 #include <limits>
 #include <string>
 
-#include "window.hpp"
+#include "pool.hpp"
 
 namespace pon {
 namespace {
-
-struct Pooling {
-  bool max = true, exclusive = true;
-  Axis h, w;
-
-  int64_t in_plane() const { return h.in * w.in; }
-  int64_t out_plane() const { return h.out * w.out; }
-
-  // Input rows [lo, hi) of window `o` along axis `a` (clipped to the input), and the
-  // window's full extent (padding included).
-  static void range(const Axis& a, int64_t o, int64_t* lo, int64_t* hi) {
-    const int64_t start = o * a.stride - a.pad_before;
-    *lo = std::max<int64_t>(start, 0);
-    *hi = std::min<int64_t>(start + a.kernel, a.in);
-  }
-};
-
-Pooling pooling_of(const Attrs& attrs, const Tensor& x) {
-  expect_nchw(x, "x");
-  Pooling p;
-  const std::string type = attrs.s("pooling_type");
-  if (type != "max" && type != "avg") fail("pooling_type must be 'max' or 'avg', got '%s'", type.c_str());
-  p.max = type == "max";
-  p.exclusive = attrs.b("exclusive");
-  if (attrs.b("global_pooling")) {
-    p.h = axis_of(x.dim(2), std::max<int64_t>(x.dim(2), 1), 1, 0, 0, 1);
-    p.w = axis_of(x.dim(3), std::max<int64_t>(x.dim(3), 1), 1, 0, 0, 1);
-    p.h.out = p.w.out = 1;
-    if (x.dim(2) == 0 || x.dim(3) == 0) fail("global pooling of an empty plane %s", x.describe().c_str());
-    return p;
-  }
-  const auto k = pair_attr(attrs, "ksize", 1), s = pair_attr(attrs, "strides", 1);
-  const auto pad = padding_attr(attrs);
-  const bool ceil_mode = attrs.b("ceil_mode");
-  p.h = axis_of(x.dim(2), k[0], s[0], pad[0], pad[1], 1);
-  p.w = axis_of(x.dim(3), k[1], s[1], pad[2], pad[3], 1);
-  for (const Axis* a : {&p.h, &p.w})
-    if (a->pad_before >= a->kernel || a->pad_after >= a->kernel)
-      fail("padding (%lld, %lld) must be smaller than the window (%lld)", (long long)a->pad_before,
-           (long long)a->pad_after, (long long)a->kernel);
-  p.h.out = window_count(p.h, ceil_mode, "height");
-  p.w.out = window_count(p.w, ceil_mode, "width");
-  return p;
-}
 
 // Calls f(out_index, h_lo, h_hi, w_lo, w_hi, count) for every window of one plane; count is the
 // average's divisor.
@@ -128,17 +84,44 @@ void pool_grad(const Pooling& p, const T* x, const T* dy, T* dx, int64_t planes,
   });
 }
 
+// Whether x holds a NaN. oneDNN's max pooling drops NaNs; the loops keep them (as NumPy's and
+// PyTorch's max do), so a float32 x with a NaN takes the loops. The scan costs a read of x.
+bool has_nan(const Tensor& x, int threads) {
+  const float* v = x.data<float>();
+  int found = 0;
+  parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
+    bool nan = false;
+    for (int64_t i = lo; i < hi; ++i) nan |= v[i] != v[i];
+    if (nan) {
+#pragma omp atomic write
+      found = 1;
+    }
+  });
+  return found != 0;
+}
+
+// oneDNN's engine for a float32 x with elements, else none (the loops).
+std::unique_ptr<PoolEngine> engine_for(const Pooling& p, const Tensor& x, bool backward,
+                                       const Context& ctx) {
+  if (x.dtype() != PC_FLOAT32 || x.numel() == 0) return nullptr;
+  return make_dnnl_pool(p, x.dim(0), x.dim(1), backward, ctx.num_threads());
+}
+
 class Pool2d {
  public:
-  Pool2d(const Attrs& attrs, const Slots& in, const Slots& out) : p_(pooling_of(attrs, in(0))) {
+  Pool2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
+      : p_(pooling_of(attrs, in(0))) {
     const Tensor x = in(0);
     dispatch(x.dtype(), Floats{}, [](auto) {});
     expect_same_dtype(x, out(0), "x and out");
     expect_shape(out(0), {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out");
+    engine_ = engine_for(p_, x, false, ctx);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor x = in(0);
+    if (engine_ && !(p_.max && has_nan(x, ctx.num_threads())))
+      return engine_->forward(x.data<void>(), out(0).data<void>(), ctx.num_threads());
     dispatch(x.dtype(), Floats{}, [&](auto t) {
       using T = decltype(t);
       pool(p_, x.data<T>(), out(0).data<T>(), x.dim(0) * x.dim(1), ctx.num_threads());
@@ -147,21 +130,27 @@ class Pool2d {
 
  private:
   Pooling p_;
+  std::unique_ptr<PoolEngine> engine_;
 };
 
 class Pool2dGrad {
  public:
-  Pool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out) : p_(pooling_of(attrs, in(0))) {
+  Pool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
+      : p_(pooling_of(attrs, in(0))) {
     const Tensor x = in(0), g = in(1);
     dispatch(x.dtype(), Floats{}, [](auto) {});
     expect_same_dtype(x, g, "x and out_grad");
     expect_shape(g, {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out_grad");
     expect_same_shape(x, out(0), "x and x_grad");
     expect_same_dtype(x, out(0), "x and x_grad");
+    engine_ = engine_for(p_, x, true, ctx);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor x = in(0);
+    if (engine_ && !(p_.max && has_nan(x, ctx.num_threads())))
+      return engine_->backward(x.data<void>(), in(1).data<void>(), out(0).data<void>(),
+                               ctx.num_threads());
     dispatch(x.dtype(), Floats{}, [&](auto t) {
       using T = decltype(t);
       pool_grad(p_, x.data<T>(), in(1).data<T>(), out(0).data<T>(), x.dim(0) * x.dim(1),
@@ -171,6 +160,7 @@ class Pool2dGrad {
 
  private:
   Pooling p_;
+  std::unique_ptr<PoolEngine> engine_;
 };
 
 }  // namespace

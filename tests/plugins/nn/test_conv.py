@@ -309,11 +309,19 @@ def test_pool2d_gradient_matches_finite_differences(case, pooling_type):
     check_grad("pool2d", {"x": _distinct(case["shape"], "float64")}, attrs, rtol=1e-6)
 
 
-def test_max_pooling_propagates_nan():
-    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_pooling_propagates_nan(dtype):
+    x = np.arange(16, dtype=dtype).reshape(1, 1, 4, 4)
     x[0, 0, 1, 1] = np.nan
     got = run1("pool2d", {"x": x}, {"ksize": [2, 2], "strides": [2, 2]})
     assert np.isnan(got[0, 0, 0, 0]) and got[0, 0, 1, 1] == 15
+    grads = run_op(
+        "pool2d_grad",
+        {"x": x, "out_grad": np.ones((1, 1, 2, 2), dtype)},
+        {"ksize": [2, 2], "strides": [2, 2]},
+    )
+    (grad,) = grads["x_grad"]
+    assert grad[0, 0, 1, 1] == 1 and grad.sum() == 4  # the NaN is its window's maximum
 
 
 def test_pytorch_gives_the_same_results():

@@ -1,0 +1,93 @@
+// The oneDNN pooling engine (float32), on the caller's plain NCHW layout (no reorders). The
+// gradient of max pooling needs the forward pass's workspace (where each maximum was): the
+// backward engine runs the forward pass again into its own buffers first, so pool2d_grad
+// needs nothing from pool2d but x.
+#include <unordered_map>
+#include <vector>
+
+#include "dnnl.hpp"
+#include "pool.hpp"
+
+namespace pon {
+namespace {
+
+using namespace onednn;
+
+class DnnlPool final : public PoolEngine {
+ public:
+  DnnlPool(const Pooling& p, int64_t batch, int64_t channels, bool backward, int threads) {
+    ThreadCount count(threads);
+    const memory::desc src = f32({batch, channels, p.h.in, p.w.in}, tag::nchw);
+    const memory::desc dst = f32({batch, channels, p.h.out, p.w.out}, tag::nchw);
+    const auto algo = p.max         ? dnnl::algorithm::pooling_max
+                      : p.exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
+                                    : dnnl::algorithm::pooling_avg_include_padding;
+    const dims strides{p.h.stride, p.w.stride}, kernel{p.h.kernel, p.w.kernel}, dilation{0, 0};
+    const dims pad_l{p.h.pad_before, p.w.pad_before};
+    const dims pad_r{p.h.exact_pad_after(), p.w.exact_pad_after()};
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const auto kind = backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+    const dnnl::pooling_forward::primitive_desc fwd(cpu(), kind, algo, src, dst, strides, kernel,
+                                                    dilation, pad_l, pad_r, attr);
+    forward_ = dnnl::pooling_forward(fwd);
+    forward_scratch_ = memory(fwd.scratchpad_desc(), cpu());
+    x_ = memory(src, cpu(), DNNL_MEMORY_NONE);
+    y_ = memory(dst, cpu(), DNNL_MEMORY_NONE);
+    if (!backward) return;
+    const dnnl::pooling_backward::primitive_desc bwd(cpu(), algo, src, dst, strides, kernel,
+                                                     dilation, pad_l, pad_r, fwd, attr);
+    backward_ = dnnl::pooling_backward(bwd);
+    backward_scratch_ = memory(bwd.scratchpad_desc(), cpu());
+    y_ = memory(dst, cpu());  // the recomputed forward result, not wanted
+    if (p.max) workspace_ = memory(fwd.workspace_desc(), cpu());
+    dy_ = memory(dst, cpu(), DNNL_MEMORY_NONE);
+    dx_ = memory(src, cpu(), DNNL_MEMORY_NONE);
+  }
+
+  void forward(const void* x, void* y, int threads) const override {
+    ThreadCount count(threads);
+    x_.set_data_handle(const_cast<void*>(x));
+    y_.set_data_handle(y);
+    forward_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_},
+                               {DNNL_ARG_SCRATCHPAD, forward_scratch_}});
+    stream_.wait();
+  }
+
+  void backward(const void* x, const void* dy, void* dx, int threads) const override {
+    ThreadCount count(threads);
+    if (workspace_) {
+      x_.set_data_handle(const_cast<void*>(x));
+      forward_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_},
+                                 {DNNL_ARG_WORKSPACE, *workspace_},
+                                 {DNNL_ARG_SCRATCHPAD, forward_scratch_}});
+    }
+    dy_.set_data_handle(const_cast<void*>(dy));
+    dx_.set_data_handle(dx);
+    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, dy_}, {DNNL_ARG_DIFF_SRC, dx_},
+                                         {DNNL_ARG_SCRATCHPAD, backward_scratch_}};
+    if (workspace_) args[DNNL_ARG_WORKSPACE] = *workspace_;
+    backward_.execute(stream_, args);
+    stream_.wait();
+  }
+
+ private:
+  mutable dnnl::stream stream_{cpu()};
+  dnnl::primitive forward_, backward_;
+  memory forward_scratch_, backward_scratch_;
+  std::optional<memory> workspace_;
+  mutable memory x_, y_, dy_, dx_;
+};
+
+}  // namespace
+
+std::unique_ptr<PoolEngine> make_dnnl_pool(const Pooling& p, int64_t batch, int64_t channels,
+                                           bool backward, int threads) {
+  try {
+    return std::make_unique<DnnlPool>(p, batch, channels, backward, threads);
+  } catch (const dnnl::error& e) {
+    fail("oneDNN has no pooling for this shape: %s", e.what());
+  }
+}
+
+}  // namespace pon
