@@ -6,6 +6,7 @@ namespace pon {
 // One family per source file (src/<family>_cpu.cpp).
 const paddle_core::Family& activation_kernels();
 const paddle_core::Family& embedding_kernels();
+const paddle_core::Family& norm_kernels();
 const paddle_core::Family& optimizer_kernels();
 const paddle_core::Family& random_kernels();
 const paddle_core::Family& softmax_kernels();
@@ -14,6 +15,7 @@ const paddle_core::Family& softmax_kernels();
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled CPU kernels of paddle-ops-nn.";
   paddle_core::export_kernels(m, {&pon::activation_kernels(), &pon::embedding_kernels(),
+                                  &pon::norm_kernels(),
                                   &pon::optimizer_kernels(), &pon::random_kernels(),
                                   &pon::softmax_kernels()});
 }
