@@ -1,6 +1,6 @@
 """paddle-ops-nn's normalisation: batch_norm and layer_norm against NumPy (training and
 inference, running statistics updated in place), gradients by finite differences, PyTorch
-where it is installed, bad inputs."""
+where it is installed, bad inputs, and the layers (training, the evaluation clone)."""
 
 from __future__ import annotations
 
@@ -510,3 +510,138 @@ def test_kernels_check_every_shape_they_index(op, slot, bad, message):
     with pytest.raises(pc.KernelError, match=message) as err:
         CompiledRunner(spec, pc.CPU(), num_threads=1)
     assert err.value.op == op
+
+
+# -- layers ----------------------------------------------------------------------------------
+
+
+def test_batch_norm_layer_creates_its_parameters_and_statistics():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [3, 4, 4])
+        y = pc.layers.batch_norm(x, act="relu", momentum=0.8, epsilon=1e-3)
+    assert y.shape == (None, 3, 4, 4)
+    params = {p.name: p for p in main.all_parameters()}
+    assert list(params) == [
+        "batch_norm.scale_0",
+        "batch_norm.bias_0",
+        "batch_norm.mean_0",
+        "batch_norm.variance_0",
+    ]
+    assert all(p.shape == (3,) for p in params.values())
+    for name in ("batch_norm.mean_0", "batch_norm.variance_0"):
+        assert not params[name].trainable and params[name].stop_gradient
+    (op,) = [o for o in main.global_block().ops if o.type == "batch_norm"]
+    assert op.outputs["mean_out"] == ["batch_norm.mean_0"]  # in place
+    assert op.outputs["variance_out"] == ["batch_norm.variance_0"]
+    assert (op.attr("momentum"), op.attr("epsilon"), op.attr("is_test")) == (0.8, 1e-3, False)
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
+    starts = {"scale": 1, "bias": 0, "mean": 0, "variance": 1}
+    for what, value in starts.items():
+        np.testing.assert_array_equal(
+            scope.get(f"batch_norm.{what}_0"), np.full(3, value, np.float32)
+        )
+
+
+def test_batch_norm_layer_trains_and_its_test_clone_infers(tmp_path):
+    rng = np.random.default_rng(3)
+    # Channels on very different scales: the classes depend on channel 0 only.
+    offsets, spreads = np.array([5.0, -3.0, 100.0]), np.array([0.1, 3.0, 50.0])
+    images = rng.standard_normal((256, 3, 2, 2)) * spreads[:, None, None] + offsets[:, None, None]
+    images = images.astype(np.float32)
+    labels = (images[:, 0].mean((1, 2)) > 5.0).astype(np.int64)[:, None]
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [3, 2, 2])
+        label = pc.layers.data("label", [1], dtype="int64")
+        h = pc.layers.batch_norm(x)
+        logits = pc.layers.fc(h, 2)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
+        _, params_grads = pc.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    assert sorted(p.name for p, _ in params_grads) == [
+        "batch_norm.bias_0",
+        "batch_norm.scale_0",
+        "fc.b_0",
+        "fc.w_0",
+    ]  # no gradient for the running statistics
+    test = main.clone(for_test=True)
+    exe, scope = pc.Executor(), pc.Scope()
+    exe.run(startup, scope=scope)
+    losses = []
+    for _ in range(5):
+        for i in range(0, 256, 32):
+            feed = {"x": images[i : i + 32], "label": labels[i : i + 32]}
+            (value,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+            losses.append(float(value))
+    assert losses[-1] < 0.5 * losses[0], losses
+    # 40 steps of momentum 0.9 bring the running statistics near the data's (0.9^40 of their
+    # starting values, 0 and 1, is left).
+    keep = 0.9 ** len(losses)
+    mean, variance = scope.get("batch_norm.mean_0"), scope.get("batch_norm.variance_0")
+    np.testing.assert_allclose(mean, (1 - keep) * offsets, rtol=0.1, atol=0.1)
+    np.testing.assert_allclose(variance, keep + (1 - keep) * spreads**2, rtol=0.3)
+
+    # The clone normalises with the running statistics and leaves them alone.
+    saved = {p.name: scope.get(p.name).copy() for p in main.all_parameters()}
+    batch = images[:8]
+    (got,) = exe.run(test, feed={"x": batch}, fetch_list=[h.name], scope=scope)
+    scale, bias = saved["batch_norm.scale_0"], saved["batch_norm.bias_0"]
+
+    def c(a):
+        return a[None, :, None, None]
+
+    want = (batch - c(mean)) / np.sqrt(c(variance) + 1e-5) * c(scale) + c(bias)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    for name, value in saved.items():
+        np.testing.assert_array_equal(scope.get(name), value)
+    # A saved inference model keeps the running statistics.
+    pc.io.save_inference_model(tmp_path, ["x"], [h], main, scope)
+    fresh = pc.Scope()
+    loaded, feeds, fetches = pc.io.load_inference_model(tmp_path, scope=fresh)
+    (again,) = exe.run(loaded, feed={"x": batch}, fetch_list=fetches, scope=fresh)
+    assert feeds == ["x"]
+    np.testing.assert_array_equal(again, got)
+    # Eight images give other batch statistics: the training program's output differs.
+    (trained,) = exe.run(main, feed={"x": batch, "label": labels[:8]}, fetch_list=[h], scope=scope)
+    assert not np.allclose(trained, want, atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    ("scale", "shift"), [(True, True), (False, True), (True, False), (False, False)]
+)
+def test_layer_norm_layer(scale, shift):
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [3, 4])
+        y = pc.layers.layer_norm(x, scale=scale, shift=shift, begin_norm_axis=2, act="relu")
+        loss = pc.layers.mean(y)
+        params_grads = pc.append_backward(loss) if (scale or shift) else []
+    names = [p.name for p in main.all_parameters()]
+    assert names == ["layer_norm.scale_0"] * scale + ["layer_norm.bias_0"] * shift
+    assert sorted(p.name for p, _ in params_grads) == sorted(names)
+    assert all(p.shape == (4,) for p in main.all_parameters())
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    batch = RNG.standard_normal((5, 3, 4)).astype(np.float32)
+    (got,) = exe.run(main, feed={"x": batch}, fetch_list=[y], scope=scope)
+    want = np.maximum(layer_norm_reference(batch, begin_norm_axis=2)["y"], 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_layers_refuse_unknown_sizes():
+    with pc.program_guard(pc.Program(), pc.Program()):
+        with pytest.raises(
+            pc.ProgramError,
+            match=r"batch_norm: the input must be \[N, C, \.\.\.\] with a known channel count",
+        ):
+            pc.layers.batch_norm(pc.layers.data("x", [None, 4]))
+        with pytest.raises(
+            pc.ProgramError, match=r"layer_norm: begin_norm_axis 2 must be in \[1, 2\)"
+        ):
+            pc.layers.layer_norm(pc.layers.data("v", [4]), begin_norm_axis=2)
+        with pytest.raises(
+            pc.ProgramError,
+            match="layer_norm: the dimensions of 'w' from begin_norm_axis 1 on must be known",
+        ):
+            pc.layers.layer_norm(pc.layers.data("w", [None]))
