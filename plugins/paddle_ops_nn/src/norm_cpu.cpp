@@ -379,11 +379,11 @@ class LayerNormGrad {
     const Tensor x = in(0);
     s_ = rows_of(x, attrs.i("begin_norm_axis"));
     expect_epsilon(epsilon_);
-    if (in.has(1)) expect_vector(in(1), x, s_.cols, "scale", "a row's size");
-    expect_vector(in(2), x, s_.rows, "mean", "the number of rows");
-    expect_vector(in(3), x, s_.rows, "variance", "the number of rows");
-    expect_same_shape(x, in(4), "x and y_grad");
-    expect_same_dtype(x, in(4), "x and y_grad");
+    expect_vector(in(1), x, s_.rows, "mean", "the number of rows");
+    expect_vector(in(2), x, s_.rows, "variance", "the number of rows");
+    expect_same_shape(x, in(3), "x and y_grad");
+    expect_same_dtype(x, in(3), "x and y_grad");
+    if (in.has(4)) expect_vector(in(4), x, s_.cols, "scale", "a row's size");
     if (out.has(0)) {
       expect_same_shape(x, out(0), "x and x_grad");
       expect_same_dtype(x, out(0), "x and x_grad");
@@ -404,10 +404,10 @@ class LayerNormGrad {
   template <class T> void compute(const Slots& in, const Slots& out, int32_t threads) const {
     const int64_t rows = s_.rows, cols = s_.cols;
     const T* x = in(0).data<T>();
-    const T* scale = in.has(1) ? in(1).data<T>() : nullptr;
-    const T* mean = in(2).data<T>();
-    const T* var = in(3).data<T>();
-    const T* dy = in(4).data<T>();
+    const T* mean = in(1).data<T>();
+    const T* var = in(2).data<T>();
+    const T* dy = in(3).data<T>();
+    const T* scale = in.has(4) ? in(4).data<T>() : nullptr;
     T* dx = out.has(0) ? out(0).data<T>() : nullptr;
     T* dscale = out.has(1) ? out(1).data<T>() : nullptr;
     T* dbias = out.has(2) ? out(2).data<T>() : nullptr;

@@ -4,6 +4,7 @@ where it is installed, bad inputs, and the layers (training, the evaluation clon
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -368,6 +369,14 @@ def test_layer_norm_matches_pytorch(shape, axis):
     np.testing.assert_allclose(y, ty.detach().numpy(), rtol=1e-10, atol=1e-10)
     for slot in wrt:
         np.testing.assert_allclose(grads[slot], t[slot].grad.numpy(), rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("op", ["batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad"])
+def test_the_generated_api_takes_required_inputs_first(op):
+    """Optional inputs come after the required ones, so each op has a Python signature."""
+    params = list(inspect.signature(getattr(pc.ops, op)).parameters.values())
+    optional = [p.default is None for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert optional == sorted(optional)
 
 
 # -- bad inputs ------------------------------------------------------------------------------
