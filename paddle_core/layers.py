@@ -32,6 +32,7 @@ from ._src.graph.variable import Initializer, Parameter, Variable
 
 __all__ = [
     "accuracy",
+    "batch_norm",
     "conv2d",
     "conv2d_transpose",
     "cosine_decay",
@@ -44,6 +45,7 @@ __all__ = [
     "exponential_decay",
     "fc",
     "gelu",
+    "layer_norm",
     "leaky_relu",
     "linear_lr_warmup",
     "log_softmax",
@@ -340,6 +342,103 @@ def dropout(
         dropout_implementation=dropout_implementation,
     )
     return out
+
+
+def batch_norm(
+    input: Variable,
+    act: str | None = None,
+    is_test: bool = False,
+    momentum: float = 0.9,
+    epsilon: float = 1e-5,
+    param_attr: init.ParamAttr | str | None = None,
+    bias_attr: init.ParamAttr | str | None = None,
+    name: str | None = None,
+) -> Variable:
+    """Batch normalisation of an NCHW-like ``input`` ([N, C, ...]) per channel, then ``act``.
+
+    Creates scale (ones) and bias (zeros) parameters of shape [C] and the running mean (zeros)
+    and variance (ones): parameters too, so that ``pc.io.save_params`` keeps them, but not
+    trainable and ``stop_gradient``. While training, each run normalises with the batch's
+    statistics and moves the running ones towards them in place (``running = momentum *
+    running + (1 - momentum) * batch``, the biased batch variance); with ``is_test``, or in
+    the program's ``clone(for_test=True)``, the running statistics normalise and stay as they
+    are."""
+    if input.ndim < 2 or input.shape[1] is None:
+        raise ProgramError(
+            f"batch_norm: the input must be [N, C, ...] with a known channel count (axis 1), "
+            f"got {input.name!r} of shape {list(input.shape)}"
+        )
+    channels = [input.shape[1]]
+    prefix = name or "batch_norm"
+    program = default_main_program()
+
+    def parameter(what: str, attr, value: float, trainable: bool = True) -> Parameter:
+        if not trainable:
+            attr = init.ParamAttr(trainable=False)
+        made = create_parameter(
+            channels, input.dtype, attr, init.Constant(value), prefix=f"{prefix}.{what}"
+        )
+        made.stop_gradient = not trainable
+        return made
+
+    scale = parameter("scale", param_attr, 1.0)
+    bias = parameter("bias", bias_attr, 0.0)
+    mean = parameter("mean", None, 0.0, trainable=False)
+    variance = parameter("variance", None, 1.0, trainable=False)
+    base = program.unique_name(prefix)
+    op = program.current_block().append_op(
+        "batch_norm",
+        {"x": input, "scale": scale, "bias": bias, "mean": mean, "variance": variance},
+        {
+            "y": f"{base}.y",
+            "mean_out": mean,  # in place: the running statistics are updated where they live
+            "variance_out": variance,
+            "saved_mean": f"{base}.saved_mean",
+            "saved_inv_std": f"{base}.saved_inv_std",
+        },
+        {"momentum": momentum, "epsilon": epsilon, "is_test": is_test},
+    )
+    return _activate(program.current_block().var(op.outputs["y"][0]), act)
+
+
+def layer_norm(
+    input: Variable,
+    scale: bool = True,
+    shift: bool = True,
+    begin_norm_axis: int = 1,
+    epsilon: float = 1e-5,
+    param_attr: init.ParamAttr | str | None = None,
+    bias_attr: init.ParamAttr | str | None = None,
+    act: str | None = None,
+    name: str | None = None,
+) -> Variable:
+    """Layer normalisation: each row of ``input`` (its axes from ``begin_norm_axis`` on)
+    normalised to mean 0 and variance 1, times a learnt ``scale`` (ones at first) plus a learnt
+    ``shift`` (zeros), both flat vectors of the row's size; then ``act``."""
+    if not 1 <= begin_norm_axis < input.ndim:
+        raise ProgramError(
+            f"layer_norm: begin_norm_axis {begin_norm_axis} must be in [1, {input.ndim}) for "
+            f"{input.name!r} of shape {list(input.shape)}"
+        )
+    row = input.shape[begin_norm_axis:]
+    if None in row:
+        raise ProgramError(
+            f"layer_norm: the dimensions of {input.name!r} from begin_norm_axis "
+            f"{begin_norm_axis} on must be known, got {list(input.shape)}"
+        )
+    prefix = name or "layer_norm"
+    size = [math.prod(row)]
+    gamma = beta = None
+    if scale:
+        gamma = create_parameter(
+            size, input.dtype, param_attr, init.Constant(1.0), prefix=f"{prefix}.scale"
+        )
+    if shift:
+        beta = create_parameter(
+            size, input.dtype, bias_attr, init.Constant(0.0), prefix=f"{prefix}.bias"
+        )
+    y, _, _ = ops.layer_norm(input, gamma, beta, begin_norm_axis=begin_norm_axis, epsilon=epsilon)
+    return _activate(y, act)
 
 
 def cross_entropy(

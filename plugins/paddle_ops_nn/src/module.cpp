@@ -7,6 +7,7 @@ namespace pon {
 const paddle_core::Family& activation_kernels();
 const paddle_core::Family& conv_kernels();
 const paddle_core::Family& embedding_kernels();
+const paddle_core::Family& norm_kernels();
 const paddle_core::Family& optimizer_kernels();
 const paddle_core::Family& pool_kernels();
 const paddle_core::Family& random_kernels();
@@ -15,7 +16,8 @@ const paddle_core::Family& softmax_kernels();
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled CPU kernels of paddle-ops-nn.";
-  paddle_core::export_kernels(m, {&pon::activation_kernels(), &pon::conv_kernels(), &pon::embedding_kernels(),
-                                  &pon::optimizer_kernels(), &pon::pool_kernels(), &pon::random_kernels(),
-                                  &pon::softmax_kernels()});
+  paddle_core::export_kernels(
+      m, {&pon::activation_kernels(), &pon::conv_kernels(), &pon::embedding_kernels(),
+          &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
+          &pon::random_kernels(), &pon::softmax_kernels()});
 }

@@ -14,6 +14,14 @@ from .conv import (
     pool2d_shape,
 )
 from .embedding import embedding_shape
+from .norm import (
+    batch_norm_backward,
+    batch_norm_grad_shape,
+    batch_norm_shape,
+    layer_norm_backward,
+    layer_norm_grad_shape,
+    layer_norm_shape,
+)
 from .optimizer import optimizer_shape
 from .random import dropout_grad_shape, dropout_shape, random_shape
 from .softmax import (
