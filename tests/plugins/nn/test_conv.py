@@ -461,3 +461,19 @@ def test_empty_batches_give_empty_results_and_zero_filter_gradients(dtype):
     assert run1("conv2d", inputs).shape == (0, 3, 3, 3)
     check = run_op("conv2d_grad", {**inputs, "out_grad": np.zeros((0, 3, 3, 3), dtype)})
     assert not check["filter_grad"][0].any() and not check["bias_grad"][0].any()
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    inputs = _conv_inputs(CONV_CASES["groups"], "float32")
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        vars_ = {k: pc.data(k, list(v.shape)) for k, v in inputs.items()}
+        out = pc.ops.conv2d(**vars_, paddings=[1, 1], groups=2)
+        pooled = pc.ops.pool2d(out, ksize=[3, 3], strides=[2, 2], ceil_mode=True)
+        grads = pc.gradients([pooled], [vars_["x"]])
+    results = [
+        pc.Executor(num_threads=n).run(prog, feed=inputs, fetch_list=[out, pooled, *grads])
+        for n in (1, 2)
+    ]
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one, two)
