@@ -158,10 +158,11 @@ class CompiledRunner:
         self.device = device
         self.plan = runtime.Plan(num_threads, device.stream())
         self.index: dict[str, int] = {}
-        self.layout: dict[int, tuple[tuple, str]] = {}  # buffer -> (shape, dtype)
+        self.layout: list[tuple[tuple, str]] = []  # (shape, dtype) by buffer index
         self.scratch_copies = 0  # outputs written to scratch because they are also inputs
         for name, (shape, dtype) in spec.shapes.items():
-            self.index[name] = self._buffer(shape, dtype)
+            self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+            self.layout.append((shape, dtype))
         fed = set(spec.feed_names)
         persistable = set(spec.persistable_inputs) | set(spec.persistable_outputs)
         self.persistable = [n for n in spec.shapes if n in persistable and n not in fed]
@@ -190,11 +191,6 @@ class CompiledRunner:
         _prepare(self.plan, spec.steps)
         self._failure = runtime.KernelFailure
         self._lock = threading.Lock()
-
-    def _buffer(self, shape: tuple, dtype: str) -> int:
-        index = self.plan.add_buffer(list(shape), D.to_enum(dtype))
-        self.layout[index] = (shape, dtype)
-        return index
 
     def _bind_planned(
         self, planned: list[str], scratch: list[tuple[int, int]], reuse: bool
@@ -234,7 +230,9 @@ class CompiledRunner:
         raw = self.device.empty((size + ALIGNMENT,), "uint8")
         arena = aligned_empty((size,), "uint8", raw=raw)
         for index, offset in offsets.items():
-            self.plan.bind(index, aligned_empty(*self.layout[index], raw=arena[offset:]))
+            shape, dtype = self.layout[index]
+            view = arena[offset : offset + buffers[index].size].view(dtype).reshape(shape)
+            self.plan.bind(index, view)
         figures = MemoryPlan(
             buffers=len(buffers),
             planned_bytes=sum(aligned(b.size) for b in buffers.values()),
@@ -250,6 +248,9 @@ class CompiledRunner:
         """Point outputs that are also inputs at scratch buffers, except an output its op
         declares ``inplace`` with the input it shares (item k of one with item k of the
         other); return (scratch, buffer) pairs to copy back after the step."""
+        read = {i for s in ins for i in s}
+        if not any(i in read for slot in outs for i in slot):
+            return []  # the common case: no output is also an input
         position = {slot: j for j, (slot, _, _) in enumerate(step.inputs)}
         copies = []
         for out_proto, slot in zip(step.info.proto.outputs, outs):
@@ -260,7 +261,9 @@ class CompiledRunner:
                 ]
                 if not reads or reads == [(partner, k)]:
                     continue  # no input shares it, or exactly the declared one does
-                scratch = self._buffer(*self.layout[target])
+                shape, dtype = self.layout[target]
+                scratch = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+                self.layout.append((shape, dtype))
                 slot[k] = scratch
                 copies.append((scratch, target))
         return copies

@@ -33,25 +33,34 @@ def check_placement(buffers: dict, offsets: dict, size: int, together=()) -> Non
 # -- the offsets, on hand-built intervals ---------------------------------------------------------
 
 
-def test_a_chain_needs_two_buffers():
+@pytest.mark.parametrize("by_size", [True, False])
+def test_a_chain_needs_two_buffers(by_size):
     buffers = {k: Live(1000, k, k + 1) for k in range(6)}  # each read by the next step only
-    offsets, size = assign_offsets(buffers)
+    offsets, size = assign_offsets(buffers, by_size=by_size)
     check_placement(buffers, offsets, size)
     assert size == 2 * aligned(1000)
     assert len(set(offsets.values())) == 2
 
 
-def test_values_live_at_one_step_never_overlap():
+@pytest.mark.parametrize("by_size", [True, False])
+def test_values_live_at_one_step_never_overlap(by_size):
     rng = np.random.default_rng(0)
     for _ in range(50):
         buffers = {}
         for k in range(40):
             first = int(rng.integers(0, 30))
             buffers[k] = Live(int(rng.integers(0, 5000)), first, first + int(rng.integers(0, 8)))
-        offsets, size = assign_offsets(buffers)
-        check_placement(buffers, offsets, size)
+        pairs = []  # in-place pairs: one value handing its memory to the next, of one size
+        for k in range(0, 40, 2):
+            if buffers[k].last == buffers[k + 1].first:
+                buffers[k + 1] = buffers[k + 1]._replace(size=buffers[k].size)
+                pairs.append((k, k + 1))
+        offsets, size = assign_offsets(buffers, pairs, by_size=by_size)
+        check_placement(buffers, offsets, size, pairs)
+        assert all(offsets[a] == offsets[b] for a, b in pairs)
         peak = max(
             sum(aligned(b.size) for b in buffers.values() if b.first <= s <= b.last)
+            - sum(aligned(buffers[a].size) for a, _ in pairs if buffers[a].last == s)
             for s in range(40)
         )
         assert peak <= size <= sum(aligned(b.size) for b in buffers.values())
@@ -71,17 +80,31 @@ def test_best_fit_takes_the_smallest_gap_that_fits():
     assert offsets["late"] == offsets["small"] and size == 8192
 
 
-def test_pairs_together_share_one_offset_and_others_stay_clear():
+def test_in_step_order_frees_after_the_step_and_merges_free_neighbours():
+    buffers = {
+        "a": Live(1024, 0, 1),
+        "b": Live(1024, 0, 1),
+        "c": Live(2048, 1, 2),  # a and b are read at step 1: c may not take their memory
+        "d": Live(2048, 2, 3),  # a and b, freed after step 1, merged: d fits where they were
+    }
+    offsets, size = assign_offsets(buffers, by_size=False)
+    check_placement(buffers, offsets, size)
+    assert offsets["c"] == 2048 and offsets["d"] == 0 and size == 4096
+
+
+@pytest.mark.parametrize("by_size", [True, False])
+def test_pairs_together_share_one_offset_and_others_stay_clear(by_size):
     buffers = {"x": Live(256, 0, 2), "y": Live(256, 2, 4), "z": Live(256, 2, 2)}
-    offsets, size = assign_offsets(buffers, [("x", "y")])
+    offsets, size = assign_offsets(buffers, [("x", "y")], by_size=by_size)
     check_placement(buffers, offsets, size, [("x", "y")])
     assert offsets["x"] == offsets["y"] != offsets["z"]
     assert size == 512
 
 
-def test_sizes_round_up_to_the_alignment_and_empty_buffers_take_none():
+@pytest.mark.parametrize("by_size", [True, False])
+def test_sizes_round_up_to_the_alignment_and_empty_buffers_take_none(by_size):
     buffers = {"a": Live(1, 0, 0), "b": Live(65, 0, 0), "c": Live(0, 0, 0)}
-    offsets, size = assign_offsets(buffers)
+    offsets, size = assign_offsets(buffers, by_size=by_size)
     check_placement(buffers, offsets, size)
     assert size == 64 + 128
 
