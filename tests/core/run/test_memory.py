@@ -299,3 +299,18 @@ def test_arrays_a_python_kernel_was_given_keep_their_values_through_the_run():
     (got,) = pc.Executor().run(prog, feed=feed, fetch_list=[y])
     assert got[0] == 10.0
     np.testing.assert_array_equal(keeper.kept[0], np.full(500, 3.0))
+
+
+def test_an_intermediate_its_op_rewrites_goes_through_scratch_memory_of_its_own():
+    prog = pc.Program()
+    block = prog.global_block()
+    with pc.program_guard(prog):
+        x = pc.data("x", [16, 16])
+        a = pc.ops.scale(x, scale=2.0)
+        block.append_op("transpose", {"x": a}, {"out": a}, {"perm": [1, 0]})  # a = a.T
+        out = pc.ops.add(pc.ops.scale(a), x)
+    feed = {"x": np.arange(256, dtype=F32).reshape(16, 16)}
+    reused, _ = run_both(prog, None, [feed], [out])
+    assert reused._runner.scratch_copies == 1
+    (got,) = pc.Executor().run(prog, feed=feed, fetch_list=[out])
+    np.testing.assert_array_equal(got, 2 * feed["x"].T + feed["x"])
