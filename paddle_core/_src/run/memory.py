@@ -26,6 +26,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..base.host import ALIGNMENT
@@ -87,13 +88,8 @@ def inplace_pairs(
     other place of this one, the output is first written here, both have one shape and
     dtype, and each takes part in one pair per step at most."""
     pairs = []
-    inplace: dict[int, tuple[tuple[int, str], ...]] = {}  # by id(OpInfo): read protobuf once
     for s, step in enumerate(steps):
-        declared = inplace.get(id(step.info))
-        if declared is None:
-            outputs = step.info.proto.outputs
-            declared = tuple((k, p.inplace) for k, p in enumerate(outputs) if p.inplace)
-            inplace[id(step.info)] = declared
+        declared = _declared_inplace(step.info)
         if not declared or step.kernel.impl != "native":
             continue
         slots = {slot: names for slot, _, names in step.inputs}
@@ -118,6 +114,13 @@ def inplace_pairs(
     return pairs
 
 
+@lru_cache(maxsize=1024)
+def _declared_inplace(info: Any) -> tuple[tuple[int, str], ...]:
+    """(output slot index, input slot) of each output the op declares ``inplace``; cached, as
+    protobuf reads are slow and a plan has many steps of few op types."""
+    return tuple((k, p.inplace) for k, p in enumerate(info.proto.outputs) if p.inplace)
+
+
 def _count(side: list, name: str) -> int:
     """How many times ``name`` is bound to the slots of one side of a step."""
     return sum(names.count(name) for _, _, names in side)
@@ -132,29 +135,33 @@ def assign_offsets(
     except the pairs ``together``, which get one offset (the output of an in-place pair takes
     its input's memory). Offsets are multiples of ``ALIGNMENT``. ``by_size``: greedy by size
     (True) or in step order (False); by default, by size up to ``BY_SIZE_LIMIT`` buffers."""
-    group = {key: key for key in buffers}  # union-find over the pairs
+    group: dict[Hashable, Hashable] = {}  # key -> the key it shares with (pairs' keys only)
 
     def root(key: Hashable) -> Hashable:
-        while group[key] != key:
-            group[key] = group[group[key]]
+        while key in group:
             key = group[key]
         return key
 
     for a, b in together:
-        group[root(b)] = root(a)
+        a, b = root(a), root(b)
+        if a != b:
+            group[b] = a
     merged: dict[Hashable, Live] = {}
     for key, (size, first, last) in buffers.items():
-        r = root(key)
         size = aligned(size)
-        if r in merged:
-            m = merged[r]
-            size, first, last = max(m.size, size), min(m.first, first), max(m.last, last)
-        merged[r] = Live(size, first, last)
+        if group:
+            key = root(key)
+            if key in merged:
+                m = merged[key]
+                size, first, last = max(m.size, size), min(m.first, first), max(m.last, last)
+        merged[key] = Live(size, first, last)
     if by_size is None:
         by_size = len(merged) <= BY_SIZE_LIMIT
     offsets = _by_size(merged) if by_size else _in_step_order(merged)
     top = max((offsets[key] + live.size for key, live in merged.items()), default=0)
-    return {key: offsets[root(key)] for key in buffers}, top
+    if group:
+        offsets = {key: offsets[root(key)] for key in buffers}
+    return offsets, top
 
 
 def _by_size(buffers: dict[Hashable, Live]) -> dict[Hashable, int]:
