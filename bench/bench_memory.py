@@ -6,7 +6,8 @@ arena (``PreparedProgram.memory``). For both, the peak growth of the process's r
 over a step, above what it held before (the high-water mark reset by writing 5 to
 /proc/self/clear_refs, then VmHWM read from /proc/self/status): the first step (ours
 prepares its plan and its arena; PyTorch allocates as it goes) and a later one (each reuses
-what it kept), and what the first step left held. Figures are MB, ratios ours / PyTorch.
+what it kept), and what the first step left held. Figures are MB, ratios ours / PyTorch. Linux updates these
+counters lazily (per thread, every 64 page faults), so figures below ~0.5 MB are noise.
 PyTorch runs under --torch-python (default: this Python).
 
     python bench/bench_memory.py [--threads 1] [--torch-python PATH]   (Linux only)
@@ -41,7 +42,7 @@ def peak_growth(step) -> tuple[int, int]:
         f.write("5")  # the high-water mark restarts from the current resident size
     before = status("VmRSS")
     step()
-    return status("VmHWM") - before, status("VmRSS") - before
+    return max(status("VmHWM") - before, 0), status("VmRSS") - before
 
 
 def batch():
