@@ -40,11 +40,20 @@ class Executor:
     and dropped when plugins are registered or unregistered."""
 
     def __init__(
-        self, device: Any = "cpu", *, num_threads: int | None = None, cache_size: int = 64
+        self,
+        device: Any = "cpu",
+        *,
+        num_threads: int | None = None,
+        cache_size: int = 64,
+        reuse_memory: bool = True,
     ) -> None:
         self.device = devices.get_device(device)
         self.num_threads = num_threads or default_num_threads()  # for kernels that thread
         self.cache_size = cache_size
+        # Whether values whose lifetimes within a run do not overlap share memory (off: each
+        # planned value keeps a buffer of its own, as a check on a kernel suspected of
+        # reading memory it did not write).
+        self.reuse_memory = reuse_memory
         self._plans: weakref.WeakKeyDictionary[Program, OrderedDict] = weakref.WeakKeyDictionary()
         self._plugins: tuple = ()  # (registry, hooks generation) the plans were prepared under
         self._last: _RepeatedCall | None = None  # the previous run(), for its fast repeat
@@ -144,9 +153,8 @@ class Executor:
     def _build_plan(
         self, program: Program, signature: tuple, fetch_names: list[str]
     ) -> PreparedProgram:
-        return PreparedProgram(
-            plan(program, self.device, signature, fetch_names), self.device, self.num_threads
-        )
+        spec = plan(program, self.device, signature, fetch_names)
+        return PreparedProgram(spec, self.device, self.num_threads, self.reuse_memory)
 
 
 class _RepeatedCall:

@@ -8,7 +8,9 @@ Python kernels are called back. Variables get one buffer each, in one of four ro
   variable);
 - persistable: bound to the scope's array each run (updated in place), created if absent;
 - fetched: a pooled array per run, reused only once the caller has let go of the last one;
-- everything else: allocated once when the plan is built and reused by every run.
+- everything else: planned once, when the plan is built, as views of one arena in which
+  values whose lifetimes (first write .. last read) do not overlap share memory
+  (``memory.py``; ``reuse_memory=False`` gives each its own bytes), and used by every run.
 
 Kernels never see an output overlapping one of their inputs: an op rewriting its own input
 (``w = transpose(w)``) writes a scratch buffer that is copied back after it. One plan runs
@@ -21,6 +23,7 @@ one-step compiled plans, ``HostKernel``), until the compiled runtime binds devic
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from typing import Any
@@ -30,8 +33,9 @@ import numpy as np
 from ..base import dtypes as D
 from ..base import native
 from ..base.errors import FeedError, KernelError, KernelRuntimeError, PaddleCoreError
-from ..base.host import host_array
+from ..base.host import ALIGNMENT, aligned_empty, host_array
 from ..graph.variable import format_shape
+from .memory import Live, MemoryPlan, aligned, assign_offsets, inplace_pairs, live_intervals
 from .planning import PlanSpec, Step
 from .scope import Scope
 
@@ -71,7 +75,9 @@ class OutputBuffers:
 class PreparedProgram:
     """A program ready to run: ``run(feed, scope)`` executes the planned steps in order."""
 
-    def __init__(self, spec: PlanSpec, device: Any, num_threads: int) -> None:
+    def __init__(
+        self, spec: PlanSpec, device: Any, num_threads: int, reuse_memory: bool = True
+    ) -> None:
         self.spec = spec
         self.program = spec.program
         self.device = device
@@ -82,8 +88,10 @@ class PreparedProgram:
         self.persistable_outputs = spec.persistable_outputs
         # The compiled loop binds host arrays: it runs plans whose every kernel reads host memory.
         compiled = device.host_memory and all(s.device.host_memory for s in spec.steps)
-        runner = CompiledRunner if compiled else PythonRunner
-        self._runner = runner(spec, device, num_threads)
+        if compiled:
+            self._runner: Any = CompiledRunner(spec, device, num_threads, reuse_memory)
+        else:
+            self._runner = PythonRunner(spec, device, num_threads)
 
     def __repr__(self) -> str:
         runner = type(self._runner).__name__
@@ -92,6 +100,12 @@ class PreparedProgram:
     @property
     def op_types(self) -> list[str]:
         return [s.op.type for s in self.steps]
+
+    @property
+    def memory(self) -> MemoryPlan:
+        """The planned buffers' count and bytes, with a buffer each and in the shared arena
+        (all zero for plans run by the Python loop, which plan no buffers)."""
+        return self._runner.memory
 
     @property
     def compiled(self) -> bool:
@@ -136,15 +150,19 @@ def _scope_value(scope: Scope, name: str) -> Any:
 class CompiledRunner:
     """Runs a plan on a host-memory device (CPU) through the compiled runtime's loop."""
 
-    def __init__(self, spec: PlanSpec, device: Any, num_threads: int) -> None:
+    def __init__(
+        self, spec: PlanSpec, device: Any, num_threads: int, reuse_memory: bool = True
+    ) -> None:
         runtime = native.runtime()
         self.spec = spec
         self.device = device
         self.plan = runtime.Plan(num_threads, device.stream())
         self.index: dict[str, int] = {}
+        self.layout: list[tuple[tuple, str]] = []  # (shape, dtype) by buffer index
         self.scratch_copies = 0  # outputs written to scratch because they are also inputs
         for name, (shape, dtype) in spec.shapes.items():
             self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+            self.layout.append((shape, dtype))
         fed = set(spec.feed_names)
         persistable = set(spec.persistable_inputs) | set(spec.persistable_outputs)
         self.persistable = [n for n in spec.shapes if n in persistable and n not in fed]
@@ -154,29 +172,85 @@ class CompiledRunner:
         # Fetched values the caller must not share with us: the scope's and the caller's own.
         self.copied_out = fed | persistable
         per_run = fed | persistable | set(self.fetched)
-        for name, (shape, dtype) in spec.shapes.items():
-            if name not in per_run:  # planned once, reused by every run
-                self.plan.bind(self.index[name], device.empty(shape, dtype))
-        for step in spec.steps:
+        scratch: list[tuple[int, int]] = []  # (scratch buffer, step writing it)
+        for s, step in enumerate(spec.steps):
             ins = [[self.index[n] for n in names] for _, _, names in step.inputs]
             outs = [[self.index[n] for n in names] for _, _, names in step.outputs]
             if step.kernel.impl == "native":
                 copies = self._separate_outputs(step, ins, outs)
                 self.scratch_copies += len(copies)
+                scratch += [(buffer, s) for buffer, _ in copies]
                 self.plan.add_native(step.fn, ins, outs, *_native_args(step))
-                for scratch, target in copies:
-                    self.plan.add_copy(scratch, target)
+                for buffer, target in copies:
+                    self.plan.add_copy(buffer, target)
             else:
                 flat = [i for slot in outs for i in slot]
                 self.plan.add_python(_python_step(step, spec.shapes), ins, flat)
+        planned = [n for n in spec.shapes if n not in per_run]  # planned once, used every run
+        self.memory, self._arena = self._bind_planned(planned, scratch, reuse_memory)
         _prepare(self.plan, spec.steps)
         self._failure = runtime.KernelFailure
         self._lock = threading.Lock()
+
+    def _bind_planned(
+        self, planned: list[str], scratch: list[tuple[int, int]], reuse: bool
+    ) -> tuple[MemoryPlan, Any]:
+        """Bind the planned buffers to views of one arena, shared by liveness; return the
+        figures and the arena.
+
+        Values bound per run never take part: fed ones (the caller's arrays; with
+        persistable inputs, the only values read before they are written, as planning
+        checks), persistable ones (the scope's, outliving the run) and fetched ones (handed
+        to the caller). Of the planned ones, values a Python step reads or writes keep bytes
+        of their own for the whole run (``pinned``): a Python kernel gets the array itself
+        and may keep it (a cache, a closure), and its outputs are rebound to the arrays it
+        returns. HostKernels bind arrays of their own and are not run by this loop. Native
+        kernels see data only while they run (prepare gets data-less tensors, and every run
+        rebinds fed and fetched buffers anyway), so the bytes of a value no longer read can
+        hold another one.
+        """
+        steps = self.spec.steps
+        end = max(len(steps) - 1, 0)
+        live = live_intervals(steps)
+        pinned: set[str] = set()
+        for step in steps:
+            if step.kernel.impl != "native":
+                for side in (step.inputs, step.outputs):
+                    pinned.update(n for _, _, names in side for n in names)
+        shareable = {n for n in planned if n not in pinned} if reuse else set()
+        buffers: dict[Any, Live] = {}
+        for name in planned:
+            first, last = live[name] if name in shareable else (0, end)
+            buffers[self.index[name]] = Live(self._nbytes(self.index[name]), first, last)
+        for index, s in scratch:  # written by step s, copied back right after it
+            buffers[index] = Live(self._nbytes(index), *((s, s) if reuse else (0, end)))
+        pairs = inplace_pairs(steps, live, self.spec.shapes, shareable)
+        offsets, size = assign_offsets(buffers, [(self.index[x], self.index[y]) for x, y in pairs])
+        # The device's host memory, aligned here: views at multiples of 64 bytes stay aligned.
+        raw = self.device.empty((size + ALIGNMENT,), "uint8")
+        arena = aligned_empty((size,), "uint8", raw=raw)
+        for index, offset in offsets.items():
+            shape, dtype = self.layout[index]
+            view = arena[offset : offset + buffers[index].size].view(dtype).reshape(shape)
+            self.plan.bind(index, view)
+        figures = MemoryPlan(
+            buffers=len(buffers),
+            planned_bytes=sum(aligned(b.size) for b in buffers.values()),
+            arena_bytes=size,
+        )
+        return figures, arena
+
+    def _nbytes(self, index: int) -> int:
+        shape, dtype = self.layout[index]
+        return math.prod(shape) * D.ITEMSIZE[dtype]
 
     def _separate_outputs(self, step: Step, ins: list, outs: list) -> list[tuple[int, int]]:
         """Point outputs that are also inputs at scratch buffers, except an output its op
         declares ``inplace`` with the input it shares (item k of one with item k of the
         other); return (scratch, buffer) pairs to copy back after the step."""
+        read = {i for s in ins for i in s}
+        if not any(i in read for slot in outs for i in slot):
+            return []  # the common case: no output is also an input
         position = {slot: j for j, (slot, _, _) in enumerate(step.inputs)}
         copies = []
         for out_proto, slot in zip(step.info.proto.outputs, outs):
@@ -187,10 +261,9 @@ class CompiledRunner:
                 ]
                 if not reads or reads == [(partner, k)]:
                     continue  # no input shares it, or exactly the declared one does
-                name = next(n for n, i in self.index.items() if i == target)
-                shape, dtype = self.spec.shapes[name]
+                shape, dtype = self.layout[target]
                 scratch = self.plan.add_buffer(list(shape), D.to_enum(dtype))
-                self.plan.bind(scratch, self.device.empty(shape, dtype))
+                self.layout.append((shape, dtype))
                 slot[k] = scratch
                 copies.append((scratch, target))
         return copies
@@ -400,6 +473,7 @@ class PythonRunner:
     def __init__(self, spec: PlanSpec, device: Any, num_threads: int) -> None:
         self.spec = spec
         self.device = device
+        self.memory = MemoryPlan(buffers=0, planned_bytes=0, arena_bytes=0)
         # Native kernels run as one-step compiled plans, which take host memory only.
         self.native: dict[int, HostKernel] = {}
         for k, step in enumerate(spec.steps):

@@ -23,11 +23,14 @@
  * size (the core copies fed arrays that are not). Buffers the core allocates are 64-byte
  * aligned, but fed arrays need not be, so use unaligned vector loads. Outputs are allocated
  * by the core with the shapes its shape inference computed; kernels never allocate them.
- * Inputs are read-only, and no output overlaps any input: for an op that rewrites its own
- * input (w = transpose(w)) the core hands the kernel a scratch output and copies it back. The
- * one exception is declared per op in its manifest: an output marked `inplace` with an input
- * (an optimizer's param_out with param) gets exactly that input's buffer when a program binds
- * both to one variable, so the kernel must read each element before writing it.
+ * An output's memory may hold what another value left there (values not live at the same
+ * time share memory), so a kernel writes every element of its outputs and reads none it has
+ * not written. Inputs are read-only, and no output overlaps any input: for an op that
+ * rewrites its own input (w = transpose(w)) the core hands the kernel a scratch output and
+ * copies it back. The one exception is declared per op in its manifest: an output marked
+ * `inplace` with an input (an optimizer's param_out with param) gets exactly that input's
+ * buffer when a program binds both to one variable, or when both have one shape and dtype
+ * and no later op reads the input, so the kernel must read each element before writing it.
  *
  * Growing compatibly: structs gain fields only at their end. pc_kernel carries its size, and
  * the core reads a field added after ABI 1's first layout (PC_KERNEL_V1_SIZE) only when the

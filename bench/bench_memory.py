@@ -1,0 +1,171 @@
+"""Memory of one training step: an MLP (784-1024-1024-10, relu, softmax cross-entropy, SGD,
+batches of 256), ours beside PyTorch CPU eager, each in a process of its own, in this run.
+
+For ours, the planned bytes of the step's plan with a buffer per value and in the shared
+arena (``PreparedProgram.memory``). For both, the peak growth of the process's resident memory
+over a step, above what it held before (the high-water mark reset by writing 5 to
+/proc/self/clear_refs, then VmHWM read from /proc/self/status): the first step (ours
+prepares its plan and its arena; PyTorch allocates as it goes) and a later one (each reuses
+what it kept), and what the first step left held. Figures are MB, ratios ours / PyTorch. Linux updates these
+counters lazily (per thread, every 64 page faults), so figures below ~0.5 MB are noise.
+PyTorch runs under --torch-python (default: this Python).
+
+    python bench/bench_memory.py [--threads 1] [--torch-python PATH]   (Linux only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+BATCH, SIZES = 256, (784, 1024, 1024, 10)
+MB = 1 << 20
+
+
+def status(field: str) -> int:
+    """A /proc/self/status figure (VmRSS, VmHWM) in bytes."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def peak_growth(step) -> tuple[int, int]:
+    """(peak resident growth over ``step()``, resident growth left after it), in bytes."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # the high-water mark restarts from the current resident size
+    before = status("VmRSS")
+    step()
+    return max(status("VmHWM") - before, 0), status("VmRSS") - before
+
+
+def batch():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], (BATCH, 1)).astype(np.int64)
+    return x, y
+
+
+def ours(threads: int, reuse: bool) -> dict:
+    import paddle_core as pc
+
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        h = image = pc.layers.data("image", [SIZES[0]])
+        label = pc.layers.data("label", [1], dtype="int64")
+        for size in SIZES[1:-1]:
+            h = pc.layers.fc(h, size, act="relu")
+        logits = pc.layers.fc(h, SIZES[-1])
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
+        pc.optimizer.SGD(0.01).minimize(loss)
+    scope, exe = pc.Scope(), pc.Executor(num_threads=threads, reuse_memory=reuse)
+    exe.run(startup, scope=scope)
+    x, y = batch()
+    feed = {image.name: x, label.name: y}
+
+    def step():
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+    first, held = peak_growth(step)
+    for _ in range(3):
+        step()
+    later, _ = peak_growth(step)
+    memory = exe.prepare(main, feed, [loss]).memory
+    return {
+        "first": first,
+        "later": later,
+        "held": held,
+        "planned": memory.planned_bytes,
+        "arena": memory.arena_bytes,
+        "buffers": memory.buffers,
+    }
+
+
+def torch_step(threads: int) -> dict:
+    import torch
+    from torch import nn
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    layers: list = []
+    for n, m in itertools.pairwise(SIZES):
+        layers += [nn.Linear(n, m), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1])  # no relu after the last
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = batch()
+    images, labels = torch.from_numpy(x), torch.from_numpy(y[:, 0])
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        loss.item()
+
+    first, held = peak_growth(step)
+    for _ in range(3):
+        step()
+    later, _ = peak_growth(step)
+    return {"first": first, "later": later, "held": held}
+
+
+def worker(python: str, *args: str) -> dict:
+    """Run this file as a worker in a fresh process; its figures."""
+    out = subprocess.run([python, __file__, *args], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"worker {args} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--torch-python", default=sys.executable)
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        kind, *rest = args.worker
+        figures = (
+            torch_step(args.threads) if kind == "torch" else ours(args.threads, rest == ["reuse"])
+        )
+        print(json.dumps(figures))
+        return
+    threads = ["--threads", str(args.threads)]
+    reused = worker(sys.executable, *threads, "--worker", "ours", "reuse")
+    alone = worker(sys.executable, *threads, "--worker", "ours", "alone")
+    try:
+        torch = worker(args.torch_python, *threads, "--worker", "torch")
+    except SystemExit as e:
+        print(f"PyTorch did not run ({e}); pass --torch-python", file=sys.stderr)
+        torch = None
+    mlp = "-".join(map(str, SIZES))
+    print(f"one training step (SGD) of an MLP {mlp}, batch {BATCH}, {args.threads} thread(s)")
+    print(
+        f"ours: {reused['buffers']} planned buffers, {reused['planned'] / MB:.2f} MB with a "
+        f"buffer each, {reused['arena'] / MB:.2f} MB in the shared arena "
+        f"({reused['arena'] / reused['planned']:.2f}x)"
+    )
+    header = f"{'peak resident growth (MB)':32}{'first step':>12}{'later step':>12}{'held':>10}"
+    print(header)
+    rows = [("ours", reused), ("ours, reuse_memory=False", alone)]
+    if torch is not None:
+        rows.append(("PyTorch eager", torch))
+    for name, r in rows:
+        print(f"{name:32}{r['first'] / MB:12.2f}{r['later'] / MB:12.2f}{r['held'] / MB:10.2f}")
+    if torch is not None:
+        for name, r in rows[:2]:
+            ratios = "".join(
+                f"{r[k] / torch[k]:11.2f}x" if torch[k] > 0 else f"{'-':>12}"
+                for k in ("first", "later")
+            )
+            print(f"{name + ' / PyTorch':32}{ratios}")
+
+
+if __name__ == "__main__":
+    main()
