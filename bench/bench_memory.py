@@ -1,5 +1,8 @@
-"""Memory of one training step: an MLP (784-1024-1024-10, relu, softmax cross-entropy, SGD,
-batches of 256), ours beside PyTorch CPU eager, each in a process of its own, in this run.
+"""Memory of one training step (softmax cross-entropy, SGD), ours beside PyTorch CPU eager,
+each in a process of its own, in this run, for two models:
+  mlp  784-1024-1024-10, relu, batches of 256
+  cnn  3x32x32 -> [conv 3x3 -> batch norm -> relu -> max pool 2x2] x2 (32, 64 filters) -> 10,
+       batches of 32
 
 For ours, the planned bytes of the step's plan with a buffer per value and in the shared
 arena (``PreparedProgram.memory``). For both, the peak growth of the process's resident memory
@@ -10,7 +13,8 @@ what it kept), and what the first step left held. Figures are MB, ratios ours / 
 counters lazily (per thread, every 64 page faults), so figures below ~0.5 MB are noise.
 PyTorch runs under --torch-python (default: this Python).
 
-    python bench/bench_memory.py [--threads 1] [--torch-python PATH]   (Linux only)
+    python bench/bench_memory.py [--model mlp|cnn|both] [--threads 1] [--torch-python PATH]
+    (Linux only)
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ import sys
 
 import numpy as np
 
-BATCH, SIZES = 256, (784, 1024, 1024, 10)
+SIZES = (784, 1024, 1024, 10)  # the MLP's
+FILTERS = (32, 64)  # the CNN's
+BATCH = {"mlp": 256, "cnn": 32}
+IMAGE = {"mlp": (SIZES[0],), "cnn": (3, 32, 32)}
 MB = 1 << 20
 
 
@@ -45,28 +52,54 @@ def peak_growth(step) -> tuple[int, int]:
     return max(status("VmHWM") - before, 0), status("VmRSS") - before
 
 
-def batch():
+def batch(model: str):
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
-    y = rng.integers(0, SIZES[-1], (BATCH, 1)).astype(np.int64)
+    x = rng.standard_normal((BATCH[model], *IMAGE[model])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], (BATCH[model], 1)).astype(np.int64)
     return x, y
 
 
-def ours(threads: int, reuse: bool) -> dict:
+def ours_net(model: str, image):
+    import paddle_core as pc
+
+    h = image
+    if model == "cnn":
+        for filters in FILTERS:
+            h = pc.layers.conv2d(h, filters, 3, padding=1, bias_attr=False)
+            h = pc.layers.pool2d(pc.layers.batch_norm(h, act="relu"), 2, pool_stride=2)
+        return pc.layers.fc(h, SIZES[-1])
+    for size in SIZES[1:-1]:
+        h = pc.layers.fc(h, size, act="relu")
+    return pc.layers.fc(h, SIZES[-1])
+
+
+def torch_net(model: str):
+    from torch import nn
+
+    layers: list = []
+    if model == "cnn":
+        for channels, filters in itertools.pairwise((3, *FILTERS)):
+            layers += [nn.Conv2d(channels, filters, 3, padding=1, bias=False)]
+            layers += [nn.BatchNorm2d(filters), nn.ReLU(), nn.MaxPool2d(2)]
+        return nn.Sequential(*layers, nn.Flatten(), nn.Linear(FILTERS[-1] * 8 * 8, SIZES[-1]))
+    for n, m in itertools.pairwise(SIZES):
+        layers += [nn.Linear(n, m), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])  # no relu after the last
+
+
+def ours(model: str, threads: int, reuse: bool) -> dict:
     import paddle_core as pc
 
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
-        h = image = pc.layers.data("image", [SIZES[0]])
+        image = pc.layers.data("image", list(IMAGE[model]))
         label = pc.layers.data("label", [1], dtype="int64")
-        for size in SIZES[1:-1]:
-            h = pc.layers.fc(h, size, act="relu")
-        logits = pc.layers.fc(h, SIZES[-1])
+        logits = ours_net(model, image)
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
         pc.optimizer.SGD(0.01).minimize(loss)
     scope, exe = pc.Scope(), pc.Executor(num_threads=threads, reuse_memory=reuse)
     exe.run(startup, scope=scope)
-    x, y = batch()
+    x, y = batch(model)
     feed = {image.name: x, label.name: y}
 
     def step():
@@ -87,18 +120,15 @@ def ours(threads: int, reuse: bool) -> dict:
     }
 
 
-def torch_step(threads: int) -> dict:
+def torch_step(name: str, threads: int) -> dict:
     import torch
     from torch import nn
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    layers: list = []
-    for n, m in itertools.pairwise(SIZES):
-        layers += [nn.Linear(n, m), nn.ReLU()]
-    model = nn.Sequential(*layers[:-1])  # no relu after the last
+    model = torch_net(name)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = batch()
+    x, y = batch(name)
     images, labels = torch.from_numpy(x), torch.from_numpy(y[:, 0])
 
     def step():
@@ -125,27 +155,33 @@ def worker(python: str, *args: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=[*BATCH, "both"], default="both")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--torch-python", default=sys.executable)
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        kind, *rest = args.worker
-        figures = (
-            torch_step(args.threads) if kind == "torch" else ours(args.threads, rest == ["reuse"])
-        )
+        kind, model, *rest = args.worker
+        if kind == "torch":
+            figures = torch_step(model, args.threads)
+        else:
+            figures = ours(model, args.threads, rest == ["reuse"])
         print(json.dumps(figures))
         return
-    threads = ["--threads", str(args.threads)]
-    reused = worker(sys.executable, *threads, "--worker", "ours", "reuse")
-    alone = worker(sys.executable, *threads, "--worker", "ours", "alone")
+    for model in BATCH if args.model == "both" else [args.model]:
+        report(model, args.threads, args.torch_python)
+
+
+def report(model: str, threads: int, torch_python: str) -> None:
+    flags = ["--threads", str(threads), "--worker"]
+    reused = worker(sys.executable, *flags, "ours", model, "reuse")
+    alone = worker(sys.executable, *flags, "ours", model, "alone")
     try:
-        torch = worker(args.torch_python, *threads, "--worker", "torch")
+        torch = worker(torch_python, *flags, "torch", model)
     except SystemExit as e:
         print(f"PyTorch did not run ({e}); pass --torch-python", file=sys.stderr)
         torch = None
-    mlp = "-".join(map(str, SIZES))
-    print(f"one training step (SGD) of an MLP {mlp}, batch {BATCH}, {args.threads} thread(s)")
+    print(f"\none training step (SGD) of the {model}, batch {BATCH[model]}, {threads} thread(s)")
     print(
         f"ours: {reused['buffers']} planned buffers, {reused['planned'] / MB:.2f} MB with a "
         f"buffer each, {reused['arena'] / MB:.2f} MB in the shared arena "
