@@ -308,11 +308,11 @@ def test_catalog_matches_the_first_party_plugins() -> None:
 def test_an_op_of_a_known_package_that_is_not_installed_names_it(monkeypatch) -> None:
     from paddle_core._src.plugins import catalog
 
-    monkeypatch.setitem(catalog.KNOWN_PACKAGES, "paddle-ops-nn", ("conv2d", "softmax"))
+    monkeypatch.setitem(catalog.KNOWN_PACKAGES, "paddle-ops-nn", ("warpctc", "softmax"))
     with pytest.raises(pc.OpNotFoundError) as err:
-        _ = pc.ops.conv2d
+        _ = pc.ops.warpctc
     assert str(err.value) == (
-        "unknown op 'conv2d': it is provided by paddle-ops-nn; "
+        "unknown op 'warpctc': it is provided by paddle-ops-nn; "
         "install it with `pip install paddle-ops-nn`"
     )
 
