@@ -132,11 +132,18 @@ def fc(
     prefix = name or "fc"
     w = create_parameter([math.prod(columns), size], input.dtype, param_attr, prefix=f"{prefix}.w")
     out = ops.matmul_2d(input, w, x_num_col_dims=num_flatten_dims)
-    bias = init.ParamAttr.of(bias_attr)
-    if bias is not None:
-        b = create_parameter([size], input.dtype, bias, init.Constant(0.0), prefix=f"{prefix}.b")
+    b = _bias(bias_attr, size, input.dtype, prefix)
+    if b is not None:
         out = ops.add(out, b)
     return _activate(out, act)
+
+
+def _bias(attr: init.ParamAttr | str | bool | None, size: int, dtype: str, prefix: str):
+    """A layer's [size] bias, zeros at first; None for ``bias_attr=False``."""
+    attr = init.ParamAttr.of(attr)
+    if attr is None:
+        return None
+    return create_parameter([size], dtype, attr, init.Constant(0.0), prefix=f"{prefix}.b")
 
 
 def _pair(value: int | Sequence[int], what: str, layer: str) -> list[int]:
@@ -198,12 +205,7 @@ def conv2d(
     w = create_parameter(
         shape, input.dtype, param_attr, init.Normal(0.0, std), prefix=f"{prefix}.w"
     )
-    bias = init.ParamAttr.of(bias_attr)
-    b = None
-    if bias is not None:
-        b = create_parameter(
-            [num_filters], input.dtype, bias, init.Constant(0.0), prefix=f"{prefix}.b"
-        )
+    b = _bias(bias_attr, num_filters, input.dtype, prefix)
     out = ops.conv2d(
         input,
         w,
@@ -264,12 +266,7 @@ def conv2d_transpose(
     w = create_parameter(
         shape, input.dtype, param_attr, init.Normal(0.0, std), prefix=f"{prefix}.w"
     )
-    bias = init.ParamAttr.of(bias_attr)
-    b = None
-    if bias is not None:
-        b = create_parameter(
-            [num_filters], input.dtype, bias, init.Constant(0.0), prefix=f"{prefix}.b"
-        )
+    b = _bias(bias_attr, num_filters, input.dtype, prefix)
     out = ops.conv2d_transpose(
         input,
         w,
