@@ -1,12 +1,24 @@
 """The kernel table the core loads (the manifest's ``kernel_module``): the compiled ``_C``.
 
-``_C`` links oneDNN, whose wheel puts ``libdnnl.so.3`` in the environment's ``lib/``, where
-``_C``'s rpath finds it in a virtual environment or a user install. Where it does not (``pip
-install --target``), the library is loaded by the path the wheel's metadata gives, before
-``_C`` is imported again; only then, since that lookup costs tens of milliseconds.
+``_C`` links OpenBLAS and (where built with it) oneDNN. OpenBLAS is loaded here by the path
+scipy-openblas32 gives, which covers every layout (a ``pip install --target`` too). oneDNN's
+wheel puts ``libdnnl.so.3`` in the environment's ``lib/``, where ``_C``'s rpath finds it in a
+virtual environment or a user install; where it does not (``--target``), it is loaded by the path
+the wheel's metadata gives, before ``_C`` is imported again: only then, since that lookup costs
+tens of milliseconds.
 """
 
 from __future__ import annotations
+
+import ctypes
+import os
+
+import scipy_openblas32
+
+ctypes.CDLL(
+    os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(fullname=True)),
+    mode=ctypes.RTLD_GLOBAL,
+)
 
 try:
     from ._C import KERNEL_ABI_VERSION, kernels
@@ -15,7 +27,6 @@ except ImportError as e:
         raise
 
     def _preload_onednn() -> None:
-        import ctypes
         import importlib.metadata
 
         files = importlib.metadata.distribution("onednn-cpu-gomp").files or []

@@ -27,13 +27,13 @@ class ConvEngine {
                                 int threads) const = 0;
 };
 
-// oneDNN for float32, im2col + OpenBLAS otherwise. `bias`: forward adds b / backward_weights
+// oneDNN for float32 where enabled (engine.hpp), im2col + OpenBLAS otherwise. `bias`: forward adds b / backward_weights
 // gives db (so oneDNN fuses them).
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
                                              bool bias, int threads);
 // The im2col + OpenBLAS engine (conv_gemm.cpp), float32 or float64.
 std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes);
-// The oneDNN engine (conv_dnnl.cpp), float32 only.
+// The oneDNN engine (conv_dnnl.cpp, built with oneDNN only), float32 only.
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
                                            int threads);
 

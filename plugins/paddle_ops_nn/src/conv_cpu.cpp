@@ -1,6 +1,6 @@
 // conv2d and conv2d_transpose (NCHW, strides, paddings, dilations, groups, optional bias) and
-// their gradients, computed by a convolution engine (conv.hpp): oneDNN for float32, im2col +
-// OpenBLAS for float64.
+// their gradients, computed by a convolution engine (conv.hpp): oneDNN for float32 where
+// enabled (engine.hpp), im2col + OpenBLAS otherwise.
 //
 // Memory contract: x [N, C, H, W]; conv2d's filter [K, C / groups, kh, kw], out
 // [N, K, OH, OW]; conv2d_transpose's filter [C, K / groups, kh, kw], out [N, K, OH, OW];
@@ -8,12 +8,14 @@
 #include <cstring>
 
 #include "conv.hpp"
+#include "engine.hpp"
 
 namespace pon {
 
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
                                              bool bias, int threads) {
-  if (dtype == PC_FLOAT32) return make_dnnl_conv(shape, passes, bias, threads);
+  if constexpr (kOnednnBuilt)
+    if (dtype == PC_FLOAT32 && onednn_enabled()) return make_dnnl_conv(shape, passes, bias, threads);
   return make_gemm_conv(shape, dtype, passes);
 }
 

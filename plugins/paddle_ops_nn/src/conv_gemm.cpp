@@ -1,6 +1,6 @@
-// The im2col + OpenBLAS convolution engine: float64 (which oneDNN does not compute), and a
-// reference for float32. Per image and group, the input is unrolled into a [taps, OH * OW]
-// matrix (zeros for padding), so each pass is one GEMM:
+// The im2col + OpenBLAS convolution engine: float64 (which oneDNN does not compute), and
+// float32 where oneDNN is not built or switched off (engine.hpp). Per image and group, the
+// input is unrolled into a [taps, OH * OW] matrix (zeros for padding), so each pass is one GEMM:
 //   forward           y_g  = w_g [K/g, taps] @ col
 //   backward_data     col  = w_g^T @ dy_g, folded back onto dx (col2im, summing overlaps)
 //   backward_weights  dw_g += dy_g @ col^T

@@ -2,6 +2,8 @@
 // that includes pybind11.
 #include <paddle_core/pybind.hpp>
 
+#include "engine.hpp"
+
 namespace pon {
 // One family per source file (src/<family>_cpu.cpp).
 const paddle_core::Family& activation_kernels();
@@ -20,4 +22,8 @@ PYBIND11_MODULE(_C, m) {
       m, {&pon::activation_kernels(), &pon::conv_kernels(), &pon::embedding_kernels(),
           &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
           &pon::random_kernels(), &pon::softmax_kernels()});
+  // The oneDNN switch behind paddle_ops_nn.onednn.
+  m.attr("ONEDNN_BUILT") = pon::kOnednnBuilt;
+  m.def("onednn_enabled", &pon::onednn_enabled);
+  m.def("set_onednn_enabled", &pon::set_onednn_enabled, pybind11::arg("enabled"));
 }

@@ -62,7 +62,8 @@ class PoolEngine {
   virtual void backward(const void* x, const void* dy, void* dx, int threads) const = 0;
 };
 
-// float32 pooling of x [batch, channels, H, W] through oneDNN, for forward or backward.
+// float32 pooling of x [batch, channels, H, W] through oneDNN, for forward or backward
+// (pool_dnnl.cpp, built with oneDNN only).
 std::unique_ptr<PoolEngine> make_dnnl_pool(const Pooling& p, int64_t batch, int64_t channels,
                                            bool backward, int threads);
 

@@ -1,5 +1,6 @@
-// pool2d (max and average over NCHW windows) and its gradient: oneDNN for float32
-// (pool_dnnl.cpp), and for float64 loops over the planes (N * C of them, split across threads).
+// pool2d (max and average over NCHW windows) and its gradient: oneDNN for float32 where
+// enabled (pool_dnnl.cpp, engine.hpp), otherwise loops over the planes (N * C of them, split
+// across threads).
 //
 // Memory contract: x [N, C, H, W]; out and out_grad [N, C, OH, OW] with OH from window.hpp's
 // window_count; x_grad x's shape. Checked in prepare. Each window holds at least one input
@@ -9,6 +10,7 @@
 #include <limits>
 #include <string>
 
+#include "engine.hpp"
 #include "pool.hpp"
 
 namespace pon {
@@ -100,11 +102,13 @@ bool has_nan(const Tensor& x, int threads) {
   return found != 0;
 }
 
-// oneDNN's engine for a float32 x with elements, else none (the loops).
+// oneDNN's engine for a float32 x with elements where oneDNN is enabled, else none (the loops).
 std::unique_ptr<PoolEngine> engine_for(const Pooling& p, const Tensor& x, bool backward,
                                        const Context& ctx) {
-  if (x.dtype() != PC_FLOAT32 || x.numel() == 0) return nullptr;
-  return make_dnnl_pool(p, x.dim(0), x.dim(1), backward, ctx.num_threads());
+  if constexpr (kOnednnBuilt)
+    if (x.dtype() == PC_FLOAT32 && x.numel() > 0 && onednn_enabled())
+      return make_dnnl_pool(p, x.dim(0), x.dim(1), backward, ctx.num_threads());
+  return nullptr;
 }
 
 class Pool2d {

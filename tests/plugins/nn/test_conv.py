@@ -5,6 +5,11 @@ checked against the float64 ones, which finite differences check."""
 
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from op_helpers import FLOATS, assert_matches, check_grad, pc, run1, run_op
@@ -477,3 +482,96 @@ def test_results_do_not_depend_on_the_thread_count():
     ]
     for one, two in zip(*results):
         np.testing.assert_array_equal(one, two)
+
+
+# The built-in engines (im2col + OpenBLAS, loops) compute float32 where oneDNN is not built or
+# switched off: they give what oneDNN gives.
+
+
+@pytest.fixture
+def builtin_engines():
+    onednn = pytest.importorskip("paddle_ops_nn.onednn")
+    previous = onednn.set_enabled(False)
+    yield
+    if previous:
+        onednn.set_enabled(True)
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv2d_transpose"])
+@pytest.mark.parametrize("case", GRAD_CASES, ids=str)
+def test_builtin_float32_engine_matches_onednn(op, case, request):
+    case = CONV_CASES[case]
+    inputs = _conv_inputs(case, "float32", transpose=op == "conv2d_transpose")
+    ref = {"conv2d": conv2d_ref, "conv2d_transpose": conv2d_transpose_ref}[op]
+    out = ref(inputs["x"], inputs["filter"], inputs["bias"], **_ref_attrs(case["attrs"]))
+    weights = RNG.standard_normal(out.shape).astype("float32")
+    onednn = _analytic_grads(op, inputs, case["attrs"], weights)
+    request.getfixturevalue("builtin_engines")
+    assert_matches(run1(op, inputs, case["attrs"]), out, **F32)
+    for got, want in zip(_analytic_grads(op, inputs, case["attrs"], weights), onednn):
+        np.testing.assert_allclose(got, want, **F32)
+
+
+@pytest.mark.parametrize("pooling_type", ["max", "avg"])
+@pytest.mark.parametrize("case", POOL_CASES, ids=str)
+def test_builtin_float32_pooling_matches_onednn(case, pooling_type, request):
+    case = POOL_CASES[case]
+    attrs = {**case["attrs"], "pooling_type": pooling_type}
+    x = _distinct(case["shape"], "float32")
+    out = pool2d_ref(x, **_ref_attrs({"ksize": [1, 1], **attrs}))
+    weights = RNG.standard_normal(out.shape).astype("float32")
+    onednn = _analytic_grads("pool2d", {"x": x}, attrs, weights)
+    request.getfixturevalue("builtin_engines")
+    assert_matches(run1("pool2d", {"x": x}, attrs), out, **F32)
+    (got,) = _analytic_grads("pool2d", {"x": x}, attrs, weights)
+    np.testing.assert_allclose(got, onednn[0], **F32)
+
+
+_PRIMITIVES_RUN = """
+import numpy as np, paddle_core as pc, paddle_ops_nn.onednn as onednn
+onednn.set_enabled({enabled})
+prog = pc.Program()
+with pc.program_guard(prog):
+    x, f = pc.data("x", [1, 2, 4, 4]), pc.data("f", [2, 2, 3, 3])
+    y = pc.ops.pool2d(pc.ops.conv2d(x, f), ksize=[2, 2], pooling_type="max")
+feed = {{"x": np.ones((1, 2, 4, 4), np.float32), "f": np.ones((2, 2, 3, 3), np.float32)}}
+pc.Executor().run(prog, feed=feed, fetch_list=[y])
+"""
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_switch_decides_which_library_runs(enabled, tmp_path):
+    """oneDNN's own trace (ONEDNN_VERBOSE) shows its primitives run only when enabled."""
+    onednn = pytest.importorskip("paddle_ops_nn.onednn")
+    if not onednn.is_available():
+        pytest.skip("this build of paddle-ops-nn has no oneDNN")
+    script = _PRIMITIVES_RUN.format(enabled=enabled)
+    env = {**os.environ, "ONEDNN_VERBOSE": "1"}
+    trace = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=tmp_path,  # not the checkout, whose source tree would shadow the installed core
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    executed = {line.split(",")[3] for line in trace.splitlines() if ",exec,cpu," in line}
+    assert executed == ({"convolution", "pooling", "reorder"} if enabled else set())
+
+
+def test_the_default_build_has_onednn_where_its_wheels_exist():
+    """The build goes on without oneDNN when it cannot find it: this catches a lookup that
+    broke, which would otherwise only show as slower convolutions."""
+    onednn = pytest.importorskip("paddle_ops_nn.onednn")
+    assert onednn.is_available() == (sys.platform == "linux" and platform.machine() == "x86_64")
+
+
+def test_the_switch_reports_and_refuses():
+    onednn = pytest.importorskip("paddle_ops_nn.onednn")
+    assert onednn.set_enabled(False) is onednn.is_available()
+    assert not onednn.is_enabled()
+    if onednn.is_available():
+        assert onednn.set_enabled(True) is False and onednn.is_enabled()
+    else:
+        with pytest.raises(pc.PluginError, match="built without oneDNN"):
+            onednn.set_enabled(True)

@@ -1,0 +1,23 @@
+// Which library computes float32 convolution and pooling. oneDNN where the build found it
+// (its wheels exist for Linux x86-64 only) and the user has not switched it off
+// (paddle_ops_nn.onednn.set_enabled, like PyTorch's torch.backends.mkldnn.enabled); otherwise
+// the built-in engines: im2col + OpenBLAS for convolution, loops for pooling. Read when a
+// kernel is prepared, so a plan keeps the engines it was prepared with.
+#ifndef PADDLE_OPS_NN_ENGINE_HPP_
+#define PADDLE_OPS_NN_ENGINE_HPP_
+
+namespace pon {
+
+constexpr bool kOnednnBuilt =
+#ifdef PADDLE_OPS_NN_WITH_ONEDNN
+    true;
+#else
+    false;
+#endif
+
+bool onednn_enabled();  // built and switched on
+void set_onednn_enabled(bool enabled);  // no effect where oneDNN is not built
+
+}  // namespace pon
+
+#endif  // PADDLE_OPS_NN_ENGINE_HPP_
