@@ -81,7 +81,10 @@ class ShapeContext:
 
 
 def infer(info: Any, ctx: ShapeContext) -> None:
-    """Run the op's shape rule; every failure becomes a ShapeError naming the op."""
+    """Run the op's shape rule; every failure becomes a ShapeError naming the op. A grad op's
+    inputs are first checked against its forward op (``check_forward_relation``)."""
+    if info.type.endswith("_grad"):
+        check_forward_relation(info, ctx)
     rule = info._shape_rule
     if rule is None:
         try:
@@ -98,6 +101,63 @@ def infer(info: Any, ctx: ShapeContext) -> None:
             f"{type(e).__name__}: {e}",
             op=info.type,
         ) from e
+
+
+def check_forward_relation(info: Any, ctx: ShapeContext) -> None:
+    """A grad op ``<f>_grad`` gets what op ``<f>`` had and gave: its forward inputs must fit
+    ``<f>``'s shape rule, and each ``<out>`` or ``<out>_grad`` input must have the shape and
+    dtype that rule gives ``<out>``. Kernels index out_grad by the forward shapes, so this keeps
+    a grad op called directly, or in a hand-built or loaded program, inside its buffers. Where
+    the grad op lacks a forward input (relu_grad reads out, not x), ``<out>_grad`` is held to
+    ``<out>`` instead."""
+    from ..plugins.registry import get_registry  # (the registry builds on this layer)
+
+    forward = get_registry().ops.get(info.type.removesuffix("_grad"))
+    if forward is None:
+        return
+    proto = forward.proto
+    outs = [o.name for o in proto.outputs]
+    given = {s: ctx.inputs.get(s) for s in (*outs, *(f"{o}_grad" for o in outs))}
+    if not any(given.values()):
+        return
+    expected: dict[str, list[tuple[tuple, str]]] = {}
+    slots = {i.name: ctx.inputs.get(i.name) for i in proto.inputs}
+    required = all(v for i, v in zip(proto.inputs, slots.values()) if not i.dispensable)
+    if required and forward.attr_types.keys() <= {*forward.defaults, *ctx.attrs}:
+        attrs = {
+            **forward.defaults,
+            **{k: v for k, v in ctx.attrs.items() if k in forward.attr_types},
+        }
+        fctx = ShapeContext(forward.type, {k: v for k, v in slots.items() if v}, attrs, outs)
+        try:
+            infer(forward, fctx)
+        except ShapeError as e:
+            ctx.fail(f"its inputs are not ones {forward.type!r} accepts: {e}")
+        expected = fctx.outputs
+    for out in outs:
+        want = expected.get(out)
+        if want is None and given[out]:  # no forward result: hold out_grad to out
+            want = [(v.shape, v.dtype) for v in given[out]]
+        for slot in (out, f"{out}_grad"):
+            if want is None or not given[slot]:
+                continue
+            if len(given[slot]) != len(want):
+                ctx.fail(
+                    f"{slot} has {len(given[slot])} value(s); {forward.type!r} gives {len(want)}"
+                )
+            for v, (shape, dtype) in zip(given[slot], want):
+                if v.dtype != dtype or not _fits(v.shape, shape):
+                    ctx.fail(
+                        f"{slot} {v.name!r} is {v.dtype}{format_shape(v.shape)}; "
+                        f"{forward.type!r} gives {out} as {dtype}{format_shape(shape)}"
+                    )
+
+
+def _fits(shape: tuple, want: tuple) -> bool:
+    """Same rank, and each dimension equal where both are known."""
+    return len(shape) == len(want) and all(
+        a == b or a is None or b is None for a, b in zip(shape, want)
+    )
 
 
 def check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:

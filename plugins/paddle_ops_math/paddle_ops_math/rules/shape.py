@@ -283,6 +283,20 @@ def broadcast_to_shape(ctx):
     ctx.set_output("out", out, x.dtype)
 
 
+def broadcast_to_grad_shape(ctx):
+    """x_grad like x. broadcast_to_grad has no shape attr (the core cannot re-run the forward
+    rule), so out_grad is held to what broadcast_to can give: x broadcast to out_grad's shape."""
+    x, g = ctx.input("x"), ctx.input("out_grad")
+    if g.dtype != x.dtype:
+        ctx.fail(f"out_grad must have x's dtype {x.dtype}, got {g.dtype}")
+    lead = g.ndim - x.ndim
+    if lead < 0 or any(
+        d not in (None, 1, t) and t is not None for d, t in zip(x.shape, g.shape[lead:])
+    ):
+        ctx.fail(f"x cannot be broadcast to out_grad's shape {list(g.shape)}")
+    ctx.set_output("x_grad", x.shape, x.dtype)
+
+
 def expand_grad(ctx):
     """expand is broadcast_to: sum the gradient back with broadcast_to_grad."""
     gx = ctx.input_grad("x")

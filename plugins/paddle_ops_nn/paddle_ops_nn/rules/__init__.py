@@ -5,14 +5,7 @@ Most grad rules are the core's ``paddle_core.rules:default_grad``: each op ``T``
 op, declared beside it in the manifest, with its own kernel.
 """
 
-from .conv import (
-    conv2d_grad_shape,
-    conv2d_shape,
-    conv2d_transpose_grad_shape,
-    conv2d_transpose_shape,
-    pool2d_grad_shape,
-    pool2d_shape,
-)
+from .conv import conv2d_shape, conv2d_transpose_shape, pool2d_shape
 from .embedding import embedding_shape
 from .norm import (
     batch_norm_backward,
@@ -30,5 +23,6 @@ from .softmax import (
     cross_entropy_shape,
     softmax_shape,
     softmax_with_cross_entropy_backward,
+    softmax_with_cross_entropy_grad_shape,
     softmax_with_cross_entropy_shape,
 )

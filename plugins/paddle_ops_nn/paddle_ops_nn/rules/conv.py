@@ -2,14 +2,13 @@
 src/pool_cpu.cpp; the same geometry in C++ is src/window.hpp).
 
 Spatial sizes may be unknown (None) when appending; channels, kernels and every attr are
-checked here, naming the value that does not fit. The grad ops' rules recompute the forward
-shapes and refuse an ``out_grad`` of any other shape, so a grad op called directly or from a
-hand-built program never hands its kernel tensors that do not fit.
+checked here, naming the value that does not fit. The grad ops use the core's grad_shapes: the
+core holds a grad op's inputs to these forward rules first (an ``out_grad`` of any other shape
+is refused), so a grad op called directly or from a hand-built program never hands its kernel
+tensors that do not fit.
 """
 
 from __future__ import annotations
-
-from paddle_core.rules import grad_shapes
 
 FLOATS = ("float32", "float64")
 
@@ -168,39 +167,13 @@ def _pool_out(ctx) -> tuple:
     return (*x.shape[:2], *size)
 
 
-def _check_out_grad(ctx, out: tuple) -> None:
-    g = ctx.input("out_grad")
-    x = ctx.input("x")
-    if g.dtype != x.dtype:
-        ctx.fail(f"out_grad must have x's dtype {x.dtype}, got {g.dtype}")
-    if len(g.shape) != len(out) or any(
-        a is not None and b is not None and a != b for a, b in zip(g.shape, out)
-    ):
-        ctx.fail(f"out_grad must have the forward output's shape {_fmt(out)}, got {_fmt(g.shape)}")
-
-
 def conv2d_shape(ctx) -> None:
     ctx.set_output("out", _conv_out(ctx), ctx.input("x").dtype)
-
-
-def conv2d_grad_shape(ctx) -> None:
-    _check_out_grad(ctx, _conv_out(ctx))
-    grad_shapes(ctx)
 
 
 def conv2d_transpose_shape(ctx) -> None:
     ctx.set_output("out", _conv_transpose_out(ctx), ctx.input("x").dtype)
 
 
-def conv2d_transpose_grad_shape(ctx) -> None:
-    _check_out_grad(ctx, _conv_transpose_out(ctx))
-    grad_shapes(ctx)
-
-
 def pool2d_shape(ctx) -> None:
     ctx.set_output("out", _pool_out(ctx), ctx.input("x").dtype)
-
-
-def pool2d_grad_shape(ctx) -> None:
-    _check_out_grad(ctx, _pool_out(ctx))
-    grad_shapes(ctx)

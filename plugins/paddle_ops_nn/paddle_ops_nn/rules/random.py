@@ -18,6 +18,12 @@ def dropout_shape(ctx):
 
 
 def dropout_grad_shape(ctx):
-    """x_grad like out_grad."""
-    g = ctx.input("out_grad")
+    """x_grad like out_grad, which must be shaped like the mask (the kernel reads both)."""
+    g, mask = ctx.input("out_grad"), ctx.input("mask")
+    if mask.dtype != "uint8":
+        ctx.fail(f"mask must be uint8 (what dropout gives), got {mask.dtype}")
+    if len(g.shape) != len(mask.shape) or any(
+        a is not None and b is not None and a != b for a, b in zip(g.shape, mask.shape)
+    ):
+        ctx.fail(f"out_grad {list(g.shape)} must have the mask's shape {list(mask.shape)}")
     ctx.set_output("x_grad", g.shape, g.dtype)

@@ -113,6 +113,22 @@ def softmax_with_cross_entropy_shape(ctx) -> None:
     ctx.set_output("loss", loss, x.dtype)
 
 
+def softmax_with_cross_entropy_grad_shape(ctx) -> None:
+    """logits_grad like softmax. The grad op reads softmax (shaped like logits), not logits, so
+    the core cannot re-run the forward rule: label, loss_grad and softmax_grad are held to
+    softmax here."""
+    x = _float_input(ctx, "softmax")
+    axis = _class_axis(ctx, x, "softmax", ctx.attrs["axis"])
+    loss = _label(ctx, x, "softmax", axis, ctx.attrs["soft_label"])
+    for slot, want in (("loss_grad", loss), ("softmax_grad", x.shape)):
+        g = ctx.input(slot)
+        if g is not None and g.dtype != x.dtype:
+            ctx.fail(f"{slot} must have softmax's dtype {x.dtype}, got {g.dtype}")
+        if g is not None:
+            _merge(ctx, g.shape, want, f"{slot} must have shape {_fmt(want)}, got {_fmt(g.shape)}")
+    ctx.set_output("logits_grad", x.shape, x.dtype)
+
+
 def accuracy_shape(ctx) -> None:
     """accuracy: x [..., C] with k <= C, hard labels; three 0-d outputs."""
     x = _float_input(ctx, "x")
