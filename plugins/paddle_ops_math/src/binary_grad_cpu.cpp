@@ -84,12 +84,16 @@ struct GradDivX {
 struct GradDivY {
   template <class T> T operator()(T x, T y, T g) const { return -g * x / (y * y); }
 };
+// pow's gradients follow PyTorch's: 0 where the formula's limit is (y == 0 for x, x == 0 with
+// y >= 0 for y), the formula elsewhere: NaN for y's at a negative base, -inf at 0 with y < 0.
 struct GradPowX {  // d(x^y)/dx = y x^(y-1)
-  template <class T> T operator()(T x, T y, T g) const { return g * y * std::pow(x, y - T(1)); }
-};
-struct GradPowY {  // d(x^y)/dy = x^y ln x (0 where x == 0)
   template <class T> T operator()(T x, T y, T g) const {
-    return x > T(0) ? g * std::pow(x, y) * std::log(x) : T(0);
+    return y == T(0) ? T(0) : g * y * std::pow(x, y - T(1));
+  }
+};
+struct GradPowY {  // d(x^y)/dy = x^y ln x
+  template <class T> T operator()(T x, T y, T g) const {
+    return x == T(0) && y >= T(0) ? T(0) : g * std::pow(x, y) * std::log(x);
   }
 };
 struct GradMaxX {  // ties send the gradient to x, like the forward's choice of x

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, NUMBERS, assert_matches, check_grad, rand, run1
+from op_helpers import FLOATS, NUMBERS, assert_matches, check_grad, rand, run1, run_op
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
@@ -115,3 +115,30 @@ def test_integer_overflow_wraps_like_numpy(op, dtype):
     with np.errstate(over="ignore"):
         want = BINARY[op][0](x, y)
     assert_matches(run1(op, {"x": x, "y": y}), want)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_pow_gradients_at_zero_and_negative_bases_are_pytorchs(dtype):
+    """d(x^y)/dy = x^y ln x is NaN at a negative base and -inf at 0 with y < 0; 0 only where
+    PyTorch's limit is (x == 0 with y >= 0; for x, y == 0). Summed under broadcasting, a NaN
+    stays NaN rather than adding up to a plausible finite number."""
+    x = np.array([-2, -0.5, 0, 0, 0, 0.5, 2], dtype)
+    y = np.array([1.5, 2, 2, -1, 0, 0, 3], dtype)
+    g = np.full(x.shape, 2, dtype)
+    with np.errstate(all="ignore"):
+        want_x = np.where(y == 0, 0, g * y * x ** (y - 1)).astype(dtype)
+        want_y = np.where((x == 0) & (y >= 0), 0, g * x**y * np.log(x)).astype(dtype)
+    got = run_op("pow_grad", {"x": x, "y": y, "out_grad": g})
+    np.testing.assert_allclose(got["x_grad"][0], want_x, rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(got["y_grad"][0], want_y, rtol=1e-6, equal_nan=True)
+    assert np.isnan(want_y[:2]).all() and want_y[3] == -np.inf  # the cases the test is about
+    broadcast = run_op("pow_grad", {"x": x[:2], "y": y[:1], "out_grad": g[:2]})
+    assert np.isnan(broadcast["y_grad"][0]).all()
+    try:
+        import torch
+    except ImportError:
+        return
+    tx, ty = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    torch.pow(tx, ty).backward(torch.tensor(g))
+    np.testing.assert_allclose(got["x_grad"][0], tx.grad.numpy(), rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(got["y_grad"][0], ty.grad.numpy(), rtol=1e-6, equal_nan=True)
