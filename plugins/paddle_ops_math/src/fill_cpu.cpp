@@ -32,12 +32,18 @@ class Scale {
     const T* src = x.data<T>();
     T* dst = out.data<T>();
     if constexpr (std::is_floating_point_v<T>) {
-      // In T's own precision (so float32 vectorises); bias folded for the scale * (x + b) form.
-      const T s = static_cast<T>(self.scale_);
-      const T b = static_cast<T>(self.after_ ? self.bias_ : self.bias_ * self.scale_);
-      parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) dst[i] = src[i] * s + b;
-      });
+      // In T's own precision (so float32 vectorises), in the order the op's doc gives: folding
+      // the bias into scale * (x + b) overflows where the result does not (1e308 * (x - 1.5)).
+      const T s = static_cast<T>(self.scale_), b = static_cast<T>(self.bias_);
+      if (self.after_) {
+        parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) dst[i] = src[i] * s + b;
+        });
+      } else {
+        parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) dst[i] = (src[i] + b) * s;
+        });
+      }
     } else {
       const double s = self.scale_, b = self.bias_;
       const bool after = self.after_;

@@ -20,6 +20,14 @@ def test_scale(dtype, after):
     assert_matches(got, want.astype(dtype))
 
 
+def test_scale_computes_in_the_order_its_doc_gives():
+    """(x + bias) * scale is finite here; scale * x + bias * scale overflows to inf - inf."""
+    x = np.array([3.0, 1.5, -2.0])
+    got = run1("scale", {"x": x}, {"scale": 1e308, "bias": -1.5, "bias_after_scale": False})
+    np.testing.assert_array_equal(got, (x - 1.5) * 1e308)
+    assert np.isfinite(got).all()
+
+
 @pytest.mark.parametrize("src", ALL)
 @pytest.mark.parametrize("dst", ALL)
 def test_cast_like_numpy_astype(src, dst):
