@@ -9,6 +9,7 @@ form (appending an op must be cheap); descs are built when saving.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -39,6 +40,9 @@ class Program:
         self._name_counts: dict[str, int] = {}
         self.op_role = "forward"  # the role of ops appended now (see role_guard)
         self._random_seed = 0
+        # Plans prepared for this program, per executor (run/executor.py). Kept here, not in the
+        # executor, so they go with the program: an executor never keeps alive what it ran.
+        self.plan_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     @property
     def version(self) -> int:

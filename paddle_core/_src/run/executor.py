@@ -54,8 +54,6 @@ class Executor:
         # planned value keeps a buffer of its own, as a check on a kernel suspected of
         # reading memory it did not write).
         self.reuse_memory = reuse_memory
-        self._plans: weakref.WeakKeyDictionary[Program, OrderedDict] = weakref.WeakKeyDictionary()
-        self._plugins: tuple = ()  # (registry, hooks generation) the plans were prepared under
         self._last: _RepeatedCall | None = None  # the previous run(), for its fast repeat
         self.prepare_count = 0  # how many plans were built (cache misses)
         self.run_count = 0
@@ -116,13 +114,13 @@ class Executor:
         return self._plan(program, tuple(signature), fetch_names)
 
     def _plan(self, program: Program, signature: tuple, fetch_names: list[str]) -> PreparedProgram:
+        # This executor's plans for the program live on the program (they go with it), made
+        # under one (registry, hooks generation): when plugins change, kernels may differ.
         plugins = (get_registry(), hooks.generation)
-        if plugins != self._plugins:  # plugins changed: kernels, passes may differ
-            self._plans = weakref.WeakKeyDictionary()
-            self._plugins = plugins
-        plans = self._plans.get(program)
-        if plans is None:
-            plans = self._plans[program] = OrderedDict()
+        cached = program.plan_cache.get(self)
+        if cached is None or cached[0] != plugins:
+            cached = program.plan_cache[self] = (plugins, OrderedDict())
+        plans = cached[1]
         key = (program.version, signature, tuple(fetch_names))
         plan = plans.get(key)
         if plan is not None:

@@ -743,3 +743,38 @@ def test_a_repeated_call_is_still_checked_when_anything_changes():
         more = pc.ops.toy_scale(out, scale=3.0)  # the program changed
     (got,) = exe.run(prog, feed={"x": ones}, fetch_list=[more])
     assert got.tolist() == [[6.0] * 3] * 2 and exe.prepare_count == 3  # (2, 3) was cached
+
+
+def _small_program():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [4])
+        y = pc.ops.add(x, x)
+    return prog, y
+
+
+def test_an_executor_does_not_keep_the_programs_it_ran_alive():
+    """Plans are cached per program but live on the program: 500 programs built, run through
+    one executor and dropped are all collected, and so is an executor dropped before its
+    program."""
+    import gc
+    import weakref
+
+    exe = pc.Executor()
+    feed = {"x": np.ones(4, np.float32)}
+    dropped = []
+    for _ in range(500):
+        prog, y = _small_program()
+        exe.run(prog, feed=feed, fetch_list=[y])
+        dropped.append(weakref.ref(prog))
+        del prog, y
+    last, y = _small_program()
+    exe.run(last, feed=feed, fetch_list=[y])  # the executor remembers only its last call
+    gc.collect()
+    assert sum(r() is not None for r in dropped) == 0
+    (got,) = exe.run(last, feed=feed, fetch_list=[y])  # and its cache still works
+    assert exe.prepare_count == 501 and (got == 2).all()
+    gone = weakref.ref(exe)
+    del exe
+    gc.collect()
+    assert gone() is None and len(last.plan_cache) == 0
