@@ -46,6 +46,7 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
         "examples/quickstart.py",
         "examples/linear_regression.py",
         "examples/train_digits.py",
+        "examples/train_digits_model.py",
         "docs/walkthrough.py",
     ],
 )
