@@ -142,14 +142,19 @@ class Model:
 
     @device.setter
     def device(self, device: Any) -> None:
-        chosen = get_device(device)
-        if self._ran and chosen != self._device:
+        if not self._ran:
+            self._device = get_device(device)
+            return
+        try:
+            chosen = get_device(device)
+        except DeviceError:  # unknown or unavailable here: not this device either way
+            chosen = None
+        if chosen != self._device:
             raise DeviceError(
                 f"the model's device is {self._device}, fixed when it first ran; it cannot "
-                f"become {chosen} (make another Model on {chosen}, sharing this one's scope "
-                "if it needs the values)"
+                f"become {chosen or device} (make another Model on that device, sharing this "
+                "one's scope if it needs the values)"
             )
-        self._device = chosen
 
     def guard(self) -> Any:
         """``program_guard(main_program, startup_program)``: inside it, the Program API builds

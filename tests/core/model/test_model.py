@@ -53,8 +53,12 @@ def test_the_device_is_chosen_before_the_first_run_and_fixed_by_it():
     y.value(feed={x: ONES})
     assert "(fixed)" in repr(model)
     model.device = "cpu"  # the same device: fine
-    with pytest.raises(pc.DeviceError, match=r"device is cpu, fixed when it first ran.*sim:0"):
+    with pytest.raises(
+        pc.DeviceError, match=r"device is cpu, fixed when it first ran.*become sim:0"
+    ):
         model.device = "sim"
+    with pytest.raises(pc.DeviceError, match=r"fixed when it first ran.*become tpu"):
+        model.device = "tpu"
     with pytest.raises(pc.DeviceError, match="unknown device 'tpu'"):
         pc.Model(device="tpu")
 
