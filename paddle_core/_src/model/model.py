@@ -10,8 +10,7 @@ is a write, stamped on the scopes' ``CLOCK``), initialises parameters the scope 
 those: models sharing a scope share their values), finds or builds the subgraph of the
 requested expressions and runs it, or serves a kept result while nothing it read changed.
 
-``default_model()`` is the model of the default programs and the global scope: layers called
-without ``model=`` and without expressions build it, and return Variables, as they always did.
+Saving is ``storage``'s; the global model (``default_model()``) is ``default``'s.
 """
 
 from __future__ import annotations
@@ -25,24 +24,20 @@ from typing import Any
 import numpy as np
 
 from ..base.errors import DeviceError, FeedError, ProgramError
-from ..graph import defaults
 from ..graph.program import Program, program_guard
-from ..graph.serialization import load_program, save_program
-from ..graph.variable import Parameter, Variable
+from ..graph.variable import Variable
 from ..plugins import hooks
 from ..plugins.devices import get_device
 from ..plugins.registry import get_registry
 from ..run.executor import default_num_threads, feed_array
 from ..run.planning import plan
 from ..run.prepared import PreparedProgram
-from ..run.scope import CLOCK, Scope, global_scope
-from ..run.values import load_values, save_values
+from ..run.scope import CLOCK, Scope
+from . import storage
 from .expression import Expression, TrainStep
 from .subgraph import Subgraph
 
 _ndarray = np.ndarray
-# What Model.save writes in its directory.
-MAIN, STARTUP, VALUES = "main.pb", "startup.pb", "values.npz"
 MAX_UNIONS = 64  # subgraphs of several expressions (model.run) kept per model
 
 
@@ -212,12 +207,10 @@ class Model:
         name = _name_of(parameter)
         grad = self.param_grad_map.get(name)
         if grad is None:
+            known = ", ".join(self.param_grad_map) or "none yet"
             raise ProgramError(
-                f"the model has no gradient of {name!r}; minimize a loss depending on it first"
-                + (
-                    f" (it has gradients of: {', '.join(self.param_grad_map)})"
-                    * bool(self.param_grad_map)
-                )
+                f"the model has no gradient of {name!r}; minimize a loss depending on it "
+                f"first (it has gradients of: {known})"
             )
         return self.expression(grad)
 
@@ -508,106 +501,29 @@ class Model:
             clone.param_grad_map = dict(self.param_grad_map)
         return clone
 
-    # -- saving -----------------------------------------------------------------------------
+    # -- saving (storage.py) -----------------------------------------------------------------
 
     def save(self, dirname: str | os.PathLike) -> None:
         """Write the model to directory ``dirname``: its programs (``main.pb``,
         ``startup.pb``) and the values of its persistable variables (``values.npz``: the
         parameters, and the optimizer's state and step counters that have one, so training
         resumes exactly). ``pc.load_model`` reads it back; ``load`` restores the values."""
-        block = self.main_program.global_block()
-        names = []
-        for var in block.vars.values():
-            if not var.persistable:
-                continue
-            if var.name in self.scope:
-                names.append(var.name)
-            elif isinstance(var, Parameter):
-                raise FeedError(
-                    f"parameter {var.name!r} has no value yet; run the model (or model.init()) "
-                    "before saving it"
-                )
-        os.makedirs(dirname, exist_ok=True)
-        save_program(self.main_program, os.path.join(dirname, MAIN))
-        save_program(self.startup_program, os.path.join(dirname, STARTUP))
-        save_values(os.path.join(dirname, VALUES), names, self.scope)
+        storage.save(self.main_program, self.startup_program, self.scope, dirname)
 
     def load(self, dirname: str | os.PathLike) -> None:
         """Set this model's persistable values from a directory ``save`` wrote (a checkpoint):
         every parameter must be there with its declared shape and dtype, checked before any
         is set; the optimizer's state is set where the file has it."""
-        block = self.main_program.global_block()
-        persistables = [v for v in block.vars.values() if v.persistable]
-        optional = {v.name for v in persistables if not isinstance(v, Parameter)}
-        names = [v.name for v in persistables]
-        load_values(os.path.join(dirname, VALUES), block, names, self.root_scope, optional)
+        storage.load_values(self.main_program, self.root_scope, dirname)
 
 
 def load_model(dirname: str | os.PathLike, device: Any = None, scope: Scope | None = None) -> Model:
     """The Model a ``Model.save`` wrote to ``dirname``, its values in ``scope`` (default: a new
     one). Its expressions: ``model.expression(name)``."""
-    main = load_program(os.path.join(dirname, MAIN))
-    startup = load_program(os.path.join(dirname, STARTUP))
+    main, startup = storage.load_programs(dirname)
     model = Model(device, scope=scope, main_program=main, startup_program=startup)
     model.load(dirname)
     return model
-
-
-class DefaultModel(Model):
-    """The global model: the default programs of the moment and the global scope."""
-
-    def _set_programs(self, main: Program | None, startup: Program | None) -> None:
-        self._init_program: Program | None = None  # the startup program last initialised
-        self._fed_program: Program | None = None  # the program the feeds are for
-
-    @property
-    def _main(self) -> Program:  # type: ignore[override]
-        return defaults.main
-
-    @property
-    def _startup(self) -> Program:  # type: ignore[override]
-        return defaults.startup
-
-    def init(self) -> None:
-        super().init()
-        self._init_program = defaults.startup
-
-    def _start(self) -> None:
-        if self._init_program is not defaults.startup:
-            self._init_version = -1  # another startup program: initialise what it holds
-        super()._start()
-
-    def feed(self, feed: dict[Any, Any]) -> None:
-        if defaults.main is not self._fed_program:  # feeds belong to one program
-            self._feeds, self._feed_stamps, self._feed_specs = {}, {}, {}
-            self._fed_program = defaults.main
-            self._feed_layout += 1
-        super().feed(feed)
-
-    def _value_of(self, expr: Expression, feed: dict | None = None) -> Any:
-        if expr.variable.block.program is not defaults.main:
-            self._subgraph((expr,))  # raises: the expression is of another program
-        if self._init_program is not defaults.startup:
-            self._init_version = -1
-        return super()._value_of(expr, feed)
-
-    def _evaluate(self, targets: tuple[Expression, ...]) -> list:
-        for t in targets:
-            if t.variable.block.program is not defaults.main:
-                self._subgraph((t,))  # raises: the expression is of another program
-        return super()._evaluate(targets)
-
-
-_default: DefaultModel | None = None
-
-
-def default_model() -> Model:
-    """The model layers build when given neither ``model=`` nor an expression: the default
-    programs (``program_guard`` changes them) and the global scope."""
-    global _default
-    if _default is None:
-        _default = DefaultModel(scope=global_scope())
-    return _default
 
 
 def _name_of(value: Any) -> str:

@@ -297,3 +297,26 @@ def test_building_mistakes_are_named():
     step = one.minimize(loss, pc.optimizer.SGD(0.1))
     with pytest.raises(pc.ProgramError, match="takes a loss, not a training step"):
         one.minimize(step, pc.optimizer.SGD(0.1))
+
+
+class TenfoldScales:
+    """A program pass setting every scale op's factor to 10 (on the planner's private copy)."""
+
+    @pc.hookimpl
+    def paddle_core_transform_program(self, program, device):
+        for op in program.global_block().ops:
+            if op.type == "scale":
+                op.set_attr("scale", 10.0)
+
+
+def test_a_subgraph_is_planned_on_the_program_passes_rewrite():
+    model = pc.Model()
+    x = pc.layers.data("x", [2], model=model)
+    y = pc.ops.scale(x, scale=2.0)
+    pc.ops.exp(x)  # an op y does not need, after it
+    data = np.ones((1, 2), np.float32)
+    np.testing.assert_array_equal(y.value(feed={x: data}), [[2, 2]])
+    pc.register_plugin(TenfoldScales(), name="tenfold")  # plugins changed: plans are redone
+    np.testing.assert_array_equal(y.value(), [[10, 10]])
+    assert model.ops_run == 2  # still y's op alone
+    assert model.main_program.global_block().ops[0].attr("scale") == 2.0

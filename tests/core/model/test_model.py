@@ -23,10 +23,32 @@ class Sim(pc.Device):
         return array
 
 
+class Boxed:
+    """A buffer of the "far" device: a host array kernels cannot read as it is."""
+
+    def __init__(self, array):
+        self.array, self.shape, self.dtype = array, array.shape, array.dtype
+
+
+class Far(pc.Device):
+    """A device type with memory of its own: its plans run in the Python loop, with copies."""
+
+    type = "far"
+
+    def holds(self, value):
+        return isinstance(value, Boxed)
+
+    def to_device(self, array):
+        return array if isinstance(array, Boxed) else Boxed(np.array(array))
+
+    def to_host(self, buffer):
+        return buffer.array.copy() if isinstance(buffer, Boxed) else buffer
+
+
 class SimDevices:
     @pc.hookimpl
     def paddle_core_device_types(self):
-        return [Sim]
+        return [Sim, Far]
 
 
 def linear(model, name="w", size=1):
@@ -71,6 +93,20 @@ def test_a_model_runs_on_its_device():
     with pytest.warns(RuntimeWarning, match="no sim kernel"):
         y.value(feed={x: ONES})
     assert model.device == pc.get_device("sim")
+
+
+@pytest.mark.usefixtures("fresh_warnings")
+def test_a_model_on_a_device_with_memory_of_its_own():
+    pc.register_plugin(SimDevices())
+    model = pc.Model(device="far")
+    x, y = linear(model)
+    z = pc.layers.data("z", [2], model=model)  # fed, but not read by y
+    with pytest.warns(RuntimeWarning, match="no far kernel"):
+        got = y.value(feed={x: ONES, z: ONES})
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, ONES @ model.scope.find_var("w").array, rtol=1e-6)
+    y.value()
+    assert model.run_count == 1
 
 
 def test_an_unset_device_becomes_the_cpu_at_init():
