@@ -45,6 +45,12 @@ _EXPORTS = {
     # running
     "Executor": "_src.run.executor",
     "PreparedProgram": "_src.run.prepared",
+    # models and expressions
+    "Model": "_src.model.model",
+    "Expression": "_src.model.expression",
+    "TrainStep": "_src.model.expression",
+    "default_model": "_src.model.default",
+    "load_model": "_src.model.model",
     "Scope": "_src.run.scope",
     "global_scope": "_src.run.scope",
     "Device": "_src.base.device",
@@ -148,6 +154,9 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     from ._src.graph.serialization import load_program, save_program
     from ._src.graph.shape_inference import ShapeContext
     from ._src.graph.variable import Initializer, Parameter, Variable
+    from ._src.model.default import default_model
+    from ._src.model.expression import Expression, TrainStep
+    from ._src.model.model import Model, load_model
     from ._src.plugins.devices import get_device
     from ._src.plugins.hooks import hookimpl, hookspec, register_plugin, unregister_plugin
     from ._src.plugins.registry import PluginConflictWarning, get_registry, reload_registry

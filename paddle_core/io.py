@@ -18,15 +18,13 @@ import json
 import os
 from collections.abc import Sequence
 
-import numpy as np
-
-from ._src.base.dtypes import name_of
-from ._src.base.errors import FeedError, ProgramError
+from ._src.base.errors import ProgramError
 from ._src.graph.program import Program, default_main_program
 from ._src.graph.serialization import load_program, save_program
-from ._src.graph.variable import Variable, format_shape
+from ._src.graph.variable import Variable
 from ._src.run.planning import prune
 from ._src.run.scope import Scope, global_scope
+from ._src.run.values import load_values, save_values
 
 __all__ = ["load_inference_model", "load_params", "save_inference_model", "save_params"]
 
@@ -38,7 +36,7 @@ def save_params(
 ) -> None:
     """Write ``program``'s parameters' values (from ``scope``) to ``path`` (``.npz``)."""
     program = program or default_main_program()
-    _save(path, [p.name for p in program.all_parameters()], scope or global_scope())
+    save_values(path, [p.name for p in program.all_parameters()], scope or global_scope())
 
 
 def load_params(
@@ -47,7 +45,8 @@ def load_params(
     """Read parameters written by ``save_params`` into ``scope``: every one of ``program``'s
     parameters must be in the file, with its declared shape and dtype."""
     program = program or default_main_program()
-    _load(path, program, [p.name for p in program.all_parameters()], scope or global_scope())
+    names = [p.name for p in program.all_parameters()]
+    load_values(path, program.global_block(), names, scope or global_scope())
 
 
 def save_inference_model(
@@ -67,7 +66,7 @@ def save_inference_model(
     block = inference.global_block()
     used = {n for op in block.ops for n in op.input_names}
     persistables = [v.name for v in block.vars.values() if v.persistable and v.name in used]
-    _save(os.path.join(dirname, PARAMS), persistables, scope or global_scope())
+    save_values(os.path.join(dirname, PARAMS), persistables, scope or global_scope())
     with open(os.path.join(dirname, META), "w", encoding="utf-8") as f:
         json.dump({"feed": list(feed_names), "fetch": fetch_names}, f, indent=1)
     return inference
@@ -87,53 +86,14 @@ def load_inference_model(
     program = load_program(os.path.join(dirname, MODEL))
     block = program.global_block()
     persistables = [v.name for v in block.vars.values() if v.persistable]
-    _load(
-        os.path.join(dirname, PARAMS), program, persistables, scope or global_scope(), partial=True
+    load_values(
+        os.path.join(dirname, PARAMS),
+        block,
+        persistables,
+        scope or global_scope(),
+        optional=set(persistables),
     )
     return program, feed, [block.var(name) for name in fetch]
-
-
-def _save(path: str | os.PathLike, names: list[str], scope: Scope) -> None:
-    values = {}
-    for name in names:
-        value = scope.find_var(name)
-        if value is None:
-            raise FeedError(
-                f"parameter {name!r} has no value in the scope; run the startup program (and "
-                "train) before saving"
-            )
-        values[name] = np.asarray(value)
-    try:
-        with open(path, "wb") as f:
-            np.savez(f, **values)
-    except OSError as e:
-        raise ProgramError(f"cannot save parameters to {os.fspath(path)!r}: {e.strerror}") from None
-
-
-def _load(
-    path: str | os.PathLike, program: Program, names: list[str], scope: Scope, partial: bool = False
-) -> None:
-    """Check every array before loading any; ``partial``: load those the file has."""
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError) as e:
-        raise ProgramError(f"cannot read parameters from {os.fspath(path)!r}: {e}") from None
-    block = program.global_block()
-    for name in names:
-        if name not in arrays:
-            if partial:
-                continue
-            raise FeedError(f"{os.fspath(path)!r} has no value for parameter {name!r}")
-        var, value = block.var(name), arrays[name]
-        if value.shape != var.shape or name_of(value.dtype) != var.dtype:
-            raise FeedError(
-                f"parameter {name!r} is declared {var.dtype}{format_shape(var.shape)}, but "
-                f"{os.fspath(path)!r} holds {value.dtype}{list(value.shape)} for it"
-            )
-    for name in names:
-        if name in arrays:
-            scope.set_var(name, np.ascontiguousarray(arrays[name]))
 
 
 def _pruned(program: Program, feed_names: list[str], fetch_names: list[str]) -> Program:

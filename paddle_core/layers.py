@@ -2,7 +2,9 @@
 signatures.
 
 A layer appends ops to the current program (``program_guard``) and creates its parameters in
-its global block, their initializers in the startup program; it has no kernel of its own. The
+its global block, their initializers in the startup program; it has no kernel of its own.
+Every layer also takes ``model=`` (keyword-only): given a ``pc.Model``, or called on a model's
+Expressions, it builds that model and returns Expressions (``model_method``). The
 ops come from plugins: ``fc`` uses paddle-ops-math's ``matmul_2d`` and ``add``, activations and
 losses paddle-ops-nn's::
 
@@ -29,6 +31,7 @@ from ._src.graph.block import append_initializer
 from ._src.graph.program import data as program_data
 from ._src.graph.program import default_main_program, default_startup_program
 from ._src.graph.variable import Initializer, Parameter, Variable
+from ._src.model.methods import model_method
 
 __all__ = [
     "accuracy",
@@ -63,6 +66,7 @@ __all__ = [
 ]
 
 
+@model_method
 def data(
     name: str, shape: Sequence[int], dtype: str = "float32", append_batch_size: bool = True
 ) -> Variable:
@@ -70,6 +74,7 @@ def data(
     return program_data(name, [None, *shape] if append_batch_size else list(shape), dtype)
 
 
+@model_method
 def create_parameter(
     shape: Sequence[int],
     dtype: str = "float32",
@@ -106,6 +111,7 @@ def _activate(x: Variable, act: str | None) -> Variable:
     return fn(x)
 
 
+@model_method
 def fc(
     input: Variable,
     size: int,
@@ -176,6 +182,7 @@ def _nchw_channels(input: Variable, layer: str) -> int:
     return input.shape[1]
 
 
+@model_method
 def conv2d(
     input: Variable,
     num_filters: int,
@@ -218,6 +225,7 @@ def conv2d(
     return _activate(out, act)
 
 
+@model_method
 def conv2d_transpose(
     input: Variable,
     num_filters: int,
@@ -280,6 +288,7 @@ def conv2d_transpose(
     return _activate(out, act)
 
 
+@model_method
 def pool2d(
     input: Variable,
     pool_size: int | Sequence[int] = -1,
@@ -307,6 +316,7 @@ def pool2d(
     )
 
 
+@model_method
 def embedding(
     input: Variable,
     size: Sequence[int],
@@ -323,6 +333,7 @@ def embedding(
     return ops.embedding(input, table, padding_idx=-1 if padding_idx is None else padding_idx)
 
 
+@model_method
 def dropout(
     x: Variable,
     dropout_prob: float,
@@ -341,6 +352,7 @@ def dropout(
     return out
 
 
+@model_method
 def batch_norm(
     input: Variable,
     act: str | None = None,
@@ -398,6 +410,7 @@ def batch_norm(
     return _activate(program.current_block().var(op.outputs["y"][0]), act)
 
 
+@model_method
 def layer_norm(
     input: Variable,
     scale: bool = True,
@@ -438,6 +451,7 @@ def layer_norm(
     return _activate(y, act)
 
 
+@model_method
 def cross_entropy(
     input: Variable, label: Variable, soft_label: bool = False, ignore_index: int = -100
 ) -> Variable:
@@ -445,6 +459,7 @@ def cross_entropy(
     return ops.cross_entropy(input, label, soft_label=soft_label, ignore_index=ignore_index)
 
 
+@model_method
 def softmax_with_cross_entropy(
     logits: Variable,
     label: Variable,
@@ -460,53 +475,65 @@ def softmax_with_cross_entropy(
     return (loss, probabilities) if return_softmax else loss
 
 
+@model_method
 def mean(x: Variable) -> Variable:
     """The mean of all elements (a scalar)."""
     return ops.mean(x)
 
 
+@model_method
 def accuracy(input: Variable, label: Variable, k: int = 1) -> Variable:
     """The fraction of rows whose label is among the ``k`` highest scores of ``input``."""
     acc, _, _ = ops.accuracy(input, label, k=k)
     return acc
 
 
+@model_method
 def relu(x: Variable) -> Variable:
     return ops.relu(x)
 
 
+@model_method
 def leaky_relu(x: Variable, alpha: float = 0.02) -> Variable:
     return ops.leaky_relu(x, alpha=alpha)
 
 
+@model_method
 def gelu(x: Variable, approximate: bool = False) -> Variable:
     return ops.gelu(x, approximate=approximate)
 
 
+@model_method
 def elu(x: Variable, alpha: float = 1.0) -> Variable:
     return ops.elu(x, alpha=alpha)
 
 
+@model_method
 def softplus(x: Variable) -> Variable:
     return ops.softplus(x)
 
 
+@model_method
 def silu(x: Variable) -> Variable:
     return ops.silu(x)
 
 
+@model_method
 def sigmoid(x: Variable) -> Variable:
     return ops.sigmoid(x)
 
 
+@model_method
 def tanh(x: Variable) -> Variable:
     return ops.tanh(x)
 
 
+@model_method
 def softmax(input: Variable, axis: int = -1) -> Variable:
     return ops.softmax(input, axis=axis)
 
 
+@model_method
 def log_softmax(input: Variable, axis: int = -1) -> Variable:
     return ops.log_softmax(input, axis=axis)
 
@@ -527,6 +554,7 @@ ACTIVATIONS = {
 # -- learning-rate schedules: ops fed by a step counter -------------------------------------
 
 
+@model_method
 def step_counter(name: str = "@step_counter") -> Variable:
     """A persistable float32 [1] counter of training steps: 0 before the first, incremented at
     the start of every run of the training program (an "optimize" op, so evaluation programs
@@ -547,6 +575,7 @@ def _initialize(var: Variable, initializer: Initializer) -> None:
     append_initializer(var, initializer, default_startup_program().global_block())
 
 
+@model_method
 def piecewise_decay(boundaries: Sequence[int], values: Sequence[float]) -> Variable:
     """values[i] from step boundaries[i - 1] on (values[0] before boundaries[0])."""
     if len(values) != len(boundaries) + 1:
@@ -559,6 +588,7 @@ def piecewise_decay(boundaries: Sequence[int], values: Sequence[float]) -> Varia
     return lr
 
 
+@model_method
 def exponential_decay(
     learning_rate: float, decay_steps: int, decay_rate: float, staircase: bool = False
 ) -> Variable:
@@ -569,6 +599,7 @@ def exponential_decay(
     return ops.scale(ops.pow(_constant(decay_rate), exponent), scale=float(learning_rate))
 
 
+@model_method
 def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
     """learning_rate * (cos(pi * epoch / epochs) + 1) / 2, epoch = floor(step / step_each_epoch)."""
     epoch = ops.cast(
@@ -579,6 +610,7 @@ def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Var
     return ops.scale(cosine, scale=learning_rate / 2, bias=learning_rate / 2)
 
 
+@model_method
 def linear_lr_warmup(
     learning_rate: float | Variable, warmup_steps: int, start_lr: float, end_lr: float
 ) -> Variable:

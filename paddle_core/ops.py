@@ -17,6 +17,8 @@ from ._src.base.errors import OpInputError as _OpInputError
 from ._src.base.errors import did_you_mean as _did_you_mean
 from ._src.graph.append import append as _append
 from ._src.graph.program import default_main_program as _default_main_program
+from ._src.model.expression import Expression as _Expression
+from ._src.model.methods import append_to_model as _append_to_model
 from ._src.plugins.registry import _rebuild_listeners, get_registry
 from ._src.spec.opdoc import docstring as _docstring
 
@@ -72,8 +74,16 @@ def make_function(info: Any) -> Any:
         f"    _attrs = {{{', '.join(f'{a!r}: {a}' for a in attrs)}}}",
     ]
     body += [f"    if {a} is _MISSING: del _attrs[{a!r}]" for a in attrs if a not in defaults]
+    body.append(f"    _inputs = {{{', '.join(f'{i!r}: {i}' for i in inputs)}}}")
+    # Called on a model's expressions: appended to that model, returning expressions.
+    checks = [
+        f"_listed({s.name})" if s.duplicable else f"type({s.name}) is _Expression"
+        for s in proto.inputs
+    ]
+    if checks:
+        body.append(f"    if {' or '.join(checks)}:")
+        body.append("        return _append_to_model(_info, _inputs, _attrs, name, _result)")
     body += [
-        f"    _inputs = {{{', '.join(f'{i!r}: {i}' for i in inputs)}}}",
         "    _, _outs = _append(_default_main_program().current_block(), _info, _inputs, _attrs, name=name)",
         "    return _result(_outs)",
     ]
@@ -85,6 +95,9 @@ def make_function(info: Any) -> Any:
         "_append": _append,
         "_default_main_program": _default_main_program,
         "_result": _result_maker(info),
+        "_Expression": _Expression,
+        "_listed": _listed,
+        "_append_to_model": _append_to_model,
     }
     exec("\n".join(body), namespace)
     fn = namespace[info.type]
@@ -93,6 +106,11 @@ def make_function(info: Any) -> Any:
     fn.__qualname__ = info.type
     fn.__signature__ = _signature(info)
     return fn
+
+
+def _listed(value: Any) -> bool:
+    """Whether a duplicable input holds an Expression."""
+    return isinstance(value, (list, tuple)) and any(isinstance(v, _Expression) for v in value)
 
 
 def _result_maker(info: Any) -> Any:

@@ -23,6 +23,7 @@ from ._src.graph.block import append_initializer
 from ._src.graph.operator import Operator
 from ._src.graph.program import Program, default_startup_program
 from ._src.graph.variable import Initializer, Parameter, Variable
+from ._src.model.expression import Expression, as_variable
 
 __all__ = [
     "SGD",
@@ -82,6 +83,7 @@ class Optimizer:
         regularization: L2Decay | None = None,
         grad_clip: GradientClipByGlobalNorm | None = None,
     ) -> None:
+        learning_rate = as_variable(learning_rate)  # a schedule built on a Model
         if not isinstance(learning_rate, Variable) and not learning_rate > 0:
             raise ProgramError(f"learning_rate must be > 0 (or a Variable), got {learning_rate!r}")
         self.learning_rate = learning_rate
@@ -98,6 +100,11 @@ class Optimizer:
     ) -> tuple[list[Operator], list[tuple[Parameter, Variable]]]:
         """Append backward and the updates of the parameters ``loss`` depends on; return the
         update ops and the (parameter, gradient) pairs."""
+        if isinstance(loss, Expression):
+            raise ProgramError(
+                f"minimize(): the loss {loss.name()!r} is an Expression of a Model; train it "
+                "with model.minimize(loss, optimizer), which returns the training step"
+            )
         params_grads = append_backward(loss, parameter_list, no_grad_set)
         program = loss.block.program
         if not params_grads:

@@ -25,7 +25,7 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/plugins.md"])
+@pytest.mark.parametrize("document", ["README.md", "docs/plugins.md", "docs/model.md"])
 def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     """Each document's Python blocks run in order, as one script."""
     blocks = PYTHON_BLOCK.findall((ROOT / document).read_text())
@@ -46,6 +46,7 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
         "examples/quickstart.py",
         "examples/linear_regression.py",
         "examples/train_digits.py",
+        "examples/train_digits_model.py",
         "docs/walkthrough.py",
     ],
 )

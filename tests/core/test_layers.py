@@ -23,7 +23,7 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "paddle_core"
-LAYERS = ("base", "spec", "plugins", "graph", "run", "surface")
+LAYERS = ("base", "spec", "plugins", "graph", "run", "model", "surface")
 BASE_MODULES = {"paddle_core._version", "paddle_core.proto"}  # leaves outside _src
 OPTIONAL = {"cupy"}  # imported only when a CUDA device is used
 

@@ -134,19 +134,7 @@ class Executor:
         return plan
 
     def _feed_value(self, block: Any, name: str, value: Any) -> Any:
-        """``value`` as a NumPy array of variable ``name``'s dtype, checked against its shape."""
-        var = _feed_var(block, name)
-        if not isinstance(value, np.ndarray):
-            value = _to_array(name, var, value)
-        if not value.dtype.isnative:  # kernels read native byte order
-            value = value.astype(value.dtype.newbyteorder("="))
-        if name_of(value.dtype) != var.dtype:
-            raise FeedError(
-                f"feed {name!r} has dtype {value.dtype.name}, but variable {name!r} is {var.dtype} "
-                f"(convert with .astype({var.dtype!r}))"
-            )
-        _check_feed_shape(name, var, value.shape)
-        return value
+        return feed_array(block, name, value)
 
     def _build_plan(
         self, program: Program, signature: tuple, fetch_names: list[str]
@@ -194,6 +182,22 @@ class _RepeatedCall:
             if value.dtype is not spec[0] or value.shape != spec[1]:
                 return False
         return True
+
+
+def feed_array(block: Any, name: str, value: Any) -> Any:
+    """``value`` as a NumPy array of variable ``name``'s dtype, checked against its shape."""
+    var = _feed_var(block, name)
+    if not isinstance(value, np.ndarray):
+        value = _to_array(name, var, value)
+    if not value.dtype.isnative:  # kernels read native byte order
+        value = value.astype(value.dtype.newbyteorder("="))
+    if name_of(value.dtype) != var.dtype:
+        raise FeedError(
+            f"feed {name!r} has dtype {value.dtype.name}, but variable {name!r} is {var.dtype} "
+            f"(convert with .astype({var.dtype!r}))"
+        )
+    _check_feed_shape(name, var, value.shape)
+    return value
 
 
 def _feed_items(feed: Any) -> list[tuple[str, Any]]:

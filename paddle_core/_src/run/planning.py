@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from ..base.dtypes import ITEMSIZE
@@ -127,9 +128,19 @@ class PlanSpec:
         self.random = False  # whether a step draws random numbers (the run counter moves)
 
 
-def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) -> PlanSpec:
+def plan(
+    program: Any,
+    device: Any,
+    signature: tuple,
+    fetch_names: list[str],
+    select: Callable[[Any, set[str]], list[Any]] | None = None,
+) -> PlanSpec:
     """Plan a run of ``program`` on ``device`` for feeds ``signature`` ((name, shape, dtype),
-    sorted by name) and ``fetch_names``."""
+    sorted by name) and ``fetch_names``.
+
+    ``select(block, fed)`` picks the ops to run from the (possibly transformed) global block,
+    in block order; by default ``prune``. Ops keep the random keys of their places in the
+    block whichever are picked."""
     manager = plugin_manager()
     if manager.hook.paddle_core_transform_program.get_hookimpls():
         program = program.clone()  # passes rewrite a private copy, never the user's program
@@ -142,7 +153,8 @@ def plan(program: Any, device: Any, signature: tuple, fetch_names: list[str]) ->
     fallback = get_device(device.fallback) if device.fallback is not None else None
     fed = set(feed_names)
     available = set(fed)
-    for op in prune(block, fetch_names, fed):
+    ops = prune(block, fetch_names, fed) if select is None else select(block, set(fed))
+    for op in ops:
         for name in op.input_names:
             if name not in available:
                 fed = ", ".join(feed_names) or "nothing"

@@ -4,6 +4,12 @@ A scope maps variable names to device buffers (NumPy arrays on CPU). Persistable
 (parameters, optimizer state) stay in the user's scope across runs; lookups fall back to the
 parent scope, so a child scope sees its parent's values. A run writes a persistable result
 back where the variable lives: into the ancestor holding it, else into the scope it was given.
+
+Every write (``set_var``, ``update_var``: a run writing a persistable result) is stamped with
+the next tick of one process-wide clock, ``CLOCK``. A cached result computed at tick T is
+still good while none of the variables it read has a stamp above T: checking that costs a
+dict lookup per variable, never a look at the arrays. Changing an array in place behind the
+scope's back is not seen; set it again with ``set_var``.
 """
 
 from __future__ import annotations
@@ -14,10 +20,27 @@ from typing import Any
 from ..base.errors import FeedError, did_you_mean
 
 
+class WriteClock:
+    """Counts writes to every scope of the process; ``now`` is the stamp of the latest."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def tick(self) -> int:
+        self.now += 1
+        return self.now
+
+
+CLOCK = WriteClock()
+
+
 class Scope:
     def __init__(self, parent: Scope | None = None) -> None:
         self.parent = parent
         self._values: dict[str, Any] = {}
+        self._stamps: dict[str, int] = {}  # name -> CLOCK's tick when its value was last set
         self._random_runs = 0  # runs that drew random numbers here (kept by the root scope)
 
     def new_scope(self) -> Scope:
@@ -44,6 +67,7 @@ class Scope:
     def set_var(self, name: str, value: Any) -> None:
         """Set ``name`` in this scope (shadowing an ancestor's value)."""
         self._values[name] = value
+        self._stamps[name] = CLOCK.tick()
 
     def update_var(self, name: str, value: Any) -> None:
         """Set ``name`` in the scope holding it (this one or an ancestor), else in this one."""
@@ -51,9 +75,21 @@ class Scope:
         while scope is not None:
             if name in scope._values:
                 scope._values[name] = value
+                scope._stamps[name] = CLOCK.tick()
                 return
             scope = scope.parent
         self._values[name] = value
+        self._stamps[name] = CLOCK.tick()
+
+    def stamp(self, name: str) -> int:
+        """The ``CLOCK`` tick of the write that gave ``name`` the value this scope sees (0 when
+        it has none): a version number that grows whenever the value is set again."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope._values:
+                return scope._stamps[name]
+            scope = scope.parent
+        return 0
 
     def next_random_run(self) -> int:
         """The counter a run drawing random numbers gives its random ops: how many such runs
