@@ -92,7 +92,7 @@ class DeviceError(PaddleCoreError):
 
 
 class ConfigError(PaddleCoreError):
-    """The user's configuration (environment variables or config file) is invalid."""
+    """A setting is invalid: environment variables, the config file, or an Executor's."""
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

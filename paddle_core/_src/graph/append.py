@@ -32,6 +32,12 @@ def append(
 ) -> tuple[Operator, dict[str, list[Variable]]]:
     """Validate and append (or insert at ``position``) one op of registry entry ``info``;
     return the Operator and its output variables by slot."""
+    if name is not None and (type(name) is not str or not name):
+        raise OpInputError(
+            f"op {info.type!r}: name must be a non-empty string (it names the outputs), got "
+            f"{type(name).__name__} {name!r}",
+            op=info.type,
+        )
     sig = info._signature or info.signature()
     if sig.block_attrs:
         attrs = block_indices(info.type, attrs, sig.block_attrs, block.program)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from ..base.dtypes import DTYPES
+from ..base.dtypes import DTYPES, ITEMSIZE
 from ..base.errors import PluginError, ShapeError
+from ..base.limits import MAX_RANK, shape_problem
 from .variable import Variable, format_shape
 
 DTYPE_SET = frozenset(DTYPES)
@@ -166,6 +167,13 @@ def check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:
     for d in shape:
         if d is not None and (type(d) is not int or d < 0):
             ok = False
+    problem = shape_problem(shape, ITEMSIZE[dtype]) if ok else None
+    if problem:
+        raise ShapeError(
+            f"op {info.type!r}: output {slot!r}"
+            f"{' ' + dtype + format_shape(shape) if len(shape) <= MAX_RANK else ''} {problem}",
+            op=info.type,
+        )
     if not ok:
         raise ShapeError(
             f"op {info.type!r}: its shape rule gave output {slot!r} shape {shape!r} and dtype "

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..base import dtypes as D
 from ..base.errors import PaddleCoreError, ProgramError
+from ..base.limits import MAX_RANK, as_dim, shape_problem
 from ..spec.attrs import infer_attr_value
 
 TYPE_CHECKING = False
@@ -27,13 +28,22 @@ def valid_shape(shape: Sequence[int | None] | None, what: str) -> Shape:
     if shape is None:
         return ()
     try:
-        dims = tuple(None if d is None or d == -1 else int(d) for d in shape)
-    except (TypeError, ValueError):
+        shape = list(shape) if not isinstance(shape, (str, bytes)) else None
+    except TypeError:
+        shape = None
+    if shape is None:
+        raise ProgramError(f"{what}: shape must be a list of ints or None") from None
+    if len(shape) > MAX_RANK:  # before looking at each dimension
+        raise ProgramError(f"{what}: shape {shape_problem(shape)}")
+    dims = tuple(as_dim(d) for d in shape)
+    if None in dims:
         raise ProgramError(
-            f"{what}: shape must be a sequence of ints or None, got {shape!r}"
-        ) from None
-    if any(d is not None and d < 0 for d in dims):
-        raise ProgramError(f"{what}: dimensions must be >= 0 or None (unknown), got {list(shape)}")
+            f"{what}: dimensions must be ints >= 0, or None / -1 for unknown; got {list(shape)}"
+        )
+    dims = tuple(None if d == -1 else d for d in dims)
+    problem = shape_problem(dims)
+    if problem:
+        raise ProgramError(f"{what}: shape {list(shape)} {problem}")
     return dims
 
 

@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 
 from ..base.dtypes import ITEMSIZE, canonical, name_of
-from ..base.errors import FeedError, PaddleCoreError, ProgramError, did_you_mean
+from ..base.errors import ConfigError, FeedError, PaddleCoreError, ProgramError, did_you_mean
+from ..base.limits import MAX_BYTES, MAX_THREADS
 from ..graph.program import Program, default_main_program
 from ..graph.variable import Variable, format_shape
 from ..plugins import devices, hooks
 from ..plugins.registry import get_registry
-from .planning import MAX_BYTES, plan
+from .planning import plan
 from .prepared import PreparedProgram
 from .scope import Scope, global_scope
 
@@ -33,6 +34,16 @@ def default_num_threads() -> int:
         if value.isdigit() and int(value) > 0:
             return int(value)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _check_setting(name: str, value: Any, low: int, high: int, none_ok: bool = False) -> None:
+    if value is None and none_ok:
+        return
+    if type(value) is not int or not low <= value <= high:
+        raise ConfigError(
+            f"Executor: {name} must be an int in [{low}, {high}]"
+            f"{' or None' if none_ok else ''}, got {value!r}"
+        )
 
 
 class Executor:
@@ -48,6 +59,10 @@ class Executor:
         reuse_memory: bool = True,
     ) -> None:
         self.device = devices.get_device(device)
+        _check_setting("num_threads", num_threads, 1, MAX_THREADS, none_ok=True)
+        _check_setting("cache_size", cache_size, 1, 2**31 - 1)
+        if type(reuse_memory) is not bool:
+            raise ConfigError(f"Executor: reuse_memory must be True or False, got {reuse_memory!r}")
         self.num_threads = num_threads or default_num_threads()  # for kernels that thread
         self.cache_size = cache_size
         # Whether values whose lifetimes within a run do not overlap share memory (off: each

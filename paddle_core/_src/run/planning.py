@@ -28,6 +28,7 @@ from ..base.errors import (
     ShapeError,
     did_you_mean,
 )
+from ..base.limits import MAX_BYTES
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer
 from ..graph.variable import format_shape
 from ..plugins.devices import get_device
@@ -35,7 +36,6 @@ from ..plugins.hooks import plugin_manager
 from ..plugins.registry import KernelRef, get_registry
 
 _warned_fallbacks: set[tuple[str, str, str]] = set()
-MAX_BYTES = 1 << 48  # far beyond any machine's memory, far below where byte counts overflow
 
 
 class Step:

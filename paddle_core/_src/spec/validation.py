@@ -47,7 +47,10 @@ def _as_float(value: Any) -> float:
         return value
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise ValueError("not a number")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float's range
+        raise ValueError("too large for a float") from None
 
 
 def _as_str(value: Any) -> str:
@@ -75,9 +78,10 @@ def _as_list(value: Any) -> list:
     # Strings, mappings and sets are iterable but not lists: a set has no defined order.
     if isinstance(value, (str, bytes, set, frozenset)) or hasattr(value, "keys"):
         raise ValueError("not a list")
-    if not hasattr(value, "__iter__"):
-        raise ValueError("not a list")
-    return list(value)
+    try:
+        return list(value)
+    except TypeError:  # not iterable, or a 0-d NumPy array (which has __iter__)
+        raise ValueError("not a list") from None
 
 
 _SCALAR = {
@@ -154,6 +158,14 @@ class AttrValidator:
         self.block_attrs = tuple(ap.name for ap in info.proto.attrs if ap.type == pb.BLOCK)
 
     def validate(self, given: dict[str, Any]) -> dict[str, Any]:
+        for name in given:
+            if type(name) is not str:
+                raise AttrError(
+                    f"op {self.op!r}: attr names must be strings, got "
+                    f"{type(name).__name__} {name!r}; its attrs are: {', '.join(self._names)}",
+                    op=self.op,
+                    attr=str(name),
+                )
         try:
             values = self._validate(given).__dict__.values()
         except pydantic.ValidationError as e:
@@ -179,7 +191,8 @@ class AttrValidator:
                 attr=name,
             )
         value = given.get(name)
-        got = f"{type(value).__name__} {value!r}"
+        shown = repr(value)
+        got = f"{type(value).__name__} {shown if len(shown) <= 80 else shown[:60] + '...'}"
         if ap.type in A.LIST_TYPES and len(first["loc"]) > 1:
             index = first["loc"][1]
             item = first["input"]  # the element as given (``value`` may be a set or an iterator)

@@ -110,11 +110,20 @@ def test_create_var(program):
         pc.ProgramError, match=r"unsupported dtype 'flaot32'.*did you mean 'float32'"
     ):
         block.create_var("bad", [1], "flaot32")
-    with pytest.raises(pc.ProgramError, match=re.escape("dimensions must be >= 0 or None")):
+    with pytest.raises(pc.ProgramError, match=re.escape("dimensions must be ints >= 0, or None")):
         block.create_var("bad", [2, -3])
-    with pytest.raises(pc.ProgramError, match="shape must be a sequence of ints or None"):
-        block.create_var("bad", ["a"])
+    for dims in (["a"], [2.5], [True, 2]):  # no silent int(2.5) == 2
+        with pytest.raises(pc.ProgramError, match=r"dimensions must be ints >= 0.*got \["):
+            block.create_var("bad", dims)
+    with pytest.raises(pc.ProgramError, match="shape must be a list of ints or None"):
+        block.create_var("bad", np.array(3))
+    with pytest.raises(pc.ProgramError, match="65 dimensions; at most 64"):
+        block.create_var("bad", [1] * 65)
+    with pytest.raises(pc.ProgramError, match=r"\[1099511627776, 1099511627776\] is larger than"):
+        block.create_var("bad", [2**40, 2**40])
     assert "bad" not in block.vars
+    assert block.create_var("np", np.array([2, 3])).shape == (2, 3)
+    assert block.create_var("wide", [1] * 64).ndim == 64
 
 
 def test_duplicate_variable_names_are_rejected(program):

@@ -243,7 +243,7 @@ def squeeze_grad(ctx):
 def unsqueeze_shape(ctx):
     x = ctx.input("x")
     rank = x.ndim + len(ctx.attrs["axes"])
-    inserted = _axes(ctx, ctx.attrs["axes"], rank)
+    inserted = set(_axes(ctx, ctx.attrs["axes"], rank))
     rest = iter(x.shape)
     ctx.set_output("out", [1 if k in inserted else next(rest) for k in range(rank)], x.dtype)
 

@@ -1,0 +1,39 @@
+"""The sizes paddle-core accepts, checked where shapes enter: variables (create_var, data,
+parameters), shape rules' outputs (at append and again on fed shapes), and memory allocation.
+Python's ints are exact, so the products here cannot overflow; kernels get shapes already
+checked, so their int64 element and byte counts cannot either.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+
+MAX_RANK = 64  # dimensions per tensor: NumPy's own limit
+MAX_BYTES = 1 << 48  # one buffer: far beyond any machine's memory, far below int64 overflow
+MAX_THREADS = 4096  # an executor's num_threads
+
+
+def shape_problem(shape: Sequence, itemsize: int = 1) -> str | None:
+    """Why ``shape`` (ints >= 0, None for unknown) of ``itemsize``-byte elements is over the
+    limits, or None. Unknown dimensions count as 1."""
+    if len(shape) > MAX_RANK:
+        return f"has {len(shape)} dimensions; at most {MAX_RANK} are supported"
+    if math.prod(d for d in shape if d is not None) * itemsize > MAX_BYTES:
+        return f"is larger than the {MAX_BYTES >> 40} TiB one buffer may hold"
+    return None
+
+
+def as_dim(value: object) -> int | None:
+    """One dimension as given by a user: an int (NumPy's too) >= 0, or None / -1 for unknown;
+    None when it is none of these (floats and bools are not dimensions)."""
+    if value is None:
+        return -1
+    if isinstance(value, bool):
+        return None
+    try:
+        d = operator.index(value)
+    except TypeError:
+        return None
+    return d if d >= -1 else None
