@@ -1,8 +1,11 @@
 """Shared fixtures: an isolated plugin index, real pip installs of test plugins, the CLI.
 
-The toy plugin (tests/packages/paddle_ops_toy) is installed into the test environment by
-`./dev test`, like any user's plugin. Other test plugins are pip-installed here, into target
-directories that tests put on the path of a subprocess (or, carefully, of this process).
+Test plugins never go into the environment the tests run in (that is the user's `.venv`, where
+`paddle-ops list` must show only real plugins). They are pip-installed here, into target
+directories of this test run: the toy plugin (tests/packages/paddle_ops_toy), which most tests
+use, into one put on this process's sys.path and on the PYTHONPATH of every subprocess when the
+run starts; the others into directories that tests put on the path of a subprocess (or,
+carefully, of this process).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,6 +88,31 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planning, "_warned_fallbacks", set())
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Install the toy plugin for this run only, before any test imports paddle_core's registry."""
+    site = Path(tempfile.mkdtemp(prefix="paddle-core-test-site-"))
+    pip_install(site, TEST_PACKAGES / "paddle_ops_toy")
+    sys.path.insert(0, str(site))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(site), os.environ.get("PYTHONPATH")])
+    )
+    session.config.stash[_TEST_SITE] = site
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    site = session.config.stash.get(_TEST_SITE, None)
+    if site is not None:
+        shutil.rmtree(site, ignore_errors=True)
+
+
+_TEST_SITE = pytest.StashKey[Path]()
+
+
+def pythonpath_with(*dirs: Path) -> str:
+    """A PYTHONPATH putting ``dirs`` before this run's own (which holds the toy plugin)."""
+    return os.pathsep.join([*map(str, dirs), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def pip_install(target: Path, *packages: Path | str) -> None:
     """Really install ``packages`` (local project directories) into ``target`` with pip."""
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
@@ -116,7 +145,7 @@ def run_cli(
     """Run `paddle-ops ARGS` as a subprocess; assert its exit status when ``check`` is given."""
     full_env = {**os.environ, **(env or {})}
     if pythonpath is not None:
-        full_env["PYTHONPATH"] = str(pythonpath)
+        full_env["PYTHONPATH"] = pythonpath_with(pythonpath)
     result = subprocess.run(
         [paddle_ops_command(), *args], env=full_env, capture_output=True, text=True, timeout=120
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, pip_install, run_cli
+from conftest import ROOT, pip_install, pythonpath_with, run_cli
 
 import paddle_core as pc
 from paddle_core._src.plugins import discovery, registry
@@ -168,7 +168,11 @@ def test_listing_imports_no_plugin_code_numpy_or_pydantic(
         "watched = {'numpy', 'pydantic', 'paddle_ops_toy', 'paddle_ops_math', 'broken_plugins'}\n"
         "print(sorted(roots & (watched | {'google', 'rich'})))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(broken_site), "PADDLE_CORE_CACHE_DIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": pythonpath_with(broken_site),
+        "PADDLE_CORE_CACHE_DIR": str(tmp_path),
+    }
 
     def imported() -> list[str]:
         out = subprocess.run(  # from outside the checkout: the installed package is probed

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 import json
+import tomllib
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 TOY_OPS = {
     "toy_add", "toy_concat", "toy_dropout", "toy_fill", "toy_leaky_relu", "toy_linear",
@@ -173,3 +174,15 @@ def test_version() -> None:
 def test_no_plugins_message() -> None:
     result = run_cli("plugins", env={"PADDLE_CORE_NO_PLUGINS": "1"})
     assert "PADDLE_CORE_NO_PLUGINS" in result.stdout
+
+
+def test_test_plugins_stay_out_of_the_environment_the_tests_run_in() -> None:
+    """`./dev test` runs in the user's .venv: a test plugin installed there would show up in
+    their `paddle-ops list`. The tests install theirs into a directory of the test run."""
+    listed = json.loads(run_cli("list", "--json", env={"PYTHONPATH": ""}).stdout)
+    test_plugins = {
+        tomllib.loads(p.read_text())["project"]["name"]
+        for p in (ROOT / "tests" / "packages").glob("*/pyproject.toml")
+    }
+    assert {row["distribution"] for row in listed["ops"]}.isdisjoint(test_plugins)
+    assert not [row["op"] for row in listed["ops"] if row["op"].startswith("toy_")]
