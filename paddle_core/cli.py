@@ -130,6 +130,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             "devices": i.devices,
             "dtypes": i.dtypes,
             "has_grad": i.has_grad,
+            "grad": i.grad,
             "available": i.plugin.status == "ok" and bool(i.kernels),
             "comment": i.summary["comment"],
         }
@@ -154,7 +155,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 r["version"],
                 ",".join(r["devices"]) or "-",
                 ",".join(r["dtypes"]) or "-",
-                "yes" if r["has_grad"] else "-",
+                "-" if r["grad"] == "none" else r["grad"],
             )
             for r in rows
         ],
@@ -278,7 +279,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         table.add_row(device, dtype, f"{refs[0].impl}:{refs[0].ref}", refs[0].plugin.name)
     console.print(table)
     console.print(f"shape rule: {info.opdef.shape_rule}", markup=False)
-    console.print(f"grad rule:  {info.opdef.grad_rule or '- (not differentiable)'}", markup=False)
+    rule = info.opdef.grad_rule
+    grad = {
+        "none": "- (not differentiable)",
+        "zero": f"{rule} (its outputs are constant in its inputs: no gradient flows back)",
+    }.get(info.grad, rule)
+    console.print(f"grad rule:  {grad}", markup=False)
     if info.others:
         names = ", ".join(p.label for p in info.others)
         console.print(f"also declared by {names} (not used)", markup=False)

@@ -164,8 +164,13 @@ class OpInfo:
         return self._signature
 
     @property
+    def grad(self) -> str:
+        """ "yes" (a grad rule), "zero" (constant in its inputs) or "none" (not differentiable)."""
+        return self.summary["grad"]
+
+    @property
     def has_grad(self) -> bool:
-        return bool(self.summary["grad"])
+        return self.summary["grad"] == "yes"
 
     @property
     def devices(self) -> list[str]:

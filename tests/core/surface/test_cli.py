@@ -32,11 +32,30 @@ def test_list_json_rows() -> None:
         "devices": ["cpu"],
         "dtypes": ["int32", "int64", "float32", "float64"],
         "has_grad": True,
+        "grad": "yes",
         "available": True,
         "comment": rows["toy_scale"]["comment"],
     }
     assert rows["toy_scale"]["comment"].startswith("Multiply by a scalar")
     assert rows["toy_matmul"]["has_grad"] is False
+    assert rows["toy_matmul"]["grad"] == "none"
+
+
+def test_ops_constant_in_their_inputs_list_a_zero_gradient() -> None:
+    """argmax, argmin and full_like name the core's no_grad rule: gradients stop there, which
+    the listing says ("zero"), neither "yes" nor "-" (not differentiable at all)."""
+    rows = {r["op"]: r for r in as_json("list", "--plugin", "math")["ops"]}
+    for op in ("argmax", "argmin", "full_like"):
+        assert (rows[op]["has_grad"], rows[op]["grad"]) == (False, "zero"), op
+    assert (rows["sum"]["has_grad"], rows["sum"]["grad"]) == (True, "yes")
+    table = {line.split()[0]: line.split()[-1] for line in run_cli("list").stdout.splitlines()}
+    assert (table["argmax"], table["full_like"], table["sum"], table["toy_matmul"]) == (
+        "zero",
+        "zero",
+        "yes",
+        "-",
+    )
+    assert "no gradient flows back" in run_cli("show", "argmax").stdout
 
 
 def test_list_table_and_filters() -> None:
