@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._src.base.errors import PaddleCoreError
+from ._src.base.errors import PaddleCoreError, counted
 from ._src.plugins.config import normalize
 from ._src.plugins.registry import get_registry
 from ._version import __version__
@@ -161,7 +161,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         ],
     )
     plugins = len({r["plugin"] for r in rows})
-    lines.append(f"{len(rows)} ops from {plugins} plugin{'s' if plugins != 1 else ''}")
+    lines.append(f"{counted(len(rows), 'op')} from {counted(plugins, 'plugin')}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
@@ -324,7 +324,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         return 0
     table = _table("plugin", "distribution", "version", "entry point", "ops", "status")
     for r, record in zip(rows, registry.records):
-        status = record.status if record.status == "ok" else f"{record.status}: {record.reason}"
+        status = record.disabled or ("ok" if record.status == "ok" else f"broken: {record.reason}")
         table.add_row(
             r["name"], r["distribution"], r["version"], r["entry_point"], str(len(r["ops"])), status
         )
@@ -347,11 +347,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             console.print(f"[yellow]warning[/yellow]  {w}")
         plugins = len(registry.records)
         console.print(
-            f"{len(report['problems'])} problems, {len(report['warnings'])} warnings "
-            f"({plugins} plugins, {len(registry.ops)} ops, paddle-core {report['core_version']})"
+            f"{counted(len(report['problems']), 'problem')}, "
+            f"{counted(len(report['warnings']), 'warning')} ({counted(plugins, 'plugin')}, "
+            f"{counted(len(registry.ops), 'op')}, paddle-core {report['core_version']})"
         )
     if report["problems"]:
-        print(f"paddle-ops: doctor found {len(report['problems'])} problem(s)", file=sys.stderr)
+        found = counted(len(report["problems"]), "problem")
+        print(f"paddle-ops: doctor found {found}", file=sys.stderr)
         return 1
     return 0
 

@@ -95,6 +95,11 @@ class ConfigError(PaddleCoreError):
     """The user's configuration (environment variables or config file) is invalid."""
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """ "1 problem", "2 problems": a count and its noun, read aloud correctly."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """A suffix like " (did you mean 'scale'?)" for the closest candidates, or ""."""
     import difflib  # (only when there is a mistake to explain)

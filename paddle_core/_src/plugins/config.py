@@ -39,6 +39,7 @@ class Settings:
         prefer: dict[str, str] | None = None,
         cache_dir: str | None = None,
         config_file: str | None = None,
+        sources: dict[str, str] | None = None,
     ) -> None:
         self.no_plugins = no_plugins
         self.allow = allow  # None: every plugin
@@ -46,18 +47,24 @@ class Settings:
         self.prefer = prefer or {}  # op type or "op:device:dtype" -> plugin name
         self.cache_dir = cache_dir  # None: no cache
         self.config_file = config_file  # the file these came from, if any
+        # Where "allow" and "disable" came from, as messages name it: "PADDLE_CORE_PLUGINS" or
+        # "[plugins] allow in <config file>".
+        self.sources = {"allow": "PADDLE_CORE_PLUGINS", "disable": "PADDLE_CORE_DISABLE"}
+        self.sources.update(sources or {})
 
     def why_disabled(self, *names: str) -> str | None:
-        """Why a plugin known by any of ``names`` is switched off, or None if it is not."""
+        """Why a plugin known by any of ``names`` is switched off ("disabled by ..."), or None
+        if it is not."""
         keys = {normalize(n) for n in names}
         if self.no_plugins:
-            return "PADDLE_CORE_NO_PLUGINS is set"
+            return "disabled by PADDLE_CORE_NO_PLUGINS"
         if keys == {"core", "paddle_core"}:  # the core's own ops: only NO_PLUGINS turns them off
             return None
         if self.allow is not None and not keys & self.allow:
-            return "it is not in the plugin allowlist (PADDLE_CORE_PLUGINS / [plugins] allow)"
+            allowed = ", ".join(sorted(self.allow)) or "none"
+            return f"disabled by {self.sources['allow']}, which allows only: {allowed}"
         if keys & self.disable:
-            return "it is disabled (PADDLE_CORE_DISABLE / [plugins] disable)"
+            return f"disabled by {self.sources['disable']}"
         return None
 
 
@@ -78,14 +85,17 @@ def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Setting
     file_conf = _read_config(config_file) if os.path.isfile(config_file) else {}
     plugins = file_conf.get("plugins", {})
 
+    sources = {}
     allow = _names(environ.get("PADDLE_CORE_PLUGINS"), "PADDLE_CORE_PLUGINS")
     if allow is None and "allow" in plugins:
         allow = frozenset(normalize(n) for n in _str_list(plugins["allow"], "[plugins] allow"))
+        sources["allow"] = f"[plugins] allow in {config_file}"
     disable = _names(environ.get("PADDLE_CORE_DISABLE"), "PADDLE_CORE_DISABLE")
     if disable is None:
         disable = frozenset(
             normalize(n) for n in _str_list(plugins.get("disable", []), "[plugins] disable")
         )
+        sources["disable"] = f"[plugins] disable in {config_file}"
     prefer = {str(k): str(v) for k, v in file_conf.get("prefer", {}).items()}
     prefer.update(_pairs(environ.get("PADDLE_CORE_PREFER", "")))
 
@@ -101,6 +111,7 @@ def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Setting
         prefer=prefer,
         cache_dir=cache_dir,
         config_file=config_file if file_conf else None,
+        sources=sources,
     )
 
 

@@ -324,8 +324,8 @@ class Registry:
         message = f"unknown op {op!r}"
         for record in self.records:
             if any(s["type"] == op for s in record.ops) and not record.loaded:
-                state = "disabled" if record.disabled else "broken"
-                return f"{message}: it is provided by {record.label}, which is {state}: {record.reason}"
+                state = record.disabled or f"broken: {record.reason}"
+                return f"{message}: it is provided by {record.label}, which is {state}"
         hint = did_you_mean(op, self.ops)
         if hint:
             return message + hint
@@ -337,7 +337,7 @@ class Registry:
                 f"{message}: it is provided by {package}; install it with `pip install {package}`"
             )
         if self.settings.no_plugins:
-            return f"{message}: no plugin is loaded because PADDLE_CORE_NO_PLUGINS is set"
+            return f"{message}: no plugin is loaded, since PADDLE_CORE_NO_PLUGINS is set"
         if not self.ops:
             return f"{message}: no op plugin is installed (try `pip install paddle-ops-math`)"
         return message + "; `paddle-ops list` shows the available ops"

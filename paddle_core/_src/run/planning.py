@@ -25,6 +25,7 @@ from ..base.errors import (
     PluginError,
     ProgramError,
     ShapeError,
+    counted,
     did_you_mean,
 )
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer
@@ -338,8 +339,9 @@ def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
         specs = ctx.outputs.get(slot, [])
         if len(specs) != len(names):
             raise ShapeError(
-                f"op {op.type!r}: for the fed shapes its shape rule gives {len(specs)} "
-                f"value(s) for output {slot!r}, but the program has {len(names)}",
+                f"op {op.type!r}: for the fed shapes its shape rule gives "
+                f"{counted(len(specs), 'value')} for output {slot!r}, but the program has "
+                f"{len(names)}",
                 op=op.type,
             )
         for name, (shape, dtype) in zip(names, specs):

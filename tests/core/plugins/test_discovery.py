@@ -156,6 +156,42 @@ def test_ops_of_broken_or_disabled_plugins_name_them(
         _ = pc.ops.dup_only_op
 
 
+def test_messages_read_aloud(broken_site: Path, on_path, monkeypatch, tmp_path: Path) -> None:
+    """Counts agree with their nouns, and a disabled plugin is named with the setting that
+    disabled it, once ("which is disabled: it is disabled" was said before)."""
+    on_path(broken_site)
+    monkeypatch.setenv("PADDLE_CORE_DISABLE", "dup")
+    pc.reload_registry()
+    with pytest.raises(pc.OpNotFoundError) as err:
+        _ = pc.ops.dup_only_op
+    assert str(err.value) == (
+        "unknown op 'dup_only_op': it is provided by plugin 'dup' (paddle-ops-broken 0.1.0), "
+        "which is disabled by PADDLE_CORE_DISABLE"
+    )
+    # One broken plugin: "1 problem", not "1 problems".
+    doctor = run_cli(
+        "doctor", pythonpath=broken_site, env={"PADDLE_CORE_PLUGINS": "bad_syntax"}, check=1
+    )
+    assert "1 problem, 0 warnings" in doctor.stdout.replace("\n", " ")
+    assert doctor.stderr.strip().endswith("paddle-ops: doctor found 1 problem")
+    dup = plugins_json(broken_site, PADDLE_CORE_DISABLE="dup")["dup"]
+    assert (dup["status"], dup["problems"]) == ("disabled", ["disabled by PADDLE_CORE_DISABLE"])
+    ones = run_cli("list", "--plugin", "core").stdout
+    assert ones.splitlines()[-1] == "2 ops from 1 plugin"
+    record = discovery.PluginRecord("two", errors=["first", "second"])
+    assert record.reason == "first (and 1 more problem)"
+    config = tmp_path / "config.toml"
+    config.write_text('[plugins]\nallow = ["toy"]\n')
+    monkeypatch.delenv("PADDLE_CORE_DISABLE")
+    monkeypatch.setenv("PADDLE_CORE_CONFIG", str(config))
+    pc.reload_registry()
+    with pytest.raises(pc.OpNotFoundError) as err:
+        _ = pc.ops.dup_only_op
+    assert str(err.value).endswith(
+        f"which is disabled by [plugins] allow in {config}, which allows only: toy"
+    )
+
+
 def test_listing_imports_no_plugin_code_numpy_or_pydantic(
     broken_site: Path, tmp_path: Path
 ) -> None:
