@@ -18,11 +18,10 @@ Every conflict not settled by a preference is reported once per process as a
 
 from __future__ import annotations
 
-import warnings
-
 from ..._version import __version__
 from ..base.dtypes import DTYPES
 from ..base.errors import OpNotFoundError, did_you_mean
+from ..base.warn import warn
 from . import discovery, index_cache, loading
 from .config import Settings, load_settings, normalize
 from .discovery import PluginRecord
@@ -349,7 +348,7 @@ class Registry:
         for conflict in self.conflicts:
             if not conflict.preferred and conflict.key not in _warned:
                 _warned.add(conflict.key)
-                warnings.warn(conflict.describe(), PluginConflictWarning, stacklevel=3)
+                warn(conflict.describe(), PluginConflictWarning)
 
 
 _warned: set[str] = set()

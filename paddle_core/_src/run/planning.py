@@ -15,7 +15,6 @@ Done once per (program version, feed signature, fetch list) by the executor:
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 from ..base.dtypes import ITEMSIZE
@@ -28,6 +27,7 @@ from ..base.errors import (
     counted,
     did_you_mean,
 )
+from ..base.warn import warn
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer
 from ..graph.variable import format_shape
 from ..plugins.devices import get_device
@@ -238,11 +238,10 @@ def _warn_fallback(op: str, device: Any, fallback: Any, dtype: str) -> None:
         return
     _warned_fallbacks.add((op, device.type, dtype))
     copies = "" if device.host_memory and fallback.host_memory else " with copies"
-    warnings.warn(
+    warn(
         f"op {op!r} has no {device.type} kernel for {dtype}; running it on "
         f"{fallback.type.upper()}{copies}",
         RuntimeWarning,
-        stacklevel=7,  # the caller of Executor.run or .prepare
     )
 
 
