@@ -59,6 +59,7 @@ _EXPORTS = {
     "get_registry": "_src.plugins.registry",
     "reload_registry": "_src.plugins.registry",
     "PluginConflictWarning": "_src.plugins.registry",
+    "ConfigWarning": "_src.plugins.config",
     # the kernel SDK
     "get_include": "_sdk",
     "get_cmake_dir": "_sdk",
@@ -148,6 +149,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     from ._src.graph.serialization import load_program, save_program
     from ._src.graph.shape_inference import ShapeContext
     from ._src.graph.variable import Initializer, Parameter, Variable
+    from ._src.plugins.config import ConfigWarning
     from ._src.plugins.devices import get_device
     from ._src.plugins.hooks import hookimpl, hookspec, register_plugin, unregister_plugin
     from ._src.plugins.registry import PluginConflictWarning, get_registry, reload_registry

@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     import warnings  # (not at the top: the listing path imports nothing it does not use)
 
     warnings.showwarning = _show_warning
+    if args.run is cmd_doctor:  # it reports every warning itself
+        warnings.simplefilter("ignore")
     try:
         return args.run(args)
     except PaddleCoreError as e:
@@ -114,6 +116,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     infos = [registry.ops[t] for t in registry.op_types()]
     if args.plugin:
         wanted = normalize(args.plugin)
+        _check_plugin_name(registry, args.plugin)
         infos = [
             i
             for i in infos
@@ -139,6 +142,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         _dump({"ops": rows})
         return 0
+    if not rows and args.device:
+        _check_device_type(args.device)
     if not rows:
         print(
             "No op matches the filter."
@@ -164,6 +169,34 @@ def cmd_list(args: argparse.Namespace) -> int:
     lines.append(f"{counted(len(rows), 'op')} from {counted(plugins, 'plugin')}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def _check_plugin_name(registry: Any, name: str) -> None:
+    """A filter naming no plugin is a mistake, not an empty result."""
+    known = {normalize(n) for r in registry.records for n in (r.name, r.distribution) if n}
+    if normalize(name) not in known:
+        from ._src.base.errors import PluginError, did_you_mean  # (only for a mistake)
+
+        names = ", ".join(sorted(r.name for r in registry.records)) or "none"
+        raise PluginError(
+            f"no plugin is named {name!r}{did_you_mean(normalize(name), known)}; "
+            f"the plugins are: {names}",
+            plugin=name,
+        )
+
+
+def _check_device_type(name: str) -> None:
+    """A filter naming no device type is a mistake, not an empty result."""
+    # (pluggy, difflib: only when nothing matched)
+    from ._src.base.errors import DeviceError, did_you_mean
+    from ._src.plugins.devices import device_types
+
+    types = device_types()
+    if name not in types:
+        raise DeviceError(
+            f"no device type is named {name!r}{did_you_mean(name, types)}; "
+            f"the device types are: {', '.join(sorted(types))}"
+        )
 
 
 def plain_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:

@@ -23,32 +23,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TEST_PACKAGES = ROOT / "tests" / "packages"  # test plugins, pip-installed by the tests
 
-# Settings that would change what the tests see; the user's own values must not leak in.
-_SETTINGS = (
-    "PADDLE_CORE_NO_PLUGINS",
-    "PADDLE_CORE_PLUGINS",
-    "PADDLE_CORE_DISABLE",
-    "PADDLE_CORE_PREFER",
-    "PADDLE_CORE_NO_CACHE",
-)
-
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every test (and every subprocess it starts) uses a private index cache and no config."""
-    saved = {
-        k: os.environ.get(k) for k in (*_SETTINGS, "PADDLE_CORE_CACHE_DIR", "PADDLE_CORE_CONFIG")
-    }
-    for key in _SETTINGS:
-        os.environ.pop(key, None)
+    """Every test (and every subprocess it starts) uses a private index cache and an empty
+    config file; none of the user's own settings (PADDLE_CORE_*) leaks in."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("PADDLE_CORE_")}
+    for key in saved:
+        del os.environ[key]
     os.environ["PADDLE_CORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("index-cache"))
-    os.environ["PADDLE_CORE_CONFIG"] = str(tmp_path_factory.mktemp("config") / "none.toml")
+    empty_config = tmp_path_factory.mktemp("config") / "empty.toml"
+    empty_config.write_text("")
+    os.environ["PADDLE_CORE_CONFIG"] = str(empty_config)
     yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    for key in [k for k in os.environ if k.startswith("PADDLE_CORE_")]:
+        del os.environ[key]
+    os.environ.update(saved)
 
 
 @pytest.fixture(autouse=True)

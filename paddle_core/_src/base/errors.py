@@ -100,11 +100,12 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """A suffix like " (did you mean 'scale'?)" for the closest candidates, or ""."""
+def did_you_mean(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
+    """A suffix like " (did you mean 'scale'?)" for the closest candidates, or "". Names that
+    share a long prefix (PADDLE_CORE_*) need a higher ``cutoff`` to leave the unrelated out."""
     import difflib  # (only when there is a mistake to explain)
 
-    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=cutoff)
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

@@ -23,7 +23,7 @@ from ..base.dtypes import DTYPES
 from ..base.errors import OpNotFoundError, did_you_mean
 from ..base.warn import warn
 from . import discovery, index_cache, loading
-from .config import Settings, load_settings, normalize
+from .config import ConfigWarning, Settings, load_settings, normalize
 from .discovery import PluginRecord
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
@@ -344,6 +344,18 @@ class Registry:
     def kernel_candidates(self, op: str, device: str, dtype: str) -> list[KernelRef]:
         return self.ops[op].kernels.get((device, dtype), [])
 
+    @property
+    def settings_warnings(self) -> list[str]:
+        """Settings that name nothing: unknown variables, config keys and plugin names."""
+        plugins = [(r.name, r.distribution) for r in self.records]
+        return self.settings.warnings + self.settings.unknown_plugins(plugins)
+
+    def warn_settings(self) -> None:
+        for message in self.settings_warnings:
+            if message not in _warned:
+                _warned.add(message)
+                warn(message, ConfigWarning)
+
     def warn_conflicts(self) -> None:
         for conflict in self.conflicts:
             if not conflict.preferred and conflict.key not in _warned:
@@ -378,6 +390,7 @@ def reload_registry(settings: Settings | None = None, *, rescan: bool = False) -
     _registry = Registry(in_process + records, settings)
     for listener in _rebuild_listeners:
         listener()
+    _registry.warn_settings()
     _registry.warn_conflicts()
     return _registry
 

@@ -306,6 +306,94 @@ def test_config_file_settings(broken_site: Path, tmp_path: Path) -> None:
     assert ops["toy_scale"]["plugin"] == "dup"
 
 
+def warned(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("paddle-ops: warning:")]
+
+
+@pytest.mark.parametrize(
+    ("env", "config", "warning"),
+    [
+        (
+            {"PADDLE_CORE_PLUGINS": "mat,nn"},
+            None,
+            "PADDLE_CORE_PLUGINS names 'mat', which is no installed plugin (did you mean 'math'?); "
+            "the plugins are: core, math, nn, toy",
+        ),
+        (
+            {"PADDLE_CORE_DISABLE": "toys"},
+            None,
+            "PADDLE_CORE_DISABLE names 'toys', which is no installed plugin (did you mean 'toy'?)",
+        ),
+        (
+            {"PADDLE_CORE_PLUGIN": "math"},
+            None,
+            "environment variable PADDLE_CORE_PLUGIN is not a paddle-core setting and is ignored "
+            "(did you mean 'PADDLE_CORE_PLUGINS' or",
+        ),
+        (
+            {},
+            "[plugins]\nalow = ['math']\n",
+            "unknown key 'alow' in [plugins] is ignored (did you mean 'allow'?); [plugins] takes allow and disable",
+        ),
+        (
+            {},
+            "[plugin]\nallow = ['math']\n",
+            "unknown section or key 'plugin' is ignored (did you mean 'plugins'?)",
+        ),
+        (
+            {},
+            "disable = ['toy']\n",
+            "unknown section or key 'disable' is ignored (did you mean [plugins] disable?)",
+        ),
+        (
+            {},
+            "[plugins]\nallow = ['math', 'nnn']\n",
+            "[plugins] allow in {config} names 'nnn', which is no installed plugin (did you mean 'nn'?)",
+        ),
+        (
+            {"PADDLE_CORE_CONFIG": "{missing}"},
+            None,
+            "PADDLE_CORE_CONFIG names {missing}, which is not a file: no config file is read",
+        ),
+    ],
+)
+def test_settings_that_name_nothing_are_warnings_that_doctor_counts(
+    env: dict[str, str], config: str | None, warning: str, tmp_path: Path
+) -> None:
+    """A typo in a setting is not silently ignored: every command warns, naming the setting and
+    the close matches, and `doctor` lists and counts it."""
+    path, missing = tmp_path / "config.toml", tmp_path / "no_such_config.toml"
+    env = {k: v.format(missing=missing) for k, v in env.items()}
+    if config is not None:
+        path.write_text(config)
+        env["PADDLE_CORE_CONFIG"] = str(path)
+    warning = warning.format(config=path, missing=missing)
+    (line,) = warned(run_cli("list", env=env))
+    assert warning in line
+    report = json.loads(run_cli("doctor", "--json", env=env).stdout)
+    assert [w for w in report["warnings"] if warning in w]
+    human = run_cli("doctor", env=env)
+    assert "0 problems, 1 warning " in human.stdout.replace("\n", " ") and warned(human) == []
+
+
+def test_settings_warnings_in_python_point_at_the_users_line(monkeypatch, fresh_warnings) -> None:
+    monkeypatch.setenv("PADDLE_CORE_DISABLE", "mathh")
+    with pytest.warns(pc.ConfigWarning, match="PADDLE_CORE_DISABLE names 'mathh'") as record:
+        pc.reload_registry()
+    assert record[0].filename == __file__
+
+
+def test_list_filters_naming_nothing_are_errors() -> None:
+    result = run_cli("list", "--plugin", "mat", check=1)
+    assert result.stderr.strip() == (
+        "paddle-ops: error: no plugin is named 'mat' (did you mean 'math'?); "
+        "the plugins are: core, math, nn, toy"
+    )
+    result = run_cli("list", "--device", "gpu", check=1)
+    assert "no device type is named 'gpu'" in result.stderr and "cpu, cuda" in result.stderr
+    assert run_cli("list", "--plugin", "paddle-ops-toy").stdout  # distributions are names too
+
+
 def test_invalid_settings_are_clear_errors(tmp_path: Path) -> None:
     result = run_cli("list", env={"PADDLE_CORE_PREFER": "toy_scale"}, check=1)
     assert "PADDLE_CORE_PREFER entry 'toy_scale' must look like op=plugin" in result.stderr

@@ -72,7 +72,6 @@ def test_list_table_and_filters() -> None:
     assert row.split() in [line.split() for line in toy]
     assert toy[-1] == f"{len(TOY_OPS)} ops from 1 plugin"
     assert {r["op"] for r in as_json("list", "--plugin", "paddle-ops-toy")["ops"]} == TOY_OPS
-    assert as_json("list", "--plugin", "nope")["ops"] == []
     assert "No op matches the filter." in run_cli("list", "--device", "cuda").stdout
 
 
