@@ -28,6 +28,10 @@ JSON_SCHEMA_VERSION = 1
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:  # like git: no command shows what there is to do
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     import warnings  # (not at the top: the listing path imports nothing it does not use)
 
@@ -47,40 +51,133 @@ def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> Non
     print(f"paddle-ops: warning: {message}", file=sys.stderr)
 
 
+# Each command: its line in `paddle-ops --help`, the paragraph its own --help starts with, and
+# examples (command, what it does).
+COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
+    "list": (
+        "list every op: plugin, version, devices, dtypes, gradient",
+        "One line per op of the installed plugins. Reads the plugin index only (no plugin code "
+        "is imported), so it is fast. The grad column says yes (a grad rule), zero (constant "
+        "in its inputs) or - (not differentiable); (unavailable) marks ops whose plugin is "
+        "broken.",
+        [
+            ("paddle-ops list --plugin math", "the ops of one plugin (or distribution)"),
+            ("paddle-ops list --device cuda", "the ops with a CUDA kernel"),
+            ("paddle-ops list --json", "the same as data, for scripts"),
+        ],
+    ),
+    "show": (
+        "show one op: comment, inputs, outputs, attrs, kernels",
+        "Everything an op declares: its signature in Python, comment, inputs and outputs, "
+        "attributes (type, default, range, choices), kernels per device and dtype, shape and "
+        "grad rules, and the plugin that provides it.",
+        [("paddle-ops show matmul", "one op"), ("paddle-ops show conv2d --json", "as data")],
+    ),
+    "plugins": (
+        "list plugins and whether each loads (imports their code)",
+        "One line per installed plugin: distribution, version, entry point, number of ops, and "
+        "ok, disabled (and by which setting) or broken (and why). Imports each plugin's code "
+        "to check it.",
+        [("paddle-ops plugins", "which plugins are installed, and their state")],
+    ),
+    "doctor": (
+        "find broken plugins, conflicts, missing kernels, settings naming nothing",
+        "Checks every plugin for real (imports its rules, kernels and hooks), then reports "
+        "problems (exit status 1): broken plugins, conflicts no preference settles, ops without "
+        "kernels, a stale plugin index; and warnings: settings that name nothing, preferences "
+        "nobody can honour, old spellings in manifests.",
+        [("paddle-ops doctor", "what is wrong, if anything"), ("paddle-ops doctor --json", "")],
+    ),
+    "stubs": (
+        "write a .pyi so editors complete paddle_core.ops functions",
+        "Writes type stubs for the generated API (paddle_core/ops.pyi, beside the installed "
+        "package) from the installed plugins: editors then complete pc.ops.<op> with its "
+        "signature and docstring. Run it again after installing or removing plugins.",
+        [("paddle-ops stubs", ""), ("paddle-ops stubs -o typings/paddle_core/ops.pyi", "")],
+    ),
+    "help": (
+        "show the help of a command",
+        "The same as `paddle-ops <command> --help`.",
+        [("paddle-ops help list", "")],
+    ),
+}
+
+OVERVIEW = """\
+Inspect the ops that installed paddle-core plugins provide.
+
+commands:
+{commands}
+"""
+
+EXAMPLES = """\
+examples:
+  paddle-ops list                       every op, one line each
+  paddle-ops show scale                 one op: signature, attrs, kernels
+  paddle-ops doctor                     what is wrong with the installed plugins, if anything
+  paddle-ops list --plugin nn --json    one plugin's ops, as data
+
+`paddle-ops <command> --help` describes one command. Exit status: 0 on success, 1 with a
+one-line reason on stderr when the request fails, 2 for usage errors. Settings
+(PADDLE_CORE_PLUGINS, PADDLE_CORE_DISABLE, ...) are described in docs/plugins.md.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
+    width = max(map(len, COMMANDS))
+    lines = "\n".join(f"  {name:<{width}}  {line}" for name, (line, _, _) in COMMANDS.items())
     parser = argparse.ArgumentParser(
-        prog="paddle-ops", description="Inspect the ops that installed paddle-core plugins provide."
+        prog="paddle-ops",
+        usage="paddle-ops [--version] [-h] <command> [<args>]",
+        description=OVERVIEW.format(commands=lines),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"paddle-core {__version__}")
-    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(required=True, metavar="<command>", help=argparse.SUPPRESS)
 
-    p = sub.add_parser("list", help="list every op: plugin, version, devices, dtypes, gradient")
+    def command(name: str, run: Any, *, json_output: bool = True) -> argparse.ArgumentParser:
+        line, paragraph, examples = COMMANDS[name]
+        width = max(len(c) for c, _ in examples)
+        shown = "\n".join(f"  {c:<{width}}  {what}".rstrip() for c, what in examples)
+        p = sub.add_parser(
+            name,
+            prog=f"paddle-ops {name}",
+            help=line,
+            description=f"{line[0].upper()}{line[1:]}.\n\n" + _wrap(paragraph),
+            epilog=f"examples:\n{shown}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        if json_output:
+            p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(run=run)
+        return p
+
+    p = command("list", cmd_list)
     p.add_argument("--plugin", help="only ops of this plugin (name or distribution)")
     p.add_argument("--device", help="only ops with a kernel for this device type (cpu, cuda)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=cmd_list)
-
-    p = sub.add_parser("show", help="show one op: comment, inputs, outputs, attrs, kernels")
-    p.add_argument("op")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=cmd_show)
-
-    p = sub.add_parser("plugins", help="list plugins and whether each loads (imports their code)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=cmd_plugins)
-
-    p = sub.add_parser(
-        "doctor", help="find broken plugins, conflicts, missing kernels, stale cache"
-    )
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=cmd_doctor)
-
-    p = sub.add_parser("stubs", help="write a .pyi so editors complete paddle_core.ops functions")
+    p = command("show", cmd_show)
+    p.add_argument("op", help="the op type, e.g. matmul")
+    command("plugins", cmd_plugins)
+    command("doctor", cmd_doctor)
+    p = command("stubs", cmd_stubs, json_output=False)
     p.add_argument(
         "-o", "--output", help="file to write (default: ops.pyi beside paddle_core/ops.py)"
     )
-    p.set_defaults(run=cmd_stubs)
+    p = command("help", lambda args: _help(parser, args.command), json_output=False)
+    p.add_argument("command", nargs="?", choices=sorted(COMMANDS), metavar="<command>")
     return parser
+
+
+def _wrap(text: str) -> str:
+    import textwrap  # (only for --help)
+
+    return textwrap.fill(text, 92)
+
+
+def _help(parser: argparse.ArgumentParser, command: str | None) -> int:
+    args = [command, "--help"] if command else ["--help"]
+    parser.parse_args(args)  # prints the help and exits 0
+    return 0
 
 
 # rich, json, protobuf (through the op docs), plugin code: imported by the commands that use

@@ -185,6 +185,30 @@ def test_usage_errors_exit_2() -> None:
     assert "invalid choice" in run_cli("frobnicate", check=2).stderr
 
 
+COMMANDS = ("list", "show", "plugins", "doctor", "stubs", "help")
+
+
+def test_help_reads_like_git_help() -> None:
+    """`paddle-ops --help`: every command with one line, examples at the end; each command's
+    --help (or `paddle-ops help <command>`) starts with what the command does."""
+    top = run_cli("--help").stdout.splitlines()
+    for name in COMMANDS:
+        (line,) = [line for line in top if line.split()[:1] == [name]]
+        assert len(line.split()) >= 5, line  # the command and a line about it
+    assert top.index("examples:") > top.index("options:") > top.index("commands:")
+    assert [line for line in top[top.index("examples:") :] if line.startswith("  paddle-ops ")]
+    for name in COMMANDS:
+        own = run_cli(name, "--help").stdout
+        assert own == run_cli("help", name).stdout
+        assert own.startswith(f"usage: paddle-ops {name} ")
+        described = own.split("\n\n")[1:3]  # the paragraphs between usage and options
+        assert not any(p.startswith("options:") for p in described), own
+        assert len(" ".join(described).split()) >= 10, own
+        assert "\nexamples:\n  paddle-ops " in own
+    bare = run_cli(check=2)  # no command: the overview, as a usage error
+    assert bare.stdout == "" and "commands:" in bare.stderr and "examples:" in bare.stderr
+
+
 def test_version() -> None:
     assert run_cli("--version").stdout.strip() == "paddle-core 0.1.0"
 
