@@ -107,7 +107,8 @@ def pip_install(target: Path, *packages: Path | str) -> None:
     """Really install ``packages`` (local project directories) into ``target`` with pip."""
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     cmd += ["--no-deps", "--no-build-isolation", "--target", str(target)]
-    subprocess.run([*cmd, *map(str, packages)], check=True, capture_output=True, text=True)
+    result = subprocess.run([*cmd, *map(str, packages)], capture_output=True, text=True)
+    assert result.returncode == 0, f"pip install {packages} failed:\n{result.stderr}"
 
 
 @pytest.fixture(scope="session")
@@ -115,6 +116,17 @@ def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding the deliberately broken plugins (paddle-ops-broken), pip-installed."""
     target = tmp_path_factory.mktemp("broken-site")
     pip_install(target, TEST_PACKAGES / "broken")
+    return target
+
+
+@pytest.fixture(scope="session")
+def my_ops_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/my_ops (a compiled plugin: CMake, scikit-build-core) built and pip-installed
+    into a directory of its own, from a copy (the checkout gets no build directory)."""
+    project = tmp_path_factory.mktemp("my-ops") / "my_ops"
+    shutil.copytree(ROOT / "examples" / "my_ops", project, ignore=shutil.ignore_patterns("build"))
+    target = tmp_path_factory.mktemp("my-ops-site")
+    pip_install(target, project)
     return target
 
 

@@ -5,15 +5,27 @@ Examples that do not run are a common complaint about op libraries; ours run in 
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, pip_install, pythonpath_with, run_cli
 
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+ANY_BLOCK = re.compile(r"```[a-z]*\n(.*?)```", re.DOTALL)
+# docs/plugins.md builds a package: its files are the blocks starting with "# noise_ops/<path>"
+# (or "# pyproject.toml"), and the block starting with this line uses it once installed.
+GUIDE_PACKAGE = re.compile(r"# (pyproject\.toml|noise_ops/\S+)\n")
+GUIDE_USAGE = "# with noise-ops installed:\n"
+
+
+def runnable(block: str) -> bool:
+    """Whether a Python block runs as it is (not a file of, or a use of, the guide's package)."""
+    return not GUIDE_PACKAGE.match(block) and not block.startswith(GUIDE_USAGE)
 
 
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -28,7 +40,7 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("document", ["README.md", "docs/plugins.md"])
 def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     """Each document's Python blocks run in order, as one script."""
-    blocks = PYTHON_BLOCK.findall((ROOT / document).read_text())
+    blocks = [b for b in PYTHON_BLOCK.findall((ROOT / document).read_text()) if runnable(b)]
     assert blocks, f"{document} has no Python blocks"
     prelude = "import numpy as np\nimport paddle_core as pc\n"
     result = run_python(prelude + "\n".join(blocks), tmp_path)
@@ -38,6 +50,40 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
             "OpNotFoundError: unknown op 'scael' (did you mean 'scale'?)",
         ):
             assert line in result.stdout
+
+
+def test_the_guides_package_installs_beside_examples_my_ops_and_differentiates(
+    my_ops_site: Path, tmp_path: Path
+) -> None:
+    """docs/plugins.md's example package, assembled from its blocks, pip-installed beside
+    examples/my_ops: both load (their import names differ), and its op runs and
+    differentiates through the grad rule the guide shows."""
+    files: dict[str, str] = {}
+    usage = []
+    for block in ANY_BLOCK.findall((ROOT / "docs" / "plugins.md").read_text()):
+        if match := GUIDE_PACKAGE.match(block):
+            files[match[1]] = files.get(match[1], "") + block[match.end() :]
+        elif block.startswith(GUIDE_USAGE):
+            usage.append(block)
+    assert set(files) == {"pyproject.toml", "noise_ops/ops.pbtxt", "noise_ops/rules.py"}
+    assert len(usage) == 1
+    project = tmp_path / "noise_ops"
+    for name, text in {**files, "noise_ops/__init__.py": ""}.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    site = tmp_path / "site"
+    pip_install(site, project)
+    both = pythonpath_with(site, my_ops_site)
+    env = {**os.environ, "PYTHONPATH": both}
+    result = subprocess.run(
+        [sys.executable, "-c", usage[0]], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    plugins = json.loads(run_cli("plugins", "--json", env={"PYTHONPATH": both}).stdout)
+    status = {p["name"]: (p["distribution"], p["status"]) for p in plugins["plugins"]}
+    assert status["noise"] == ("noise-ops", "ok") and status["my_ops"] == ("my-ops", "ok")
+    report = json.loads(run_cli("doctor", "--json", env={"PYTHONPATH": both}).stdout)
+    assert report["problems"] == [] and not [w for w in report["warnings"] if "noise" in w]
 
 
 @pytest.mark.parametrize(

@@ -200,15 +200,10 @@ print(json.dumps({"max_error": float(np.max(np.abs(out - want))), "dtype": str(o
 """
 
 
-def test_a_third_party_compiled_plugin_builds_installs_and_runs(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    project = tmp_path / "my_ops"
-    shutil.copytree(ROOT / "examples" / "my_ops", project, ignore=shutil.ignore_patterns("build"))
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(site), str(project)],
-        check=True, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+def test_a_third_party_compiled_plugin_builds_installs_and_runs(
+    my_ops_site: Path, tmp_path: Path
+) -> None:
+    site = my_ops_site
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
         [sys.executable, "-c", RUN_SWISH], env=env, capture_output=True, text=True, timeout=120,
