@@ -97,3 +97,15 @@ def test_the_guides_package_installs_beside_examples_my_ops_and_differentiates(
 )
 def test_scripts_run(script: str, tmp_path: Path) -> None:
     run_python((ROOT / script).read_text(), tmp_path)
+
+
+def test_the_threads_table_keeps_only_figures_that_reproduced() -> None:
+    """docs/plugins.md's Threads table: each setting is one bench/bench_matmul.py measures,
+    and OMP_WAIT_POLICY=passive, whose figure did not reproduce, is not offered as a fix."""
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    section = text[text.index("### Threads") : text.index("## In-process plugins")]
+    rows = re.findall(r"^\| (`[^`]+`|defaults) \| \d+ \| \d+ \|$", section, re.MULTILINE)
+    assert rows == ["defaults", "`OPENBLAS_THREAD_TIMEOUT=1`"]
+    bench = (ROOT / "bench" / "bench_matmul.py").read_text()
+    assert all(row.strip("`") in bench for row in rows[1:])
+    assert "`OMP_WAIT_POLICY=passive` is no substitute" in section
