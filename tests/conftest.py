@@ -130,6 +130,14 @@ def my_ops_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+def ruff() -> str:
+    """The ruff of this environment (it comes with the [test] extra); skips the test without."""
+    found = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if found is None:
+        pytest.skip("ruff is not installed (it comes with the [test] extra)")
+    return found
+
+
 def paddle_ops_command() -> str:
     """The installed `paddle-ops` console script of this environment."""
     found = shutil.which("paddle-ops", path=str(Path(sys.executable).parent))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
 import tomllib
 from pathlib import Path
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, ruff, run_cli
 
 TOY_OPS = {
     "toy_add", "toy_concat", "toy_dropout", "toy_fill", "toy_leaky_relu", "toy_linear",
@@ -165,19 +166,73 @@ def test_stubs_are_valid_python_with_signatures(tmp_path: Path) -> None:
     tree = ast.parse(text)
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert TOY_OPS <= set(functions)
-    assert (
-        "def toy_scale(x: Variable, *, scale: float = 1.0, bias: float = 0.0, "
-        "bias_after_scale: bool = True, name: str | None = None) -> Variable:" in text
+
+    def signature(op: str) -> str:
+        node = functions[op]
+        return f"{op}({ast.unparse(node.args)}) -> {ast.unparse(node.returns)}"
+
+    assert signature("toy_scale") == (
+        "toy_scale(x: Variable, *, scale: float=1.0, bias: float=0.0, "
+        "bias_after_scale: bool=True, name: str | None=None) -> Variable"
     )
-    assert (
-        "def toy_split(x: Variable, *, num: int = 2, axis: int = 0, name: str | None = None) "
-        "-> list[Variable]:" in text
+    assert signature("toy_split") == (
+        "toy_split(x: Variable, *, num: int=2, axis: int=0, name: str | None=None) "
+        "-> list[Variable]"
     )
-    assert (
-        "def toy_linear(x: Variable, w: Variable, b: Variable | None = None, *, "
-        "name: str | None = None)" in text
+    assert signature("toy_linear") == (
+        "toy_linear(x: Variable, w: Variable, b: Variable | None=None, *, "
+        "name: str | None=None) -> Variable"
     )
     assert ast.get_docstring(functions["toy_scale"]).startswith("Multiply by a scalar")
+
+
+def test_stubs_come_out_formatted(tmp_path: Path) -> None:
+    """A generated file passes the project's lint and format checks as it is written, however
+    long its signatures and whatever its defaults (quotes, infinity)."""
+    import paddle_core as pc
+    from paddle_core._stubs import write_stubs
+
+    class Awkward:
+        def paddle_core_manifest(self):
+            attrs = "".join(
+                f'attrs {{ name: "{name}" type: {kind} comment: "." default {{ {value} }} }}\n'
+                for name, kind, value in [
+                    ("quoted", "STRING", 's: "say \\"hi\\" it\'s"'),
+                    ("low", "FLOAT", "f: -inf"),
+                    ("bounds", "FLOATS", "floats: [-inf, 0.5, inf]"),
+                    ("mode", "STRING", 's: "a_rather_long_default_value"'),
+                    ("sizes", "INTS", "ints: [1, 2, 3, 4]"),
+                ]
+            )
+            return unary_op_text("awkward_op_with_a_long_name", attrs)
+
+    pc.register_plugin(Awkward(), name="awkward")
+    target = write_stubs(pc.get_registry(), tmp_path / "ops.pyi")
+    config = ["--config", str(ROOT / "pyproject.toml")]
+    for command in (["check"], ["format", "--check", "--diff"]):
+        result = subprocess.run(
+            [ruff(), *command, *config, str(target)], capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    tree = ast.parse(target.read_text())
+    (awkward,) = [n for n in tree.body if getattr(n, "name", "") == "awkward_op_with_a_long_name"]
+    defaults = [ast.literal_eval(d) for d in awkward.args.kw_defaults]
+    assert defaults[:3] == ['say "hi" it\'s', ..., ...]
+
+
+def unary_op_text(op_type: str, attrs: str) -> str:
+    return f"""
+        ops {{
+          proto {{
+            type: "{op_type}" comment: "A test op."
+            inputs {{ name: "x" comment: "Input." }}
+            outputs {{ name: "out" comment: "Output." }}
+            {attrs}
+          }}
+          kernels {{ device: "cpu" dtypes: [FLOAT32] python: "f" }}
+          shape_rule: "paddle_core.rules:unary"
+        }}
+    """
 
 
 def test_usage_errors_exit_2() -> None:
