@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,45 @@ def test_the_guides_package_installs_beside_examples_my_ops_and_differentiates(
     assert status["noise"] == ("noise-ops", "ok") and status["my_ops"] == ("my-ops", "ok")
     report = json.loads(run_cli("doctor", "--json", env={"PYTHONPATH": both}).stdout)
     assert report["problems"] == [] and not [w for w in report["warnings"] if "noise" in w]
+
+
+def test_readme_snippets_run_from_the_checkout_root() -> None:
+    """There the checkout's paddle_core shadows the installed one (Python puts the current
+    directory first on sys.path); the source tree then uses the installed build's compiled
+    runtime and op catalog."""
+    (block, *_) = [b for b in PYTHON_BLOCK.findall((ROOT / "README.md").read_text())]
+    probe = "import numpy as np\nimport paddle_core as pc\nprint(pc.__file__)\n" + block
+    result = run_python(probe, ROOT)
+    assert result.stdout.startswith(str(ROOT / "paddle_core" / "__init__.py"))
+    assert "[[3. 3. 3. 3.]" in result.stdout
+    hint = "import paddle_core as pc\ntry:\n    pc.ops.conv2d\nexcept pc.OpNotFoundError as e:\n    print(e)"
+    env_run = subprocess.run(
+        [sys.executable, "-c", hint],
+        cwd=ROOT,
+        env={**os.environ, "PADDLE_CORE_NO_PLUGINS": "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert "provided by paddle-ops-nn" in env_run.stdout, env_run.stderr
+
+
+def test_a_source_tree_without_a_build_to_borrow_says_so(tmp_path: Path) -> None:
+    """A source tree of another version than the installed paddle-core: the error says where
+    paddle_core came from, what is missing, and why the installed one was not used."""
+    shutil.copytree(
+        ROOT / "paddle_core", tmp_path / "paddle_core", ignore=shutil.ignore_patterns("*.so")
+    )
+    (tmp_path / "paddle_core" / "_version.py").write_text('__version__ = "0.1.1"\n')
+    probe = (
+        "import numpy as np\nimport paddle_core as pc\nprog = pc.Program()\n"
+        "with pc.program_guard(prog):\n    y = pc.ops.scale(pc.data('x', [2]))\n"
+        "try:\n    pc.Executor().run(prog, feed={'x': np.ones(2, np.float32)}, fetch_list=y)\n"
+        "except pc.PaddleCoreError as e:\n    print(e)\n"
+    )
+    message = run_python(probe, tmp_path).stdout
+    assert f"paddle_core was imported from {tmp_path / 'paddle_core'}, a source tree" in message
+    assert "the installed paddle-core is 0.1.0, but this source is 0.1.1" in message
+    assert "`python -P`" in message
 
 
 @pytest.mark.parametrize(

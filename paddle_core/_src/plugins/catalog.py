@@ -3,7 +3,7 @@
 ``KNOWN_PACKAGES`` maps distribution -> op types. The core's build writes it, as catalog.json
 beside this module, from the manifests under plugins/ (plugins/catalog.py), so adding an op to
 a first-party plugin changes no file of the core; a test checks the installed catalog against
-the manifests. A core run from a source checkout has no catalog and names no package.
+the manifests. A core run from a source checkout uses the installed core's catalog, if any.
 """
 
 from __future__ import annotations
@@ -11,10 +11,15 @@ from __future__ import annotations
 import json
 import os
 
+from ..base import built
+
 
 def _load() -> dict[str, tuple[str, ...]]:
+    path = os.path.join(os.path.dirname(__file__), "catalog.json")
+    if not os.path.exists(path):  # a source tree: the installed paddle-core's, if any
+        path = built.installed_copy("_src/plugins", "catalog.json") or path
     try:
-        with open(os.path.join(os.path.dirname(__file__), "catalog.json"), "rb") as f:
+        with open(path, "rb") as f:
             return {package: tuple(ops) for package, ops in json.load(f).items()}
     except (OSError, ValueError, AttributeError, TypeError):
         return {}
