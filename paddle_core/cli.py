@@ -242,7 +242,10 @@ def _empty_reason(registry: Any, what: str) -> str:
         return f"No {what}: plugins are switched off (PADDLE_CORE_NO_PLUGINS is set)."
     if registry.records:
         return f"No {what}: no installed plugin loaded; `paddle-ops plugins` says why."
-    return f"No {what}: no plugin is installed. Install one, e.g. `pip install paddle-ops-math`."
+    from ._src.plugins.catalog import install_command  # (only when there is nothing to show)
+
+    first = install_command("paddle-ops-math")
+    return f"No {what}: no plugin is installed. Install one, e.g. `{first}`."
 
 
 # -- show ----------------------------------------------------------------------------------------

@@ -328,17 +328,17 @@ class Registry:
         hint = did_you_mean(op, self.ops)
         if hint:
             return message + hint
-        from .catalog import provider_of  # (reads the catalog: only when an op is missing)
+        if self.settings.no_plugins:
+            return f"{message}: no plugin is loaded, since PADDLE_CORE_NO_PLUGINS is set"
+        # (reads the catalog: only when an op is missing)
+        from .catalog import install_command, provider_of
 
         package = provider_of(op)
         if package:
-            return (
-                f"{message}: it is provided by {package}; install it with `pip install {package}`"
-            )
-        if self.settings.no_plugins:
-            return f"{message}: no plugin is loaded, since PADDLE_CORE_NO_PLUGINS is set"
+            return f"{message}: it is provided by {package}; install it with `{install_command(package)}`"
         if not self.ops:
-            return f"{message}: no op plugin is installed (try `pip install paddle-ops-math`)"
+            first = install_command("paddle-ops-math")
+            return f"{message}: no op plugin is installed (install one, e.g. `{first}`)"
         return message + "; `paddle-ops list` shows the available ops"
 
     def kernel_candidates(self, op: str, device: str, dtype: str) -> list[KernelRef]:

@@ -422,6 +422,7 @@ def test_catalog_matches_the_first_party_plugins() -> None:
     exactly their ops."""
     import importlib.util
 
+    from paddle_core._src.plugins import catalog
     from paddle_core._src.plugins.catalog import KNOWN_PACKAGES, provider_of
 
     spec = importlib.util.spec_from_file_location("catalog_script", ROOT / "plugins" / "catalog.py")
@@ -431,18 +432,49 @@ def test_catalog_matches_the_first_party_plugins() -> None:
     assert KNOWN_PACKAGES == expected, "stale: reinstall paddle-core (./dev test rebuilds it)"
     for package, ops in expected.items():
         assert all(provider_of(op) == package for op in ops)
+    assert catalog.DIRECTORIES == {
+        name: directory for name, (directory, _) in updater.first_party_plugins().items()
+    }
+    assert catalog.DIRECTORIES["paddle-ops-math"] == "plugins/paddle_ops_math"
+    assert Path(catalog.SOURCE).is_dir()  # the checkout the installed core was built from
 
 
-def test_an_op_of_a_known_package_that_is_not_installed_names_it(monkeypatch) -> None:
+def test_a_missing_first_party_op_names_a_command_that_works_where_the_user_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No index serves the first-party packages (yet): the hint points back at the checkout
+    the core was built from: its wheelhouse, or its plugin directory with the core's wheel."""
     from paddle_core._src.plugins import catalog
 
+    checkout = tmp_path / "checkout"
+    (checkout / "plugins" / "paddle_ops_nn").mkdir(parents=True)
+    (checkout / "plugins" / "paddle_ops_nn" / "pyproject.toml").write_text("")
     monkeypatch.setitem(catalog.KNOWN_PACKAGES, "paddle-ops-nn", ("warpctc", "softmax"))
-    with pytest.raises(pc.OpNotFoundError) as err:
-        _ = pc.ops.warpctc
-    assert str(err.value) == (
-        "unknown op 'warpctc': it is provided by paddle-ops-nn; "
-        "install it with `pip install paddle-ops-nn`"
+    monkeypatch.setitem(catalog.DIRECTORIES, "paddle-ops-nn", "plugins/paddle_ops_nn")
+    monkeypatch.setattr(catalog, "SOURCE", str(checkout))
+
+    def hint() -> str:
+        with pytest.raises(pc.OpNotFoundError) as err:
+            _ = pc.ops.warpctc
+        prefix = "unknown op 'warpctc': it is provided by paddle-ops-nn; install it with `"
+        assert str(err.value).startswith(prefix) and str(err.value).endswith("`")
+        return str(err.value)[len(prefix) : -1]
+
+    dist, project = checkout / "dist", checkout / "plugins" / "paddle_ops_nn"
+    # No wheelhouse: the README's two commands.
+    assert hint() == (
+        f"pip wheel --no-deps --wheel-dir {dist} {checkout} && "
+        f"pip install --find-links {dist} {project}"
     )
+    dist.mkdir()
+    (dist / "paddle_core-0.1.0-cp311-cp311-linux_x86_64.whl").write_text("")
+    assert hint() == f"pip install --find-links {dist} {project}"
+    monkeypatch.chdir(checkout)  # inside the checkout, as the user would type it there
+    assert hint() == "pip install --find-links dist ./plugins/paddle_ops_nn"
+    (dist / "paddle_ops_nn-0.1.0-cp311-cp311-linux_x86_64.whl").write_text("")  # ./dev wheels
+    assert hint() == "pip install --find-links dist paddle-ops-nn"
+    monkeypatch.setattr(catalog, "SOURCE", str(tmp_path / "gone"))  # the core came from elsewhere
+    assert hint() == "pip install paddle-ops-nn"
 
 
 # -- compiled kernel modules that cannot be used ------------------------------------------------
