@@ -78,6 +78,23 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planning, "_warned_fallbacks", set())
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        help="also run the tests marked slow (they build everything in fresh environments)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: builds everything in a fresh environment (--run-slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Install the toy plugin for this run only, before any test imports paddle_core's registry."""
     site = Path(tempfile.mkdtemp(prefix="paddle-core-test-site-"))
