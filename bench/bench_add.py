@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from timing import steady
+from timing import optional, steady
 
 import paddle_core as pc
 
@@ -46,9 +46,8 @@ def main() -> None:
         "NumPy a + b": lambda: a + b,
         "NumPy np.add(out=)": lambda: np.add(a, b, out=c),
     }
-    try:
-        import torch
-
+    torch = optional("torch")
+    if torch is not None:
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
 
         def torch_add(threads: int):
@@ -60,8 +59,6 @@ def main() -> None:
 
         systems["PyTorch a + b, 1 thread"] = torch_add(1)
         systems["PyTorch a + b, 2 threads"] = torch_add(2)
-    except ImportError:
-        print("PyTorch: skipped (not installed)")
     results = {name: steady(fn, args.repeat) for name, fn in systems.items()}
     numpy_alloc, numpy_out = results["NumPy a + b"], results["NumPy np.add(out=)"]
     print(

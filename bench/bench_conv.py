@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from timing import interleaved
+from timing import interleaved, optional
 
 import paddle_core as pc
 
@@ -45,9 +45,7 @@ def ours(x, w, g, threads: int, backward: bool):
     return lambda: plan.run(feed, scope)
 
 
-def torch_conv(x, w, g, threads: int, backward: bool, channels_last: bool):
-    import torch
-
+def torch_conv(torch, x, w, g, threads: int, backward: bool, channels_last: bool):
     torch.set_num_threads(threads)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     tx = torch.from_numpy(x).contiguous(memory_format=fmt).requires_grad_(backward)
@@ -71,6 +69,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     x, w, g = inputs()
+    torch = optional("torch")
     print(
         f"{'pass':>16} {'threads':>7} {'ours ms':>8} {'PyTorch NCHW':>13} {'channels_last':>14}"
         f" {'ours/NCHW':>10} {'ours/cl':>8}"
@@ -78,11 +77,9 @@ def main() -> None:
     for backward in (False, True):
         for threads in (1, 2):
             calls = {"ours": ours(x, w, g, threads, backward)}
-            try:
-                calls["nchw"] = torch_conv(x, w, g, threads, backward, channels_last=False)
-                calls["cl"] = torch_conv(x, w, g, threads, backward, channels_last=True)
-            except ImportError:
-                print("PyTorch: skipped (pip install torch==2.13.0)")
+            if torch is not None:
+                calls["nchw"] = torch_conv(torch, x, w, g, threads, backward, channels_last=False)
+                calls["cl"] = torch_conv(torch, x, w, g, threads, backward, channels_last=True)
             ms = {k: v * 1e3 for k, v in interleaved(calls, args.rounds, warmup_seconds=1).items()}
             name = "fwd + bwd" if backward else "forward"
             row = f"{name:>16} {threads:7d} {ms['ours']:8.2f}"

@@ -26,6 +26,7 @@ import subprocess
 import sys
 
 import numpy as np
+from timing import optional
 
 SIZES = (784, 1024, 1024, 10)  # the MLP's
 FILTERS = (32, 64)  # the CNN's
@@ -73,9 +74,8 @@ def ours_net(model: str, image):
     return pc.layers.fc(h, SIZES[-1])
 
 
-def torch_net(model: str):
-    from torch import nn
-
+def torch_net(torch, model: str):
+    nn = torch.nn
     layers: list = []
     if model == "cnn":
         for channels, filters in itertools.pairwise((3, *FILTERS)):
@@ -120,20 +120,20 @@ def ours(model: str, threads: int, reuse: bool) -> dict:
     }
 
 
-def torch_step(name: str, threads: int) -> dict:
-    import torch
-    from torch import nn
-
+def torch_step(name: str, threads: int) -> dict | None:
+    torch = optional("torch")
+    if torch is None:
+        return None
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = torch_net(name)
+    model = torch_net(torch, name)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = batch(name)
     images, labels = torch.from_numpy(x), torch.from_numpy(y[:, 0])
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(model(images), labels)
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
         loss.item()
@@ -145,12 +145,15 @@ def torch_step(name: str, threads: int) -> dict:
     return {"first": first, "later": later, "held": held}
 
 
-def worker(python: str, *args: str) -> dict:
-    """Run this file as a worker in a fresh process; its figures."""
+def worker(python: str, *args: str) -> dict | None:
+    """Run this file as a worker in a fresh process; its figures (None: it skipped them, and
+    its messages say why)."""
     out = subprocess.run([python, __file__, *args], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"worker {args} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    *messages, figures = out.stdout.strip().splitlines()
+    print(*messages, sep="\n", end="\n" if messages else "")
+    return json.loads(figures)
 
 
 def main() -> None:

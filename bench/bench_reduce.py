@@ -22,14 +22,11 @@ import argparse
 import os
 
 import numpy as np
-from timing import interleaved
+from timing import interleaved, optional
 
 import paddle_core as pc
 
-try:
-    import torch
-except ImportError:  # bench-only dependency
-    torch = None
+torch = optional("torch")
 DEFAULT_TORCH_THREADS = torch.get_num_threads() if torch is not None else 1
 
 N = 1 << 24

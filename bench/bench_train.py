@@ -19,6 +19,7 @@ import statistics
 import time
 
 import numpy as np
+from timing import optional
 
 import paddle_core as pc
 
@@ -26,9 +27,11 @@ BATCH, HIDDEN, CLASSES = 32, 128, 10
 
 
 def data():
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
+    """scikit-learn's 8x8 digits, or None without scikit-learn."""
+    datasets = optional("sklearn.datasets")
+    if datasets is None:
+        return None
+    digits = datasets.load_digits()
     x = (digits.data[:1437] / 16.0).astype(np.float32)
     y = digits.target[:1437].astype(np.int64)
     return x, y
@@ -69,8 +72,8 @@ def ours(model: str, x, y, threads: int):
     return epoch
 
 
-def torch_net(model: str):
-    from torch import nn
+def torch_net(torch, model: str):
+    nn = torch.nn
 
     if model == "mlp":
         return nn.Sequential(nn.Linear(64, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, CLASSES))
@@ -81,13 +84,10 @@ def torch_net(model: str):
     return nn.Sequential(*layers, nn.Flatten(), nn.Linear(32 * 2 * 2, CLASSES))
 
 
-def torch_epoch(name: str, x, y, threads: int):
-    import torch
-    from torch import nn
-
+def torch_epoch(torch, name: str, x, y, threads: int):
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = torch_net(name)
+    model = torch_net(torch, name)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
     batches = [
         (torch.from_numpy(x[i : i + BATCH]), torch.from_numpy(y[i : i + BATCH]))
@@ -97,7 +97,7 @@ def torch_epoch(name: str, x, y, threads: int):
     def epoch():
         for images, labels in batches:
             optimizer.zero_grad(set_to_none=True)
-            loss = nn.functional.cross_entropy(model(images), labels)
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
             loss.backward()
             optimizer.step()
 
@@ -109,25 +109,27 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--model", choices=[*SHAPES, "both"], default="both")
     args = parser.parse_args()
+    digits = data()
+    if digits is None:
+        return  # nothing to train on
     for model in SHAPES if args.model == "both" else [args.model]:
-        run(model, args.rounds)
+        run(model, digits, args.rounds)
     print(
         "\ntargets: ours / PyTorch <= 0.50 (mlp), <= 0.80 (cnn); one epoch: 44 steps of 32 images"
     )
 
 
-def run(model: str, rounds: int) -> None:
-    x, y = data()
+def run(model: str, digits, rounds: int) -> None:
+    x, y = digits
     x = x.reshape(-1, *SHAPES[model])
+    torch = optional("torch")
     print(
         f"{model}:\n{'threads':>7} {'paddle-core ms':>15} {'PyTorch ms':>11} {'ours / PyTorch':>15}"
     )
     for threads in (1, 2):
         systems = {"ours": ours(model, x, y, threads)}
-        try:
-            systems["torch"] = torch_epoch(model, x, y, threads)
-        except ImportError:
-            print("PyTorch: skipped (pip install torch==2.13.0)")
+        if torch is not None:
+            systems["torch"] = torch_epoch(torch, model, x, y, threads)
         times: dict[str, list[float]] = {name: [] for name in systems}
         for epoch in systems.values():
             epoch()  # warm up: plans, allocations, lazy initialisation

@@ -22,18 +22,13 @@ import argparse
 from collections.abc import Callable
 
 import numpy as np
-from timing import interleaved
+from timing import interleaved, optional
 
 import paddle_core as pc
 
-try:
-    import torch
-except ImportError:
-    torch = None
-try:
-    from scipy.special import expit
-except ImportError:
-    expit = None
+torch = optional("torch")
+special = optional("scipy.special")
+expit = special.expit if special is not None else None
 
 OPS = ["exp", "tanh", "sigmoid", "log", "sqrt"]
 
@@ -68,10 +63,6 @@ def main() -> None:
         "positive": rng.uniform(0.01, 10, args.n).astype(np.float32),
     }
     gb = args.n * 8 / 1e9
-    if torch is None:
-        print("note: PyTorch is not installed; its columns are left empty")
-    if expit is None:
-        print("note: SciPy is not installed; no scipy.special.expit row")
     header = f"{'op':8} {'thr':>3} {'ours ms':>8} {'GB/s':>6}  {'reference':12} {'ms':>7}"
     header += f" {'GB/s':>6} {'x NumPy':>8} {'torch ms':>9} {'x torch':>8} {'torch out=':>10}"
     print(f"{args.n} float32 elements, median of {args.repeat} runs\n{header}")

@@ -1,12 +1,42 @@
-"""Timing helpers shared by the benchmarks (run them as `python bench/<name>.py`)."""
+"""Timing helpers shared by the benchmarks (run them as `python bench/<name>.py`).
+
+One rule for what a benchmark compares against: every package beyond NumPy and paddle-core
+(PyTorch, ONNX Runtime, threadpoolctl, SciPy, scikit-learn) comes from ``optional``, and a
+benchmark skips what needs a missing one, saying so, instead of failing.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import statistics
 import time
 from collections.abc import Callable
+from types import ModuleType
 
 Call = Callable[[], object]
+
+# The optional packages, and what pip installs each (the README's Performance section).
+OPTIONAL = {
+    "torch": "torch==2.13.0",
+    "onnxruntime": "onnxruntime",
+    "onnx": "onnx",
+    "threadpoolctl": "threadpoolctl",
+    "scipy": "scipy",
+    "sklearn": "scikit-learn",
+}
+
+
+@functools.cache
+def optional(module: str) -> ModuleType | None:
+    """``module`` (a package of ``OPTIONAL`` or one of its submodules), imported; or None,
+    after saying once that what needs it is skipped and how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = OPTIONAL[module.split(".")[0]]
+        print(f"{module} is not installed: skipping what needs it (pip install {package})")
+        return None
 
 
 def steady(fn: Call, repeat: int, *, pause: float = 0.0, warmup: int = 2) -> float:

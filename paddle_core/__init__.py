@@ -65,6 +65,7 @@ _EXPORTS = {
     "get_registry": "_src.plugins.registry",
     "reload_registry": "_src.plugins.registry",
     "PluginConflictWarning": "_src.plugins.registry",
+    "ConfigWarning": "_src.plugins.config",
     # the kernel SDK
     "get_include": "_sdk",
     "get_cmake_dir": "_sdk",
@@ -157,6 +158,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     from ._src.model.default import default_model
     from ._src.model.expression import Expression, TrainStep
     from ._src.model.model import Model, load_model
+    from ._src.plugins.config import ConfigWarning
     from ._src.plugins.devices import get_device
     from ._src.plugins.hooks import hookimpl, hookspec, register_plugin, unregister_plugin
     from ._src.plugins.registry import PluginConflictWarning, get_registry, reload_registry

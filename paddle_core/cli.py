@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._src.base.errors import PaddleCoreError
+from ._cli_help import COMMANDS, EXAMPLES, OVERVIEW
+from ._src.base.errors import PaddleCoreError, counted
 from ._src.plugins.config import normalize
 from ._src.plugins.registry import get_registry
 from ._version import __version__
@@ -28,10 +29,16 @@ JSON_SCHEMA_VERSION = 1
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:  # like git: no command shows what there is to do
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     import warnings  # (not at the top: the listing path imports nothing it does not use)
 
     warnings.showwarning = _show_warning
+    if args.run is cmd_doctor:  # it reports every warning itself
+        warnings.simplefilter("ignore")
     try:
         return args.run(args)
     except PaddleCoreError as e:
@@ -46,39 +53,61 @@ def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> Non
 
 
 def _parser() -> argparse.ArgumentParser:
+    width = max(map(len, COMMANDS))
+    lines = "\n".join(f"  {name:<{width}}  {line}" for name, (line, _, _) in COMMANDS.items())
     parser = argparse.ArgumentParser(
-        prog="paddle-ops", description="Inspect the ops that installed paddle-core plugins provide."
+        prog="paddle-ops",
+        usage="paddle-ops [--version] [-h] <command> [<args>]",
+        description=OVERVIEW.format(commands=lines),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"paddle-core {__version__}")
-    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(required=True, metavar="<command>", help=argparse.SUPPRESS)
 
-    p = sub.add_parser("list", help="list every op: plugin, version, devices, dtypes, gradient")
+    def command(name: str, run: Any, *, json_output: bool = True) -> argparse.ArgumentParser:
+        line, paragraph, examples = COMMANDS[name]
+        width = max(len(c) for c, _ in examples)
+        shown = "\n".join(f"  {c:<{width}}  {what}".rstrip() for c, what in examples)
+        p = sub.add_parser(
+            name,
+            prog=f"paddle-ops {name}",
+            help=line,
+            description=f"{line[0].upper()}{line[1:]}.\n\n" + _wrap(paragraph),
+            epilog=f"examples:\n{shown}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        if json_output:
+            p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(run=run)
+        return p
+
+    p = command("list", cmd_list)
     p.add_argument("--plugin", help="only ops of this plugin (name or distribution)")
     p.add_argument("--device", help="only ops with a kernel for this device type (cpu, cuda)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=cmd_list)
-
-    p = sub.add_parser("show", help="show one op: comment, inputs, outputs, attrs, kernels")
-    p.add_argument("op")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=cmd_show)
-
-    p = sub.add_parser("plugins", help="list plugins and whether each loads (imports their code)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=cmd_plugins)
-
-    p = sub.add_parser(
-        "doctor", help="find broken plugins, conflicts, missing kernels, stale cache"
-    )
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(run=cmd_doctor)
-
-    p = sub.add_parser("stubs", help="write a .pyi so editors complete paddle_core.ops functions")
+    p = command("show", cmd_show)
+    p.add_argument("op", help="the op type, e.g. matmul")
+    command("plugins", cmd_plugins)
+    command("doctor", cmd_doctor)
+    p = command("stubs", cmd_stubs, json_output=False)
     p.add_argument(
         "-o", "--output", help="file to write (default: ops.pyi beside paddle_core/ops.py)"
     )
-    p.set_defaults(run=cmd_stubs)
+    p = command("help", lambda args: _help(parser, args.command), json_output=False)
+    p.add_argument("command", nargs="?", choices=sorted(COMMANDS), metavar="<command>")
     return parser
+
+
+def _wrap(text: str) -> str:
+    import textwrap  # (only for --help)
+
+    return textwrap.fill(text, 92)
+
+
+def _help(parser: argparse.ArgumentParser, command: str | None) -> int:
+    args = [command, "--help"] if command else ["--help"]
+    parser.parse_args(args)  # prints the help and exits 0
+    return 0
 
 
 # rich, json, protobuf (through the op docs), plugin code: imported by the commands that use
@@ -114,6 +143,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     infos = [registry.ops[t] for t in registry.op_types()]
     if args.plugin:
         wanted = normalize(args.plugin)
+        _check_plugin_name(registry, args.plugin)
         infos = [
             i
             for i in infos
@@ -130,6 +160,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             "devices": i.devices,
             "dtypes": i.dtypes,
             "has_grad": i.has_grad,
+            "grad": i.grad,
             "available": i.plugin.status == "ok" and bool(i.kernels),
             "comment": i.summary["comment"],
         }
@@ -138,6 +169,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         _dump({"ops": rows})
         return 0
+    if not rows and args.device:
+        _check_device_type(args.device)
     if not rows:
         print(
             "No op matches the filter."
@@ -154,15 +187,43 @@ def cmd_list(args: argparse.Namespace) -> int:
                 r["version"],
                 ",".join(r["devices"]) or "-",
                 ",".join(r["dtypes"]) or "-",
-                "yes" if r["has_grad"] else "-",
+                "-" if r["grad"] == "none" else r["grad"],
             )
             for r in rows
         ],
     )
     plugins = len({r["plugin"] for r in rows})
-    lines.append(f"{len(rows)} ops from {plugins} plugin{'s' if plugins != 1 else ''}")
+    lines.append(f"{counted(len(rows), 'op')} from {counted(plugins, 'plugin')}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def _check_plugin_name(registry: Any, name: str) -> None:
+    """A filter naming no plugin is a mistake, not an empty result."""
+    known = {normalize(n) for r in registry.records for n in (r.name, r.distribution) if n}
+    if normalize(name) not in known:
+        from ._src.base.errors import PluginError, did_you_mean  # (only for a mistake)
+
+        names = ", ".join(sorted(r.name for r in registry.records)) or "none"
+        raise PluginError(
+            f"no plugin is named {name!r}{did_you_mean(normalize(name), known)}; "
+            f"the plugins are: {names}",
+            plugin=name,
+        )
+
+
+def _check_device_type(name: str) -> None:
+    """A filter naming no device type is a mistake, not an empty result."""
+    # (pluggy, difflib: only when nothing matched)
+    from ._src.base.errors import DeviceError, did_you_mean
+    from ._src.plugins.devices import device_types
+
+    types = device_types()
+    if name not in types:
+        raise DeviceError(
+            f"no device type is named {name!r}{did_you_mean(name, types)}; "
+            f"the device types are: {', '.join(sorted(types))}"
+        )
 
 
 def plain_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
@@ -181,7 +242,10 @@ def _empty_reason(registry: Any, what: str) -> str:
         return f"No {what}: plugins are switched off (PADDLE_CORE_NO_PLUGINS is set)."
     if registry.records:
         return f"No {what}: no installed plugin loaded; `paddle-ops plugins` says why."
-    return f"No {what}: no plugin is installed. Install one, e.g. `pip install paddle-ops-math`."
+    from ._src.plugins.catalog import install_command  # (only when there is nothing to show)
+
+    first = install_command("paddle-ops-math")
+    return f"No {what}: no plugin is installed. Install one, e.g. `{first}`."
 
 
 # -- show ----------------------------------------------------------------------------------------
@@ -278,7 +342,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         table.add_row(device, dtype, f"{refs[0].impl}:{refs[0].ref}", refs[0].plugin.name)
     console.print(table)
     console.print(f"shape rule: {info.opdef.shape_rule}", markup=False)
-    console.print(f"grad rule:  {info.opdef.grad_rule or '- (not differentiable)'}", markup=False)
+    rule = info.opdef.grad_rule
+    grad = {
+        "none": "- (not differentiable)",
+        "zero": f"{rule} (its outputs are constant in its inputs: no gradient flows back)",
+    }.get(info.grad, rule)
+    console.print(f"grad rule:  {grad}", markup=False)
     if info.others:
         names = ", ".join(p.label for p in info.others)
         console.print(f"also declared by {names} (not used)", markup=False)
@@ -318,7 +387,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         return 0
     table = _table("plugin", "distribution", "version", "entry point", "ops", "status")
     for r, record in zip(rows, registry.records):
-        status = record.status if record.status == "ok" else f"{record.status}: {record.reason}"
+        status = record.disabled or ("ok" if record.status == "ok" else f"broken: {record.reason}")
         table.add_row(
             r["name"], r["distribution"], r["version"], r["entry_point"], str(len(r["ops"])), status
         )
@@ -341,11 +410,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             console.print(f"[yellow]warning[/yellow]  {w}")
         plugins = len(registry.records)
         console.print(
-            f"{len(report['problems'])} problems, {len(report['warnings'])} warnings "
-            f"({plugins} plugins, {len(registry.ops)} ops, paddle-core {report['core_version']})"
+            f"{counted(len(report['problems']), 'problem')}, "
+            f"{counted(len(report['warnings']), 'warning')} ({counted(plugins, 'plugin')}, "
+            f"{counted(len(registry.ops), 'op')}, paddle-core {report['core_version']})"
         )
     if report["problems"]:
-        print(f"paddle-ops: doctor found {len(report['problems'])} problem(s)", file=sys.stderr)
+        found = counted(len(report["problems"]), "problem")
+        print(f"paddle-ops: doctor found {found}", file=sys.stderr)
         return 1
     return 0
 

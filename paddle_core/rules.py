@@ -4,6 +4,7 @@
     shape_rule: "paddle_core.rules:elementwise"  # inputs broadcast together (NumPy rules)
     shape_rule: "paddle_core.rules:grad_shapes"  # each <input>_grad is shaped like <input>
     grad_rule: "paddle_core.rules:default_grad"  # op T's gradient is op T_grad, wired by slot names
+    grad_rule: "paddle_core.rules:no_grad"       # the outputs are constant in the inputs
 
 A shape rule receives a ``paddle_core.ShapeContext``; a grad rule a ``paddle_core.GradContext``
 (docs/plugins.md describes both). ``broadcast_shapes`` is for plugins' own shape rules. The
@@ -11,7 +12,7 @@ spellings ``paddle_core.shape_rules:*`` and ``paddle_core.backward:default_grad`
 used before still work (those modules remain, as aliases); ``paddle-ops doctor`` notes them.
 """
 
-from ._src.graph.backward import default_grad
+from ._src.graph.backward import default_grad, no_grad
 from ._src.graph.shape_rules import broadcast_shapes, elementwise, grad_shapes, unary
 
-__all__ = ["broadcast_shapes", "default_grad", "elementwise", "grad_shapes", "unary"]
+__all__ = ["broadcast_shapes", "default_grad", "elementwise", "grad_shapes", "no_grad", "unary"]

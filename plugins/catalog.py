@@ -1,11 +1,14 @@
-"""Catalogue the first-party plugins' ops: distribution -> op types, as JSON.
+"""Catalogue the first-party plugins: distribution -> its directory and op types, as JSON.
 
     python plugins/catalog.py [--output catalog.json]
 
 The core's build runs this (CMakeLists.txt) and ships the result, so that an unknown op can
-name the package that provides it even when that package is not installed. Adding an op to a
-plugin under plugins/ therefore changes no file of the core: the next build of the core picks
-it up. tests/core/plugins/test_discovery.py checks the installed catalog against the manifests.
+name the package that provides it even when that package is not installed, and the command
+that installs it from where the user is: the checkout the core was built from (``source``, the
+directory holding this script; the core checks it still exists), a wheelhouse in it, or an
+index. Adding an op to a plugin under plugins/ therefore changes no file of the core: the next
+build of the core picks it up. tests/core/plugins/test_discovery.py checks the installed
+catalog against the manifests.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ HERE = Path(__file__).resolve().parent
 
 def first_party_ops() -> dict[str, tuple[str, ...]]:
     """distribution -> sorted op types, read from each plugin's manifest file or directory."""
+    return {name: ops for name, (_, ops) in first_party_plugins().items()}
+
+
+def first_party_plugins() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """distribution -> (its directory relative to the checkout, sorted op types)."""
     from google.protobuf import text_format
 
     sys.path.insert(0, str(HERE.parent))  # the checkout's generated module (it needs protobuf)
@@ -36,7 +44,8 @@ def first_party_ops() -> dict[str, tuple[str, ...]]:
             for file in sorted(path.glob("*.pbtxt")) if path.is_dir() else [path]:
                 manifest = text_format.Parse(file.read_text(), pb.PluginManifest())
                 ops += [opdef.proto.type for opdef in manifest.ops]
-        found[project["name"]] = tuple(sorted(ops))
+        directory = pyproject.parent.relative_to(HERE.parent).as_posix()
+        found[project["name"]] = (directory, tuple(sorted(ops)))
     return found
 
 
@@ -44,7 +53,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--output", help="file to write (default: print)")
     args = parser.parse_args()
-    text = json.dumps(first_party_ops(), indent=1, sort_keys=True) + "\n"
+    catalog = {
+        "source": str(HERE.parent),
+        "packages": {
+            name: {"directory": directory, "ops": list(ops)}
+            for name, (directory, ops) in first_party_plugins().items()
+        },
+    }
+    text = json.dumps(catalog, indent=1, sort_keys=True) + "\n"
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

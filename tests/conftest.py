@@ -1,8 +1,11 @@
 """Shared fixtures: an isolated plugin index, real pip installs of test plugins, the CLI.
 
-The toy plugin (tests/packages/paddle_ops_toy) is installed into the test environment by
-`./dev test`, like any user's plugin. Other test plugins are pip-installed here, into target
-directories that tests put on the path of a subprocess (or, carefully, of this process).
+Test plugins never go into the environment the tests run in (that is the user's `.venv`, where
+`paddle-ops list` must show only real plugins). They are pip-installed here, into target
+directories of this test run: the toy plugin (tests/packages/paddle_ops_toy), which most tests
+use, into one put on this process's sys.path and on the PYTHONPATH of every subprocess when the
+run starts; the others into directories that tests put on the path of a subprocess (or,
+carefully, of this process).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,32 +23,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TEST_PACKAGES = ROOT / "tests" / "packages"  # test plugins, pip-installed by the tests
 
-# Settings that would change what the tests see; the user's own values must not leak in.
-_SETTINGS = (
-    "PADDLE_CORE_NO_PLUGINS",
-    "PADDLE_CORE_PLUGINS",
-    "PADDLE_CORE_DISABLE",
-    "PADDLE_CORE_PREFER",
-    "PADDLE_CORE_NO_CACHE",
-)
-
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every test (and every subprocess it starts) uses a private index cache and no config."""
-    saved = {
-        k: os.environ.get(k) for k in (*_SETTINGS, "PADDLE_CORE_CACHE_DIR", "PADDLE_CORE_CONFIG")
-    }
-    for key in _SETTINGS:
-        os.environ.pop(key, None)
+    """Every test (and every subprocess it starts) uses a private index cache and an empty
+    config file; none of the user's own settings (PADDLE_CORE_*) leaks in."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("PADDLE_CORE_")}
+    for key in saved:
+        del os.environ[key]
     os.environ["PADDLE_CORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("index-cache"))
-    os.environ["PADDLE_CORE_CONFIG"] = str(tmp_path_factory.mktemp("config") / "none.toml")
+    empty_config = tmp_path_factory.mktemp("config") / "empty.toml"
+    empty_config.write_text("")
+    os.environ["PADDLE_CORE_CONFIG"] = str(empty_config)
     yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    for key in [k for k in os.environ if k.startswith("PADDLE_CORE_")]:
+        del os.environ[key]
+    os.environ.update(saved)
 
 
 @pytest.fixture(autouse=True)
@@ -84,11 +78,54 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planning, "_warned_fallbacks", set())
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        help="also run the tests marked slow (they build everything in fresh environments)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: builds everything in a fresh environment (--run-slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Install the toy plugin for this run only, before any test imports paddle_core's registry."""
+    site = Path(tempfile.mkdtemp(prefix="paddle-core-test-site-"))
+    pip_install(site, TEST_PACKAGES / "paddle_ops_toy")
+    sys.path.insert(0, str(site))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(site), os.environ.get("PYTHONPATH")])
+    )
+    session.config.stash[_TEST_SITE] = site
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    site = session.config.stash.get(_TEST_SITE, None)
+    if site is not None:
+        shutil.rmtree(site, ignore_errors=True)
+
+
+_TEST_SITE = pytest.StashKey[Path]()
+
+
+def pythonpath_with(*dirs: Path) -> str:
+    """A PYTHONPATH putting ``dirs`` before this run's own (which holds the toy plugin)."""
+    return os.pathsep.join([*map(str, dirs), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
 def pip_install(target: Path, *packages: Path | str) -> None:
     """Really install ``packages`` (local project directories) into ``target`` with pip."""
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     cmd += ["--no-deps", "--no-build-isolation", "--target", str(target)]
-    subprocess.run([*cmd, *map(str, packages)], check=True, capture_output=True, text=True)
+    result = subprocess.run([*cmd, *map(str, packages)], capture_output=True, text=True)
+    assert result.returncode == 0, f"pip install {packages} failed:\n{result.stderr}"
 
 
 @pytest.fixture(scope="session")
@@ -97,6 +134,25 @@ def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("broken-site")
     pip_install(target, TEST_PACKAGES / "broken")
     return target
+
+
+@pytest.fixture(scope="session")
+def my_ops_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/my_ops (a compiled plugin: CMake, scikit-build-core) built and pip-installed
+    into a directory of its own, from a copy (the checkout gets no build directory)."""
+    project = tmp_path_factory.mktemp("my-ops") / "my_ops"
+    shutil.copytree(ROOT / "examples" / "my_ops", project, ignore=shutil.ignore_patterns("build"))
+    target = tmp_path_factory.mktemp("my-ops-site")
+    pip_install(target, project)
+    return target
+
+
+def ruff() -> str:
+    """The ruff of this environment (it comes with the [test] extra); skips the test without."""
+    found = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if found is None:
+        pytest.skip("ruff is not installed (it comes with the [test] extra)")
+    return found
 
 
 def paddle_ops_command() -> str:
@@ -116,7 +172,7 @@ def run_cli(
     """Run `paddle-ops ARGS` as a subprocess; assert its exit status when ``check`` is given."""
     full_env = {**os.environ, **(env or {})}
     if pythonpath is not None:
-        full_env["PYTHONPATH"] = str(pythonpath)
+        full_env["PYTHONPATH"] = pythonpath_with(pythonpath)
     result = subprocess.run(
         [paddle_ops_command(), *args], env=full_env, capture_output=True, text=True, timeout=120
     )

@@ -5,15 +5,28 @@ Examples that do not run are a common complaint about op libraries; ours run in 
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, pip_install, pythonpath_with, run_cli
 
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+ANY_BLOCK = re.compile(r"```[a-z]*\n(.*?)```", re.DOTALL)
+# docs/plugins.md builds a package: its files are the blocks starting with "# noise_ops/<path>"
+# (or "# pyproject.toml"), and the block starting with this line uses it once installed.
+GUIDE_PACKAGE = re.compile(r"# (pyproject\.toml|noise_ops/\S+)\n")
+GUIDE_USAGE = "# with noise-ops installed:\n"
+
+
+def runnable(block: str) -> bool:
+    """Whether a Python block runs as it is (not a file of, or a use of, the guide's package)."""
+    return not GUIDE_PACKAGE.match(block) and not block.startswith(GUIDE_USAGE)
 
 
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -28,7 +41,7 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("document", ["README.md", "docs/plugins.md", "docs/model.md"])
 def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     """Each document's Python blocks run in order, as one script."""
-    blocks = PYTHON_BLOCK.findall((ROOT / document).read_text())
+    blocks = [b for b in PYTHON_BLOCK.findall((ROOT / document).read_text()) if runnable(b)]
     assert blocks, f"{document} has no Python blocks"
     prelude = "import numpy as np\nimport paddle_core as pc\n"
     result = run_python(prelude + "\n".join(blocks), tmp_path)
@@ -38,6 +51,76 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
             "OpNotFoundError: unknown op 'scael' (did you mean 'scale'?)",
         ):
             assert line in result.stdout
+
+
+def test_the_guides_package_installs_beside_examples_my_ops_and_differentiates(
+    my_ops_site: Path, tmp_path: Path
+) -> None:
+    """docs/plugins.md's example package, assembled from its blocks, pip-installed beside
+    examples/my_ops: both load (their import names differ), and its op runs and
+    differentiates through the grad rule the guide shows."""
+    files: dict[str, str] = {}
+    usage = []
+    for block in ANY_BLOCK.findall((ROOT / "docs" / "plugins.md").read_text()):
+        if match := GUIDE_PACKAGE.match(block):
+            files[match[1]] = files.get(match[1], "") + block[match.end() :]
+        elif block.startswith(GUIDE_USAGE):
+            usage.append(block)
+    assert set(files) == {"pyproject.toml", "noise_ops/ops.pbtxt", "noise_ops/rules.py"}
+    assert len(usage) == 1
+    project = tmp_path / "noise_ops"
+    for name, text in {**files, "noise_ops/__init__.py": ""}.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    site = tmp_path / "site"
+    pip_install(site, project)
+    both = pythonpath_with(site, my_ops_site)
+    env = {**os.environ, "PYTHONPATH": both}
+    result = subprocess.run(
+        [sys.executable, "-c", usage[0]], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    plugins = json.loads(run_cli("plugins", "--json", env={"PYTHONPATH": both}).stdout)
+    status = {p["name"]: (p["distribution"], p["status"]) for p in plugins["plugins"]}
+    assert status["noise"] == ("noise-ops", "ok") and status["my_ops"] == ("my-ops", "ok")
+    report = json.loads(run_cli("doctor", "--json", env={"PYTHONPATH": both}).stdout)
+    assert report["problems"] == [] and not [w for w in report["warnings"] if "noise" in w]
+
+
+def test_readme_snippets_run_from_the_checkout_root() -> None:
+    """There the checkout's paddle_core shadows the installed one (Python puts the current
+    directory first on sys.path); the source tree then uses the installed build's compiled
+    runtime and op catalog."""
+    (block, *_) = [b for b in PYTHON_BLOCK.findall((ROOT / "README.md").read_text())]
+    probe = "import numpy as np\nimport paddle_core as pc\nprint(pc.__file__)\n" + block
+    result = run_python(probe, ROOT)
+    assert result.stdout.startswith(str(ROOT / "paddle_core" / "__init__.py"))
+    assert "[[3. 3. 3. 3.]" in result.stdout
+    without_nn = (  # the catalog names the package of an op that is not installed
+        "import paddle_core as pc\nfrom paddle_core._src.plugins.registry import Registry\n"
+        "records = [r for r in pc.get_registry().records if r.name != 'nn']\n"
+        "print(Registry(records).explain_missing('conv2d'))\n"
+    )
+    assert "provided by paddle-ops-nn" in run_python(without_nn, ROOT).stdout
+
+
+def test_a_source_tree_without_a_build_to_borrow_says_so(tmp_path: Path) -> None:
+    """A source tree of another version than the installed paddle-core: the error says where
+    paddle_core came from, what is missing, and why the installed one was not used."""
+    shutil.copytree(
+        ROOT / "paddle_core", tmp_path / "paddle_core", ignore=shutil.ignore_patterns("*.so")
+    )
+    (tmp_path / "paddle_core" / "_version.py").write_text('__version__ = "0.1.1"\n')
+    probe = (
+        "import numpy as np\nimport paddle_core as pc\nprog = pc.Program()\n"
+        "with pc.program_guard(prog):\n    y = pc.ops.scale(pc.data('x', [2]))\n"
+        "try:\n    pc.Executor().run(prog, feed={'x': np.ones(2, np.float32)}, fetch_list=y)\n"
+        "except pc.PaddleCoreError as e:\n    print(e)\n"
+    )
+    message = run_python(probe, tmp_path).stdout
+    assert f"paddle_core was imported from {tmp_path / 'paddle_core'}, a source tree" in message
+    assert "the installed paddle-core is 0.1.0, but this source is 0.1.1" in message
+    assert "`python -P`" in message
 
 
 @pytest.mark.parametrize(
@@ -52,3 +135,15 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
 )
 def test_scripts_run(script: str, tmp_path: Path) -> None:
     run_python((ROOT / script).read_text(), tmp_path)
+
+
+def test_the_threads_table_keeps_only_figures_that_reproduced() -> None:
+    """docs/plugins.md's Threads table: each setting is one bench/bench_matmul.py measures,
+    and OMP_WAIT_POLICY=passive, whose figure did not reproduce, is not offered as a fix."""
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    section = text[text.index("### Threads") : text.index("## In-process plugins")]
+    rows = re.findall(r"^\| (`[^`]+`|defaults) \| \d+ \| \d+ \|$", section, re.MULTILINE)
+    assert rows == ["defaults", "`OPENBLAS_THREAD_TIMEOUT=1`"]
+    bench = (ROOT / "bench" / "bench_matmul.py").read_text()
+    assert all(row.strip("`") in bench for row in rows[1:])
+    assert "`OMP_WAIT_POLICY=passive` is no substitute" in section

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .device import Device
+from .errors import counted
 
 PC_DEVICE_CUDA = 2  # kernel_abi.h
 
@@ -32,7 +33,7 @@ class CUDA(Device):
         except Exception as e:  # no driver, no GPU
             return f"CUDA is not usable: {e}"
         if index >= count:
-            return f"this machine has {count} CUDA device(s)"
+            return f"this machine has {counted(count, 'CUDA device')}"
         return None
 
     @classmethod

@@ -95,11 +95,17 @@ class ConfigError(PaddleCoreError):
     """A setting is invalid: environment variables, the config file, or an Executor's."""
 
 
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """A suffix like " (did you mean 'scale'?)" for the closest candidates, or ""."""
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """ "1 problem", "2 problems": a count and its noun, read aloud correctly."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def did_you_mean(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
+    """A suffix like " (did you mean 'scale'?)" for the closest candidates, or "". Names that
+    share a long prefix (PADDLE_CORE_*) need a higher ``cutoff`` to leave the unrelated out."""
     import difflib  # (only when there is a mistake to explain)
 
-    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=cutoff)
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

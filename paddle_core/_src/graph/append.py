@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base.errors import OpInputError, ShapeError, did_you_mean
+from ..base.errors import OpInputError, ShapeError, counted, did_you_mean
 from .operator import Operator, block_indices
 from .shape_inference import ShapeContext, check_spec, infer
 from .variable import Parameter, Variable, format_shape
@@ -193,7 +193,7 @@ def _given_outputs(
         targets = value if isinstance(value, (list, tuple)) else [value]
         if value is None or len(targets) != len(slot_specs):
             raise OpInputError(
-                f"op {op_type!r}: output {slot!r} needs {len(slot_specs)} variable(s)",
+                f"op {op_type!r}: output {slot!r} needs {counted(len(slot_specs), 'variable')}",
                 op=op_type,
             )
         for target, spec in zip(targets, slot_specs):

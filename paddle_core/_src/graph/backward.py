@@ -190,6 +190,11 @@ def default_grad(ctx: GradContext) -> None:
     ctx.append_op(grad_type, inputs, outputs, attrs)
 
 
+def no_grad(ctx: GradContext) -> None:
+    """The grad rule of an op whose outputs are constant in its inputs (argmax, full_like):
+    gradients stop there, as for a constant. ``paddle-ops list`` shows it as "zero"."""
+
+
 class _Versions:
     """Which version of each variable every forward op reads and writes.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from ..base.dtypes import DTYPES, ITEMSIZE
-from ..base.errors import PluginError, ShapeError
+from ..base.errors import PluginError, ShapeError, counted
 from ..base.limits import MAX_RANK, shape_problem
 from .variable import Variable, format_shape
 
@@ -144,7 +144,7 @@ def check_forward_relation(info: Any, ctx: ShapeContext) -> None:
                 continue
             if len(given[slot]) != len(want):
                 ctx.fail(
-                    f"{slot} has {len(given[slot])} value(s); {forward.type!r} gives {len(want)}"
+                    f"{slot} has {counted(len(given[slot]), 'value')}; {forward.type!r} gives {len(want)}"
                 )
             for v, (shape, dtype) in zip(given[slot], want):
                 if v.dtype != dtype or not _fits(v.shape, shape):

@@ -1,26 +1,53 @@
-"""First-party op packages, so that an unknown op can name the package to install.
+"""First-party op packages: which one provides an op that is not installed, and how to install it.
 
-``KNOWN_PACKAGES`` maps distribution -> op types. The core's build writes it, as catalog.json
-beside this module, from the manifests under plugins/ (plugins/catalog.py), so adding an op to
-a first-party plugin changes no file of the core; a test checks the installed catalog against
-the manifests. A core run from a source checkout has no catalog and names no package.
+The core's build writes catalog.json beside this module from the manifests under plugins/
+(plugins/catalog.py), so adding an op to a first-party plugin changes no file of the core; a
+test checks the installed catalog against the manifests. It holds, per distribution, its op
+types and its directory in the checkout the core was built from (``source``). A core run from
+a source checkout uses the installed core's catalog, if any.
+
+``install_command`` names a command that works where the user is. The first-party packages
+are not on an index yet; a core built from a checkout that still exists is pointed back at it:
+
+1. a wheelhouse ``<checkout>/dist`` (``./dev wheels``) holding the package:
+   ``pip install --find-links dist paddle-ops-nn``;
+2. one holding the core's wheel only (the README's plain-pip install):
+   ``pip install --find-links dist ./plugins/paddle_ops_nn``, which builds the plugin;
+3. no wheelhouse: build the core's wheel into one first, then as 2.
+
+Without the checkout (a core installed from an index or a wheelhouse somewhere else), the
+plain ``pip install paddle-ops-nn``, from the index or wheelhouse the core came from.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 
+from ..base import built
 
-def _load() -> dict[str, tuple[str, ...]]:
+
+def _load() -> dict:
+    path = os.path.join(os.path.dirname(__file__), "catalog.json")
+    if not os.path.exists(path):  # a source tree: the installed paddle-core's, if any
+        path = built.installed_copy("_src/plugins", "catalog.json") or path
     try:
-        with open(os.path.join(os.path.dirname(__file__), "catalog.json"), "rb") as f:
-            return {package: tuple(ops) for package, ops in json.load(f).items()}
+        with open(path, "rb") as f:
+            data = json.load(f)
+        return data if isinstance(data.get("packages"), dict) else {}
     except (OSError, ValueError, AttributeError, TypeError):
         return {}
 
 
-KNOWN_PACKAGES: dict[str, tuple[str, ...]] = _load()
+_CATALOG = _load()
+SOURCE: str = _CATALOG.get("source", "")
+KNOWN_PACKAGES: dict[str, tuple[str, ...]] = {
+    name: tuple(entry["ops"]) for name, entry in _CATALOG.get("packages", {}).items()
+}
+DIRECTORIES: dict[str, str] = {
+    name: entry["directory"] for name, entry in _CATALOG.get("packages", {}).items()
+}
 
 
 def provider_of(op: str) -> str | None:
@@ -29,3 +56,36 @@ def provider_of(op: str) -> str | None:
         if op in ops:
             return package
     return None
+
+
+def install_command(package: str) -> str:
+    """A shell command installing first-party ``package`` from where the user is."""
+    directory = DIRECTORIES.get(package)
+    if (
+        not SOURCE
+        or not directory
+        or not os.path.isfile(os.path.join(SOURCE, directory, "pyproject.toml"))
+    ):
+        return f"pip install {package}"
+    dist = _shown(os.path.join(SOURCE, "dist"))
+    if _wheels(package):
+        return f"pip install --find-links {dist} {package}"
+    project = _shown(os.path.join(SOURCE, directory), local=True)
+    install = f"pip install --find-links {dist} {project}"
+    if _wheels("paddle-core"):
+        return install
+    return f"pip wheel --no-deps --wheel-dir {dist} {_shown(SOURCE, local=True)} && {install}"
+
+
+def _wheels(package: str) -> list[str]:
+    name = package.replace("-", "_")
+    return glob.glob(os.path.join(glob.escape(SOURCE), "dist", f"{name}-*.whl"))
+
+
+def _shown(path: str, *, local: bool = False) -> str:
+    """``path`` as the user would type it: relative inside the current directory, starting
+    with "./" for a ``local`` project (so that pip takes it for one)."""
+    relative = os.path.relpath(path)
+    if relative.startswith(".."):
+        return path
+    return "./" + relative if local and relative != "." else relative

@@ -11,6 +11,11 @@ Environment variables (all optional):
   ``PADDLE_CORE_NO_CACHE=1`` disables the cache.
 - ``PADDLE_CORE_CONFIG``: path of the config file (default ``~/.config/paddle-core/config.toml``).
 
+Nothing is ignored silently: another ``PADDLE_CORE_*`` variable, a ``PADDLE_CORE_CONFIG`` naming
+no file, an unknown section or key in the config file, and a plugin name that no installed
+plugin has are each a ``ConfigWarning`` naming the setting and the closest matches (given once
+per process, and counted by ``paddle-ops doctor``).
+
 The config file uses the same names in TOML::
 
     [plugins]
@@ -24,7 +29,26 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import ConfigError
+from ..base.errors import ConfigError, did_you_mean
+
+# Every environment variable paddle-core reads; another PADDLE_CORE_* is a mistake to report.
+VARIABLES = (
+    "PADDLE_CORE_NO_PLUGINS",
+    "PADDLE_CORE_PLUGINS",
+    "PADDLE_CORE_DISABLE",
+    "PADDLE_CORE_PREFER",
+    "PADDLE_CORE_CACHE_DIR",
+    "PADDLE_CORE_NO_CACHE",
+    "PADDLE_CORE_CONFIG",
+    "PADDLE_CORE_NUM_THREADS",  # the executor's threads (run/executor.py)
+    "PADDLE_CORE_VENV",  # the virtual environment of the checkout's ./dev script
+)
+# The config file's sections and their keys (None: any key; [prefer] is keyed by op types).
+SECTIONS: dict[str, tuple[str, ...] | None] = {"plugins": ("allow", "disable"), "prefer": None}
+
+
+class ConfigWarning(UserWarning):
+    """A setting names something that does not exist (a variable, a config key, a plugin)."""
 
 
 class Settings:
@@ -39,6 +63,8 @@ class Settings:
         prefer: dict[str, str] | None = None,
         cache_dir: str | None = None,
         config_file: str | None = None,
+        sources: dict[str, str] | None = None,
+        warnings: list[str] | None = None,
     ) -> None:
         self.no_plugins = no_plugins
         self.allow = allow  # None: every plugin
@@ -46,19 +72,42 @@ class Settings:
         self.prefer = prefer or {}  # op type or "op:device:dtype" -> plugin name
         self.cache_dir = cache_dir  # None: no cache
         self.config_file = config_file  # the file these came from, if any
+        # Where "allow" and "disable" came from, as messages name it: "PADDLE_CORE_PLUGINS" or
+        # "[plugins] allow in <config file>".
+        self.sources = {"allow": "PADDLE_CORE_PLUGINS", "disable": "PADDLE_CORE_DISABLE"}
+        self.sources.update(sources or {})
+        self.warnings = warnings or []  # settings that name nothing (see unknown_plugins too)
 
     def why_disabled(self, *names: str) -> str | None:
-        """Why a plugin known by any of ``names`` is switched off, or None if it is not."""
+        """Why a plugin known by any of ``names`` is switched off ("disabled by ..."), or None
+        if it is not."""
         keys = {normalize(n) for n in names}
         if self.no_plugins:
-            return "PADDLE_CORE_NO_PLUGINS is set"
+            return "disabled by PADDLE_CORE_NO_PLUGINS"
         if keys == {"core", "paddle_core"}:  # the core's own ops: only NO_PLUGINS turns them off
             return None
         if self.allow is not None and not keys & self.allow:
-            return "it is not in the plugin allowlist (PADDLE_CORE_PLUGINS / [plugins] allow)"
+            allowed = ", ".join(sorted(self.allow)) or "none"
+            return f"disabled by {self.sources['allow']}, which allows only: {allowed}"
         if keys & self.disable:
-            return "it is disabled (PADDLE_CORE_DISABLE / [plugins] disable)"
+            return f"disabled by {self.sources['disable']}"
         return None
+
+    def unknown_plugins(self, plugins: list[tuple[str, str]]) -> list[str]:
+        """A warning per name in the allowlist or the disable list that none of ``plugins``
+        ((name, distribution) pairs) answers to."""
+        if self.no_plugins:
+            return []
+        known = {normalize(n) for pair in plugins for n in pair if n}
+        names = sorted({name for name, _ in plugins})
+        found = []
+        for field in ("allow", "disable"):
+            for name in sorted((getattr(self, field) or frozenset()) - known):
+                found.append(
+                    f"{self.sources[field]} names {name!r}, which is no installed plugin"
+                    f"{did_you_mean(name, known)}; the plugins are: {', '.join(names) or 'none'}"
+                )
+        return found
 
 
 def normalize(name: str) -> str:
@@ -75,17 +124,31 @@ def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Setting
         "paddle-core",
         "config.toml",
     )
+    warnings = [
+        f"environment variable {key} is not a paddle-core setting and is ignored"
+        + did_you_mean(key, VARIABLES, cutoff=0.85)
+        for key in sorted(environ)
+        if key.startswith("PADDLE_CORE_") and key not in VARIABLES
+    ]
+    if environ.get("PADDLE_CORE_CONFIG") and not os.path.isfile(config_file):
+        warnings.append(
+            f"PADDLE_CORE_CONFIG names {config_file}, which is not a file: no config file is read"
+        )
     file_conf = _read_config(config_file) if os.path.isfile(config_file) else {}
+    warnings += _unknown_keys(file_conf, config_file)
     plugins = file_conf.get("plugins", {})
 
+    sources = {}
     allow = _names(environ.get("PADDLE_CORE_PLUGINS"), "PADDLE_CORE_PLUGINS")
     if allow is None and "allow" in plugins:
         allow = frozenset(normalize(n) for n in _str_list(plugins["allow"], "[plugins] allow"))
+        sources["allow"] = f"[plugins] allow in {config_file}"
     disable = _names(environ.get("PADDLE_CORE_DISABLE"), "PADDLE_CORE_DISABLE")
     if disable is None:
         disable = frozenset(
             normalize(n) for n in _str_list(plugins.get("disable", []), "[plugins] disable")
         )
+        sources["disable"] = f"[plugins] disable in {config_file}"
     prefer = {str(k): str(v) for k, v in file_conf.get("prefer", {}).items()}
     prefer.update(_pairs(environ.get("PADDLE_CORE_PREFER", "")))
 
@@ -101,7 +164,37 @@ def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Setting
         prefer=prefer,
         cache_dir=cache_dir,
         config_file=config_file if file_conf else None,
+        sources=sources,
+        warnings=warnings,
     )
+
+
+def _unknown_keys(conf: dict, path: str) -> list[str]:
+    """A warning per section or key of the config file that paddle-core does not read."""
+    found = []
+    for section, value in conf.items():
+        if section not in SECTIONS:
+            owner = next((s for s, keys in SECTIONS.items() if keys and section in keys), None)
+            hint = (
+                f" (did you mean [{owner}] {section}?)"
+                if owner
+                else did_you_mean(section, SECTIONS)
+            )
+            sections = " and ".join(f"[{s}]" for s in SECTIONS)
+            found.append(
+                f"config file {path}: unknown section or key {section!r} is ignored{hint}; "
+                f"the file has the sections {sections}"
+            )
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(f"config file {path}: [{section}] must be a table, got {value!r}")
+        keys = SECTIONS[section]
+        for key in [k for k in value if keys is not None and k not in keys]:
+            found.append(
+                f"config file {path}: unknown key {key!r} in [{section}] is ignored"
+                f"{did_you_mean(key, keys)}; [{section}] takes {' and '.join(keys)}"
+            )
+    return found
 
 
 def _read_config(path: str) -> dict:

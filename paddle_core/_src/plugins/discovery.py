@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 
-from ..base.errors import ManifestError
+from ..base.errors import ManifestError, counted
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class PluginRecord:
         # ABI): found without importing at discovery, or by a process that tried to load it,
         # and kept in the index so that `paddle-ops list` knows. Cleared by a successful load.
         self.kernel_problem: str = fields.get("kernel_problem", "")
-        self.disabled: str | None = None  # why the user switched it off
+        self.disabled: str | None = None  # "disabled by <the setting>", when the user did
         self.runtime_errors: list[str] = []
         # Where bare rule/kernel names resolve: None means import rules_module on first use;
         # in-process plugins (register_plugin) resolve names on their own object.
@@ -104,7 +104,7 @@ class PluginRecord:
         problems = self.problems
         if not problems:
             return ""
-        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
         return problems[0] + more
 
     @property

@@ -52,7 +52,7 @@ def check_plugin_code(record: PluginRecord, cache_dir: str | None) -> None:
 def report(registry: Registry) -> dict[str, Any]:
     """Problems (exit 1) and warnings found across plugins, conflicts, kernels and the index."""
     problems: list[str] = []
-    warnings: list[str] = []
+    warnings: list[str] = list(registry.settings_warnings)
     for record in registry.records:
         check_plugin_code(record, registry.settings.cache_dir)
         if record.status == "broken":

@@ -32,7 +32,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `
 if TYPE_CHECKING:
     from typing import Any
 
-FORMAT = 2
+FORMAT = 3  # 3: op summaries say "grad": "yes" | "zero" | "none"
 PROBLEMS_FILE = "kernel-problems.json"
 
 

@@ -18,13 +18,12 @@ Every conflict not settled by a preference is reported once per process as a
 
 from __future__ import annotations
 
-import warnings
-
 from ..._version import __version__
 from ..base.dtypes import DTYPES
 from ..base.errors import OpNotFoundError, did_you_mean
+from ..base.warn import warn
 from . import discovery, index_cache, loading
-from .config import Settings, load_settings, normalize
+from .config import ConfigWarning, Settings, load_settings, normalize
 from .discovery import PluginRecord
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
@@ -164,8 +163,13 @@ class OpInfo:
         return self._signature
 
     @property
+    def grad(self) -> str:
+        """ "yes" (a grad rule), "zero" (constant in its inputs) or "none" (not differentiable)."""
+        return self.summary["grad"]
+
+    @property
     def has_grad(self) -> bool:
-        return bool(self.summary["grad"])
+        return self.summary["grad"] == "yes"
 
     @property
     def devices(self) -> list[str]:
@@ -319,32 +323,44 @@ class Registry:
         message = f"unknown op {op!r}"
         for record in self.records:
             if any(s["type"] == op for s in record.ops) and not record.loaded:
-                state = "disabled" if record.disabled else "broken"
-                return f"{message}: it is provided by {record.label}, which is {state}: {record.reason}"
+                state = record.disabled or f"broken: {record.reason}"
+                return f"{message}: it is provided by {record.label}, which is {state}"
         hint = did_you_mean(op, self.ops)
         if hint:
             return message + hint
-        from .catalog import provider_of  # (reads the catalog: only when an op is missing)
+        if self.settings.no_plugins:
+            return f"{message}: no plugin is loaded, since PADDLE_CORE_NO_PLUGINS is set"
+        # (reads the catalog: only when an op is missing)
+        from .catalog import install_command, provider_of
 
         package = provider_of(op)
         if package:
-            return (
-                f"{message}: it is provided by {package}; install it with `pip install {package}`"
-            )
-        if self.settings.no_plugins:
-            return f"{message}: no plugin is loaded because PADDLE_CORE_NO_PLUGINS is set"
+            return f"{message}: it is provided by {package}; install it with `{install_command(package)}`"
         if not self.ops:
-            return f"{message}: no op plugin is installed (try `pip install paddle-ops-math`)"
+            first = install_command("paddle-ops-math")
+            return f"{message}: no op plugin is installed (install one, e.g. `{first}`)"
         return message + "; `paddle-ops list` shows the available ops"
 
     def kernel_candidates(self, op: str, device: str, dtype: str) -> list[KernelRef]:
         return self.ops[op].kernels.get((device, dtype), [])
 
+    @property
+    def settings_warnings(self) -> list[str]:
+        """Settings that name nothing: unknown variables, config keys and plugin names."""
+        plugins = [(r.name, r.distribution) for r in self.records]
+        return self.settings.warnings + self.settings.unknown_plugins(plugins)
+
+    def warn_settings(self) -> None:
+        for message in self.settings_warnings:
+            if message not in _warned:
+                _warned.add(message)
+                warn(message, ConfigWarning)
+
     def warn_conflicts(self) -> None:
         for conflict in self.conflicts:
             if not conflict.preferred and conflict.key not in _warned:
                 _warned.add(conflict.key)
-                warnings.warn(conflict.describe(), PluginConflictWarning, stacklevel=3)
+                warn(conflict.describe(), PluginConflictWarning)
 
 
 _warned: set[str] = set()
@@ -374,6 +390,7 @@ def reload_registry(settings: Settings | None = None, *, rescan: bool = False) -
     _registry = Registry(in_process + records, settings)
     for listener in _rebuild_listeners:
         listener()
+    _registry.warn_settings()
     _registry.warn_conflicts()
     return _registry
 

@@ -87,9 +87,12 @@ class Executor:
         """Run ``program`` (default: the default main program); return the fetched values.
 
         ``feed`` maps data variable names to arrays (NumPy on any device; they are moved);
-        ``fetch_list`` holds Variables or names. Values come back as NumPy arrays unless
+        ``fetch_list`` holds Variables or names (one Variable or name alone counts as a list of
+        one). Returns a list, one value per fetch, as NumPy arrays unless
         ``return_numpy=False``.
         """
+        if type(fetch_list) is not list:
+            fetch_list = _fetch_items(fetch_list)
         program = default_main_program() if program is None else program
         feed = {} if feed is None else feed
         scope = scope if scope is not None else global_scope()
@@ -174,11 +177,10 @@ class _RepeatedCall:
         self.version = program.version
         self.plugins = (get_registry(), hooks.generation)
         self.feed_specs = {name: (a.dtype, a.shape) for name, a in feed.items()}
-        self.fetch_list = list(fetch_list or ())
+        self.fetch_list = list(fetch_list)
         self.plan = plan
 
-    def matches(self, program: Any, feed: Any, fetch_list: Any) -> bool:
-        fetch = fetch_list if type(fetch_list) is list else list(fetch_list or ())
+    def matches(self, program: Any, feed: Any, fetch_list: list[Any]) -> bool:
         if (
             program is not self.program()
             or program.version != self.version
@@ -186,7 +188,7 @@ class _RepeatedCall:
             or hooks.generation != self.plugins[1]
             or type(feed) is not dict
             or len(feed) != len(self.feed_specs)
-            or fetch != self.fetch_list
+            or fetch_list != self.fetch_list
         ):
             return False
         specs = self.feed_specs
@@ -227,12 +229,15 @@ def _feed_items(feed: Any) -> list[tuple[str, Any]]:
 
 
 def _fetch_items(fetch_list: Any) -> list[Any]:
+    """The fetches as a list: None is none, one Variable or name is a list of one."""
     if fetch_list is None:
         return []
-    if isinstance(fetch_list, (str, Variable)) or not hasattr(fetch_list, "__iter__"):
+    if isinstance(fetch_list, (str, Variable)):
+        return [fetch_list]
+    if isinstance(fetch_list, dict) or not hasattr(fetch_list, "__iter__"):
         raise FeedError(
-            f"fetch_list must be a list of Variables or names, got {type(fetch_list).__name__} "
-            "(wrap a single fetch in a list)"
+            "fetch_list must be a list of Variables or names (or one of them), got "
+            f"{type(fetch_list).__name__} {fetch_list!r}"
         )
     return list(fetch_list)
 

@@ -15,7 +15,6 @@ Done once per (program version, feed signature, fetch list) by the executor:
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -26,9 +25,11 @@ from ..base.errors import (
     PluginError,
     ProgramError,
     ShapeError,
+    counted,
     did_you_mean,
 )
 from ..base.limits import MAX_BYTES
+from ..base.warn import warn
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer
 from ..graph.variable import format_shape
 from ..plugins.devices import get_device
@@ -249,11 +250,10 @@ def _warn_fallback(op: str, device: Any, fallback: Any, dtype: str) -> None:
         return
     _warned_fallbacks.add((op, device.type, dtype))
     copies = "" if device.host_memory and fallback.host_memory else " with copies"
-    warnings.warn(
+    warn(
         f"op {op!r} has no {device.type} kernel for {dtype}; running it on "
         f"{fallback.type.upper()}{copies}",
         RuntimeWarning,
-        stacklevel=7,  # the caller of Executor.run or .prepare
     )
 
 
@@ -350,8 +350,9 @@ def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
         specs = ctx.outputs.get(slot, [])
         if len(specs) != len(names):
             raise ShapeError(
-                f"op {op.type!r}: for the fed shapes its shape rule gives {len(specs)} "
-                f"value(s) for output {slot!r}, but the program has {len(names)}",
+                f"op {op.type!r}: for the fed shapes its shape rule gives "
+                f"{counted(len(specs), 'value')} for output {slot!r}, but the program has "
+                f"{len(names)}",
                 op=op.type,
             )
         for name, (shape, dtype) in zip(names, specs):

@@ -298,7 +298,7 @@ def summarize(manifest: pb.PluginManifest) -> dict[str, Any]:
                 "type": opdef.proto.type,
                 "comment": opdef.proto.comment.strip().split("\n", 1)[0],
                 "kernels": _kernel_summary(opdef.kernels),
-                "grad": bool(opdef.grad_rule),
+                "grad": grad_kind(opdef.grad_rule),
             }
             for opdef in manifest.ops
         ],
@@ -307,6 +307,16 @@ def summarize(manifest: pb.PluginManifest) -> dict[str, Any]:
             for pack in manifest.kernel_packs
         ],
     }
+
+
+NO_GRAD = "paddle_core.rules:no_grad"
+
+
+def grad_kind(grad_rule: str) -> str:
+    """How an op differentiates, as listings show it without importing its rules: "yes" (a
+    grad rule), "zero" (the core's ``no_grad``: its outputs are constant in its inputs) or
+    "none" (no grad rule: gradients cannot flow through it)."""
+    return "zero" if grad_rule == NO_GRAD else "yes" if grad_rule else "none"
 
 
 def _kernel_summary(kernels) -> list[list[Any]]:

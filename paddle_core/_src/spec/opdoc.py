@@ -28,24 +28,16 @@ def parameters(info: Any) -> list[tuple[str, str, str | None]]:
     return params
 
 
-def signature_text(info: Any, *, annotate: bool = False) -> str:
-    """``scale(x, *, scale=1.0, bias=0.0, name=None)`` (with annotations for stubs)."""
-    parts = []
-    for name, ann, default in parameters(info):
-        text = f"{name}: {ann}" if annotate else name
-        parts.append(
-            text + (f" = {default}" if annotate and default else f"={default}" if default else "")
-        )
+def signature_text(info: Any) -> str:
+    """``scale(x, *, scale=1.0, bias=0.0, name=None)`` (``paddle-ops stubs`` writes its own,
+    annotated and formatted, in _stubs.py)."""
+    parts = [name + (f"={default}" if default else "") for name, _, default in parameters(info)]
     parts.append("*")
     for ap in info.proto.attrs:
-        text = f"{ap.name}: {A.ANNOTATION[ap.type]}" if annotate else ap.name
-        if ap.name in info.defaults:
-            value = A.render(info.defaults[ap.name])
-            text += f" = {value}" if annotate else f"={value}"
-        parts.append(text)
-    parts.append("name: str | None = None" if annotate else "name=None")
-    returns = f" -> {return_annotation(info)}" if annotate else ""
-    return f"{info.type}({', '.join(parts)}){returns}"
+        default = f"={A.render(info.defaults[ap.name])}" if ap.name in info.defaults else ""
+        parts.append(ap.name + default)
+    parts.append("name=None")
+    return f"{info.type}({', '.join(parts)})"
 
 
 def return_annotation(info: Any) -> str:

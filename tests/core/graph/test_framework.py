@@ -252,7 +252,7 @@ def test_append_op_into_given_outputs(program):
     )
     assert parts.outputs == {"outs": ["p", "q"]}
     assert block.var("q").shape == (1, 6)
-    with pytest.raises(pc.OpInputError, match=re.escape("output 'outs' needs 2 variable(s)")):
+    with pytest.raises(pc.OpInputError, match=re.escape("output 'outs' needs 2 variables")):
         block.append_op("toy_split", inputs={"x": x}, outputs={"outs": ["a", "b", "c"]})
     with pc.program_guard(pc.Program()):
         foreign = pc.data("foreign", [7])

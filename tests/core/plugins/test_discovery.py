@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, pip_install, run_cli
+from conftest import ROOT, pip_install, pythonpath_with, run_cli
 
 import paddle_core as pc
 from paddle_core._src.plugins import discovery, registry
@@ -156,6 +156,42 @@ def test_ops_of_broken_or_disabled_plugins_name_them(
         _ = pc.ops.dup_only_op
 
 
+def test_messages_read_aloud(broken_site: Path, on_path, monkeypatch, tmp_path: Path) -> None:
+    """Counts agree with their nouns, and a disabled plugin is named with the setting that
+    disabled it, once ("which is disabled: it is disabled" was said before)."""
+    on_path(broken_site)
+    monkeypatch.setenv("PADDLE_CORE_DISABLE", "dup")
+    pc.reload_registry()
+    with pytest.raises(pc.OpNotFoundError) as err:
+        _ = pc.ops.dup_only_op
+    assert str(err.value) == (
+        "unknown op 'dup_only_op': it is provided by plugin 'dup' (paddle-ops-broken 0.1.0), "
+        "which is disabled by PADDLE_CORE_DISABLE"
+    )
+    # One broken plugin: "1 problem", not "1 problems".
+    doctor = run_cli(
+        "doctor", pythonpath=broken_site, env={"PADDLE_CORE_PLUGINS": "bad_syntax"}, check=1
+    )
+    assert "1 problem, 0 warnings" in doctor.stdout.replace("\n", " ")
+    assert doctor.stderr.strip().endswith("paddle-ops: doctor found 1 problem")
+    dup = plugins_json(broken_site, PADDLE_CORE_DISABLE="dup")["dup"]
+    assert (dup["status"], dup["problems"]) == ("disabled", ["disabled by PADDLE_CORE_DISABLE"])
+    ones = run_cli("list", "--plugin", "core").stdout
+    assert ones.splitlines()[-1] == "2 ops from 1 plugin"
+    record = discovery.PluginRecord("two", errors=["first", "second"])
+    assert record.reason == "first (and 1 more problem)"
+    config = tmp_path / "config.toml"
+    config.write_text('[plugins]\nallow = ["toy"]\n')
+    monkeypatch.delenv("PADDLE_CORE_DISABLE")
+    monkeypatch.setenv("PADDLE_CORE_CONFIG", str(config))
+    pc.reload_registry()
+    with pytest.raises(pc.OpNotFoundError) as err:
+        _ = pc.ops.dup_only_op
+    assert str(err.value).endswith(
+        f"which is disabled by [plugins] allow in {config}, which allows only: toy"
+    )
+
+
 def test_listing_imports_no_plugin_code_numpy_or_pydantic(
     broken_site: Path, tmp_path: Path
 ) -> None:
@@ -168,7 +204,11 @@ def test_listing_imports_no_plugin_code_numpy_or_pydantic(
         "watched = {'numpy', 'pydantic', 'paddle_ops_toy', 'paddle_ops_math', 'broken_plugins'}\n"
         "print(sorted(roots & (watched | {'google', 'rich'})))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(broken_site), "PADDLE_CORE_CACHE_DIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": pythonpath_with(broken_site),
+        "PADDLE_CORE_CACHE_DIR": str(tmp_path),
+    }
 
     def imported() -> list[str]:
         out = subprocess.run(  # from outside the checkout: the installed package is probed
@@ -266,6 +306,94 @@ def test_config_file_settings(broken_site: Path, tmp_path: Path) -> None:
     assert ops["toy_scale"]["plugin"] == "dup"
 
 
+def warned(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("paddle-ops: warning:")]
+
+
+@pytest.mark.parametrize(
+    ("env", "config", "warning"),
+    [
+        (
+            {"PADDLE_CORE_PLUGINS": "mat,nn"},
+            None,
+            "PADDLE_CORE_PLUGINS names 'mat', which is no installed plugin (did you mean 'math'?); "
+            "the plugins are: core, math, nn, toy",
+        ),
+        (
+            {"PADDLE_CORE_DISABLE": "toys"},
+            None,
+            "PADDLE_CORE_DISABLE names 'toys', which is no installed plugin (did you mean 'toy'?)",
+        ),
+        (
+            {"PADDLE_CORE_PLUGIN": "math"},
+            None,
+            "environment variable PADDLE_CORE_PLUGIN is not a paddle-core setting and is ignored "
+            "(did you mean 'PADDLE_CORE_PLUGINS' or",
+        ),
+        (
+            {},
+            "[plugins]\nalow = ['math']\n",
+            "unknown key 'alow' in [plugins] is ignored (did you mean 'allow'?); [plugins] takes allow and disable",
+        ),
+        (
+            {},
+            "[plugin]\nallow = ['math']\n",
+            "unknown section or key 'plugin' is ignored (did you mean 'plugins'?)",
+        ),
+        (
+            {},
+            "disable = ['toy']\n",
+            "unknown section or key 'disable' is ignored (did you mean [plugins] disable?)",
+        ),
+        (
+            {},
+            "[plugins]\nallow = ['math', 'nnn']\n",
+            "[plugins] allow in {config} names 'nnn', which is no installed plugin (did you mean 'nn'?)",
+        ),
+        (
+            {"PADDLE_CORE_CONFIG": "{missing}"},
+            None,
+            "PADDLE_CORE_CONFIG names {missing}, which is not a file: no config file is read",
+        ),
+    ],
+)
+def test_settings_that_name_nothing_are_warnings_that_doctor_counts(
+    env: dict[str, str], config: str | None, warning: str, tmp_path: Path
+) -> None:
+    """A typo in a setting is not silently ignored: every command warns, naming the setting and
+    the close matches, and `doctor` lists and counts it."""
+    path, missing = tmp_path / "config.toml", tmp_path / "no_such_config.toml"
+    env = {k: v.format(missing=missing) for k, v in env.items()}
+    if config is not None:
+        path.write_text(config)
+        env["PADDLE_CORE_CONFIG"] = str(path)
+    warning = warning.format(config=path, missing=missing)
+    (line,) = warned(run_cli("list", env=env))
+    assert warning in line
+    report = json.loads(run_cli("doctor", "--json", env=env).stdout)
+    assert [w for w in report["warnings"] if warning in w]
+    human = run_cli("doctor", env=env)
+    assert "0 problems, 1 warning " in human.stdout.replace("\n", " ") and warned(human) == []
+
+
+def test_settings_warnings_in_python_point_at_the_users_line(monkeypatch, fresh_warnings) -> None:
+    monkeypatch.setenv("PADDLE_CORE_DISABLE", "mathh")
+    with pytest.warns(pc.ConfigWarning, match="PADDLE_CORE_DISABLE names 'mathh'") as record:
+        pc.reload_registry()
+    assert record[0].filename == __file__
+
+
+def test_list_filters_naming_nothing_are_errors() -> None:
+    result = run_cli("list", "--plugin", "mat", check=1)
+    assert result.stderr.strip() == (
+        "paddle-ops: error: no plugin is named 'mat' (did you mean 'math'?); "
+        "the plugins are: core, math, nn, toy"
+    )
+    result = run_cli("list", "--device", "gpu", check=1)
+    assert "no device type is named 'gpu'" in result.stderr and "cpu, cuda" in result.stderr
+    assert run_cli("list", "--plugin", "paddle-ops-toy").stdout  # distributions are names too
+
+
 def test_invalid_settings_are_clear_errors(tmp_path: Path) -> None:
     result = run_cli("list", env={"PADDLE_CORE_PREFER": "toy_scale"}, check=1)
     assert "PADDLE_CORE_PREFER entry 'toy_scale' must look like op=plugin" in result.stderr
@@ -294,6 +422,7 @@ def test_catalog_matches_the_first_party_plugins() -> None:
     exactly their ops."""
     import importlib.util
 
+    from paddle_core._src.plugins import catalog
     from paddle_core._src.plugins.catalog import KNOWN_PACKAGES, provider_of
 
     spec = importlib.util.spec_from_file_location("catalog_script", ROOT / "plugins" / "catalog.py")
@@ -303,18 +432,49 @@ def test_catalog_matches_the_first_party_plugins() -> None:
     assert KNOWN_PACKAGES == expected, "stale: reinstall paddle-core (./dev test rebuilds it)"
     for package, ops in expected.items():
         assert all(provider_of(op) == package for op in ops)
+    assert catalog.DIRECTORIES == {
+        name: directory for name, (directory, _) in updater.first_party_plugins().items()
+    }
+    assert catalog.DIRECTORIES["paddle-ops-math"] == "plugins/paddle_ops_math"
+    assert Path(catalog.SOURCE).is_dir()  # the checkout the installed core was built from
 
 
-def test_an_op_of_a_known_package_that_is_not_installed_names_it(monkeypatch) -> None:
+def test_a_missing_first_party_op_names_a_command_that_works_where_the_user_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No index serves the first-party packages (yet): the hint points back at the checkout
+    the core was built from: its wheelhouse, or its plugin directory with the core's wheel."""
     from paddle_core._src.plugins import catalog
 
+    checkout = tmp_path / "checkout"
+    (checkout / "plugins" / "paddle_ops_nn").mkdir(parents=True)
+    (checkout / "plugins" / "paddle_ops_nn" / "pyproject.toml").write_text("")
     monkeypatch.setitem(catalog.KNOWN_PACKAGES, "paddle-ops-nn", ("warpctc", "softmax"))
-    with pytest.raises(pc.OpNotFoundError) as err:
-        _ = pc.ops.warpctc
-    assert str(err.value) == (
-        "unknown op 'warpctc': it is provided by paddle-ops-nn; "
-        "install it with `pip install paddle-ops-nn`"
+    monkeypatch.setitem(catalog.DIRECTORIES, "paddle-ops-nn", "plugins/paddle_ops_nn")
+    monkeypatch.setattr(catalog, "SOURCE", str(checkout))
+
+    def hint() -> str:
+        with pytest.raises(pc.OpNotFoundError) as err:
+            _ = pc.ops.warpctc
+        prefix = "unknown op 'warpctc': it is provided by paddle-ops-nn; install it with `"
+        assert str(err.value).startswith(prefix) and str(err.value).endswith("`")
+        return str(err.value)[len(prefix) : -1]
+
+    dist, project = checkout / "dist", checkout / "plugins" / "paddle_ops_nn"
+    # No wheelhouse: the README's two commands.
+    assert hint() == (
+        f"pip wheel --no-deps --wheel-dir {dist} {checkout} && "
+        f"pip install --find-links {dist} {project}"
     )
+    dist.mkdir()
+    (dist / "paddle_core-0.1.0-cp311-cp311-linux_x86_64.whl").write_text("")
+    assert hint() == f"pip install --find-links {dist} {project}"
+    monkeypatch.chdir(checkout)  # inside the checkout, as the user would type it there
+    assert hint() == "pip install --find-links dist ./plugins/paddle_ops_nn"
+    (dist / "paddle_ops_nn-0.1.0-cp311-cp311-linux_x86_64.whl").write_text("")  # ./dev wheels
+    assert hint() == "pip install --find-links dist paddle-ops-nn"
+    monkeypatch.setattr(catalog, "SOURCE", str(tmp_path / "gone"))  # the core came from elsewhere
+    assert hint() == "pip install paddle-ops-nn"
 
 
 # -- compiled kernel modules that cannot be used ------------------------------------------------

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import paddle_core as pc
+from paddle_core._src.plugins import registry
 
 pytestmark = pytest.mark.usefixtures("fresh_warnings")
 
@@ -167,6 +169,29 @@ def test_an_in_process_op_shadows_an_installed_one_until_unregistered():
     prog, y = scale_program()
     (got,) = pc.Executor("cpu").run(prog, feed={"x": value}, fetch_list=[y])
     np.testing.assert_array_equal(got, value * 2 + 1)
+
+
+def test_conflict_warnings_point_at_the_users_line(
+    broken_site: Path, monkeypatch: pytest.MonkeyPatch, fresh_warnings: None
+) -> None:
+    """Whichever call finds the conflict (register_plugin, or the first pc.ops.<op> after the
+    installed plugins changed), the warning names the user's file and line, not the core's."""
+    with pytest.warns(pc.PluginConflictWarning) as record:
+        pc.register_plugin(ShadowScale(), name="shadow")  # (the first warned line)
+    assert (record[0].filename, record[0].lineno) == (__file__, _line_of("the first warned line"))
+    pc.unregister_plugin("shadow")
+    registry._warned.clear()  # each conflict is reported once per process
+    monkeypatch.syspath_prepend(str(broken_site))  # installs plugin 'dup', which declares toy_scale
+    monkeypatch.setattr(registry, "_registry", None)
+    with pytest.warns(pc.PluginConflictWarning, match="plugin 'dup'") as record:
+        pc.ops.dup_only_op  # noqa: B018 (the second warned line)
+    assert (record[0].filename, record[0].lineno) == (__file__, _line_of("the second warned line"))
+
+
+def _line_of(text: str) -> int:
+    """The line of this file that holds ``text`` (the first)."""
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.endswith(text + ")"))
 
 
 def test_a_kept_executor_sees_plugins_registered_after_its_first_run():

@@ -156,10 +156,23 @@ def test_a_list_fed_to_a_dtype_numpy_lacks_is_a_feed_error():
         pc.Executor().run(prog, feed={"x": [1.0, 2.0]}, fetch_list=[x])
 
 
-def test_a_single_fetch_not_in_a_list_is_refused():
+def test_a_single_fetch_counts_as_a_list_of_one():
+    """As in Paddle: fetch_list=y is fetch_list=[y], on the first call and on the repeated
+    calls that skip planning (where it used to raise a bare TypeError)."""
     prog, y = program(lambda: ops.scale(pc.data("x", [3]), scale=2.0))
-    with pytest.raises(pc.FeedError, match="wrap a single fetch in a list"):
-        pc.Executor().run(prog, feed={"x": np.ones(3, F32)}, fetch_list=y.name)
+    exe, feed = pc.Executor(), {"x": np.ones(3, F32)}
+    for fetch in (y, y, [y], y.name, y.name, y):
+        (out,) = exe.run(prog, feed=feed, fetch_list=fetch)
+        np.testing.assert_array_equal(out, [2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("fetch", [3, {"y": None}])
+def test_a_fetch_list_of_another_type_is_a_feed_error(fetch):
+    prog, y = program(lambda: ops.scale(pc.data("x", [3]), scale=2.0))
+    exe, feed = pc.Executor(), {"x": np.ones(3, F32)}
+    exe.run(prog, feed=feed, fetch_list=[y])  # a remembered call first: no shortcut around it
+    with pytest.raises(pc.FeedError, match="fetch_list must be a list of Variables or names"):
+        exe.run(prog, feed=feed, fetch_list=fetch)
 
 
 def test_list_feeds_out_of_the_integer_range_are_refused():

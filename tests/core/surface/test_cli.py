@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import tomllib
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import ROOT, ruff, run_cli
 
 TOY_OPS = {
     "toy_add", "toy_concat", "toy_dropout", "toy_fill", "toy_leaky_relu", "toy_linear",
@@ -31,11 +33,30 @@ def test_list_json_rows() -> None:
         "devices": ["cpu"],
         "dtypes": ["int32", "int64", "float32", "float64"],
         "has_grad": True,
+        "grad": "yes",
         "available": True,
         "comment": rows["toy_scale"]["comment"],
     }
     assert rows["toy_scale"]["comment"].startswith("Multiply by a scalar")
     assert rows["toy_matmul"]["has_grad"] is False
+    assert rows["toy_matmul"]["grad"] == "none"
+
+
+def test_ops_constant_in_their_inputs_list_a_zero_gradient() -> None:
+    """argmax, argmin and full_like name the core's no_grad rule: gradients stop there, which
+    the listing says ("zero"), neither "yes" nor "-" (not differentiable at all)."""
+    rows = {r["op"]: r for r in as_json("list", "--plugin", "math")["ops"]}
+    for op in ("argmax", "argmin", "full_like"):
+        assert (rows[op]["has_grad"], rows[op]["grad"]) == (False, "zero"), op
+    assert (rows["sum"]["has_grad"], rows["sum"]["grad"]) == (True, "yes")
+    table = {line.split()[0]: line.split()[-1] for line in run_cli("list").stdout.splitlines()}
+    assert (table["argmax"], table["full_like"], table["sum"], table["toy_matmul"]) == (
+        "zero",
+        "zero",
+        "yes",
+        "-",
+    )
+    assert "no gradient flows back" in run_cli("show", "argmax").stdout
 
 
 def test_list_table_and_filters() -> None:
@@ -52,7 +73,6 @@ def test_list_table_and_filters() -> None:
     assert row.split() in [line.split() for line in toy]
     assert toy[-1] == f"{len(TOY_OPS)} ops from 1 plugin"
     assert {r["op"] for r in as_json("list", "--plugin", "paddle-ops-toy")["ops"]} == TOY_OPS
-    assert as_json("list", "--plugin", "nope")["ops"] == []
     assert "No op matches the filter." in run_cli("list", "--device", "cuda").stdout
 
 
@@ -146,24 +166,102 @@ def test_stubs_are_valid_python_with_signatures(tmp_path: Path) -> None:
     tree = ast.parse(text)
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert TOY_OPS <= set(functions)
-    assert (
-        "def toy_scale(x: Variable, *, scale: float = 1.0, bias: float = 0.0, "
-        "bias_after_scale: bool = True, name: str | None = None) -> Variable:" in text
+
+    def signature(op: str) -> str:
+        node = functions[op]
+        return f"{op}({ast.unparse(node.args)}) -> {ast.unparse(node.returns)}"
+
+    assert signature("toy_scale") == (
+        "toy_scale(x: Variable, *, scale: float=1.0, bias: float=0.0, "
+        "bias_after_scale: bool=True, name: str | None=None) -> Variable"
     )
-    assert (
-        "def toy_split(x: Variable, *, num: int = 2, axis: int = 0, name: str | None = None) "
-        "-> list[Variable]:" in text
+    assert signature("toy_split") == (
+        "toy_split(x: Variable, *, num: int=2, axis: int=0, name: str | None=None) "
+        "-> list[Variable]"
     )
-    assert (
-        "def toy_linear(x: Variable, w: Variable, b: Variable | None = None, *, "
-        "name: str | None = None)" in text
+    assert signature("toy_linear") == (
+        "toy_linear(x: Variable, w: Variable, b: Variable | None=None, *, "
+        "name: str | None=None) -> Variable"
     )
     assert ast.get_docstring(functions["toy_scale"]).startswith("Multiply by a scalar")
+
+
+def test_stubs_come_out_formatted(tmp_path: Path) -> None:
+    """A generated file passes the project's lint and format checks as it is written, however
+    long its signatures and whatever its defaults (quotes, infinity)."""
+    import paddle_core as pc
+    from paddle_core._stubs import write_stubs
+
+    class Awkward:
+        def paddle_core_manifest(self):
+            attrs = "".join(
+                f'attrs {{ name: "{name}" type: {kind} comment: "." default {{ {value} }} }}\n'
+                for name, kind, value in [
+                    ("quoted", "STRING", 's: "say \\"hi\\" it\'s"'),
+                    ("low", "FLOAT", "f: -inf"),
+                    ("bounds", "FLOATS", "floats: [-inf, 0.5, inf]"),
+                    ("mode", "STRING", 's: "a_rather_long_default_value"'),
+                    ("sizes", "INTS", "ints: [1, 2, 3, 4]"),
+                ]
+            )
+            return unary_op_text("awkward_op_with_a_long_name", attrs)
+
+    pc.register_plugin(Awkward(), name="awkward")
+    target = write_stubs(pc.get_registry(), tmp_path / "ops.pyi")
+    config = ["--config", str(ROOT / "pyproject.toml")]
+    for command in (["check"], ["format", "--check", "--diff"]):
+        result = subprocess.run(
+            [ruff(), *command, *config, str(target)], capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    tree = ast.parse(target.read_text())
+    (awkward,) = [n for n in tree.body if getattr(n, "name", "") == "awkward_op_with_a_long_name"]
+    defaults = [ast.literal_eval(d) for d in awkward.args.kw_defaults]
+    assert defaults[:3] == ['say "hi" it\'s', ..., ...]
+
+
+def unary_op_text(op_type: str, attrs: str) -> str:
+    return f"""
+        ops {{
+          proto {{
+            type: "{op_type}" comment: "A test op."
+            inputs {{ name: "x" comment: "Input." }}
+            outputs {{ name: "out" comment: "Output." }}
+            {attrs}
+          }}
+          kernels {{ device: "cpu" dtypes: [FLOAT32] python: "f" }}
+          shape_rule: "paddle_core.rules:unary"
+        }}
+    """
 
 
 def test_usage_errors_exit_2() -> None:
     assert run_cli(check=2).stderr.startswith("usage: paddle-ops")
     assert "invalid choice" in run_cli("frobnicate", check=2).stderr
+
+
+COMMANDS = ("list", "show", "plugins", "doctor", "stubs", "help")
+
+
+def test_help_reads_like_git_help() -> None:
+    """`paddle-ops --help`: every command with one line, examples at the end; each command's
+    --help (or `paddle-ops help <command>`) starts with what the command does."""
+    top = run_cli("--help").stdout.splitlines()
+    for name in COMMANDS:
+        (line,) = [line for line in top if line.split()[:1] == [name]]
+        assert len(line.split()) >= 5, line  # the command and a line about it
+    assert top.index("examples:") > top.index("options:") > top.index("commands:")
+    assert [line for line in top[top.index("examples:") :] if line.startswith("  paddle-ops ")]
+    for name in COMMANDS:
+        own = run_cli(name, "--help").stdout
+        assert own == run_cli("help", name).stdout
+        assert own.startswith(f"usage: paddle-ops {name} ")
+        described = own.split("\n\n")[1:3]  # the paragraphs between usage and options
+        assert not any(p.startswith("options:") for p in described), own
+        assert len(" ".join(described).split()) >= 10, own
+        assert "\nexamples:\n  paddle-ops " in own
+    bare = run_cli(check=2)  # no command: the overview, as a usage error
+    assert bare.stdout == "" and "commands:" in bare.stderr and "examples:" in bare.stderr
 
 
 def test_version() -> None:
@@ -173,3 +271,15 @@ def test_version() -> None:
 def test_no_plugins_message() -> None:
     result = run_cli("plugins", env={"PADDLE_CORE_NO_PLUGINS": "1"})
     assert "PADDLE_CORE_NO_PLUGINS" in result.stdout
+
+
+def test_test_plugins_stay_out_of_the_environment_the_tests_run_in() -> None:
+    """`./dev test` runs in the user's .venv: a test plugin installed there would show up in
+    their `paddle-ops list`. The tests install theirs into a directory of the test run."""
+    listed = json.loads(run_cli("list", "--json", env={"PYTHONPATH": ""}).stdout)
+    test_plugins = {
+        tomllib.loads(p.read_text())["project"]["name"]
+        for p in (ROOT / "tests" / "packages").glob("*/pyproject.toml")
+    }
+    assert {row["distribution"] for row in listed["ops"]}.isdisjoint(test_plugins)
+    assert not [row["op"] for row in listed["ops"] if row["op"].startswith("toy_")]

@@ -32,7 +32,3 @@ def fill_constant_shape(ctx):
 
 def assign_grad(ctx):
     ctx.append_op("assign", {"x": ctx.output_grad("out")}, {"out": ctx.input_grad("x")})
-
-
-def no_grad(ctx):
-    """The output does not depend on the input's values: no gradient flows back."""

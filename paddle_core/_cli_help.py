@@ -1,0 +1,73 @@
+"""What ``paddle-ops --help`` and each command's ``--help`` say (the parser is in cli.py)."""
+
+from __future__ import annotations
+
+# Each command: its line in `paddle-ops --help`, the paragraph its own --help starts with, and
+# examples (command, what it does).
+COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
+    "list": (
+        "list every op: plugin, version, devices, dtypes, gradient",
+        "One line per op of the installed plugins. Reads the plugin index only (no plugin code "
+        "is imported), so it is fast. The grad column says yes (a grad rule), zero (constant "
+        "in its inputs) or - (not differentiable); (unavailable) marks ops whose plugin is "
+        "broken.",
+        [
+            ("paddle-ops list --plugin math", "the ops of one plugin (or distribution)"),
+            ("paddle-ops list --device cuda", "the ops with a CUDA kernel"),
+            ("paddle-ops list --json", "the same as data, for scripts"),
+        ],
+    ),
+    "show": (
+        "show one op: comment, inputs, outputs, attrs, kernels",
+        "Everything an op declares: its signature in Python, comment, inputs and outputs, "
+        "attributes (type, default, range, choices), kernels per device and dtype, shape and "
+        "grad rules, and the plugin that provides it.",
+        [("paddle-ops show matmul", "one op"), ("paddle-ops show conv2d --json", "as data")],
+    ),
+    "plugins": (
+        "list plugins and whether each loads (imports their code)",
+        "One line per installed plugin: distribution, version, entry point, number of ops, and "
+        "ok, disabled (and by which setting) or broken (and why). Imports each plugin's code "
+        "to check it.",
+        [("paddle-ops plugins", "which plugins are installed, and their state")],
+    ),
+    "doctor": (
+        "find broken plugins, conflicts, missing kernels, settings naming nothing",
+        "Checks every plugin for real (imports its rules, kernels and hooks), then reports "
+        "problems (exit status 1): broken plugins, conflicts no preference settles, ops without "
+        "kernels, a stale plugin index; and warnings: settings that name nothing, preferences "
+        "nobody can honour, old spellings in manifests.",
+        [("paddle-ops doctor", "what is wrong, if anything"), ("paddle-ops doctor --json", "")],
+    ),
+    "stubs": (
+        "write a .pyi so editors complete paddle_core.ops functions",
+        "Writes type stubs for the generated API (paddle_core/ops.pyi, beside the installed "
+        "package) from the installed plugins: editors then complete pc.ops.<op> with its "
+        "signature and docstring. Run it again after installing or removing plugins.",
+        [("paddle-ops stubs", ""), ("paddle-ops stubs -o typings/paddle_core/ops.pyi", "")],
+    ),
+    "help": (
+        "show the help of a command",
+        "The same as `paddle-ops <command> --help`.",
+        [("paddle-ops help list", "")],
+    ),
+}
+
+OVERVIEW = """\
+Inspect the ops that installed paddle-core plugins provide.
+
+commands:
+{commands}
+"""
+
+EXAMPLES = """\
+examples:
+  paddle-ops list                       every op, one line each
+  paddle-ops show scale                 one op: signature, attrs, kernels
+  paddle-ops doctor                     what is wrong with the installed plugins, if anything
+  paddle-ops list --plugin nn --json    one plugin's ops, as data
+
+`paddle-ops <command> --help` describes one command. Exit status: 0 on success, 1 with a
+one-line reason on stderr when the request fails, 2 for usage errors. Settings
+(PADDLE_CORE_PLUGINS, PADDLE_CORE_DISABLE, ...) are described in docs/plugins.md.
+"""

@@ -1,0 +1,63 @@
+"""The benchmarks follow one rule for the packages they compare against (they are not run here:
+they time things). Every package beyond the standard library, NumPy and paddle-core comes from
+``timing.optional``, which says what is skipped and how to install it, so that no benchmark
+fails for want of PyTorch, ONNX Runtime, threadpoolctl, SciPy or scikit-learn."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+BENCH = ROOT / "bench"
+ALLOWED = {"__future__", "numpy", "paddle_core", "timing", *sys.stdlib_module_names}
+
+
+def imports(path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found.append((node.lineno, node.module or ""))
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(BENCH.glob("*.py")), ids=lambda p: p.name)
+def test_optional_packages_come_from_timing_optional(path) -> None:
+    direct = [
+        f"{path.name}:{line}: import {name}"
+        for line, name in imports(path)
+        if name.split(".")[0] not in ALLOWED
+    ]
+    assert direct == [], "import these through timing.optional(...):\n" + "\n".join(direct)
+
+
+def test_a_missing_package_is_skipped_with_a_hint() -> None:
+    probe = (
+        "import sys\n"
+        "sys.modules['threadpoolctl'] = None  # as if it were not installed\n"
+        f"sys.path.insert(0, {str(BENCH)!r})\n"
+        "from timing import optional\n"
+        "print(optional('threadpoolctl'), optional('threadpoolctl'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "threadpoolctl is not installed: skipping what needs it (pip install threadpoolctl)",
+        "None None",  # said once
+    ]
+
+
+def test_the_readme_installs_every_optional_package() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from timing import OPTIONAL
+    finally:
+        sys.path.remove(str(BENCH))
+    (line,) = re.findall(r"`\.venv/bin/pip install ([^`]+)`", (ROOT / "README.md").read_text())
+    assert set(OPTIONAL.values()) == set(line.split())
