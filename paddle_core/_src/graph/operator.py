@@ -78,14 +78,22 @@ class Operator:
             ) from None
 
     def set_attr(self, name: str, value: Any) -> None:
-        """Change one attr: validated like at append time, and the program's version moves on
-        so executors plan again. Raises AttrError naming the op and attr."""
+        """Change one attr: validated like at append time, then the shapes and dtypes of this
+        op's outputs and of everything downstream in its block inferred again and updated, and
+        the program's version moves on so executors plan again. Raises AttrError naming the op
+        and attr, or ShapeError naming the op that no longer fits; then nothing has changed."""
+        from .reinfer import reinfer_from  # (builds on shape inference, which builds on this)
+
         self.attr(name)  # a ProgramError naming close matches for an unknown attr
         sig = get_registry().op(self.type).signature()
         attrs = {**self.attrs, name: value}
         if sig.block_attrs:
             attrs = block_indices(self.type, attrs, sig.block_attrs, self.block.program)
-        self.attrs = OpAttrs(sig.validate(attrs), self.type)
+        attrs = sig.validate(attrs)
+        for var_name, (shape, dtype) in reinfer_from(self, attrs).items():
+            var = self.block.var(var_name)
+            var.shape, var.dtype = shape, dtype
+        self.attrs = OpAttrs(attrs, self.type)
         self.attr_types = sig.attr_types
         self.block.program._version += 1
 

@@ -14,11 +14,9 @@ Done once per (program version, feed signature, fetch list) by the executor:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from ..base.dtypes import ITEMSIZE
 from ..base.errors import (
     FeedError,
     KernelNotFoundError,
@@ -28,7 +26,6 @@ from ..base.errors import (
     counted,
     did_you_mean,
 )
-from ..base.limits import MAX_BYTES
 from ..base.warn import warn
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer
 from ..graph.variable import format_shape
@@ -336,6 +333,14 @@ def random_key(seed: int, block: int, index: int) -> int:
 _MASK64 = (1 << 64) - 1
 
 
+def _fits(shape: tuple, dtype: str, var: Any) -> bool:
+    return (
+        dtype == var.dtype
+        and len(shape) == len(var.shape)
+        and all(d is None or d == s for s, d in zip(shape, var.shape))
+    )
+
+
 def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
     """Run the op's shape rule on concrete input shapes; record its outputs' shapes."""
     op = step.op
@@ -356,13 +361,6 @@ def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
                 op=op.type,
             )
         for name, (shape, dtype) in zip(names, specs):
-            if None not in shape and math.prod(shape) * ITEMSIZE.get(dtype, 1) > MAX_BYTES:
-                raise ShapeError(
-                    f"op {op.type!r}{ctx.describe_inputs()} would make {name!r} "
-                    f"{dtype}{format_shape(shape)}, more than the {MAX_BYTES >> 40} TiB one "
-                    "buffer may hold",
-                    op=op.type,
-                )
             if None in shape:
                 raise ShapeError(
                     f"op {op.type!r}{ctx.describe_inputs()}: output {name!r} has no concrete "
@@ -370,6 +368,16 @@ def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
                     op=op.type,
                 )
             check_spec(step.info, slot, shape, dtype)
+            declared = op.block.find_var(name)
+            if declared is not None and not _fits(shape, dtype, declared):
+                # The program's declarations are what users read and fetch by: a stale one
+                # (edited behind the API) must not go unnoticed.
+                raise ShapeError(
+                    f"op {op.type!r}{ctx.describe_inputs()} gives {name!r} as "
+                    f"{dtype}{format_shape(shape)} for the fed shapes, but the program declares "
+                    f"it {declared.dtype}{format_shape(declared.shape)}",
+                    op=op.type,
+                )
             planned = shapes.get(name)
             if planned is not None and planned != (tuple(shape), dtype):
                 # One buffer per variable: an op rewriting a variable must keep its size.

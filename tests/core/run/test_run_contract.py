@@ -106,7 +106,8 @@ def test_a_shape_too_large_for_any_buffer_is_refused():
     prog, y = program(lambda: ops.add(pc.data("x", [None, 1]), pc.data("y", [1, None])))
     exe = pc.Executor()
     with pytest.raises(
-        pc.ShapeError, match=r"would make 'add_0.out' float32\[1048576, 1099511627776\]"
+        pc.ShapeError,
+        match=r"'add': output 'out' float32\[1048576, 1099511627776\] is larger than the 256 TiB",
     ):
         exe.prepare(prog, {"x": ((2**20, 1), "float32"), "y": ((1, 2**40), "float32")}, [y])
     with pytest.raises(pc.FeedError, match="more than any array can hold"):
@@ -418,3 +419,79 @@ def test_a_select_kernel_hook_returning_nonsense_is_a_plugin_error(pick, problem
     with pytest.raises(pc.PluginError, match=problem) as err:
         pc.Executor().run(prog, feed={"x": np.ones(4, F32)}, fetch_list=[y])
     assert err.value.plugin == "picker"
+
+
+def _fetch_matches_declaration(prog, feed, fetch):
+    got = pc.Executor().run(prog, feed=feed, fetch_list=fetch)
+    for array, var in zip(got, fetch):
+        assert (array.shape, array.dtype.name) == (var.shape, var.dtype), var.name
+    return got
+
+
+@pytest.mark.parametrize(
+    "make, attr, value, want",
+    [
+        (lambda x: ops.transpose(x, perm=[1, 0]), "perm", [0, 1], ((2, 3), "float32")),
+        (lambda x: ops.unsqueeze(x, axes=[0]), "axes", [2], ((2, 3, 1), "float32")),
+        (lambda x: ops.sum(x, axes=[1]), "axes", [0], ((3,), "float32")),
+        (lambda x: ops.sum(x, axes=[1]), "keepdim", True, ((2, 1), "float32")),
+        (lambda x: ops.cast(x, dtype="float64"), "dtype", "int32", ((2, 3), "int32")),
+        (lambda x: ops.reshape(x, shape=[3, 2]), "shape", [6], ((6,), "float32")),
+    ],
+)
+def test_set_attr_infers_the_outputs_again_and_everything_downstream(make, attr, value, want):
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [2, 3])
+        out = make(x)
+        after = ops.scale(out, scale=2.0)  # downstream: follows the new shape
+    out.op.set_attr(attr, value)
+    assert (out.shape, out.dtype) == want and (after.shape, after.dtype) == want
+    _fetch_matches_declaration(prog, {"x": np.arange(6, dtype=F32).reshape(2, 3)}, [out, after])
+
+
+def test_fill_constant_shape_change_reaches_its_readers():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        c = ops.fill_constant(shape=[2], dtype="float32", value=1.0)
+        y = ops.add(c, c)
+    c.op.set_attr("shape", [4, 1])
+    assert c.shape == y.shape == (4, 1)
+    _fetch_matches_declaration(prog, {}, [c, y])
+
+
+def test_set_attr_that_breaks_a_downstream_op_is_refused_and_changes_nothing():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [2, 3])
+        t = ops.transpose(x, perm=[1, 0])
+        y = ops.add(t, pc.data("z", [3, 2]))
+    version = prog.version
+    with pytest.raises(pc.ShapeError, match=r"op 'add'.*\[2, 3\].*\[3, 2\]"):
+        t.op.set_attr("perm", [0, 1])
+    assert t.op.attrs["perm"] == [1, 0] and t.shape == (3, 2) and y.shape == (3, 2)
+    assert prog.version == version
+
+
+def test_a_declaration_edited_behind_the_api_is_caught_when_planning():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        y = ops.transpose(pc.data("x", [2, 3]), perm=[1, 0])
+    y.shape = (2, 3)  # a stale declaration, as set_attr used to leave
+    with pytest.raises(
+        pc.ShapeError,
+        match=r"gives 'transpose_0.out' as float32\[3, 2\] .*"
+        r"declares it float32\[2, 3\]",
+    ):
+        pc.Executor().run(prog, feed={"x": np.ones((2, 3), F32)}, fetch_list=[y])
+
+
+def test_set_attr_never_redeclares_a_parameter():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [2, 3])
+        w = prog.global_block().create_var("w", [3, 2], persistable=True)
+        prog.global_block().append_op("transpose", {"x": x}, {"out": w}, {"perm": [1, 0]})
+    with pytest.raises(pc.ShapeError, match=r"persistable variable 'w' float32\[2, 3\]"):
+        prog.global_block().ops[0].set_attr("perm", [0, 1])
+    assert w.shape == (3, 2)
