@@ -153,8 +153,17 @@ class Slots {
   int32_t num_slots() const { return t_->num_slots; }
   int32_t size(int32_t slot) const { return t_->slot_begin[slot + 1] - t_->slot_begin[slot]; }
   bool has(int32_t slot) const { return slot < t_->num_slots && size(slot) > 0; }
-  // The k-th tensor of `slot` (k = 0 for plain slots).
+  // The k-th tensor of `slot` (k = 0 for plain slots). Checked: a kernel bound (by a wrong
+  // manifest) to an op with fewer slots, or reading an unused dispensable slot, gets an error
+  // naming the slot instead of reading past the core's arrays.
   Tensor operator()(int32_t slot, int32_t k = 0) const {
+    if (slot < 0 || slot >= t_->num_slots)
+      fail("the kernel reads slot %d, but the op has %d slot(s) here: is the manifest binding "
+           "this kernel to an op of another arity?", static_cast<int>(slot),
+           static_cast<int>(t_->num_slots));
+    if (k < 0 || k >= size(slot))
+      fail("the kernel reads tensor %d of slot %d, which holds %d", static_cast<int>(k),
+           static_cast<int>(slot), static_cast<int>(size(slot)));
     return Tensor(t_->items[t_->slot_begin[slot] + k]);
   }
   const pc_tensors* raw() const { return t_; }

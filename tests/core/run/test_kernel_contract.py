@@ -3,6 +3,9 @@ ops that draw random numbers, and the input whose dtype selects the kernel."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from conftest import TEST_PACKAGES, pip_install
@@ -209,3 +212,46 @@ def test_kernels_built_against_the_first_abi_1_layout_still_run(abi_v1_site, on_
     (got,) = exe.run(prog, feed={"x": value}, fetch_list=[out])
     np.testing.assert_array_equal(got, value + 1)
     assert exe.prepare(prog, {"x": value}, [out]).compiled
+
+
+_FORGED = """
+import numpy as np, paddle_core as pc
+
+class Forged:
+    def paddle_core_manifest(self):
+        return '''
+        kernel_abi: 1
+        kernel_module: "paddle_ops_math.kernels"
+        ops {
+          proto { type: "forged" comment: "one input" inputs { name: "x" } outputs { name: "out" } }
+          kernels { device: "cpu" dtypes: [FLOAT32] native: "KERNEL" }
+          shape_rule: "paddle_core.rules:unary"
+        }'''
+
+pc.register_plugin(Forged())
+prog = pc.Program()
+with pc.program_guard(prog):
+    y = pc.ops.forged(pc.data("x", [3]))
+try:
+    pc.Executor().run(prog, feed={"x": np.ones(3, np.float32)}, fetch_list=[y])
+except pc.KernelError as e:
+    print(e)
+"""
+
+
+@pytest.mark.parametrize("kernel", ["add", "add_grad", "slice_grad"])
+def test_a_kernel_bound_to_an_op_of_another_arity_is_refused_not_a_crash(kernel, tmp_path):
+    """A manifest binding paddle-ops-math's two- or three-input kernels to a one-input op used
+    to end the process with SIGSEGV; the SDK's slot access is checked, so it is a KernelError
+    naming op, kernel and plugin (run in a child process, so a crash would be caught)."""
+    pytest.importorskip("paddle_ops_math")
+    done = subprocess.run(
+        [sys.executable, "-c", _FORGED.replace("KERNEL", kernel)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert f"kernel '{kernel}' of plugin 'forged'" in done.stdout
+    assert "is the manifest binding this kernel to an op of another arity?" in done.stdout
