@@ -778,3 +778,34 @@ def test_an_executor_does_not_keep_the_programs_it_ran_alive():
     del exe
     gc.collect()
     assert gone() is None and len(last.plan_cache) == 0
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one executor", "an executor each"])
+def test_memory_stays_flat_over_10000_programs(shared):
+    """Programs built, run and dropped, through one shared executor or one each: no program,
+    plan or executor outlives its use, and resident memory stops growing once warm."""
+    import gc
+    import resource
+
+    feed = {"x": np.ones(4, np.float32)}
+    exe = pc.Executor()
+
+    def churn(n):
+        nonlocal exe
+        for _ in range(n):
+            prog, y = _small_program()
+            if not shared:
+                exe = pc.Executor()
+            exe.run(prog, feed=feed, fetch_list=[y])
+
+    def live(kind):
+        gc.collect()
+        return sum(type(o).__name__ == kind for o in gc.get_objects())
+
+    churn(500)  # warm: caches, allocator pools
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    programs, plans = live("Program"), live("PreparedProgram")
+    churn(9500)
+    assert live("Program") <= programs and live("PreparedProgram") <= plans
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss
+    assert grown_kib < 4096, f"resident memory grew {grown_kib} KiB over 9,500 programs"
