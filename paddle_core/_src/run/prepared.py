@@ -35,6 +35,7 @@ from ..base import native
 from ..base.errors import FeedError, KernelError, KernelRuntimeError, PaddleCoreError
 from ..base.host import ALIGNMENT, aligned_empty, host_array
 from ..graph.variable import format_shape
+from . import control
 from .memory import Live, MemoryPlan, aligned, assign_offsets, inplace_pairs, live_intervals
 from .planning import PlanSpec, Step
 from .scope import Scope
@@ -86,6 +87,12 @@ class PreparedProgram:
         self.steps = spec.steps
         self.persistable_inputs = spec.persistable_inputs
         self.persistable_outputs = spec.persistable_outputs
+        # Control-flow steps run their blocks' plans, prepared here like this one.
+        for step in spec.steps:
+            if step.sub_specs is not None:
+                step.fn = control.kernel(
+                    step, lambda s: PreparedProgram(s, device, num_threads, reuse_memory)
+                )
         # The compiled loop binds host arrays: it runs plans whose every kernel reads host memory.
         compiled = device.host_memory and all(s.device.host_memory for s in spec.steps)
         if compiled:
@@ -133,7 +140,11 @@ class PreparedProgram:
 
     def _run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
         """``run`` for feeds already checked against the plan (by the executor)."""
-        values = self._runner.run(feed, scope)
+        token = control.current_scope.set(scope)  # for control-flow steps' block runs
+        try:
+            values = self._runner.run(feed, scope)
+        finally:
+            control.current_scope.reset(token)
         return [self.device.to_host(v) for v in values] if return_numpy else values
 
 
@@ -380,6 +391,8 @@ def _call_kernel(step: Step, fn: Any, args: list[Any], attrs: dict[str, Any]) ->
     try:
         return fn(*args, **attrs)
     except Exception as e:
+        if step.sub_specs is not None and isinstance(e, PaddleCoreError):
+            raise  # a control-flow step's errors name its op and blocks already
         raise KernelRuntimeError(
             f"{step.describe()} failed: {type(e).__name__}: {e}", op=step.op.type
         ) from e
