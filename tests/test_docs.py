@@ -25,7 +25,9 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/plugins.md", "docs/model.md"])
+@pytest.mark.parametrize(
+    "document", ["README.md", "docs/plugins.md", "docs/model.md", "docs/control_flow.md"]
+)
 def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     """Each document's Python blocks run in order, as one script."""
     blocks = PYTHON_BLOCK.findall((ROOT / document).read_text())
