@@ -62,13 +62,20 @@ def _same_type(a: Variable, b: Variable) -> bool:
 
 
 def _append_while(
-    parent: Block, body: Block, condition: Variable, carried: list[str], max_iters: int
+    parent: Block,
+    body: Block,
+    condition: Variable,
+    carried: list[str],
+    max_iters: int,
+    in_place: bool,
 ) -> Any:
+    """The while_block op; ``in_place``: its outputs are the carried variables themselves (the
+    block form), else new ones (the loop's inputs keep their values: backward needs them)."""
     reads = [n for n in _outer_reads([body], parent) if n not in carried]
     return parent.append_op(
         "while_block",
         {"condition": condition, "carried": carried, "x": reads},
-        {"out": carried},
+        {"out": carried} if in_place else None,
         {"sub_block": body, "max_iters": max_iters},
     )
 
@@ -85,7 +92,8 @@ def while_loop(
     ``cond_fn`` returns a bool scalar Variable; ``body_fn`` returns the new loop variables
     (a Variable or a sequence, as many as ``loop_vars``, each of the dtype and shape of the one
     it replaces). The loop variables are copied first, so the caller's variables (fed ones
-    among them) are never written. Returns the loop variables after the loop; a run needing
+    among them) are never written. Returns new variables holding the loop variables' values
+    after the loop; a run needing
     more than ``max_iters`` body runs is a KernelRuntimeError naming the op.
     """
     program = default_main_program()
@@ -131,8 +139,8 @@ def while_loop(
     finally:
         program.rollback()
     names = [v.name for v in carried] + [condition.name]
-    _append_while(parent, body, condition, names, max_iters)
-    return carried
+    op = _append_while(parent, body, condition, names, max_iters, in_place=False)
+    return [parent.var(name) for name in op.output("out")[: len(carried)]]
 
 
 def cond(pred: Variable, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
@@ -242,7 +250,7 @@ class While:
                 f"{where}: the body never writes the condition {self.cond.name!r}, so the "
                 f"loop would never end (recompute it: e.g. less(i, n, output=...))"
             )
-        _append_while(parent, body, self.cond, carried, self.max_iters)
+        _append_while(parent, body, self.cond, carried, self.max_iters, in_place=True)
 
 
 def assign(x: Variable, output: Variable | None = None) -> Variable:

@@ -49,6 +49,7 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
         "examples/linear_regression.py",
         "examples/train_digits.py",
         "examples/train_digits_model.py",
+        "examples/train_rnn_sum.py",
         "docs/walkthrough.py",
     ],
 )

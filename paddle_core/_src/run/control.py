@@ -28,7 +28,7 @@ import numpy as np
 from ..base.errors import KernelRuntimeError, PaddleCoreError, ShapeError
 from ..graph.variable import format_shape
 
-CONTROL_OPS = frozenset({"while_block", "cond_block"})
+CONTROL_OPS = frozenset({"while_block", "cond_block", "while_block_backward"})
 
 # The scope of the run in progress: a block run's child scope is made from it. Set by
 # ``PreparedProgram`` around each run, so nested plans see their own.
@@ -59,7 +59,18 @@ def plan_sub_blocks(step: Any, shapes: dict, device: Any, plan_fn: Callable) -> 
 
     if op.type == "while_block":
         carried = op.input("carried")
-        return {"sub_block": sub_plan("sub_block", carried, frozenset(carried))}
+        specs = {"sub_block": sub_plan("sub_block", carried, frozenset(carried))}
+        for out, name in zip(op.output("out"), carried):
+            _set_shape(op, shapes, out, shapes[name])
+        return specs
+    if op.type == "while_block_backward":
+        carried = op.input("carried")
+        specs = {"sub_block": sub_plan("sub_block", carried, frozenset(carried))}
+        specs["grad_block"] = sub_plan("grad_block", step.attrs["grad_outs"])
+        for slot, attr in (("carried_grad", "diff_carried"), ("x_grad", "wanted_x")):
+            for out, name in zip(op.output(slot), step.attrs[attr]):
+                _set_shape(op, shapes, out, shapes[name])
+        return specs
     true_outs, false_outs = step.attrs["true_outs"], step.attrs["false_outs"]
     specs = {"true_block": sub_plan("true_block", true_outs)}
     specs["false_block"] = sub_plan("false_block", false_outs)
@@ -73,15 +84,21 @@ def plan_sub_blocks(step: Any, shapes: dict, device: Any, plan_fn: Callable) -> 
                 f"{got_f[1]}{format_shape(got_f[0])}",
                 op=op.type,
             )
-        planned = shapes.get(out)
-        if planned is not None and planned != got_t:
-            raise ShapeError(
-                f"{_where(op)} writes {out!r} as {got_t[1]}{format_shape(got_t[0])}, but it is "
-                f"already {planned[1]}{format_shape(planned[0])} in this run",
-                op=op.type,
-            )
-        shapes[out] = got_t
+        _set_shape(op, shapes, out, got_t)
     return specs
+
+
+def _set_shape(op: Any, shapes: dict, name: str, planned: tuple) -> None:
+    """Record output ``name``'s concrete (shape, dtype); one buffer per variable, so a
+    variable written twice keeps its size."""
+    before = shapes.get(name)
+    if before is not None and before != planned:
+        raise ShapeError(
+            f"{_where(op)} writes {name!r} as {planned[1]}{format_shape(planned[0])}, but it is "
+            f"already {before[1]}{format_shape(before[0])} in this run",
+            op=op.type,
+        )
+    shapes[name] = planned
 
 
 def kernel(step: Any, prepare: Callable[[Any], Any]) -> Callable:
@@ -90,6 +107,8 @@ def kernel(step: Any, prepare: Callable[[Any], Any]) -> Callable:
     blocks = {attr: prepare(spec) for attr, spec in step.sub_specs.items()}
     if step.op.type == "while_block":
         return WhileKernel(step, blocks["sub_block"])
+    if step.op.type == "while_block_backward":
+        return WhileBackwardKernel(step, blocks["sub_block"], blocks["grad_block"])
     return CondKernel(step, blocks["true_block"], blocks["false_block"])
 
 
@@ -104,7 +123,8 @@ class WhileKernel:
     def __init__(self, step: Any, body: Any) -> None:
         self.op = step.op
         self.body = body
-        self.condition = step.op.input("condition")[0]
+        # The backward op names it by attr: it has no condition input.
+        self.condition = step.attrs.get("condition") or step.op.input("condition")[0]
         self.carried = step.op.input("carried")
         self.x = step.op.input("x")
         self.max_iters = step.attrs["max_iters"]
@@ -112,8 +132,15 @@ class WhileKernel:
 
     def __call__(self, condition: Any, carried: list, x: list, **attrs: Any) -> list[Any]:
         values = dict(zip(self.x, x))
-        # Copies: the body writes its carried values in place, never the caller's arrays.
-        values.update((n, np.array(v, copy=True)) for n, v in zip(self.carried, carried))
+        values.update(zip(self.carried, carried))
+        self.loop(values)
+        return [values[name] for name in self.carried]
+
+    def loop(self, values: dict[str, Any], tape: list | None = None) -> None:
+        """Run the loop on ``values`` (updated to the carried values after it); with a
+        ``tape``, append the carried values each body run starts from."""
+        for name in self.carried:  # copies: the body writes them in place
+            values[name] = np.array(values[name], copy=True)
         n = 0
         while bool(values[self.condition]):
             if n == self.max_iters:
@@ -123,10 +150,41 @@ class WhileKernel:
                     "; raise max_iters if the loop is meant to run longer",
                     op=self.op.type,
                 )
+            if tape is not None:
+                tape.append({name: values[name].copy() for name in self.carried})
             values.update(zip(self.body.fetch_names, _run_block(self.body, values)))
             n += 1
         self.iterations = n
-        return [values[name] for name in self.carried]
+
+
+class WhileBackwardKernel(WhileKernel):
+    """A while_block's gradient: the loop again, recording each body run's carried values,
+    then the gradient block once per body run, last first, carrying the gradients back."""
+
+    def __init__(self, step: Any, body: Any, grad: Any) -> None:
+        super().__init__(step, body)
+        self.grad = grad
+        self.seeds = step.op.input("out_grad")
+        self.diff = step.attrs["diff_carried"]
+        self.wanted_x = step.attrs["wanted_x"]
+
+    def __call__(self, carried: list, x: list, out_grad: list, **attrs: Any) -> tuple:
+        values = dict(zip(self.x, x))
+        values.update(zip(self.carried, carried))
+        values.update(zip(self.seeds, out_grad))
+        tape: list[dict[str, Any]] = []
+        self.loop(values, tape)
+        grads = [np.array(g, copy=True) for g in out_grad]
+        x_grads = [np.zeros_like(values[name]) for name in self.wanted_x]
+        k = len(self.diff)
+        for start in reversed(tape):
+            values.update(start)
+            values.update(zip(self.seeds, grads))
+            produced = _run_block(self.grad, values)
+            grads = produced[:k]
+            for total, part in zip(x_grads, produced[k:]):
+                total += part
+        return grads, x_grads
 
 
 class CondKernel:

@@ -168,10 +168,10 @@ def plan(
     for op in ops:
         for name in op.input_names:
             if name not in available:
-                fed = ", ".join(feed_names) or "nothing"
+                listed = ", ".join(feed_names) or "nothing"
                 problem = (
                     f"op {op.type!r} needs variable {name!r}, which is neither fed nor computed "
-                    f"by an earlier op; add it to feed (fed: {fed})"
+                    f"by an earlier op; add it to feed (fed: {listed})"
                 )
                 _persistable_input(spec, block, name, problem)
                 available.add(name)

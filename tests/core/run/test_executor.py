@@ -778,3 +778,16 @@ def test_an_executor_does_not_keep_the_programs_it_ran_alive():
     del exe
     gc.collect()
     assert gone() is None and len(last.plan_cache) == 0
+
+
+def test_a_written_persistable_named_like_part_of_a_feed_name():
+    """'a' is part of the text "target": planning compares names, never text."""
+    main = pc.Program()
+    with pc.program_guard(main):
+        target = pc.data("target", [1], "float32")
+        a = main.global_block().create_var("a", [1], "float32", persistable=True)
+        main.global_block().append_op("add", {"x": a, "y": target}, {"out": a})
+    scope = pc.Scope()
+    scope.set_var("a", np.array([1.0], np.float32))
+    feed = {"target": np.array([2.0], np.float32)}
+    assert pc.Executor().run(main, feed=feed, fetch_list=[a], scope=scope)[0].tolist() == [3.0]
