@@ -2,9 +2,9 @@
 alternate between the two).
 
 Each step is ``s = s * 0.5 + x`` and ``i = i + 1`` on 16 floats (three small ops and the loop
-test); the loop is one ``while_block`` op whose body is a compiled plan of its own, run once
-per step with Python between the runs (run/control.py's fallback); the unrolled program is one
-compiled plan of 300 ops. Both are checked equal first.
+test); the loop is one ``while_block`` op whose body, native kernels only, runs as a loop of the
+compiled runtime (``run_while``, run/control.py); the unrolled program is one compiled plan of
+300 ops. Both are checked equal first.
 Target: the loop at most 2x the unrolled program.
 
     python bench/bench_while.py [--steps 100] [--repeat 300] [--threads 1]

@@ -80,6 +80,31 @@ def _append_while(
     )
 
 
+def _write_into(body: Block, value: Variable, var: Variable) -> bool:
+    """Have the body op computing ``value`` (a variable of the body) write loop variable
+    ``var`` itself, saving the assign after it: only when no other op reads or writes
+    ``value`` and no op after it reads ``var`` (whose old value it would then see)."""
+    op = value.op
+    if value.block is not body or op is None or op.block is not body:
+        return False
+    position = next(k for k, other in enumerate(body.ops) if other is op)
+    for k, other in enumerate(body.ops):
+        if value.name in other.input_names or (
+            other is not op and value.name in other.output_names
+        ):
+            return False
+        if k > position and var.name in other.input_names:
+            return False
+    op.outputs = {
+        slot: [var.name if n == value.name else n for n in names]
+        for slot, names in op.outputs.items()
+    }
+    del body.vars[value.name]
+    var.op = op
+    body.program._version += 1
+    return True
+
+
 def while_loop(
     cond_fn: Callable[..., Variable],
     body_fn: Callable[..., Any],
@@ -131,11 +156,12 @@ def while_loop(
             ops.assign(v) if v in carried and v is not var else v for v, var in zip(new, carried)
         ]
         for var, value in zip(carried, staged):
-            if value is not var:
+            if value is not var and not _write_into(body, value, var):
                 body.append_op("assign", {"x": value}, {"out": var})
         again = cond_fn(*carried)
         _check_condition(again, where, "while_block")
-        body.append_op("assign", {"x": again}, {"out": condition})
+        if not _write_into(body, again, condition):
+            body.append_op("assign", {"x": again}, {"out": condition})
     finally:
         program.rollback()
     names = [v.name for v in carried] + [condition.name]

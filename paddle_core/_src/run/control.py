@@ -141,20 +141,36 @@ class WhileKernel:
         ``tape``, append the carried values each body run starts from."""
         for name in self.carried:  # copies: the body writes them in place
             values[name] = np.array(values[name], copy=True)
+        # A body of native steps only runs as a loop of the compiled runtime, on buffers bound
+        # once: no Python between body runs (with a tape, Python copies between them).
+        runner = self.body.loop_runner
+        if runner is not None:
+            values.update(runner.bind_feeds(values))
+            if tape is None:
+                self.iterations = runner.run_while(self.condition, self.max_iters)
+                if self.iterations < 0:
+                    self._too_many()
+                return
         n = 0
         while bool(values[self.condition]):
             if n == self.max_iters:
-                raise KernelRuntimeError(
-                    f"{_where(self.op)}: the condition {self.condition!r} still holds after "
-                    f"max_iters={self.max_iters} runs of body block {self.op.attrs['sub_block']}"
-                    "; raise max_iters if the loop is meant to run longer",
-                    op=self.op.type,
-                )
+                self._too_many()
             if tape is not None:
                 tape.append({name: values[name].copy() for name in self.carried})
-            values.update(zip(self.body.fetch_names, _run_block(self.body, values)))
+            if runner is not None:
+                runner.rerun()  # updates the carried arrays in place
+            else:
+                values.update(zip(self.body.fetch_names, _run_block(self.body, values)))
             n += 1
         self.iterations = n
+
+    def _too_many(self) -> None:
+        raise KernelRuntimeError(
+            f"{_where(self.op)}: the condition {self.condition!r} still holds after "
+            f"max_iters={self.max_iters} runs of body block {self.op.attrs['sub_block']}"
+            "; raise max_iters if the loop is meant to run longer",
+            op=self.op.type,
+        )
 
 
 class WhileBackwardKernel(WhileKernel):

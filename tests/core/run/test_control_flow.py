@@ -66,6 +66,7 @@ def test_while_body_runs_compiled():
     assert plan.compiled
     (step,) = [s for s in plan.steps if s.op.type == "while_block"]
     assert step.fn.body.compiled and "add" in step.fn.body.op_types
+    assert step.fn.body.loop_runner is not None  # run by the compiled runtime's run_while
 
 
 def test_pruning_drops_a_loop_nothing_needs():
@@ -109,7 +110,10 @@ def test_nested_while_and_cond_in_a_body():
             lambda i, t: ops.less(i, const(3)), outer, [const(0), const(0.0, "float32")]
         )
     expected = sum((j if i == 1 else -j) for i in range(3) for j in range(4))
-    assert pc.Executor().run(main, fetch_list=[total])[0].tolist() == [expected]
+    exe = pc.Executor()
+    assert exe.run(main, fetch_list=[total])[0].tolist() == [expected]
+    (step,) = [s for s in exe.prepare(main, {}, [total]).steps if s.op.type == "while_block"]
+    assert step.fn.body.loop_runner is None  # a body holding a loop: Python between its runs
 
 
 def test_body_reads_a_parameter_from_the_scope():
@@ -124,8 +128,12 @@ def test_body_reads_a_parameter_from_the_scope():
         )
     scope = pc.Scope()
     scope.set_var("w", np.array([1.5, -1.0], F32))
-    out = pc.Executor().run(main, fetch_list=[s_out], scope=scope)[0]
+    exe = pc.Executor()
+    out = exe.run(main, fetch_list=[s_out], scope=scope)[0]
     assert out.tolist() == [3.0, -2.0]
+    plan = exe.prepare(main, {}, [s_out])
+    (step,) = [s for s in plan.steps if s.op.type == "while_block"]
+    assert step.fn.body.loop_runner is not None  # w comes in as an input of the loop
 
 
 @pytest.mark.parametrize("t, expected", [(0.0, [2.0, 4.0, 6.0]), (100.0, [-1.0, -2.0, -3.0])])
