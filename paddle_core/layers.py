@@ -32,10 +32,14 @@ from ._src.graph.program import data as program_data
 from ._src.graph.program import default_main_program, default_startup_program
 from ._src.graph.variable import Initializer, Parameter, Variable
 from ._src.model.methods import model_method
+from .control_flow import While, assign, cond, while_loop
 
 __all__ = [
+    "While",
     "accuracy",
+    "assign",
     "batch_norm",
+    "cond",
     "conv2d",
     "conv2d_transpose",
     "cosine_decay",
@@ -63,6 +67,7 @@ __all__ = [
     "softplus",
     "step_counter",
     "tanh",
+    "while_loop",
 ]
 
 

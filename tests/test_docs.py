@@ -38,7 +38,9 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/plugins.md", "docs/model.md"])
+@pytest.mark.parametrize(
+    "document", ["README.md", "docs/plugins.md", "docs/model.md", "docs/control_flow.md"]
+)
 def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     """Each document's Python blocks run in order, as one script."""
     blocks = [b for b in PYTHON_BLOCK.findall((ROOT / document).read_text()) if runnable(b)]
@@ -130,6 +132,7 @@ def test_a_source_tree_without_a_build_to_borrow_says_so(tmp_path: Path) -> None
         "examples/linear_regression.py",
         "examples/train_digits.py",
         "examples/train_digits_model.py",
+        "examples/train_rnn_sum.py",
         "docs/walkthrough.py",
     ],
 )

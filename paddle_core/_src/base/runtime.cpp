@@ -202,6 +202,37 @@ class Plan {
     }
   }
 
+  // A loop's body: run every step (native and copy steps only) again and again while the
+  // one-byte bool buffer `condition` holds true, with no Python between runs. Returns how many
+  // times the steps ran, or -1 when the condition still held after `max_iters` runs.
+  // Buffers must be bound first (bind); the steps update them in place.
+  int64_t run_while(int32_t condition, int64_t max_iters) {
+    for (const auto& step : steps_)
+      if (step->fn) throw std::invalid_argument("run_while runs plans of native steps only");
+    const Buffer& cond = *buffers_.at(condition);
+    if (pc_dtype_size(cond.dtype) != 1 || cond.data == nullptr)
+      throw std::invalid_argument("run_while's condition must be a bound one-byte bool buffer");
+    py::gil_scoped_release release;
+    int64_t n = 0;
+    while (*static_cast<const uint8_t*>(cond.data) != 0) {
+      if (n == max_iters) return -1;
+      for (size_t s = 0; s < steps_.size(); ++s) {
+        Step& step = *steps_[s];
+        if (!step.native) {
+          const Buffer& from = *buffers_[step.copy_from];
+          if (size_t bytes = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, bytes);
+          continue;
+        }
+        message_[0] = '\0';
+        ctx_.random_key = step.random_key;
+        pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
+        if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
+      }
+      ++n;
+    }
+    return n;
+  }
+
  private:
   // The kernel's reason, read with a bound (a kernel may not terminate it).
   std::string message() const {
@@ -377,5 +408,6 @@ PYBIND11_MODULE(_runtime, m) {
       .def("bind", &Plan::bind, py::arg("index"), py::arg("array"))
       .def("array", &Plan::array, py::arg("index"))
       .def("prepare", &Plan::prepare)
-      .def("run", &Plan::run, py::arg("indices"), py::arg("arrays"));
+      .def("run", &Plan::run, py::arg("indices"), py::arg("arrays"))
+      .def("run_while", &Plan::run_while, py::arg("condition"), py::arg("max_iters"));
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base.errors import OpInputError, ShapeError, counted, did_you_mean
-from .operator import Operator, block_indices
+from .operator import Operator, block_indices, check_sub_blocks
 from .shape_inference import ShapeContext, check_spec, infer
 from .variable import Parameter, Variable, format_shape
 
@@ -42,8 +42,10 @@ def append(
     if sig.block_attrs:
         attrs = block_indices(info.type, attrs, sig.block_attrs, block.program)
     attrs = sig.validate(attrs)
+    if sig.block_attrs:
+        check_sub_blocks(info.type, attrs, sig.block_attrs, block)
     in_vars = _bind_inputs(block, info, sig, inputs)
-    ctx = ShapeContext(info.type, in_vars, attrs, sig.output_slots)
+    ctx = ShapeContext(info.type, in_vars, attrs, sig.output_slots, block)
     infer(info, ctx)
     out_vars = _bind_outputs(block, info, sig, ctx.outputs, outputs, name)
     op = Operator(

@@ -40,6 +40,7 @@ class GradContext:
         self._index = index  # the op's position among the forward ops
         self.op = op
         self.attrs = op.attrs
+        self.block = backward.block  # where gradient ops go
         self._input_grads: dict[tuple[str, int], str | None] = {}
         # Forward values handed to the rule, and the version of each it stands for.
         self._values: dict[str, set[int]] = {}
@@ -322,21 +323,49 @@ def gradients(
                 block.append_op("fill_like", {"x": target}, {"out": name}, {"value": 1.0})
             else:
                 backward.partials.setdefault(final[target.name], []).append(seed.name)
-        registry = get_registry()
-        for index in _between(versions, reach, set(final.values())):
-            op = forward[index]
-            written = versions.writes[index].items()
-            if not any(backward.partials.get(value) for value in written):
-                continue
-            rule = registry.op(op.type).grad_rule()
-            if rule is None:
-                raise ProgramError(
-                    f"op {op.type!r} ({', '.join(op.output_names)}) is not differentiable (its "
-                    "plugin declares no grad rule), but gradients must flow through it"
-                )
-            rule(GradContext(backward, index, op))
+        _apply_rules(forward, backward, set(final.values()))
         grads = [backward.grad_of((v.name, versions.first(v.name))) for v in inputs]
     return [block.var(name) if name is not None else None for name in grads]
+
+
+def _apply_rules(forward: list[Operator], backward: _Backward, targets: set[Value]) -> None:
+    """Ask the grad rule of each op between the reachable values and ``targets`` (last first)
+    to append its gradient ops."""
+    registry = get_registry()
+    versions = backward.versions
+    for index in _between(versions, backward.reach, targets):
+        op = forward[index]
+        written = versions.writes[index].items()
+        if not any(backward.partials.get(value) for value in written):
+            continue
+        rule = registry.op(op.type).grad_rule()
+        if rule is None:
+            raise ProgramError(
+                f"op {op.type!r} ({', '.join(op.output_names)}) is not differentiable (its "
+                "plugin declares no grad rule), but gradients must flow through it"
+            )
+        rule(GradContext(backward, index, op))
+
+
+def block_gradients(
+    block: Block, seeds: dict[str, list[str]], wanted: Sequence[str]
+) -> dict[str, str | None]:
+    """Append to ``block`` the ops computing the gradients of ``wanted`` (variables its ops
+    read, usually its parents') from ``seeds``: gradients of values its ops compute, as they
+    stand after its ops (variable -> its gradient variables, summed). Returns each wanted
+    variable's gradient name, None where none flows. Control-flow grad rules use it inside the
+    blocks that compute their gradients."""
+    forward = list(block.ops)
+    versions = _Versions(forward)
+    starts = {(name, versions.first(name)) for name in wanted}
+    backward = _Backward(block, versions, _reachable(block, versions, starts, ()))
+    targets = set()
+    for name, grads in seeds.items():
+        value = (name, versions.final.get(name, 0))
+        backward.partials.setdefault(value, []).extend(grads)
+        targets.add(value)
+    _apply_rules(forward, backward, targets)
+    return {name: backward.grad_of((name, versions.first(name))) for name in wanted}
 
 
 def append_backward(

@@ -17,7 +17,7 @@ from ..base import dtypes as D
 from ..base.errors import PaddleCoreError, ProgramError
 from ..spec.attrs import VALUE_FIELD, from_attr_value
 from .block import Block
-from .operator import ROLES, Operator
+from .operator import ROLES, Operator, check_sub_blocks
 from .variable import Initializer, Parameter, Variable
 
 _NUMBERED = re.compile(r"(.+?)_(\d+)(?:\..*)?\Z")  # "split_0.outs_1" -> ("split", 0)
@@ -112,6 +112,11 @@ def program_from_desc(cls: type, desc: Any) -> Any:
                 if out is not None and not isinstance(out, Parameter):
                     out.op = op
             block.ops.append(op)
+    for block in program.blocks:  # sub-blocks come after their ops' blocks: checked last
+        for op in block.ops:
+            names = [a for a, t in op.attr_types.items() if t == pb.BLOCK]
+            if names:
+                check_sub_blocks(op.type, op.attrs, names, block)
     # Continue unique-name counters after the highest number already used, so ops appended
     # to a loaded program never collide with its names.
     for var in program.list_vars():

@@ -90,6 +90,8 @@ class Operator:
         if sig.block_attrs:
             attrs = block_indices(self.type, attrs, sig.block_attrs, self.block.program)
         attrs = sig.validate(attrs)
+        if sig.block_attrs:
+            check_sub_blocks(self.type, attrs, sig.block_attrs, self.block)
         for var_name, (shape, dtype) in reinfer_from(self, attrs).items():
             var = self.block.var(var_name)
             var.shape, var.dtype = shape, dtype
@@ -148,3 +150,34 @@ def block_indices(op_type: str, attrs: dict[str, Any], names: tuple, program: An
                 attr=name,
             )
     return converted
+
+
+def check_sub_blocks(op_type: str, attrs: dict[str, Any], names: Any, block: Any) -> None:
+    """Each BLOCK attr ``names`` of an op in ``block`` must index a block of the program whose
+    parent is ``block`` (a sub-block sees the op's block's variables, through its parent
+    chain): an index that does not exist, the op's own block, or another block's child is an
+    AttrError naming the op, its block and the attr."""
+    program = block.program
+    for name in names:
+        idx = attrs.get(name)
+        if idx is None:
+            continue
+        where = f"op {op_type!r} in block {block.idx}, attr {name!r}"
+        if idx >= len(program.blocks):
+            raise AttrError(
+                f"{where}: block {idx} does not exist (the program has {len(program.blocks)})",
+                op=op_type,
+                attr=name,
+            )
+        if idx == block.idx:
+            raise AttrError(
+                f"{where}: an op cannot hold its own block {idx}", op=op_type, attr=name
+            )
+        if program.blocks[idx].parent_idx != block.idx:
+            raise AttrError(
+                f"{where}: block {idx} is a child of block {program.blocks[idx].parent_idx}, "
+                f"not of block {block.idx} (create it with program.create_block() while "
+                f"block {block.idx} is current)",
+                op=op_type,
+                attr=name,
+            )

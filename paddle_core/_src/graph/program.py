@@ -185,7 +185,7 @@ def _to_inference(op: Any) -> None:
     op.set_attr("is_test", True)
     info = get_registry().op(op.type)
     inputs = {slot: [op.block.var(n) for n in names] for slot, names in op.inputs.items()}
-    ctx = ShapeContext(op.type, inputs, op.attrs, info.signature().output_slots)
+    ctx = ShapeContext(op.type, inputs, op.attrs, info.signature().output_slots, op.block)
     infer(info, ctx)
     op.outputs = {slot: names for slot, names in op.outputs.items() if slot in ctx.outputs}
 

@@ -37,7 +37,7 @@ def reinfer_from(op: Operator, attrs: dict[str, Any]) -> dict[str, tuple[tuple, 
             for slot, names in current.inputs.items()
         }
         own = attrs if k == 0 else current.attrs
-        ctx = ShapeContext(current.type, inputs, own, info.signature().output_slots)
+        ctx = ShapeContext(current.type, inputs, own, info.signature().output_slots, block)
         infer(info, ctx)
         for slot, names in current.outputs.items():
             specs = ctx.outputs.get(slot)

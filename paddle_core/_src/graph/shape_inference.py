@@ -40,7 +40,7 @@ class ShapeContext:
     ``ctx.fail("why")`` raises a ShapeError naming the op and its inputs.
     """
 
-    __slots__ = ("op", "attrs", "inputs", "outputs", "output_slots")
+    __slots__ = ("op", "attrs", "inputs", "outputs", "output_slots", "block")
 
     def __init__(
         self,
@@ -48,11 +48,15 @@ class ShapeContext:
         inputs: dict[str, list[Variable]],
         attrs: dict[str, Any],
         output_slots: list[str],
+        block: Any = None,
     ) -> None:
         self.op = op
         self.inputs = inputs
         self.attrs = attrs
         self.output_slots = output_slots  # declared output slot names, in order
+        # The block the op is in, where known: control-flow ops' rules read their sub-blocks
+        # (``ctx.block.program.block(ctx.attrs["sub_block"])``); other rules never need it.
+        self.block = block
         self.outputs: dict[str, list[tuple[tuple, str]]] = {}
 
     def input(self, slot: str) -> Variable | None:
@@ -129,7 +133,9 @@ def check_forward_relation(info: Any, ctx: ShapeContext) -> None:
             **forward.defaults,
             **{k: v for k, v in ctx.attrs.items() if k in forward.attr_types},
         }
-        fctx = ShapeContext(forward.type, {k: v for k, v in slots.items() if v}, attrs, outs)
+        fctx = ShapeContext(
+            forward.type, {k: v for k, v in slots.items() if v}, attrs, outs, ctx.block
+        )
         try:
             infer(forward, fctx)
         except ShapeError as e:

@@ -32,6 +32,7 @@ from ..graph.variable import format_shape
 from ..plugins.devices import get_device
 from ..plugins.hooks import plugin_manager
 from ..plugins.registry import KernelRef, get_registry
+from .control import CONTROL_OPS, plan_sub_blocks
 
 _warned_fallbacks: set[tuple[str, str, str]] = set()
 
@@ -50,6 +51,7 @@ class Step:
         "inputs",
         "outputs",
         "random_key",
+        "sub_specs",
     )
 
     def __init__(
@@ -76,6 +78,7 @@ class Step:
         self.inputs = inputs
         self.outputs = outputs
         self.random_key = 0  # for ops declared random: the op's key (set by plan)
+        self.sub_specs: dict[str, PlanSpec] | None = None  # control flow: its blocks' plans
 
     def describe(self) -> str:
         """How errors name this step: "op 'add' (kernel 'add_f32' of plugin 'math')"."""
@@ -132,18 +135,25 @@ def plan(
     signature: tuple,
     fetch_names: list[str],
     select: Callable[[Any, set[str]], list[Any]] | None = None,
+    *,
+    block_idx: int = 0,
+    carried: frozenset[str] = frozenset(),
 ) -> PlanSpec:
     """Plan a run of ``program`` on ``device`` for feeds ``signature`` ((name, shape, dtype),
     sorted by name) and ``fetch_names``.
 
     ``select(block, fed)`` picks the ops to run from the (possibly transformed) global block,
     in block order; by default ``prune``. Ops keep the random keys of their places in the
-    block whichever are picked."""
+    block whichever are picked.
+
+    ``block_idx`` plans a sub-block instead (control flow, ``control.py``: the program is
+    then the outer plan's, already transformed); ``carried`` are fed variables its ops may
+    write (a while body's loop-carried ones), at the shapes they are fed."""
     manager = plugin_manager()
-    if manager.hook.paddle_core_transform_program.get_hookimpls():
+    if block_idx == 0 and manager.hook.paddle_core_transform_program.get_hookimpls():
         program = program.clone()  # passes rewrite a private copy, never the user's program
         manager.hook.paddle_core_transform_program(program=program, device=device)
-    block = program.global_block()
+    block = program.block(block_idx)
     feed_names = [name for name, _, _ in signature]
     spec = PlanSpec(program, feed_names, fetch_names)
     spec.shapes = {name: (tuple(shape), dtype) for name, shape, dtype in signature}
@@ -151,19 +161,20 @@ def plan(
     fallback = get_device(device.fallback) if device.fallback is not None else None
     fed = set(feed_names)
     available = set(fed)
-    ops = prune(block, fetch_names, fed) if select is None else select(block, set(fed))
+    # Carried values are fed, but the ops writing them are needed all the same.
+    ops = prune(block, fetch_names, fed - carried) if select is None else select(block, set(fed))
     for op in ops:
         for name in op.input_names:
             if name not in available:
-                fed = ", ".join(feed_names) or "nothing"
+                listed = ", ".join(feed_names) or "nothing"
                 problem = (
                     f"op {op.type!r} needs variable {name!r}, which is neither fed nor computed "
-                    f"by an earlier op; add it to feed (fed: {fed})"
+                    f"by an earlier op; add it to feed (fed: {listed})"
                 )
                 _persistable_input(spec, block, name, problem)
                 available.add(name)
         for name in op.output_names:
-            if name in fed:
+            if name in fed and name not in carried:
                 raise FeedError(
                     f"variable {name!r} is fed, but op {op.type!r} (needed for the fetches) "
                     "computes it; feed only variables no needed op writes (set persistable "
@@ -173,7 +184,11 @@ def plan(
         if step.info.opdef.random:
             step.random_key = random_key(program.random_seed, block.idx, block.ops.index(op))
             spec.random = True
-        _infer_concrete(step, spec.shapes)
+        if op.type in CONTROL_OPS:  # its blocks are planned too; they give its shapes
+            step.sub_specs = plan_sub_blocks(step, spec.shapes, device, plan)
+            spec.random = spec.random or any(s.random for s in step.sub_specs.values())
+        else:
+            _infer_concrete(step, spec.shapes)
         spec.steps.append(step)
         for name in op.output_names:
             available.add(name)
@@ -347,7 +362,7 @@ def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
     inputs = {
         slot: [TensorSpec(n, *shapes[n]) for n in names] for slot, _, names in step.inputs if names
     }
-    ctx = ShapeContext(op.type, inputs, step.attrs, [slot for slot, _, _ in step.outputs])
+    ctx = ShapeContext(op.type, inputs, step.attrs, [slot for slot, _, _ in step.outputs], op.block)
     infer(step.info, ctx)
     for slot, _, names in step.outputs:
         if not names:  # a dispensable output this op instance does not produce

@@ -35,6 +35,7 @@ from ..base import native
 from ..base.errors import FeedError, KernelError, KernelRuntimeError, PaddleCoreError
 from ..base.host import ALIGNMENT, aligned_empty, host_array
 from ..graph.variable import format_shape
+from . import control
 from .memory import Live, MemoryPlan, aligned, assign_offsets, inplace_pairs, live_intervals
 from .planning import PlanSpec, Step
 from .scope import Scope
@@ -86,6 +87,12 @@ class PreparedProgram:
         self.steps = spec.steps
         self.persistable_inputs = spec.persistable_inputs
         self.persistable_outputs = spec.persistable_outputs
+        # Control-flow steps run their blocks' plans, prepared here like this one.
+        for step in spec.steps:
+            if step.sub_specs is not None:
+                step.fn = control.kernel(
+                    step, lambda s: PreparedProgram(s, device, num_threads, reuse_memory)
+                )
         # The compiled loop binds host arrays: it runs plans whose every kernel reads host memory.
         compiled = device.host_memory and all(s.device.host_memory for s in spec.steps)
         if compiled:
@@ -112,6 +119,13 @@ class PreparedProgram:
         """Whether the compiled runtime runs this plan."""
         return isinstance(self._runner, CompiledRunner)
 
+    @property
+    def loop_runner(self) -> CompiledRunner | None:
+        """The compiled runner, when a loop may rerun this plan with its feeds bound once
+        (``CompiledRunner.loop_ready``); else None."""
+        runner = self._runner
+        return runner if isinstance(runner, CompiledRunner) and runner.loop_ready else None
+
     def run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
         """Run with ``feed``: exactly the planned feeds, each of the planned shape and dtype."""
         if not isinstance(feed, dict) or sorted(feed) != sorted(self.feed_names):
@@ -133,7 +147,11 @@ class PreparedProgram:
 
     def _run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
         """``run`` for feeds already checked against the plan (by the executor)."""
-        values = self._runner.run(feed, scope)
+        token = control.current_scope.set(scope)  # for control-flow steps' block runs
+        try:
+            values = self._runner.run(feed, scope)
+        finally:
+            control.current_scope.reset(token)
         return [self.device.to_host(v) for v in values] if return_numpy else values
 
 
@@ -272,6 +290,44 @@ class CompiledRunner:
         with self._lock:  # planned buffers are shared by every run of this plan
             return self._run_locked(feed, scope)
 
+    @property
+    def loop_ready(self) -> bool:
+        """Whether this plan can run as a loop body with ``bind_feeds`` once, then
+        ``run_while``: native steps only (no Python kernel may rebind a buffer),
+        nothing read from or written to a scope, no random numbers, and nothing fetched but
+        fed values (a body's carried variables, which its steps update in place)."""
+        spec = self.spec
+        return (
+            all(step.kernel.impl == "native" for step in spec.steps)
+            and not self.persistable
+            and not self.fetched
+            and not spec.random
+        )
+
+    def bind_feeds(self, feed: dict[str, Any]) -> dict[str, Any]:
+        """Bind the fed buffers to ``feed``'s arrays (a loop's own: steps write the carried
+        ones); return the arrays bound, by name. The caller (a loop kernel, run inside its
+        outer plan's run) is this plan's only user."""
+        for name in self.spec.feed_names:
+            self.plan.bind(self.index[name], host_array(feed[name]))
+        return {name: self.plan.array(self.index[name]) for name in self.spec.feed_names}
+
+    def rerun(self) -> None:
+        """Run the steps once more on the buffers as bound."""
+        try:
+            self.plan.run([], [])
+        except self._failure as e:
+            raise _failed(self.spec.steps, e) from None
+
+    def run_while(self, condition: str, max_iters: int) -> int:
+        """Run the steps on the buffers as bound, again and again while the bool variable
+        ``condition`` holds, in the compiled runtime; return how many times (-1: the
+        condition still held after ``max_iters``)."""
+        try:
+            return self.plan.run_while(self.index[condition], max_iters)
+        except self._failure as e:
+            raise _failed(self.spec.steps, e) from None
+
     def _run_locked(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
         shapes, index = self.spec.shapes, self.index
         indices, arrays = [], []
@@ -360,6 +416,7 @@ def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
 
     fn, attrs = step.fn, step.attrs
     layout = [(duplicable, bool(names)) for _, duplicable, names in step.inputs]
+    control_flow = step.sub_specs is not None
 
     def call(inputs: list[list[Any]]) -> list[Any]:
         args = [
@@ -367,6 +424,8 @@ def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
             for slot, (duplicable, present) in zip(inputs, layout)
         ]
         produced = _call_kernel(step, fn, args, attrs)
+        if control_flow:  # fresh arrays of the planned shapes, from the blocks' own plans
+            return _flat(step, produced)
         arrays = [host_array(a) for a in _outputs(step, produced, shapes)]
         # An output sharing memory with an input (``return x``, ``x.reshape(...)``) would
         # change when that input's buffer is next written: it gets memory of its own.
@@ -376,10 +435,25 @@ def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
     return call
 
 
+def _flat(step: Step, result: Any) -> list[Any]:
+    """A control-flow kernel's result (a value per output slot; lists for duplicable ones) as
+    a flat list of arrays."""
+    if len(step.outputs) == 1:
+        result = (result,)
+    return [
+        array
+        for (_, duplicable, names), value in zip(step.outputs, result)
+        if names
+        for array in (value if duplicable else [value])
+    ]
+
+
 def _call_kernel(step: Step, fn: Any, args: list[Any], attrs: dict[str, Any]) -> Any:
     try:
         return fn(*args, **attrs)
     except Exception as e:
+        if step.sub_specs is not None and isinstance(e, PaddleCoreError):
+            raise  # a control-flow step's errors name its op and blocks already
         raise KernelRuntimeError(
             f"{step.describe()} failed: {type(e).__name__}: {e}", op=step.op.type
         ) from e

@@ -809,3 +809,16 @@ def test_memory_stays_flat_over_10000_programs(shared):
     assert live("Program") <= programs and live("PreparedProgram") <= plans
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss
     assert grown_kib < 4096, f"resident memory grew {grown_kib} KiB over 9,500 programs"
+
+
+def test_a_written_persistable_named_like_part_of_a_feed_name():
+    """'a' is part of the text "target": planning compares names, never text."""
+    main = pc.Program()
+    with pc.program_guard(main):
+        target = pc.data("target", [1], "float32")
+        a = main.global_block().create_var("a", [1], "float32", persistable=True)
+        main.global_block().append_op("add", {"x": a, "y": target}, {"out": a})
+    scope = pc.Scope()
+    scope.set_var("a", np.array([1.0], np.float32))
+    feed = {"target": np.array([2.0], np.float32)}
+    assert pc.Executor().run(main, feed=feed, fetch_list=[a], scope=scope)[0].tolist() == [3.0]

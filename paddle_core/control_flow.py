@@ -1,0 +1,295 @@
+"""Control flow in programs: ``while_loop``, ``cond`` and the block form ``While``.
+
+Each builds its body (or branches) in a sub-block of the current block
+(``Program.create_block`` / ``rollback``) and appends one op holding it (``while_block``,
+``cond_block``, declared in ``paddle_core/builtin/ops.pbtxt``) whose inputs and outputs list
+every outer variable the sub-blocks read or write. Mistakes are caught here, while building,
+with errors naming the op and the blocks. Re-exported by ``paddle_core.layers``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from . import ops
+from ._src.base.errors import ProgramError, ShapeError
+from ._src.graph.block import Block
+from ._src.graph.program import default_main_program
+from ._src.graph.variable import Variable, format_shape
+
+MAX_ITERS = 1_000_000  # while_block's default max_iters
+
+
+def _check_condition(pred: Any, where: str, op: str) -> None:
+    if not isinstance(pred, Variable):
+        raise ProgramError(f"{where}: the condition must be a Variable, got {type(pred).__name__}")
+    if pred.dtype != "bool" or tuple(pred.shape) not in ((), (1,)):
+        raise ShapeError(
+            f"{where}: the condition {pred.name!r} must be a bool scalar (shape [] or [1]), "
+            f"got {pred.dtype}{format_shape(pred.shape)}",
+            op=op,
+        )
+
+
+def _outer_reads(blocks: Sequence[Block], parent: Block) -> list[str]:
+    """Variables the ops of ``blocks`` read that are not their own: the parent chain's."""
+    names: dict[str, None] = {}
+    for block in blocks:
+        for op in block.ops:
+            for name in op.input_names:
+                if name not in block.vars and parent.find_var(name) is not None:
+                    names[name] = None
+    return list(names)
+
+
+def _outer_writes(block: Block, parent: Block) -> list[str]:
+    names: dict[str, None] = {}
+    for op in block.ops:
+        for name in op.output_names:
+            if name not in block.vars and parent.find_var(name) is not None:
+                names[name] = None
+    return list(names)
+
+
+def _same_type(a: Variable, b: Variable) -> bool:
+    return (
+        a.dtype == b.dtype
+        and len(a.shape) == len(b.shape)
+        and all(x is None or y is None or x == y for x, y in zip(a.shape, b.shape))
+    )
+
+
+def _append_while(
+    parent: Block,
+    body: Block,
+    condition: Variable,
+    carried: list[str],
+    max_iters: int,
+    in_place: bool,
+) -> Any:
+    """The while_block op; ``in_place``: its outputs are the carried variables themselves (the
+    block form), else new ones (the loop's inputs keep their values: backward needs them)."""
+    reads = [n for n in _outer_reads([body], parent) if n not in carried]
+    return parent.append_op(
+        "while_block",
+        {"condition": condition, "carried": carried, "x": reads},
+        {"out": carried} if in_place else None,
+        {"sub_block": body, "max_iters": max_iters},
+    )
+
+
+def _write_into(body: Block, value: Variable, var: Variable) -> bool:
+    """Have the body op computing ``value`` (a variable of the body) write loop variable
+    ``var`` itself, saving the assign after it: only when no other op reads or writes
+    ``value`` and no op after it reads ``var`` (whose old value it would then see)."""
+    op = value.op
+    if value.block is not body or op is None or op.block is not body:
+        return False
+    position = next(k for k, other in enumerate(body.ops) if other is op)
+    for k, other in enumerate(body.ops):
+        if value.name in other.input_names or (
+            other is not op and value.name in other.output_names
+        ):
+            return False
+        if k > position and var.name in other.input_names:
+            return False
+    op.outputs = {
+        slot: [var.name if n == value.name else n for n in names]
+        for slot, names in op.outputs.items()
+    }
+    del body.vars[value.name]
+    var.op = op
+    body.program._version += 1
+    return True
+
+
+def while_loop(
+    cond_fn: Callable[..., Variable],
+    body_fn: Callable[..., Any],
+    loop_vars: Sequence[Variable],
+    *,
+    max_iters: int = MAX_ITERS,
+) -> list[Variable]:
+    """``while cond_fn(*vars): vars = body_fn(*vars)``, as one ``while_block`` op.
+
+    ``cond_fn`` returns a bool scalar Variable; ``body_fn`` returns the new loop variables
+    (a Variable or a sequence, as many as ``loop_vars``, each of the dtype and shape of the one
+    it replaces). The loop variables are copied first, so the caller's variables (fed ones
+    among them) are never written. Returns new variables holding the loop variables' values
+    after the loop; a run needing
+    more than ``max_iters`` body runs is a KernelRuntimeError naming the op.
+    """
+    program = default_main_program()
+    parent = program.current_block()
+    where = f"while_loop (op 'while_block' in block {parent.idx})"
+    loop_vars = list(loop_vars)
+    if not loop_vars or not all(isinstance(v, Variable) for v in loop_vars):
+        raise ProgramError(f"{where}: loop_vars must be a non-empty sequence of Variables")
+    carried = [ops.assign(v) for v in loop_vars]
+    condition = cond_fn(*carried)
+    _check_condition(condition, where, "while_block")
+    condition = ops.assign(condition)  # the loop's own: the body rewrites it
+    body = program.create_block()
+    where = f"while_loop (op 'while_block' in block {parent.idx}, body block {body.idx})"
+    try:
+        new = body_fn(*carried)
+        new = list(new) if isinstance(new, (list, tuple)) else [new]
+        if len(new) != len(carried) or not all(isinstance(v, Variable) for v in new):
+            raise ProgramError(
+                f"{where}: body_fn must return {len(carried)} Variable(s), one per loop "
+                f"variable, got {len(new)}: {[type(v).__name__ for v in new]}"
+            )
+        for i, (var, value) in enumerate(zip(carried, new)):
+            if not _same_type(var, value):
+                raise ShapeError(
+                    f"{where}: loop variable {i} ({loop_vars[i].name!r}) starts as "
+                    f"{var.dtype}{format_shape(var.shape)} but body_fn returns {value.name!r} "
+                    f"as {value.dtype}{format_shape(value.shape)}; a loop variable keeps its "
+                    "dtype and shape",
+                    op="while_block",
+                )
+        # A loop variable handed back as another's new value (a swap) is copied first: the
+        # new values land in the loop variables only after all are read.
+        staged = [
+            ops.assign(v) if v in carried and v is not var else v for v, var in zip(new, carried)
+        ]
+        for var, value in zip(carried, staged):
+            if value is not var and not _write_into(body, value, var):
+                body.append_op("assign", {"x": value}, {"out": var})
+        again = cond_fn(*carried)
+        _check_condition(again, where, "while_block")
+        if not _write_into(body, again, condition):
+            body.append_op("assign", {"x": again}, {"out": condition})
+    finally:
+        program.rollback()
+    names = [v.name for v in carried] + [condition.name]
+    op = _append_while(parent, body, condition, names, max_iters, in_place=False)
+    return [parent.var(name) for name in op.output("out")[: len(carried)]]
+
+
+def cond(pred: Variable, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
+    """``true_fn()`` if ``pred`` else ``false_fn()``, decided at run time: one ``cond_block``
+    op holding both branches, of which one runs.
+
+    Both functions return the same structure (a Variable, or a sequence of them) of the same
+    dtypes and shapes; so does ``cond``.
+    """
+    program = default_main_program()
+    parent = program.current_block()
+    where = f"cond (op 'cond_block' in block {parent.idx})"
+    _check_condition(pred, where, "cond_block")
+    results, blocks = [], []
+    for fn in (true_fn, false_fn):
+        block = program.create_block()
+        try:
+            results.append(fn())
+        finally:
+            program.rollback()
+        blocks.append(block)
+    where = (
+        f"cond (op 'cond_block' in block {parent.idx}, true block {blocks[0].idx}, "
+        f"false block {blocks[1].idx})"
+    )
+    single = [isinstance(r, Variable) for r in results]
+    outs = [[r] if isinstance(r, Variable) else list(r) for r in results]
+    if single[0] != single[1] or len(outs[0]) != len(outs[1]):
+        raise ShapeError(
+            f"{where}: the branches return different structures: true_fn "
+            f"{_structure(results[0])}, false_fn {_structure(results[1])}",
+            op="cond_block",
+        )
+    for i, (t, f) in enumerate(zip(*outs)):
+        if not isinstance(t, Variable) or not isinstance(f, Variable):
+            raise ProgramError(
+                f"{where}: result {i} must be a Variable in both branches, got "
+                f"{type(t).__name__} and {type(f).__name__}"
+            )
+        if not _same_type(t, f):
+            raise ShapeError(
+                f"{where}: result {i} differs between the branches: true_fn gives "
+                f"{t.name!r} {t.dtype}{format_shape(t.shape)}, false_fn gives {f.name!r} "
+                f"{f.dtype}{format_shape(f.shape)}",
+                op="cond_block",
+            )
+    reads = [n for n in _outer_reads(blocks, parent) if n != pred.name]
+    for t in outs[0] + outs[1]:  # a branch may hand back an outer variable as it is
+        if t.block is not blocks[0] and t.block is not blocks[1] and t.name not in reads:
+            if t.name != pred.name:
+                reads.append(t.name)
+    op = parent.append_op(
+        "cond_block",
+        {"condition": pred, "x": reads},
+        None,
+        {
+            "true_block": blocks[0],
+            "false_block": blocks[1],
+            "true_outs": [t.name for t in outs[0]],
+            "false_outs": [f.name for f in outs[1]],
+        },
+    )
+    out = [parent.var(name) for name in op.output("out")]
+    return out[0] if single[0] else out
+
+
+def _structure(result: Any) -> str:
+    if isinstance(result, Variable):
+        return "a Variable"
+    if isinstance(result, (list, tuple)):
+        return f"{len(result)} value(s)"
+    return f"a {type(result).__name__}"
+
+
+class While:
+    """The block form (fluid's ``While``)::
+
+        w = While(cond)
+        with w.block():
+            ...  # ops reading outer variables and writing some of them (assign(x, output=v)),
+            ...  # the condition among them
+
+    The outer variables the body writes are loop-carried: each needs a value before the
+    loop, keeps its dtype and shape, and holds the last body run's value after it.
+    """
+
+    def __init__(self, cond: Variable, *, max_iters: int = MAX_ITERS) -> None:
+        program = default_main_program()
+        where = f"While (op 'while_block' in block {program.current_block_idx})"
+        _check_condition(cond, where, "while_block")
+        self.cond = cond
+        self.max_iters = max_iters
+
+    @contextlib.contextmanager
+    def block(self) -> Iterator[Block]:
+        program = default_main_program()
+        parent = program.current_block()
+        body = program.create_block()
+        try:
+            yield body
+        finally:
+            program.rollback()
+        where = f"While (op 'while_block' in block {parent.idx}, body block {body.idx})"
+        carried = _outer_writes(body, parent)
+        if self.cond.name not in carried:
+            raise ProgramError(
+                f"{where}: the body never writes the condition {self.cond.name!r}, so the "
+                f"loop would never end (recompute it: e.g. less(i, n, output=...))"
+            )
+        _append_while(parent, body, self.cond, carried, self.max_iters, in_place=True)
+
+
+def assign(x: Variable, output: Variable | None = None) -> Variable:
+    """A copy of ``x``; into ``output`` when given (e.g. an outer variable, from a loop body),
+    which must have its dtype and shape."""
+    if output is None:
+        return ops.assign(x)
+    if not _same_type(x, output):
+        raise ShapeError(
+            f"assign: {x.name!r} is {x.dtype}{format_shape(x.shape)}, but output "
+            f"{output.name!r} is {output.dtype}{format_shape(output.shape)}",
+            op="assign",
+        )
+    block = default_main_program().current_block()
+    block.append_op("assign", {"x": x}, {"out": output})
+    return output
