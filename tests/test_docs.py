@@ -50,7 +50,7 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     if document == "README.md":  # the outputs the README shows are the real ones
         for line in (
             "AttrError: op 'scale', attr 'scale': expected a float, got str '2'",
-            "OpNotFoundError: unknown op 'scael' (did you mean 'scale'?)",
+            "OpNotFoundError: unknown op 'scael' (did you mean 'scale' or 'ceil'?)",
         ):
             assert line in result.stdout
 

@@ -14,6 +14,7 @@ const paddle_core::Family& binary_kernels();
 const paddle_core::Family& binary_grad_kernels();
 const paddle_core::Family& compare_kernels();
 const paddle_core::Family& fill_kernels();
+const paddle_core::Family& logic_kernels();
 const paddle_core::Family& matmul_kernels();
 const paddle_core::Family& argreduce_kernels();
 const paddle_core::Family& extreme_kernels();
@@ -61,7 +62,7 @@ PYBIND11_MODULE(_C, m) {
   paddle_core::export_kernels(
       m, {&pom::argreduce_kernels(), &pom::binary_kernels(), &pom::binary_grad_kernels(),
           &pom::compare_kernels(), &pom::extreme_kernels(), &pom::fill_kernels(),
-          &pom::matmul_kernels(), &pom::reduce_kernels(), &pom::reduce_grad_kernels(),
+          &pom::logic_kernels(), &pom::matmul_kernels(), &pom::reduce_kernels(), &pom::reduce_grad_kernels(),
           &pom::shape_kernels(), &pom::unary_kernels()});
   m.def(
       "threading_info",

@@ -1,5 +1,5 @@
 // Unary elementwise ops (abs, neg, exp, log, sqrt, rsqrt, square, sin, cos, tanh, sigmoid,
-// clip) and their gradient kernels.
+// floor, ceil, round, sign, erf, clip) and their gradient kernels.
 //
 // Memory contract: x (or the grad op's inputs) and out are C-contiguous with equal shapes and
 // dtypes (checked in prepare); out may alias x. Integer abs, neg and square wrap around like
@@ -88,6 +88,27 @@ struct Sigmoid {  // e = e^-|x| never overflows, so neither side loses its tail
     return (std::signbit(x) ? e : T(1)) / (T(1) + e);
   }
   static constexpr auto avx2 = &avx2::sigmoid_f32;
+};
+
+struct Floor {
+  template <class T> T operator()(T x) const { return std::floor(x); }
+};
+struct Ceil {
+  template <class T> T operator()(T x) const { return std::ceil(x); }
+};
+struct Round {  // halves to even, as NumPy's round and ONNX's Round (the default rounding mode)
+  template <class T> T operator()(T x) const { return std::nearbyint(x); }
+};
+struct Sign {  // -1, 0 or 1; NaN stays NaN (NumPy's sign)
+  template <class T> T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (x != x) return x;
+    }
+    return static_cast<T>((T(0) < x) - (x < T(0)));
+  }
+};
+struct Erf {
+  template <class T> T operator()(T x) const { return std::erf(x); }
 };
 
 // Whether F has a float32 AVX2 loop.
@@ -249,6 +270,11 @@ struct TanhGrad {  // a = out
 struct SigmoidGrad {  // a = out
   template <class T> T operator()(T y, T g) const { return g * y * (T(1) - y); }
 };
+struct ErfGrad {  // 2 / sqrt(pi) e^(-x^2)
+  template <class T> T operator()(T x, T g) const {
+    return g * T(1.1283791670955126) * std::exp(-x * x);
+  }
+};
 
 // Inputs (a, out_grad), output x_grad; float dtypes.
 template <class G> class UnaryGrad {
@@ -295,6 +321,11 @@ const pc::Family& unary_kernels() {
       pc::kernel<Unary<Cos, Floats>>("cos"),
       pc::kernel<Unary<Tanh, Floats>>("tanh"),
       pc::kernel<Unary<Sigmoid, Floats>>("sigmoid"),
+      pc::kernel<Unary<Floor, Floats>>("floor"),
+      pc::kernel<Unary<Ceil, Floats>>("ceil"),
+      pc::kernel<Unary<Round, Floats>>("round"),
+      pc::kernel<Unary<Sign, Numbers>>("sign"),
+      pc::kernel<Unary<Erf, Floats>>("erf"),
       pc::kernel<Clip>("clip"),
       pc::kernel<UnaryGrad<AbsGrad>>("abs_grad"),
       pc::kernel<Unary<Neg, Floats>>("neg_grad"),
@@ -307,6 +338,7 @@ const pc::Family& unary_kernels() {
       pc::kernel<UnaryGrad<CosGrad>>("cos_grad"),
       pc::kernel<UnaryGrad<TanhGrad>>("tanh_grad"),
       pc::kernel<UnaryGrad<SigmoidGrad>>("sigmoid_grad"),
+      pc::kernel<UnaryGrad<ErfGrad>>("erf_grad"),
       pc::kernel<ClipGrad>("clip_grad"),
   };
   return family;

@@ -23,6 +23,7 @@ IMG = ("float32", [2, 3, 6, 6])
 # forward op -> (its inputs {slot: (dtype, shape)}, attrs)
 CASES = {
     **{op: ({"x": F4}, {}) for op in ("abs", "cos", "sin", "exp", "log", "neg", "sqrt", "rsqrt")},
+    "erf": ({"x": F4}, {}),
     **{op: ({"x": F4}, {}) for op in ("sigmoid", "tanh", "square", "relu", "silu", "gelu")},
     **{op: ({"x": F4}, {}) for op in ("elu", "leaky_relu", "softplus", "softmax", "log_softmax")},
     **{op: ({"x": F4, "y": F4}, {}) for op in ("add", "sub", "mul", "div", "pow")},

@@ -9,6 +9,8 @@ AVX2+FMA loops (where the CPU has them) and the portable C++ ones
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from op_helpers import FLOATS, INTS, NUMBERS, assert_matches, check_grad, pc, rand, run1
@@ -35,6 +37,11 @@ UNARY = {
     "cos": (np.cos, FLOATS, (-7, 7)),
     "tanh": (np.tanh, FLOATS, (-10, 10)),
     "sigmoid": (lambda x: sigmoid64(x).astype(x.dtype), FLOATS, (-20, 20)),
+    "floor": (np.floor, FLOATS, (-5, 5)),
+    "ceil": (np.ceil, FLOATS, (-5, 5)),
+    "round": (np.round, FLOATS, (-5, 5)),
+    "sign": (np.sign, NUMBERS, (-3, 3)),
+    "erf": (lambda x: np.vectorize(math.erf, otypes=[x.dtype])(x), FLOATS, (-4, 4)),
 }
 # Shapes: a matrix, a scalar, empty tensors, an odd length (vector tail), a size that is
 # split across threads.
@@ -260,6 +267,7 @@ GRAD_INPUTS = {
     "cos": (-3, 3),
     "tanh": (-3, 3),
     "sigmoid": (-6, 6),
+    "erf": (-2, 2),
 }
 
 
@@ -308,3 +316,26 @@ def test_grad_ops_read_the_cheaper_forward_tensor(op, forward_input):
         pc.gradients([out], [x])
     (grad_op,) = [o for o in prog.global_block().ops if o.type == f"{op}_grad"]
     assert set(grad_op.inputs) == {forward_input, "out_grad"}
+
+
+def test_rounding_ops_at_halves_nan_and_infinities():
+    """round takes halves to even (NumPy, ONNX); all keep NaN and infinities; sign of NaN is
+    NaN and of -0.0 is 0."""
+    x = np.array([-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, np.nan, np.inf, -np.inf])
+    for op in ("floor", "ceil", "round", "sign"):
+        np.testing.assert_array_equal(run1(op, {"x": x}), UNARY[op][0](x), err_msg=op)
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "round", "sign"])
+def test_step_functions_have_a_zero_gradient(op):
+    """No gradient flows through them (pc.gradients gives None alone); beside another path,
+    x's gradient is that path's."""
+    x = np.linspace(-2.3, 2.7, 7)
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        xv = pc.data("x", [7], "float64")
+        step = pc.ops.sum(getattr(pc.ops, op)(xv))
+        assert pc.gradients([step], [xv]) == [None]
+        (gx,) = pc.gradients([pc.ops.add(step, pc.ops.sum(xv))], [xv])
+    (got,) = pc.Executor().run(prog, feed={"x": x}, fetch_list=[gx])
+    np.testing.assert_array_equal(got, np.ones(7))
