@@ -8,6 +8,7 @@ as one ``AttrError`` naming the op, the attr, what was expected and what was giv
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from typing import Annotated, Any, Literal
@@ -107,6 +108,11 @@ def _scalar_annotation(ap: pb.AttrProto, scalar_type: int) -> Any:
     if ap.HasField("max"):
         constraints["lt" if ap.max.exclusive else "le"] = ap.max.value
         constraints.pop("le" if ap.max.exclusive else "lt", None)
+    if scalar_type == pb.FLOAT and (ap.HasField("min") or ap.HasField("max")):
+        # A range's open side ends before infinity: (0, inf) refuses inf. A bound declared as
+        # an inclusive infinity lets it in.
+        constraints.setdefault("gt" if "ge" not in constraints else "ge", -math.inf)
+        constraints.setdefault("lt" if "le" not in constraints else "le", math.inf)
     if ap.HasField("choices"):
         # Choices were checked against the range when the manifest loaded; they are the
         # whole constraint (and Literal takes no numeric constraints).

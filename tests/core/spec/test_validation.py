@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -26,6 +27,7 @@ ops {
     attrs { name: "model_config" type: FLOAT default { f: 0.5 } }
     attrs { name: "validate" type: INTS default { ints: [1] } }
     attrs { name: "gain" type: FLOAT default { f: 1.0 } min { value: 0 exclusive: true } }
+    attrs { name: "cap" type: FLOAT default { f: 1.0 } min { value: 0 } max { value: inf } }
     attrs { name: "weights" type: FLOATS default { floats: [] } }
     attrs { name: "mask" type: BOOLS default { bools: [] } }
     attrs {
@@ -190,6 +192,17 @@ def test_exclusive_min(x, odd):
         pc.ops.odd(x, gain=0.0)
     assert_attr_error(info.value, "odd", "gain", "expected a float in (0, inf)", "got float 0.0")
     assert pc.ops.odd(x, gain=1e-9).op.attrs["gain"] == 1e-9
+
+
+def test_a_ranges_open_side_ends_before_infinity(x, odd):
+    """(0, inf) refuses inf, as [0, inf] (an inclusive infinite bound, declared) accepts it."""
+    for value in (math.inf, math.nan):
+        with pytest.raises(pc.AttrError) as info:
+            pc.ops.odd(x, gain=value)
+        assert_attr_error(info.value, "odd", "gain", "expected a float in (0, inf)")
+    assert pc.ops.odd(x, cap=math.inf).op.attrs["cap"] == math.inf
+    with pytest.raises(pc.AttrError, match="attr 'cap'"):
+        pc.ops.odd(x, cap=-math.inf)
 
 
 @VIA
