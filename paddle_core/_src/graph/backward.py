@@ -113,12 +113,15 @@ class GradContext:
         outputs: dict[str, Any],
         attrs: dict[str, Any] | None = None,
     ) -> Operator:
-        """Append a gradient op; slots whose value is None (or all None) are left out."""
+        """Append a gradient op; slots whose value is None (or all None) are left out, and
+        outputs not given are created (for a helper op's intermediate result)."""
         inputs = _drop_none(inputs)
         for value in inputs.values():
             for name in value if isinstance(value, list) else [value]:
                 self._check_available(type, getattr(name, "name", name))
-        return self._backward.block.append_op(type, inputs, _drop_none(outputs), attrs or {})
+        return self._backward.block.append_op(
+            type, inputs, _drop_none(outputs) or None, attrs or {}
+        )
 
     def _check_available(self, grad_type: str, name: str) -> None:
         """Refuse a grad op reading a forward value that a later op has overwritten."""

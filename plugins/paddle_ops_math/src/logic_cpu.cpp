@@ -1,9 +1,13 @@
 // Predicates and logic, all giving bool: isnan, isinf, isfinite (of any number; integers are
-// never NaN or infinite), logical_not, and logical_and / or / xor with NumPy broadcasting.
+// never NaN or infinite), logical_not, and logical_and / or / xor with NumPy broadcasting; and
+// where(cond, x, y), choosing between x and y elementwise.
 //
-// Memory contract: x (and y) C-contiguous; out bool (one byte per element, 0 or 1) with x's
-// shape (the broadcast shape for the binary ops); checked in prepare.
+// Memory contract: inputs C-contiguous; out bool (one byte per element, 0 or 1) with x's shape
+// (the broadcast shape for the binary ops); where's out has x's dtype and the broadcast shape
+// of all three, each of which must broadcast to it. Checked in prepare.
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "binary.hpp"
 
@@ -65,6 +69,70 @@ struct Xor {
   template <class T> uint8_t operator()(T a, T b) const { return bool(a) != bool(b); }
 };
 
+// out = cond ? x : y, each input broadcast to out's shape. Any dtype: elements are copied.
+class Where {
+ public:
+  Where(const Attrs&, const Slots& in, const Slots& out) {
+    const Tensor o = out(0);
+    in(0).expect_dtype(PC_BOOL, "cond");
+    expect_same_dtype(in(1), in(2), "x and y");
+    o.expect_dtype(in(1).dtype(), "out");
+    shape_.assign(o.shape(), o.shape() + o.ndim());
+    for (int k = 0; k < 3; ++k) strides_[k] = broadcast_strides(in(k), o, kNames[k]);
+    size_ = o.element_size();
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const auto* c = in(0).data<bool>();
+    const auto* x = in(1).data<char>();
+    const auto* y = in(2).data<char>();
+    char* o = out(0).data<char>();
+    const int nd = static_cast<int>(shape_.size());
+    parallel_for(out(0).numel(), ctx.num_threads(), kGrain, [&](int64_t lo, int64_t hi) {
+      std::vector<int64_t> index(nd);  // lo's coordinates, then advanced like an odometer
+      int64_t rest = lo, at[3] = {0, 0, 0};
+      for (int d = nd - 1; d >= 0; --d) {
+        index[d] = rest % shape_[d];
+        rest /= shape_[d];
+        for (int k = 0; k < 3; ++k) at[k] += index[d] * strides_[k][d];
+      }
+      for (int64_t i = lo; i < hi; ++i) {
+        const char* from = c[at[0]] ? x + at[1] * size_ : y + at[2] * size_;
+        std::memcpy(o + i * size_, from, static_cast<size_t>(size_));
+        for (int d = nd - 1; d >= 0; --d) {  // next coordinate
+          for (int k = 0; k < 3; ++k) at[k] += strides_[k][d];
+          if (++index[d] < shape_[d]) break;
+          for (int k = 0; k < 3; ++k) at[k] -= strides_[k][d] * shape_[d];
+          index[d] = 0;
+        }
+      }
+    });
+  }
+
+ private:
+  static constexpr const char* kNames[3] = {"cond", "x", "y"};
+
+  // Element strides of t read as out's shape: 0 along the axes t is broadcast over.
+  static std::vector<int64_t> broadcast_strides(const Tensor& t, const Tensor& o, const char* what) {
+    const int nd = o.ndim(), lead = nd - t.ndim();
+    if (lead < 0) fail("%s %s has more dimensions than out", what, t.describe().c_str());
+    std::vector<int64_t> strides(static_cast<size_t>(nd), 0);
+    int64_t step = 1;
+    for (int d = nd - 1; d >= lead; --d) {
+      const int64_t n = t.dim(d - lead);
+      if (n != 1 && n != o.dim(d))
+        fail("%s %s does not broadcast to out %s", what, t.describe().c_str(), o.describe().c_str());
+      strides[static_cast<size_t>(d)] = n == 1 ? 0 : step;
+      step *= n;
+    }
+    return strides;
+  }
+
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_[3];
+  int64_t size_ = 0;
+};
+
 }  // namespace
 
 const pc::Family& logic_kernels() {
@@ -76,6 +144,7 @@ const pc::Family& logic_kernels() {
       pc::kernel<Binary<And, Bools, true>>("logical_and"),
       pc::kernel<Binary<Or, Bools, true>>("logical_or"),
       pc::kernel<Binary<Xor, Bools, true>>("logical_xor"),
+      pc::kernel<Where>("where"),
   };
   return family;
 }

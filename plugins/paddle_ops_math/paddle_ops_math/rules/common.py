@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paddle_core.rules import elementwise
+from paddle_core.rules import broadcast_shapes, elementwise
 
 
 def compare_shape(ctx):
@@ -28,3 +28,29 @@ def logical_shape(ctx):
         ctx.set_output("out", ctx.input("x").shape, "bool")
     else:
         compare_shape(ctx)
+
+
+def where_shape(ctx):
+    """where: cond bool; x and y one dtype; out the three shapes broadcast together."""
+    cond, x, y = ctx.input("cond"), ctx.input("x"), ctx.input("y")
+    if cond.dtype != "bool":
+        ctx.fail(f"cond must be bool, got {cond.dtype} (compare or cast it first)")
+    if x.dtype != y.dtype:
+        ctx.fail(f"x and y must share one dtype, got {x.dtype} and {y.dtype}")
+    ctx.set_output("out", broadcast_shapes(ctx, cond.shape, x.shape, y.shape), x.dtype)
+
+
+def where_grad(ctx):
+    """out_grad goes to x where cond holds and to y elsewhere, summed back to each one's shape
+    (broadcast_to_grad)."""
+    g, cond = ctx.output_grad("out"), ctx.input("cond")
+    zeros = None
+    for slot, picks_x in (("x", True), ("y", False)):
+        target = ctx.input_grad(slot)
+        if target is None:
+            continue
+        zeros = zeros or ctx.zeros_like(g)
+        x, y = (g, zeros) if picks_x else (zeros, g)
+        spread = ctx.append_op("where", {"cond": cond, "x": x, "y": y}, {}).outputs["out"][0]
+        grad_inputs = {"x": ctx.input(slot), "out_grad": spread}
+        ctx.append_op("broadcast_to_grad", grad_inputs, {"x_grad": target})
