@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..base.errors import FeedError, did_you_mean
+from ..base.errors import FeedError, ProgramError, did_you_mean
 
 
 class WriteClock:
@@ -65,7 +65,10 @@ class Scope:
         return value
 
     def set_var(self, name: str, value: Any) -> None:
-        """Set ``name`` in this scope (shadowing an ancestor's value)."""
+        """Set ``name`` in this scope (shadowing an ancestor's value). What a program reads is
+        checked against its declaration when the program runs."""
+        if type(name) is not str or not name:
+            raise ProgramError(f"Scope.set_var: names are non-empty strings, got {name!r}")
         self._values[name] = value
         self._stamps[name] = CLOCK.tick()
 

@@ -70,3 +70,21 @@ def test_a_computed_shape_too_large_for_one_buffer_is_refused(x):
 def test_executor_arguments_are_checked(kwargs, message):
     with pytest.raises(pc.ConfigError, match=message):
         pc.Executor(**kwargs)
+
+
+@pytest.mark.parametrize("name", [5, "", None])
+def test_scope_names_are_nonempty_strings(name):
+    with pytest.raises(pc.ProgramError, match=r"Scope.set_var: names are non-empty strings"):
+        pc.Scope().set_var(name, np.ones(3))
+
+
+def test_a_scope_value_that_does_not_fit_is_a_typed_error_at_run():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        w = prog.global_block().create_var("w", [3], persistable=True)
+        y = pc.ops.scale(w, scale=2.0)
+    for value in ("not an array", [1.0, 2.0, 3.0], np.ones(3, complex), np.ones(4, np.float32)):
+        scope = pc.Scope()
+        scope.set_var("w", value)
+        with pytest.raises(pc.PaddleCoreError, match="'w'"):
+            pc.Executor().run(prog, fetch_list=[y], scope=scope)
