@@ -153,14 +153,14 @@ def check_forward_relation(info: Any, ctx: ShapeContext) -> None:
                     f"{slot} has {counted(len(given[slot]), 'value')}; {forward.type!r} gives {len(want)}"
                 )
             for v, (shape, dtype) in zip(given[slot], want):
-                if v.dtype != dtype or not _fits(v.shape, shape):
+                if v.dtype != dtype or not shape_fits(v.shape, shape):
                     ctx.fail(
                         f"{slot} {v.name!r} is {v.dtype}{format_shape(v.shape)}; "
                         f"{forward.type!r} gives {out} as {dtype}{format_shape(shape)}"
                     )
 
 
-def _fits(shape: tuple, want: tuple) -> bool:
+def shape_fits(shape: tuple, want: tuple) -> bool:
     """Same rank, and each dimension equal where both are known."""
     return len(shape) == len(want) and all(
         a == b or a is None or b is None for a, b in zip(shape, want)

@@ -27,7 +27,7 @@ from ..base.errors import (
     did_you_mean,
 )
 from ..base.warn import warn
-from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer
+from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer, shape_fits
 from ..graph.variable import format_shape
 from ..plugins.devices import get_device
 from ..plugins.hooks import plugin_manager
@@ -348,14 +348,6 @@ def random_key(seed: int, block: int, index: int) -> int:
 _MASK64 = (1 << 64) - 1
 
 
-def _fits(shape: tuple, dtype: str, var: Any) -> bool:
-    return (
-        dtype == var.dtype
-        and len(shape) == len(var.shape)
-        and all(d is None or d == s for s, d in zip(shape, var.shape))
-    )
-
-
 def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
     """Run the op's shape rule on concrete input shapes; record its outputs' shapes."""
     op = step.op
@@ -384,7 +376,9 @@ def _infer_concrete(step: Step, shapes: dict[str, tuple[tuple, str]]) -> None:
                 )
             check_spec(step.info, slot, shape, dtype)
             declared = op.block.find_var(name)
-            if declared is not None and not _fits(shape, dtype, declared):
+            if declared is not None and not (
+                dtype == declared.dtype and shape_fits(shape, declared.shape)
+            ):
                 # The program's declarations are what users read and fetch by: a stale one
                 # (edited behind the API) must not go unnoticed.
                 raise ShapeError(
