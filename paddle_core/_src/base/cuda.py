@@ -58,7 +58,12 @@ class CUDA(Device):
     def to_device(self, array: Any) -> Any:
         cupy = _cupy()
         with cupy.cuda.Device(self.index):
-            return cupy.asarray(array)
+            return cupy.ascontiguousarray(array)
+
+    def kernel_array(self, value: Any) -> Any:
+        cupy = _cupy()
+        with cupy.cuda.Device(self.index):  # NumPy arrays move; contiguous CuPy ones stay
+            return cupy.ascontiguousarray(value)
 
     def to_host(self, array: Any) -> Any:
         return _cupy().asnumpy(array)

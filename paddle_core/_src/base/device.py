@@ -10,7 +10,9 @@ need and never test its name:
 - ``host_memory``: its buffers are NumPy arrays, so the compiled run loop can bind them;
 - ``fallback``: the device type whose kernels run an op this device has none for (with copies
   through ``to_host`` / ``to_device``), or None;
-- ``empty``, ``to_device``, ``to_host``, ``holds``, ``host_copy``, ``synchronize``: buffers.
+- ``empty``, ``to_device``, ``to_host``, ``holds``, ``host_copy``, ``synchronize``,
+  ``kernel_array``: buffers. The compiled runtime binds NumPy arrays (``host_memory``) or
+  arrays exposing ``__cuda_array_interface__`` (a device's own memory, CuPy's for CUDA).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import DeviceError
-from .host import aligned_empty
+from .host import aligned_empty, host_array
 
 
 class Device:
@@ -69,8 +71,16 @@ class Device:
         return True
 
     def empty(self, shape: tuple, dtype: str) -> Any:
-        """An uninitialised buffer of this device."""
+        """An uninitialised C-contiguous buffer of this device, its data aligned to 64 bytes
+        at least (plans carve views at multiples of 64 bytes from one such buffer)."""
         return self.to_device(aligned_empty(shape, dtype))
+
+    def kernel_array(self, value: Any) -> Any:
+        """``value`` (a NumPy array, or a buffer of this device) as a native kernel binds it:
+        a C-contiguous, aligned array in this device's memory."""
+        if self.host_memory:
+            return host_array(value)
+        return value if self.holds(value) else self.to_device(value)
 
     def to_device(self, array: Any) -> Any:
         """A host (NumPy) array as this device's buffer type."""

@@ -6,13 +6,17 @@
 // the caller). This module keeps those decisions in flat arrays and runs them: native
 // kernels are called through their function pointers with the GIL released; Python kernels
 // are called back with the GIL held. Nothing is looked up or allocated per op. Buffers are
-// host arrays (devices whose memory is the host's); each native step says which device its
+// NumPy arrays (devices whose memory is the host's) or device arrays exposing
+// `__cuda_array_interface__` (CuPy's, for CUDA); each native step says which device its
 // kernel runs as (the plan's, or the host's for a CPU kernel the device falls back to), and
-// the plan gives every kernel the stream of the device that prepared it.
+// the plan gives every kernel the stream of the device that prepared it. Copy steps and
+// run_while's condition read memory here, so they take host buffers only (the executor plans
+// neither for device memory).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -49,7 +53,8 @@ struct Buffer {
   std::vector<int64_t> shape, strides;
   int32_t dtype = 0;
   void* data = nullptr;
-  py::object array;            // the NumPy array owning `data`
+  bool host = true;            // `data` is host memory (a NumPy array), not a device's
+  py::object array;            // the array owning `data`
   std::vector<void**> places;  // step tensors that point at `data`, patched on rebinding
 };
 
@@ -132,12 +137,21 @@ class Plan {
     steps_.push_back(std::move(step));
   }
 
-  // Give a buffer its data. The caller has checked the array, but a kernel would read or
-  // write out of bounds if it were wrong, so its size and layout are checked again here.
-  void bind(int32_t index, py::array array) {
+  // Give a buffer its data: a NumPy array, or a device array (`__cuda_array_interface__`).
+  // The caller has checked the array, but a kernel would read or write out of bounds if it
+  // were wrong, so its size and layout are checked again here.
+  void bind(int32_t index, py::object array) {
     Buffer& b = *buffers_.at(index);
-    check_fits(b, array, index);
-    b.data = const_cast<void*>(array.data());
+    if (!py::isinstance<py::array>(array) && py::hasattr(array, "__cuda_array_interface__")) {
+      b.data = device_data(b, array, index);
+      b.host = false;
+    } else {
+      auto host = array.cast<py::array>();
+      check_fits(b, host, index);
+      b.data = const_cast<void*>(host.data());
+      b.host = true;
+      array = std::move(host);
+    }
     b.array = std::move(array);
     for (void** place : b.places) *place = b.data;
   }
@@ -152,6 +166,7 @@ class Plan {
     step->copy_from = from;
     step->copy_to = to;
     steps_.push_back(std::move(step));
+    has_copies_ = true;
   }
 
   py::object array(int32_t index) const { return buffers_.at(index)->array; }
@@ -179,7 +194,8 @@ class Plan {
 
   // Bind `arrays` to buffers `indices`, then run all steps in order.
   void run(const std::vector<int32_t>& indices, const py::list& arrays) {
-    for (size_t k = 0; k < indices.size(); ++k) bind(indices[k], arrays[k].cast<py::array>());
+    for (size_t k = 0; k < indices.size(); ++k) bind(indices[k], arrays[k]);
+    check_copies();
     size_t s = 0;
     while (s < steps_.size()) {
       if (steps_[s]->fn) {
@@ -210,8 +226,9 @@ class Plan {
     for (const auto& step : steps_)
       if (step->fn) throw std::invalid_argument("run_while runs plans of native steps only");
     const Buffer& cond = *buffers_.at(condition);
-    if (pc_dtype_size(cond.dtype) != 1 || cond.data == nullptr)
-      throw std::invalid_argument("run_while's condition must be a bound one-byte bool buffer");
+    if (pc_dtype_size(cond.dtype) != 1 || cond.data == nullptr || !cond.host)
+      throw std::invalid_argument("run_while's condition must be a bound one-byte host bool buffer");
+    check_copies();
     py::gil_scoped_release release;
     int64_t n = 0;
     while (*static_cast<const uint8_t*>(cond.data) != 0) {
@@ -260,6 +277,44 @@ class Plan {
                                   "] of " + std::to_string(pc_dtype_size(b.dtype)) +
                                   "-byte elements, C-contiguous and aligned; the array given is not");
     }
+  }
+
+  // Copy steps copy with memcpy: refuse to run them on device memory.
+  void check_copies() const {
+    if (!has_copies_) return;
+    for (const auto& step : steps_) {
+      if (step->copy_from >= 0 && !(buffers_[step->copy_from]->host && buffers_[step->copy_to]->host))
+        throw std::invalid_argument("a copy step needs host buffers; device buffers are bound");
+    }
+  }
+
+  // The device pointer of a `__cuda_array_interface__` array, after checking it has the
+  // buffer's shape, element size and C-contiguous layout, and is aligned to its element size.
+  // (Read-only arrays are bound like read-only NumPy ones: planning decides who writes.)
+  static void* device_data(const Buffer& b, const py::object& array, int32_t index) {
+    auto cai = array.attr("__cuda_array_interface__").cast<py::dict>();
+    auto shape = cai["shape"].cast<std::vector<int64_t>>();
+    auto typestr = cai["typestr"].cast<std::string>();
+    auto data = cai["data"].cast<py::tuple>();
+    const size_t itemsize = typestr.size() > 2 ? std::strtoul(typestr.c_str() + 2, nullptr, 10) : 0;
+    auto ptr = data[0].cast<uintptr_t>();
+    bool ok = itemsize == pc_dtype_size(b.dtype) && shape == b.shape;
+    if (ok && cai.contains("strides") && !cai["strides"].is_none()) {
+      auto strides = cai["strides"].cast<std::vector<int64_t>>();
+      ok = strides.size() == b.shape.size();
+      for (size_t k = 0; ok && k < strides.size(); ++k)
+        ok = b.shape[k] == 1 || strides[k] == b.strides[k] * static_cast<int64_t>(itemsize);
+    }
+    if (ok && bytes_of(b) > 0) ok = ptr != 0 && ptr % itemsize == 0;
+    if (!ok) {
+      std::string planned;
+      for (int64_t d : b.shape) planned += (planned.empty() ? "" : ", ") + std::to_string(d);
+      throw std::invalid_argument("buffer " + std::to_string(index) + " is planned as [" + planned +
+                                  "] of " + std::to_string(pc_dtype_size(b.dtype)) +
+                                  "-byte elements, C-contiguous and aligned; the device array "
+                                  "given is not");
+    }
+    return reinterpret_cast<void*>(ptr);
   }
 
   // Build the pc_tensors of one side of a step, and record where each buffer's data pointer
@@ -360,11 +415,12 @@ class Plan {
     // The callback checks and normalises the kernel's results (see run/prepared.py).
     py::list results = step.fn(inputs);
     for (size_t k = 0; k < step.py_outs.size(); ++k)
-      bind(step.py_outs[k], results[k].cast<py::array>());
+      bind(step.py_outs[k], results[k]);
   }
 
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::vector<std::unique_ptr<Step>> steps_;
+  bool has_copies_ = false;
   pc_context ctx_{};
   char message_[1024] = {0};
 };

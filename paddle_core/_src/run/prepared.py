@@ -1,8 +1,9 @@
 """PreparedProgram: a planned run, executed by a runner.
 
-On a device whose buffers are host memory (CPU) the compiled runtime runs the plan: native
-kernels are called through their function pointers in a C++ loop with no Python between ops,
-Python kernels are called back. Variables get one buffer each, in one of four roles:
+The compiled runtime runs a plan whose kernels all read host memory (CPU), or whose steps are
+all native kernels of the plan's device (CUDA: its buffers are device arrays): native kernels
+are called through their function pointers in a C++ loop with no Python between ops, Python
+kernels (host plans only) are called back. Variables get one buffer each, in one of four roles:
 
 - fed: bound to the caller's array each run (never written: no op of the plan writes a fed
   variable);
@@ -16,9 +17,9 @@ Kernels never see an output overlapping one of their inputs: an op rewriting its
 (``w = transpose(w)``) writes a scratch buffer that is copied back after it. One plan runs
 one call at a time (its planned buffers are shared), so concurrent runs of it take turns.
 
-Other devices run the plan with a Python loop that moves data through the device's buffers,
-copying values to and from the host for ops that fall back to CPU kernels (native ones run as
-one-step compiled plans, ``HostKernel``), until the compiled runtime binds device memory.
+Other plans (a device plan with ops that fall back to CPU kernels, or with Python kernels)
+run with a Python loop that moves data through the device's buffers, copying values to and
+from the host for fallback ops; native kernels run as one-step compiled plans (``StepKernel``).
 """
 
 from __future__ import annotations
@@ -93,9 +94,7 @@ class PreparedProgram:
                 step.fn = control.kernel(
                     step, lambda s: PreparedProgram(s, device, num_threads, reuse_memory)
                 )
-        # The compiled loop binds host arrays: it runs plans whose every kernel reads host memory.
-        compiled = device.host_memory and all(s.device.host_memory for s in spec.steps)
-        if compiled:
+        if _runs_compiled(spec, device):
             self._runner: Any = CompiledRunner(spec, device, num_threads, reuse_memory)
         else:
             self._runner = PythonRunner(spec, device, num_threads)
@@ -195,7 +194,7 @@ class CompiledRunner:
             ins = [[self.index[n] for n in names] for _, _, names in step.inputs]
             outs = [[self.index[n] for n in names] for _, _, names in step.outputs]
             if step.kernel.impl == "native":
-                copies = self._separate_outputs(step, ins, outs)
+                copies = self._separate_outputs(step, outs)
                 self.scratch_copies += len(copies)
                 scratch += [(buffer, s) for buffer, _ in copies]
                 self.plan.add_native(step.fn, ins, outs, *_native_args(step))
@@ -222,7 +221,7 @@ class CompiledRunner:
         to the caller). Of the planned ones, values a Python step reads or writes keep bytes
         of their own for the whole run (``pinned``): a Python kernel gets the array itself
         and may keep it (a cache, a closure), and its outputs are rebound to the arrays it
-        returns. HostKernels bind arrays of their own and are not run by this loop. Native
+        returns. StepKernels bind arrays of their own and are not run by this loop. Native
         kernels see data only while they run (prepare gets data-less tensors, and every run
         rebinds fed and fetched buffers anyway), so the bytes of a value no longer read can
         hold another one.
@@ -244,9 +243,11 @@ class CompiledRunner:
             buffers[index] = Live(self._nbytes(index), *((s, s) if reuse else (0, end)))
         pairs = inplace_pairs(steps, live, self.spec.shapes, shareable)
         offsets, size = assign_offsets(buffers, [(self.index[x], self.index[y]) for x, y in pairs])
-        # The device's host memory, aligned here: views at multiples of 64 bytes stay aligned.
-        raw = self.device.empty((size + ALIGNMENT,), "uint8")
-        arena = aligned_empty((size,), "uint8", raw=raw)
+        if self.device.host_memory:  # aligned here: views at multiples of 64 bytes stay aligned
+            raw = self.device.empty((size + ALIGNMENT,), "uint8")
+            arena = aligned_empty((size,), "uint8", raw=raw)
+        else:  # device allocations come aligned (Device.empty)
+            arena = self.device.empty((size,), "uint8")
         for index, offset in offsets.items():
             shape, dtype = self.layout[index]
             view = arena[offset : offset + buffers[index].size].view(dtype).reshape(shape)
@@ -262,28 +263,17 @@ class CompiledRunner:
         shape, dtype = self.layout[index]
         return math.prod(shape) * D.ITEMSIZE[dtype]
 
-    def _separate_outputs(self, step: Step, ins: list, outs: list) -> list[tuple[int, int]]:
-        """Point outputs that are also inputs at scratch buffers, except an output its op
-        declares ``inplace`` with the input it shares (item k of one with item k of the
-        other); return (scratch, buffer) pairs to copy back after the step."""
-        read = {i for s in ins for i in s}
-        if not any(i in read for slot in outs for i in slot):
-            return []  # the common case: no output is also an input
-        position = {slot: j for j, (slot, _, _) in enumerate(step.inputs)}
+    def _separate_outputs(self, step: Step, outs: list) -> list[tuple[int, int]]:
+        """Point the outputs ``_scratch_outputs`` names at scratch buffers; return (scratch,
+        buffer) pairs to copy back after the step."""
         copies = []
-        for out_proto, slot in zip(step.info.proto.outputs, outs):
-            partner = position.get(out_proto.inplace)
-            for k, target in enumerate(slot):
-                reads = [
-                    (j, item) for j, s in enumerate(ins) for item, i in enumerate(s) if i == target
-                ]
-                if not reads or reads == [(partner, k)]:
-                    continue  # no input shares it, or exactly the declared one does
-                shape, dtype = self.layout[target]
-                scratch = self.plan.add_buffer(list(shape), D.to_enum(dtype))
-                self.layout.append((shape, dtype))
-                slot[k] = scratch
-                copies.append((scratch, target))
+        for slot, k in _scratch_outputs(step):
+            target = outs[slot][k]
+            shape, dtype = self.layout[target]
+            scratch = self.plan.add_buffer(list(shape), D.to_enum(dtype))
+            self.layout.append((shape, dtype))
+            outs[slot][k] = scratch
+            copies.append((scratch, target))
         return copies
 
     def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
@@ -298,7 +288,8 @@ class CompiledRunner:
         fed values (a body's carried variables, which its steps update in place)."""
         spec = self.spec
         return (
-            all(step.kernel.impl == "native" for step in spec.steps)
+            self.device.host_memory  # the loop reads its condition from host memory
+            and all(step.kernel.impl == "native" for step in spec.steps)
             and not self.persistable
             and not self.fetched
             and not spec.random
@@ -309,7 +300,7 @@ class CompiledRunner:
         ones); return the arrays bound, by name. The caller (a loop kernel, run inside its
         outer plan's run) is this plan's only user."""
         for name in self.spec.feed_names:
-            self.plan.bind(self.index[name], host_array(feed[name]))
+            self.plan.bind(self.index[name], self.device.kernel_array(feed[name]))
         return {name: self.plan.array(self.index[name]) for name in self.spec.feed_names}
 
     def rerun(self) -> None:
@@ -333,16 +324,13 @@ class CompiledRunner:
         indices, arrays = [], []
         for name in self.spec.feed_names:
             indices.append(index[name])
-            arrays.append(host_array(feed[name]))
+            arrays.append(self.device.kernel_array(feed[name]))
         for name in self.persistable:
-            if name in self.read_first:
-                value = _checked_persistable(name, _scope_value(scope, name), shapes[name])
+            value = _scope_value(scope, name) if name in self.read_first else scope.find_var(name)
+            if value is None:
+                value = self.device.empty(*shapes[name])
             else:
-                value = scope.find_var(name)
-                if value is None:
-                    value = self.device.empty(*shapes[name])
-                else:
-                    value = _checked_persistable(name, value, shapes[name])
+                value = _checked_persistable(name, value, shapes[name], self.device, scope)
             indices.append(index[name])
             arrays.append(value)
         for name in self.fetched:
@@ -367,14 +355,21 @@ class CompiledRunner:
         ]
 
 
-def _checked_persistable(name: str, value: Any, planned: tuple[tuple, str]) -> Any:
+def _checked_persistable(
+    name: str, value: Any, planned: tuple[tuple, str], device: Any, scope: Scope
+) -> Any:
+    """The scope's value of ``name`` as the plan binds it, checked against the declaration;
+    a NumPy array the user set for a plan on device memory moves there once, in the scope."""
     shape, dtype = planned
+    if not device.host_memory and isinstance(value, np.ndarray):
+        value = device.to_device(value)
+        scope.update_var(name, value)
+    if not device.host_memory:  # the runtime checks the layout of what it binds
+        if not device.holds(value) or value.shape != shape or D.name_of(value.dtype) != dtype:
+            _declared(name, value, shape, dtype)
+        return value
     if not isinstance(value, np.ndarray) or value.shape != shape or D.name_of(value.dtype) != dtype:
-        got = f"{getattr(value, 'dtype', type(value).__name__)}{list(getattr(value, 'shape', []))}"
-        raise FeedError(
-            f"persistable variable {name!r} holds {got} in the scope, but the program declares "
-            f"{dtype}{format_shape(shape)}"
-        )
+        _declared(name, value, shape, dtype)
     flags = value.flags
     if not (flags.c_contiguous and flags.aligned and flags.writeable):
         raise FeedError(
@@ -382,6 +377,46 @@ def _checked_persistable(name: str, value: Any, planned: tuple[tuple, str]) -> A
             "the scope (it is updated in place)"
         )
     return value
+
+
+def _declared(name: str, value: Any, shape: tuple, dtype: str) -> None:
+    got = f"{getattr(value, 'dtype', type(value).__name__)}{list(getattr(value, 'shape', []))}"
+    raise FeedError(
+        f"persistable variable {name!r} holds {type(value).__name__} {got} in the scope, but the "
+        f"program declares {dtype}{format_shape(shape)}"
+    )
+
+
+def _runs_compiled(spec: PlanSpec, device: Any) -> bool:
+    """Whether the compiled loop runs this plan: every kernel reads host memory, or every step
+    is a native kernel of the plan's own device that needs no scratch copy (the loop copies
+    and calls Python kernels on host memory only)."""
+    if device.host_memory and all(s.device.host_memory for s in spec.steps):
+        return True
+    return all(
+        s.device == device and s.kernel.impl == "native" and not _scratch_outputs(s)
+        for s in spec.steps
+    )
+
+
+def _scratch_outputs(step: Step) -> list[tuple[int, int]]:
+    """(output slot, item) of each output that is also an input of its step, except one the
+    op declares ``inplace`` with the input it shares (item k of one with item k of the
+    other): kernels never see an output overlapping an input, so these write scratch."""
+    reads: dict[str, list[tuple[int, int]]] = {}
+    for j, (_, _, names) in enumerate(step.inputs):
+        for item, name in enumerate(names):
+            reads.setdefault(name, []).append((j, item))
+    if not any(n in reads for _, _, names in step.outputs for n in names):
+        return []  # the common case: no output is also an input
+    position = {slot: j for j, (slot, _, _) in enumerate(step.inputs)}
+    found = []
+    for s, (out_proto, (_, _, names)) in enumerate(zip(step.info.proto.outputs, step.outputs)):
+        partner = position.get(out_proto.inplace)
+        for k, name in enumerate(names):
+            if reads.get(name, [(partner, k)]) != [(partner, k)]:
+                found.append((s, k))
+    return found
 
 
 def _native_args(step: Step) -> tuple[list[tuple[str, int, Any]], int, int, int]:
@@ -495,9 +530,10 @@ def _check_output(step: Step, name: str, value: Any, shape: tuple, dtype: str) -
         )
 
 
-class HostKernel:
-    """A native kernel called on host arrays outside the compiled loop: one step of a plan run
-    by the Python loop (a CPU kernel a device falls back to), as a compiled plan of its own.
+class StepKernel:
+    """A native kernel called outside the compiled loop: one step of a plan run by the Python
+    loop (a CPU kernel a device falls back to, or a kernel of the device itself), as a
+    compiled plan of its own.
 
     Its inputs and outputs get buffers of their own, so its outputs never overlap its inputs.
     """
@@ -528,7 +564,8 @@ class HostKernel:
         """Run on ``args`` (host arrays per input slot, a list for duplicable slots); return
         the outputs' arrays, flat in slot order."""
         self.plan.set_random_counter(random_counter)
-        arrays = [host_array(a) for slot in args if slot is not None for a in _items(slot)]
+        kernel_array = self.device.kernel_array
+        arrays = [kernel_array(a) for slot in args if slot is not None for a in _items(slot)]
         produced = [self.device.empty(shape, dtype) for _, shape, dtype in self.outputs]
         try:
             self.plan.run(self.inputs + [i for i, _, _ in self.outputs], arrays + produced)
@@ -548,18 +585,12 @@ class PythonRunner:
         self.spec = spec
         self.device = device
         self.memory = MemoryPlan(buffers=0, planned_bytes=0, arena_bytes=0)
-        # Native kernels run as one-step compiled plans, which take host memory only.
-        self.native: dict[int, HostKernel] = {}
-        for k, step in enumerate(spec.steps):
-            if step.kernel.impl != "native":
-                continue
-            if not step.device.host_memory:
-                raise KernelError(
-                    f"{step.describe()}: native kernels for {step.device.type} need the compiled "
-                    "runtime to bind its memory, which it does not yet; declare a Python kernel",
-                    op=step.op.type,
-                )
-            self.native[k] = HostKernel(step, spec.shapes, num_threads)
+        # Native kernels run as one-step compiled plans.
+        self.native = {
+            k: StepKernel(step, spec.shapes, num_threads)
+            for k, step in enumerate(spec.steps)
+            if step.kernel.impl == "native"
+        }
 
     def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
         device, shapes = self.device, self.spec.shapes
