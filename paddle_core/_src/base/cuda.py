@@ -11,13 +11,13 @@ PC_DEVICE_CUDA = 2  # kernel_abi.h
 
 
 def _cupy() -> Any:
-    import cupy  # (optional: `pip install cupy-cuda12x`; imported only when CUDA is used)
+    import cupy  # (optional: `pip install "paddle-core[cuda]"`; imported only when CUDA is used)
 
     return cupy
 
 
 class CUDA(Device):
-    """An NVIDIA GPU through CuPy (``pip install cupy-cuda12x``)."""
+    """An NVIDIA GPU through CuPy (``pip install "paddle-core[cuda]"``)."""
 
     type = "cuda"
     kernel_device_type = PC_DEVICE_CUDA
@@ -27,7 +27,10 @@ class CUDA(Device):
         try:
             cupy = _cupy()
         except ImportError:
-            return "CuPy is not installed (pip install cupy-cuda12x)"
+            return (
+                "CuPy is not installed (pip install 'paddle-core[cuda]'; for a CUDA 12 driver, "
+                "the cupy-cuda12x wheel)"
+            )
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception as e:  # no driver, no GPU
@@ -59,6 +62,25 @@ class CUDA(Device):
         cupy = _cupy()
         with cupy.cuda.Device(self.index):
             return cupy.ascontiguousarray(array)
+
+    def adopt(self, value: Any) -> Any:
+        """CuPy arrays on this GPU as they are; other arrays in its memory (PyTorch, JAX,
+        Numba: DLPack or ``__cuda_array_interface__``) as CuPy views of the same memory."""
+        if self.holds(value):
+            return value
+        cupy = _cupy()
+        try:
+            if hasattr(value, "__dlpack_device__"):
+                kind, index = value.__dlpack_device__()
+                if (kind, index) == (2, self.index):  # kDLCUDA
+                    return cupy.from_dlpack(value)
+            elif hasattr(value, "__cuda_array_interface__"):
+                with cupy.cuda.Device(self.index):
+                    view = cupy.asarray(value)
+                return view if view.device.id == self.index else None
+        except (TypeError, ValueError, BufferError):  # an array CuPy cannot view: copy it
+            return None
+        return None
 
     def kernel_array(self, value: Any) -> Any:
         cupy = _cupy()

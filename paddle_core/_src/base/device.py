@@ -11,13 +11,15 @@ need and never test its name:
 - ``fallback``: the device type whose kernels run an op this device has none for (with copies
   through ``to_host`` / ``to_device``), or None;
 - ``empty``, ``to_device``, ``to_host``, ``holds``, ``host_copy``, ``synchronize``,
-  ``kernel_array``: buffers. The compiled runtime binds NumPy arrays (``host_memory``) or
+  ``kernel_array``, ``adopt``: buffers. The compiled runtime binds NumPy arrays (``host_memory``) or
   arrays exposing ``__cuda_array_interface__`` (a device's own memory, CuPy's for CUDA).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from .errors import DeviceError
 from .host import aligned_empty, host_array
@@ -61,6 +63,14 @@ class Device:
         the executor accept feeds that live on any registered device)."""
         return None
 
+    @classmethod
+    def is_available(cls, index: int = 0) -> bool:
+        """Whether device ``index`` of this type can be used here; never raises."""
+        try:
+            return cls.unavailable_reason(index) is None
+        except Exception:  # a broken driver or library: not available, and no traceback
+            return False
+
     def stream(self) -> int:
         """The stream handle kernels enqueue work on (``pc_context.stream``); 0 for none."""
         return 0
@@ -75,12 +85,19 @@ class Device:
         at least (plans carve views at multiples of 64 bytes from one such buffer)."""
         return self.to_device(aligned_empty(shape, dtype))
 
+    def adopt(self, value: Any) -> Any:
+        """``value`` as a buffer of this device without a copy, when it is an array already
+        in this device's memory (a feed given as a device array); else None. Host-memory
+        devices adopt nothing here: their feeds are checked NumPy arrays."""
+        return value if not self.host_memory and self.holds(value) else None
+
     def kernel_array(self, value: Any) -> Any:
         """``value`` (a NumPy array, or a buffer of this device) as a native kernel binds it:
         a C-contiguous, aligned array in this device's memory."""
         if self.host_memory:
             return host_array(value)
-        return value if self.holds(value) else self.to_device(value)
+        moves = isinstance(value, np.ndarray) or not self.holds(value)
+        return self.to_device(value) if moves else value
 
     def to_device(self, array: Any) -> Any:
         """A host (NumPy) array as this device's buffer type."""

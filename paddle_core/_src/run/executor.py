@@ -152,7 +152,11 @@ class Executor:
         return plan
 
     def _feed_value(self, block: Any, name: str, value: Any) -> Any:
-        return feed_array(block, name, value)
+        adopted = None if isinstance(value, np.ndarray) else self.device.adopt(value)
+        if adopted is None:
+            return feed_array(block, name, value)
+        _check_feed(name, _feed_var(block, name), adopted)  # a device array on its device: no copy
+        return adopted
 
     def _build_plan(
         self, program: Program, signature: tuple, fetch_names: list[str]
@@ -208,13 +212,18 @@ def feed_array(block: Any, name: str, value: Any) -> Any:
         value = _to_array(name, var, value)
     if not value.dtype.isnative:  # kernels read native byte order
         value = value.astype(value.dtype.newbyteorder("="))
+    _check_feed(name, var, value)
+    return value
+
+
+def _check_feed(name: str, var: Variable, value: Any) -> None:
+    """A fed array (NumPy or a device's) against its variable's dtype and shape."""
     if name_of(value.dtype) != var.dtype:
         raise FeedError(
             f"feed {name!r} has dtype {value.dtype.name}, but variable {name!r} is {var.dtype} "
             f"(convert with .astype({var.dtype!r}))"
         )
-    _check_feed_shape(name, var, value.shape)
-    return value
+    _check_feed_shape(name, var, tuple(value.shape))
 
 
 def _feed_items(feed: Any) -> list[tuple[str, Any]]:

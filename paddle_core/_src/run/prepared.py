@@ -133,7 +133,7 @@ class PreparedProgram:
         for name in self.feed_names:
             value, (shape, dtype) = feed[name], self.spec.shapes[name]
             if (
-                not isinstance(value, np.ndarray)
+                not (isinstance(value, np.ndarray) or self.device.holds(value))
                 or value.shape != shape
                 or D.name_of(value.dtype) != dtype
             ):
@@ -602,7 +602,7 @@ class PythonRunner:
                 value = device.to_device(value)
                 scope.update_var(name, value)  # moved once, not on every run
             values[name] = value
-        values.update({name: device.to_device(array) for name, array in feed.items()})
+        values.update({name: device.kernel_array(array) for name, array in feed.items()})
         for k, step in enumerate(self.spec.steps):
             args = []
             for _, duplicable, names in step.inputs:

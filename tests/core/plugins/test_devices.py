@@ -225,11 +225,26 @@ def test_device_index_must_be_a_natural_number(index):
 
 def test_cuda_without_cupy_says_why(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
-    message = r"device cuda:1 is not available: CuPy is not installed \(pip install cupy"
+    message = r"device cuda:1 is not available: CuPy is not installed \(pip install 'paddle-core\[cuda\]'"
     with pytest.raises(pc.DeviceError, match=message):
         pc.get_device("cuda:1")
     with pytest.raises(pc.DeviceError, match="device cuda:0 is not available: CuPy"):
         pc.Executor("cuda")
+
+
+def test_is_available_answers_and_never_raises(monkeypatch):
+    assert pc.CPU.is_available() and not pc.CPU.is_available(1)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    assert pc.CUDA.is_available() is False
+
+    class Broken(pc.Device):
+        type = "broken"
+
+        @classmethod
+        def unavailable_reason(cls, index):
+            raise RuntimeError("the driver crashed")
+
+    assert Broken.is_available() is False
 
 
 def test_cuda_on_this_machine_is_refused_with_a_reason_when_unusable():

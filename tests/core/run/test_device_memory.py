@@ -227,3 +227,18 @@ def test_copy_steps_refuse_device_buffers(plan):
     with pytest.raises(ValueError, match="copy step needs host buffers"):
         plan.run([0, 1], arrays)
     plan.run([0, 1], [aligned_empty((2, 3), "float32") for _ in range(2)])  # host: fine
+
+
+def test_a_device_array_is_fed_without_a_copy(devmem):
+    prog, out = add_mul_program()
+    exe = pc.Executor(devmem)
+    x, y = DevArray(X.copy()), DevArray(Y.copy())
+    (got,) = exe.run(prog, feed={"x": x, "y": y}, fetch_list=[out])
+    np.testing.assert_array_equal(got, (X + Y) * Y)
+    assert "to_device" not in DevMem.moves  # bound where they are
+    with pytest.raises(
+        pc.FeedError, match="feed 'y' has dtype float64, but variable 'y' is float32"
+    ):
+        exe.run(prog, feed={"x": x, "y": DevArray(Y.astype(np.float64))}, fetch_list=[out])
+    with pytest.raises(pc.FeedError, match="feed 'x'"):
+        exe.run(prog, feed={"x": DevArray(X.reshape(3, 2)), "y": y}, fetch_list=[out])

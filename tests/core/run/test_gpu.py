@@ -46,3 +46,21 @@ def test_toy_program_on_cuda_falls_back_to_cpu_kernels(cuda):
     )
     assert isinstance(on_device, cupy.ndarray)
     np.testing.assert_allclose(cupy.asnumpy(on_device), want, rtol=1e-5)
+
+
+def test_arrays_of_other_gpu_libraries_are_fed_through_dlpack(cuda):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("this PyTorch has no CUDA")
+    import cupy
+
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", shape=[None, 3], dtype="float32")
+        out = pc.ops.toy_relu(x)
+    xt = torch.randn(4, 3, device="cuda")
+    assert isinstance(cuda.adopt(xt), cupy.ndarray)  # a view of the same memory
+    assert cuda.adopt(xt).data.ptr == xt.data_ptr()
+    with pytest.warns(RuntimeWarning, match="no cuda kernel"):
+        (got,) = pc.Executor(cuda).run(prog, feed={"x": xt}, fetch_list=[out], return_numpy=False)
+    np.testing.assert_allclose(torch.from_dlpack(got).cpu().numpy(), xt.relu().cpu().numpy())
