@@ -24,6 +24,7 @@ OPTIONAL = {
     "threadpoolctl": "threadpoolctl",
     "scipy": "scipy",
     "sklearn": "scikit-learn",
+    "cupy": "cupy-cuda13x",  # GPU benchmarks only (bench/gpu_check.sh)
 }
 
 
