@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, pip_install, pythonpath_with, run_cli
 
+import paddle_core as pc
+
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 ANY_BLOCK = re.compile(r"```[a-z]*\n(.*?)```", re.DOTALL)
 # docs/plugins.md builds a package: its files are the blocks starting with "# noise_ops/<path>"
@@ -53,6 +55,15 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
             "OpNotFoundError: unknown op 'scael' (did you mean 'scale' or 'ceil'?)",
         ):
             assert line in result.stdout
+
+
+@pytest.mark.gpu
+def test_the_cuda_guide_runs_on_a_gpu(tmp_path: Path) -> None:
+    reason = pc.CUDA.unavailable_reason(0)
+    if reason is not None:
+        pytest.skip(f"no usable CUDA device: {reason}")
+    (block,) = PYTHON_BLOCK.findall((ROOT / "docs" / "cuda.md").read_text())
+    assert run_python(block, tmp_path).stdout.startswith("True")
 
 
 def test_the_guides_package_installs_beside_examples_my_ops_and_differentiates(
