@@ -3,7 +3,8 @@
 //
 // Memory contract: as the CPU kernels' (C-contiguous, out has the broadcast shape), all on the
 // CUDA device of the plan's stream. Prepare runs the CPU kernel's checks (elementwise.hpp), so
-// both devices accept the same tensors.
+// both devices accept the same tensors, then the CUDA ones (how many dims a broadcast may
+// need, tensors on a CUDA device).
 #ifndef PADDLE_OPS_MATH_ELEMENTWISE_CUH_
 #define PADDLE_OPS_MATH_ELEMENTWISE_CUH_
 
@@ -76,10 +77,10 @@ __global__ void binary_kernel(const T* a, const T* b, R* out, int64_t n, Strides
 template <class F, class TypeList, bool Bool = false> class BinaryCuda {
  public:
   BinaryCuda(const Attrs&, const Slots& in, const Slots& out) {
-    expect_cuda(in, out);
     const Broadcast plan = check_binary(in, out, Bool);
     numel_ = plan.numel;
     strides_ = strides_of(plan);
+    expect_cuda(in, out);
     launch_ = dispatch(in(0).dtype(), TypeList{}, [](auto t) -> Launch {
       using T = decltype(t);
       return &launch<T, std::conditional_t<Bool, uint8_t, T>>;
@@ -120,8 +121,8 @@ template <class F, class T> __global__ void unary_kernel(const T* x, T* out, int
 template <class F, class TypeList> class UnaryCuda {
  public:
   UnaryCuda(const Attrs&, const Slots& in, const Slots& out) {
-    expect_cuda(in, out);
     check_unary(in, out);
+    expect_cuda(in, out);
     numel_ = in(0).numel();
     launch_ = dispatch(in(0).dtype(), TypeList{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
