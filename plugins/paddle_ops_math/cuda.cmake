@@ -50,4 +50,5 @@ file(GLOB CUDA_SOURCES CONFIGURE_DEPENDS src/*_cuda.cu)
 add_library(cuda_kernels OBJECT ${CUDA_SOURCES})
 set_target_properties(cuda_kernels PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_link_libraries(cuda_kernels PRIVATE paddle_core::sdk)
-target_compile_options(cuda_kernels PRIVATE -Xcompiler=-Wall,-Wextra)
+# --expt-relaxed-constexpr: device code may call constexpr std functions (numeric_limits).
+target_compile_options(cuda_kernels PRIVATE --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra)

@@ -35,26 +35,8 @@ using pc::Slots;
 using pc::Tensor;
 using pc::Types;
 
-// -- arithmetic with defined results (Modular: functors.hpp) ------------------------------
-
-// A value converted to D, defined for every input: a float that D cannot hold (NaN, out of
-// range) becomes D's minimum for signed D, as x86 converts and NumPy gives there; unsigned
-// D wraps around through int64; bool is "not zero". A plain static_cast of such a float is
-// undefined behaviour.
-template <class D, class S> inline D convert_to(S v) {
-  if constexpr (std::is_same_v<D, bool>) {
-    return v != S(0);
-  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
-    using Via = std::conditional_t<std::is_signed_v<D>, D, int64_t>;
-    constexpr S lo = S(std::numeric_limits<Via>::min());  // -2^(bits-1): exact in S
-    if (!(v >= lo && v < -lo)) return std::is_signed_v<D> ? std::numeric_limits<D>::min() : D(0);
-    return static_cast<D>(static_cast<Via>(v));
-  } else {
-    return static_cast<D>(v);
-  }
-}
-
-// -- broadcasting (plan_broadcast: elementwise.hpp) -------------------------------------------
+// Arithmetic with defined results (Modular, convert_to) is functors.hpp's, broadcasting
+// (plan_broadcast) elementwise.hpp's.
 
 // Sum `full` (shape `out`) down to the shape of `target` (right-aligned broadcast).
 template <class T>

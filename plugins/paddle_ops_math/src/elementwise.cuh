@@ -1,5 +1,6 @@
 // The CUDA kernel templates of the elementwise families (binary_cuda.cu, compare_cuda.cu,
-// unary_cuda.cu): out = F(x, y) with NumPy broadcasting, and out = F(x), F from functors.hpp.
+// unary_cuda.cu, fill_cuda.cu): out = F(x, y) with NumPy broadcasting, and out = F(x), F from
+// functors.hpp.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, out has the broadcast shape), all on the
 // CUDA device of the plan's stream. Prepare runs the CPU kernel's checks (elementwise.hpp), so
@@ -112,8 +113,9 @@ template <class F, class TypeList, bool Bool = false> class BinaryCuda {
 
 // -- unary -------------------------------------------------------------------------------------
 
-template <class F, class T> __global__ void unary_kernel(const T* x, T* out, int64_t n) {
-  const F f{};
+// out[i] = f(x[i]); f is passed by value (functors with parameters: ScaleBy).
+template <class F, class S, class D>
+__global__ void map_kernel(const S* x, D* out, int64_t n, F f) {
   for (int64_t i = first_index(); i < n; i += index_step()) out[i] = f(x[i]);
 }
 
@@ -139,8 +141,8 @@ template <class F, class TypeList> class UnaryCuda {
   template <class T>
   static void launch(const void* x, void* out, int64_t n, cudaStream_t stream) {
     const Grid g = grid_for(n);
-    unary_kernel<F, T><<<g.blocks, g.threads, 0, stream>>>(static_cast<const T*>(x),
-                                                           static_cast<T*>(out), n);
+    map_kernel<<<g.blocks, g.threads, 0, stream>>>(static_cast<const T*>(x),
+                                                   static_cast<T*>(out), n, F{});
   }
 
   int64_t numel_ = 0;

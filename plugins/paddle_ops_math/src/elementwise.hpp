@@ -1,6 +1,6 @@
 // Shapes and dtypes of the elementwise ops, shared by every device: how two inputs broadcast
-// (plan_broadcast) and the prepare-time checks of the binary, comparison and unary kernels, so
-// the CPU and CUDA kernels of an op accept exactly the same tensors. Needs only the SDK's
+// (plan_broadcast) and the prepare-time checks of the binary, comparison, unary and fill-family
+// kernels, so the CPU and CUDA kernels of an op accept exactly the same tensors. Needs only the SDK's
 // kernel.hpp, so nvcc compiles it too.
 #ifndef PADDLE_OPS_MATH_ELEMENTWISE_HPP_
 #define PADDLE_OPS_MATH_ELEMENTWISE_HPP_
@@ -80,11 +80,20 @@ inline Broadcast check_binary(const Slots& in, const Slots& out, bool bool_out) 
   return plan_broadcast(x, y, o);
 }
 
-// Check a unary op's x and out: one shape, one dtype.
+// Every dtype a tensor can have: those of cast, fill and assign (fill.pbtxt).
+using AllTypes = paddle_core::Types<float, double, int32_t, int64_t, bool, uint8_t, int8_t,
+                                    int16_t>;
+
+// Check a unary op's x and out: one shape, one dtype (also scale and assign).
 inline void check_unary(const Slots& in, const Slots& out) {
   Tensor x = in(0), o = out(0);
   paddle_core::expect_same_shape(x, o, "x and out");
   o.expect_dtype(x.dtype(), "out");
+}
+
+// Check cast's x and out: one shape (the dtypes are dispatch's to check).
+inline void check_cast(const Slots& in, const Slots& out) {
+  paddle_core::expect_same_shape(in(0), out(0), "x and out");
 }
 
 }  // namespace pom

@@ -4,12 +4,13 @@
 // nvcc compiles it; under nvcc the functors are __host__ __device__ (POM_HD).
 //
 // Results are defined for every input: integers wrap around like NumPy's (Modular), maximum
-// and minimum propagate NaN, round halves to even.
+// and minimum propagate NaN, round halves to even, conversions saturate or wrap (convert_to).
 #ifndef PADDLE_OPS_MATH_FUNCTORS_HPP_
 #define PADDLE_OPS_MATH_FUNCTORS_HPP_
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #if defined(__CUDACC__)
@@ -31,6 +32,28 @@ struct ModularOf<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T,
 template <class T> using Modular = typename ModularOf<T>::type;
 
 template <class T> using Unsigned = std::make_unsigned_t<T>;
+
+// A value converted to D, defined for every input: a float that D cannot hold (NaN, out of
+// range) becomes D's minimum for signed D, as x86 converts and NumPy gives there; unsigned
+// D wraps around through int64; bool is "not zero". A plain static_cast of such a float is
+// undefined behaviour.
+template <class D, class S> POM_HD inline D convert_to(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return v != S(0);
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+    using Via = std::conditional_t<std::is_signed_v<D>, D, int64_t>;
+    constexpr S lo = S(std::numeric_limits<Via>::min());  // -2^(bits-1): exact in S
+    if (!(v >= lo && v < -lo)) return std::is_signed_v<D> ? std::numeric_limits<D>::min() : D(0);
+    return static_cast<D>(static_cast<Via>(v));
+  } else {
+    return static_cast<D>(v);
+  }
+}
+
+// f(x) = convert_to<D>(x): cast's formula.
+template <class D> struct ConvertTo {
+  template <class S> POM_HD D operator()(S x) const { return convert_to<D>(x); }
+};
 
 // -- binary: T operator()(T a, T b) ----------------------------------------------------------
 
@@ -158,6 +181,25 @@ struct Sign {  // -1, 0 or 1; NaN stays NaN (NumPy's sign)
 };
 struct Erf {
   template <class T> POM_HD T operator()(T x) const { return std::erf(x); }
+};
+
+// -- scale: out = scale * x + bias (After) or scale * (x + bias) -------------------------------
+
+// Floats in T's own precision, in the order the op's doc gives: folding the bias into
+// scale * (x + b) overflows where the result does not (1e308 * (x - 1.5)). Integers in double,
+// then truncated toward zero as NumPy's astype does. After is a template argument so that the
+// CPU loop has no branch (and vectorises).
+template <bool After> struct ScaleBy {
+  double scale, bias;
+  template <class T> POM_HD T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T s = static_cast<T>(scale), b = static_cast<T>(bias);
+      return After ? x * s + b : (x + b) * s;
+    } else {
+      const double v = static_cast<double>(x);
+      return convert_to<T>(After ? v * scale + bias : (v + bias) * scale);
+    }
+  }
 };
 
 }  // namespace pom

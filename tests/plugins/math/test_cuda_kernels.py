@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from op_helpers import FLOATS, NUMBERS, assert_matches, rand
+from test_cuda_build import INSTALLED_OPS, parse
 from test_elementwise import BINARY, COMPARE
 from test_elementwise import SHAPES as BINARY_SHAPES
+from test_fill import ALL
 
 import paddle_core as pc
 from paddle_core.testing import run_op
@@ -41,6 +43,7 @@ UNARY = {
     "round": (np.round, FLOATS),
     "erf": (np.vectorize(__import__("math").erf, otypes=[float]), FLOATS),
 }
+FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
 POSITIVE = {"log", "sqrt", "rsqrt"}  # inputs drawn from (0.1, 3)
 UNARY_SHAPES = [(), (7,), (3, 4), (0, 5), (4097, 33)]
 # CUDA's float math is within a few ulp of the CPU's (CUDA C Programming Guide, "Mathematical
@@ -57,8 +60,8 @@ def cuda():
         pytest.skip("paddle-ops-math was built without CUDA")
 
 
-def run_cuda(op: str, inputs: dict) -> np.ndarray:
-    (out,) = run_op(op, inputs, device="cuda:0")["out"]
+def run_cuda(op: str, inputs: dict, attrs: dict | None = None) -> np.ndarray:
+    (out,) = run_op(op, inputs, attrs, device="cuda:0")["out"]
     return out
 
 
@@ -68,8 +71,8 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
 
 
 def test_every_declared_cuda_op_is_tested_here():
-    declared = {name.removesuffix("_cuda") for name in math_kernels.kernels() if "_cuda" in name}
-    assert declared == set(BINARY) | set(COMPARE) | set(UNARY)
+    declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
+    assert declared == set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL)
 
 
 @pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
@@ -119,3 +122,43 @@ def test_integer_wrap_around_and_nan_as_on_cpu():
     half = np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float64)
     assert_matches(run_cuda("round", {"x": half}), np.round(half))  # halves to even
     assert_matches(run_cuda("sign", {"x": nan}), np.sign(nan))
+
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("after", [True, False])
+def test_scale(shape, after):
+    for dtype in NUMBERS:
+        x = rand(np.random.default_rng(3), shape, dtype)
+        want = (x * 2.5 + 1.0) if after else (x + 1.0) * 2.5
+        got = run_cuda("scale", {"x": x}, {"scale": 2.5, "bias": 1.0, "bias_after_scale": after})
+        assert_close(got, want.astype(dtype))
+
+
+@pytest.mark.parametrize("src", ALL)
+def test_cast(src):
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 21, (7, 3)) if src == "uint8" else rng.uniform(-5, 5, (7, 3))
+    x = x.astype(src)
+    for dst in ALL:
+        assert_matches(run_cuda("cast", {"x": x}, {"dtype": dst}), x.astype(dst))
+        assert_matches(run_cuda("cast", {"x": x[:0]}, {"dtype": dst}), x[:0].astype(dst))
+
+
+def test_cast_of_floats_no_integer_holds_matches_the_cpu():
+    x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 300.7, -1.5])
+    for src in FLOATS:
+        for dst in ALL:
+            attrs = {"dtype": dst}
+            (cpu,) = run_op("cast", {"x": x.astype(src)}, attrs)["out"]
+            assert_matches(run_cuda("cast", {"x": x.astype(src)}, attrs), cpu)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_fill_constant_full_like_and_assign(dtype):
+    for shape in ([2, 3], [2, 0, 3], [4097, 33]):
+        attrs = {"shape": shape, "value": 3.0, "dtype": dtype}
+        assert_matches(run_cuda("fill_constant", {}, attrs), np.full(shape, 3, dtype))
+        like = np.zeros(shape, dtype)
+        assert_matches(run_cuda("full_like", {"x": like}, {"value": 1.0}), np.ones(shape, dtype))
+        x = (np.arange(np.prod(shape)) % 3).astype(dtype).reshape(shape)
+        assert_matches(run_cuda("assign", {"x": x}), x)
