@@ -14,11 +14,13 @@ endif()
 set(PADDLE_OPS_MATH_WITH_CUDA OFF)
 if(NOT _cuda_wanted STREQUAL "OFF")
   # CMake looks for nvcc through CUDACXX, on PATH and in $CUDA_PATH/bin; also take the
-  # toolkit's usual home (tests/plugins/math/test_cuda_build.py follows the same rule).
+  # toolkit's usual home (tests/plugins/math/test_cuda_build.py follows the same rule). Handed
+  # over as CUDACXX, not CMAKE_CUDA_COMPILER, so that check_language still tries it: an nvcc
+  # that cannot compile (a toolkit half removed) means no CUDA kernels under AUTO.
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND "$ENV{CUDACXX}" STREQUAL "")
     find_program(PADDLE_OPS_MATH_NVCC nvcc PATHS ENV CUDA_PATH /usr/local/cuda PATH_SUFFIXES bin)
     if(PADDLE_OPS_MATH_NVCC)
-      set(CMAKE_CUDA_COMPILER "${PADDLE_OPS_MATH_NVCC}")
+      set(ENV{CUDACXX} "${PADDLE_OPS_MATH_NVCC}")
     endif()
   endif()
   include(CheckLanguage)
@@ -26,7 +28,7 @@ if(NOT _cuda_wanted STREQUAL "OFF")
   if(CMAKE_CUDA_COMPILER)
     set(PADDLE_OPS_MATH_WITH_CUDA ON)
   elseif(_cuda_wanted STREQUAL "ON")
-    message(FATAL_ERROR "PADDLE_OPS_MATH_CUDA=ON, but no CUDA compiler was found "
+    message(FATAL_ERROR "PADDLE_OPS_MATH_CUDA=ON, but no working CUDA compiler was found "
                         "(put nvcc on PATH, or set CUDACXX or CMAKE_CUDA_COMPILER)")
   endif()
 endif()

@@ -4,8 +4,10 @@ refuses host memory instead of faulting. The GPU results are test_cuda_kernels.p
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +26,24 @@ SOURCE_MANIFEST = PLUGIN / "src" / "cuda_kernels.pbtxt"  # installed as ops/cuda
 INSTALLED_OPS = Path(math_kernels.__file__).parent / "ops"
 
 
+@functools.cache
 def cuda_compiler() -> str | None:
-    """The nvcc a build of the plugin finds (cuda.cmake's rule): $CUDACXX, nvcc on PATH, in
-    $CUDA_PATH/bin, in /usr/local/cuda/bin."""
+    """The nvcc a build of the plugin finds (cuda.cmake's rule): $CUDACXX, else nvcc on PATH,
+    in $CUDA_PATH/bin or in /usr/local/cuda/bin; None if it does not run (CMake, which tries
+    it on a test file, would not take it either)."""
     if os.environ.get("CUDACXX"):
-        return os.environ["CUDACXX"].split()[0]
-    homes = [os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-    candidates = [shutil.which("nvcc")] + [str(Path(h) / "bin" / "nvcc") for h in homes if h]
-    return next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+        found = os.environ["CUDACXX"].split()[0]
+    else:
+        homes = [os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+        candidates = [shutil.which("nvcc")] + [str(Path(h) / "bin" / "nvcc") for h in homes if h]
+        found = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    if found is None:
+        return None
+    try:
+        subprocess.run([found, "--version"], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found
 
 
 def parse(path: Path) -> pb.PluginManifest:
