@@ -1,7 +1,7 @@
 // Shapes and dtypes of the elementwise ops, shared by every device: how two inputs broadcast
 // (plan_broadcast) and the prepare-time checks of the binary, comparison, unary and fill-family
-// kernels, so the CPU and CUDA kernels of an op accept exactly the same tensors. Needs only the SDK's
-// kernel.hpp, so nvcc compiles it too.
+// kernels, so the CPU and CUDA kernels of an op accept exactly the same tensors. Needs only the
+// SDK's kernel.hpp, so nvcc compiles it too.
 #ifndef PADDLE_OPS_MATH_ELEMENTWISE_HPP_
 #define PADDLE_OPS_MATH_ELEMENTWISE_HPP_
 
