@@ -80,7 +80,7 @@ inline Broadcast check_binary(const Slots& in, const Slots& out, bool bool_out) 
   return plan_broadcast(x, y, o);
 }
 
-// Every dtype a tensor can have: those of cast, fill and assign (fill.pbtxt).
+// The dtypes of cast, fill and assign (fill.pbtxt): every one but float16 and bfloat16.
 using AllTypes = paddle_core::Types<float, double, int32_t, int64_t, bool, uint8_t, int8_t,
                                     int16_t>;
 
