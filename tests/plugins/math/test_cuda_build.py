@@ -5,6 +5,7 @@ refuses host memory instead of faulting. The GPU results are test_cuda_kernels.p
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -133,6 +134,8 @@ def test_paddle_ops_lists_the_cuda_ops(tmp_path, monkeypatch):
     for op in ("add", "equal", "exp", "sigmoid"):
         assert op in listed
     assert "matmul" not in listed  # no CUDA kernel yet
+    ops = json.loads(run_cli("list", "--device", "cuda", "--plugin", "math", "--json").stdout)
+    assert {o["op"] for o in ops["ops"]} == {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
 
 
 # -- prepare refuses host memory -----------------------------------------------------------------
