@@ -17,6 +17,11 @@ if(NOT _cuda_wanted STREQUAL "OFF")
   # toolkit's usual home (tests/plugins/math/test_cuda_build.py follows the same rule). Handed
   # over as CUDACXX, not CMAKE_CUDA_COMPILER, so that check_language still tries it: an nvcc
   # that cannot compile (a toolkit half removed) means no CUDA kernels under AUTO.
+  # A compiler not found by an earlier configure is looked for again: one may be here now.
+  if(DEFINED CMAKE_CUDA_COMPILER AND NOT CMAKE_CUDA_COMPILER)
+    unset(CMAKE_CUDA_COMPILER CACHE)
+    unset(PADDLE_OPS_MATH_NVCC CACHE)
+  endif()
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND "$ENV{CUDACXX}" STREQUAL "")
     find_program(PADDLE_OPS_MATH_NVCC nvcc PATHS ENV CUDA_PATH /usr/local/cuda PATH_SUFFIXES bin)
     if(PADDLE_OPS_MATH_NVCC)
