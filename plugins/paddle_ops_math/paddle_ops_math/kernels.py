@@ -15,6 +15,18 @@ ctypes.CDLL(
     mode=ctypes.RTLD_GLOBAL,
 )
 
-from ._C import KERNEL_ABI_VERSION, kernels, threading_info  # noqa: E402
+from ._C import (  # noqa: E402
+    KERNEL_ABI_VERSION,
+    built_with_cuda,
+    cuda_architectures,
+    kernels,
+    threading_info,
+)
 
-__all__ = ["KERNEL_ABI_VERSION", "kernels", "threading_info"]
+__all__ = [
+    "KERNEL_ABI_VERSION",
+    "built_with_cuda",
+    "cuda_architectures",
+    "kernels",
+    "threading_info",
+]

@@ -1,5 +1,5 @@
-// The Binary kernel template shared by the elementwise families (binary_cpu.cpp,
-// compare_cpu.cpp): out = F(x, y) with NumPy broadcasting.
+// The Binary CPU kernel template shared by the elementwise families (binary_cpu.cpp,
+// compare_cpu.cpp): out = F(x, y) with NumPy broadcasting, F from functors.hpp.
 #ifndef PADDLE_OPS_MATH_BINARY_HPP_
 #define PADDLE_OPS_MATH_BINARY_HPP_
 
@@ -11,12 +11,8 @@ namespace pom {
 // comparisons (Bool = true).
 template <class F, class TypeList, bool Bool = false> class Binary {
  public:
-  Binary(const Attrs&, const Slots& in, const Slots& out) {
-    Tensor x = in(0), y = in(1), o = out(0);
-    expect_same_dtype(x, y, "x and y");
-    o.expect_dtype(Bool ? PC_BOOL : x.dtype(), "out");
-    plan_ = plan_broadcast(x, y, o);
-    dispatch(x.dtype(), TypeList{}, [&](auto t) {
+  Binary(const Attrs&, const Slots& in, const Slots& out) : plan_(check_binary(in, out, Bool)) {
+    dispatch(in(0).dtype(), TypeList{}, [&](auto t) {
       using T = decltype(t);
       using R = std::conditional_t<Bool, uint8_t, T>;
       row_ = &binary_row<T, T, R, F>;

@@ -1,39 +1,11 @@
 // Elementwise binary ops with NumPy broadcasting: add, sub, mul, div, pow, maximum, minimum.
 //
 // Memory contract: inputs x, y and output out are C-contiguous; out has the broadcast shape
-// and x's dtype (checked in prepare). The loops around each op's formula are shared
-// (broadcast_cpu.cpp).
-#include <cmath>
-
+// and x's dtype (checked in prepare). The formulas are functors.hpp's (shared with the CUDA
+// kernels), the loops around them broadcast_cpu.cpp's. Integers wrap around.
 #include "binary.hpp"
 
 namespace pom {
-namespace {
-
-// Integers wrap around (see Modular in common.hpp).
-struct Add {
-  template <class T> T operator()(T a, T b) const { return T(Modular<T>(a) + Modular<T>(b)); }
-};
-struct Sub {
-  template <class T> T operator()(T a, T b) const { return T(Modular<T>(a) - Modular<T>(b)); }
-};
-struct Mul {
-  template <class T> T operator()(T a, T b) const { return T(Modular<T>(a) * Modular<T>(b)); }
-};
-struct Div {
-  template <class T> T operator()(T a, T b) const { return a / b; }
-};
-struct Pow {
-  template <class T> T operator()(T a, T b) const { return std::pow(a, b); }
-};
-struct Maximum {  // NaN-propagating, like np.maximum
-  template <class T> T operator()(T a, T b) const { return a > b || a != a ? a : b; }
-};
-struct Minimum {
-  template <class T> T operator()(T a, T b) const { return a < b || a != a ? a : b; }
-};
-
-}  // namespace
 
 const pc::Family& binary_kernels() {
   static const pc::Family family = {

@@ -14,6 +14,9 @@
 #include <paddle_core/kernel.hpp>
 #include <paddle_core/parallel.hpp>
 
+#include "elementwise.hpp"
+#include "functors.hpp"
+
 namespace pom {
 
 namespace pc = paddle_core;
@@ -32,90 +35,8 @@ using pc::Slots;
 using pc::Tensor;
 using pc::Types;
 
-// -- arithmetic with defined results ---------------------------------------------------------
-
-// The type integer arithmetic is done in so that it wraps around like NumPy's instead of
-// overflowing (undefined for signed types): the unsigned type, at least unsigned int so that
-// small types do not promote to a signed int. Other types are their own.
-template <class T, class = void> struct ModularOf { using type = T; };
-template <class T>
-struct ModularOf<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
-  using type = std::common_type_t<unsigned, std::make_unsigned_t<T>>;
-};
-template <class T> using Modular = typename ModularOf<T>::type;
-
-// A value converted to D, defined for every input: a float that D cannot hold (NaN, out of
-// range) becomes D's minimum for signed D, as x86 converts and NumPy gives there; unsigned
-// D wraps around through int64; bool is "not zero". A plain static_cast of such a float is
-// undefined behaviour.
-template <class D, class S> inline D convert_to(S v) {
-  if constexpr (std::is_same_v<D, bool>) {
-    return v != S(0);
-  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
-    using Via = std::conditional_t<std::is_signed_v<D>, D, int64_t>;
-    constexpr S lo = S(std::numeric_limits<Via>::min());  // -2^(bits-1): exact in S
-    if (!(v >= lo && v < -lo)) return std::is_signed_v<D> ? std::numeric_limits<D>::min() : D(0);
-    return static_cast<D>(static_cast<Via>(v));
-  } else {
-    return static_cast<D>(v);
-  }
-}
-
-// -- broadcasting ------------------------------------------------------------------------------
-
-// How two inputs broadcast to an output, decided once at prepare time. Dimensions where
-// all three agree on contiguity are merged, so most cases become a single flat loop.
-struct Broadcast {
-  enum Kind { kSame, kScalarA, kScalarB, kGeneral } kind = kSame;
-  int64_t numel = 0;
-  // kGeneral only: merged output dims (outermost first) and per-input strides (0: broadcast).
-  std::vector<int64_t> dims, stride_a, stride_b;
-};
-
-inline Broadcast plan_broadcast(const Tensor& a, const Tensor& b, const Tensor& out) {
-  Broadcast p;
-  p.numel = out.numel();
-  const int32_t nd = out.ndim();
-  if (a.ndim() > nd || b.ndim() > nd) fail("inputs have more dimensions than the output");
-  // Right-aligned input extents (1 for missing leading dims) and element strides.
-  std::vector<int64_t> ea(nd, 1), eb(nd, 1), sa(nd, 0), sb(nd, 0);
-  for (int32_t k = 0; k < a.ndim(); ++k) ea[nd - a.ndim() + k] = a.dim(k);
-  for (int32_t k = 0; k < b.ndim(); ++k) eb[nd - b.ndim() + k] = b.dim(k);
-  int64_t ra = 1, rb = 1;
-  for (int32_t k = nd - 1; k >= 0; --k) {
-    int64_t o = out.dim(k);
-    if ((ea[k] != o && ea[k] != 1) || (eb[k] != o && eb[k] != 1))
-      fail("shapes %s and %s do not broadcast to %s", a.describe().c_str(),
-           b.describe().c_str(), out.describe().c_str());
-    sa[k] = ea[k] == 1 ? 0 : ra;
-    sb[k] = eb[k] == 1 ? 0 : rb;
-    ra *= ea[k];
-    rb *= eb[k];
-  }
-  if (p.numel == 0) return p;  // nothing to compute (and no extent to divide by below)
-  if (a.numel() == p.numel && b.numel() == p.numel) return p;  // same shape
-  if (a.numel() == 1) return p.kind = Broadcast::kScalarA, p;
-  if (b.numel() == 1) return p.kind = Broadcast::kScalarB, p;
-  p.kind = Broadcast::kGeneral;
-  // Merge adjacent dims whose strides compose (innermost first), dropping size-1 dims.
-  for (int32_t k = nd - 1; k >= 0; --k) {
-    int64_t o = out.dim(k);
-    if (o == 1) continue;
-    if (!p.dims.empty() && p.stride_a.back() * p.dims.back() == sa[k] &&
-        p.stride_b.back() * p.dims.back() == sb[k] &&
-        ((sa[k] == 0) == (p.stride_a.back() == 0)) && ((sb[k] == 0) == (p.stride_b.back() == 0))) {
-      p.dims.back() *= o;
-      continue;
-    }
-    p.dims.push_back(o);
-    p.stride_a.push_back(sa[k]);
-    p.stride_b.push_back(sb[k]);
-  }
-  std::reverse(p.dims.begin(), p.dims.end());
-  std::reverse(p.stride_a.begin(), p.stride_a.end());
-  std::reverse(p.stride_b.begin(), p.stride_b.end());
-  return p;
-}
+// Arithmetic with defined results (Modular, convert_to) is functors.hpp's, broadcasting
+// (plan_broadcast) elementwise.hpp's.
 
 // Sum `full` (shape `out`) down to the shape of `target` (right-aligned broadcast).
 template <class T>

@@ -2,32 +2,10 @@
 // greater, greater_equal.
 //
 // Memory contract: inputs x, y are C-contiguous and of one dtype; out has the broadcast shape
-// and is bool (one byte per element, 0 or 1).
+// and is bool (one byte per element, 0 or 1). The formulas are functors.hpp's.
 #include "binary.hpp"
 
 namespace pom {
-namespace {
-
-struct Equal {
-  template <class T> uint8_t operator()(T a, T b) const { return a == b; }
-};
-struct NotEqual {
-  template <class T> uint8_t operator()(T a, T b) const { return a != b; }
-};
-struct Less {
-  template <class T> uint8_t operator()(T a, T b) const { return a < b; }
-};
-struct LessEqual {
-  template <class T> uint8_t operator()(T a, T b) const { return a <= b; }
-};
-struct Greater {
-  template <class T> uint8_t operator()(T a, T b) const { return a > b; }
-};
-struct GreaterEqual {
-  template <class T> uint8_t operator()(T a, T b) const { return a >= b; }
-};
-
-}  // namespace
 
 const pc::Family& compare_kernels() {
   static const pc::Family family = {

@@ -1,8 +1,8 @@
 // scale, cast, fill_constant, full_like, assign.
 //
 // Memory contract: C-contiguous tensors; outputs have the shapes the shape rules inferred
-// (checked in prepare). Integer results of scale are computed in double and truncated toward
-// zero, as NumPy's astype does.
+// (checked in prepare, with the CUDA kernels' checks: elementwise.hpp). The formulas of scale
+// and of conversions are functors.hpp's (ScaleBy, convert_to), shared with fill_cuda.cu.
 #include <cstring>
 
 #include "common.hpp"
@@ -10,53 +10,34 @@
 namespace pom {
 namespace {
 
-using AllTypes = Types<float, double, int32_t, int64_t, bool, uint8_t, int8_t, int16_t>;
-
-// out = scale * x + bias, or scale * (x + bias) when bias_after_scale is false.
+// out = scale * x + bias, or scale * (x + bias) when bias_after_scale is false (ScaleBy).
 class Scale {
  public:
   Scale(const Attrs& attrs, const Slots& in, const Slots& out)
-      : scale_(attrs.f("scale")), bias_(attrs.f("bias")), after_(attrs.b("bias_after_scale")) {
-    expect_same_shape(in(0), out(0), "x and out");
-    out(0).expect_dtype(in(0).dtype(), "out");
-    fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+      : scale_(attrs.f("scale")), bias_(attrs.f("bias")) {
+    check_unary(in, out);
+    const bool after = attrs.b("bias_after_scale");
+    fn_ = dispatch(in(0).dtype(), Numbers{}, [&](auto t) -> Fn {
+      using T = decltype(t);
+      return after ? &compute<ScaleBy<true>, T> : &compute<ScaleBy<false>, T>;
+    });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    fn_(*this, in(0), out(0), ctx.num_threads());
+    fn_(*this, in(0).data<void>(), out(0).data<void>(), in(0).numel(), ctx.num_threads());
   }
 
  private:
-  using Fn = void (*)(const Scale&, const Tensor&, const Tensor&, int32_t);
-  template <class T>
-  static void compute(const Scale& self, const Tensor& x, const Tensor& out, int32_t threads) {
-    const T* src = x.data<T>();
-    T* dst = out.data<T>();
-    if constexpr (std::is_floating_point_v<T>) {
-      // In T's own precision (so float32 vectorises), in the order the op's doc gives: folding
-      // the bias into scale * (x + b) overflows where the result does not (1e308 * (x - 1.5)).
-      const T s = static_cast<T>(self.scale_), b = static_cast<T>(self.bias_);
-      if (self.after_) {
-        parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
-          for (int64_t i = lo; i < hi; ++i) dst[i] = src[i] * s + b;
-        });
-      } else {
-        parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
-          for (int64_t i = lo; i < hi; ++i) dst[i] = (src[i] + b) * s;
-        });
-      }
-    } else {
-      const double s = self.scale_, b = self.bias_;
-      const bool after = self.after_;
-      parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) {
-          double v = static_cast<double>(src[i]);
-          dst[i] = convert_to<T>(after ? v * s + b : (v + b) * s);
-        }
-      });
-    }
+  using Fn = void (*)(const Scale&, const void*, void*, int64_t, int32_t);
+  template <class F, class T>
+  static void compute(const Scale& self, const void* xv, void* ov, int64_t n, int32_t threads) {
+    const F f{self.scale_, self.bias_};
+    const T* x = static_cast<const T*>(xv);
+    T* out = static_cast<T*>(ov);
+    parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) out[i] = f(x[i]);
+    });
   }
   double scale_, bias_;
-  bool after_;
   Fn fn_;
 };
 
@@ -64,7 +45,7 @@ class Scale {
 class Cast {
  public:
   Cast(const Attrs&, const Slots& in, const Slots& out) {
-    expect_same_shape(in(0), out(0), "x and out");
+    check_cast(in, out);
     fn_ = dispatch(in(0).dtype(), AllTypes{}, [&](auto s) -> Fn {
       return dispatch(out(0).dtype(), AllTypes{}, [](auto d) -> Fn {
         return &convert<decltype(s), decltype(d)>;
@@ -114,8 +95,7 @@ class Fill {
 class Assign {
  public:
   Assign(const Attrs&, const Slots& in, const Slots& out) {
-    expect_same_shape(in(0), out(0), "x and out");
-    out(0).expect_dtype(in(0).dtype(), "out");
+    check_unary(in, out);
     bytes_ = in(0).numel() * dispatch(in(0).dtype(), AllTypes{}, [](auto t) { return int64_t(sizeof(t)); });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,6 +23,13 @@ const paddle_core::Family& reduce_kernels();
 const paddle_core::Family& reduce_grad_kernels();
 const paddle_core::Family& shape_kernels();
 const paddle_core::Family& unary_kernels();
+#ifdef PADDLE_OPS_MATH_WITH_CUDA
+// One family per CUDA source file (src/<family>_cuda.cu).
+const paddle_core::Family& binary_cuda_kernels();
+const paddle_core::Family& compare_cuda_kernels();
+const paddle_core::Family& fill_cuda_kernels();
+const paddle_core::Family& unary_cuda_kernels();
+#endif
 
 namespace {
 
@@ -57,13 +65,30 @@ void run_blas_jobs(int sync, openblas_dojob_callback dojob, int numjobs, size_t 
 }  // namespace pom
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "Compiled CPU kernels of paddle-ops-math.";
+  m.doc() = "Compiled kernels of paddle-ops-math: CPU, and CUDA when built with a toolkit.";
   scipy_openblas_set_threads_callback_function(&pom::run_blas_jobs);
   paddle_core::export_kernels(
       m, {&pom::argreduce_kernels(), &pom::binary_kernels(), &pom::binary_grad_kernels(),
           &pom::compare_kernels(), &pom::extreme_kernels(), &pom::fill_kernels(),
-          &pom::logic_kernels(), &pom::matmul_kernels(), &pom::reduce_kernels(), &pom::reduce_grad_kernels(),
-          &pom::shape_kernels(), &pom::unary_kernels()});
+          &pom::logic_kernels(), &pom::matmul_kernels(), &pom::reduce_kernels(),
+          &pom::reduce_grad_kernels(), &pom::shape_kernels(), &pom::unary_kernels(),
+#ifdef PADDLE_OPS_MATH_WITH_CUDA
+          &pom::binary_cuda_kernels(), &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(),
+          &pom::unary_cuda_kernels(),
+#endif
+      });
+#ifdef PADDLE_OPS_MATH_WITH_CUDA
+  constexpr bool with_cuda = true;
+  const char* architectures = PADDLE_OPS_MATH_CUDA_ARCHITECTURES;
+#else
+  constexpr bool with_cuda = false;
+  const char* architectures = "";
+#endif
+  m.def("built_with_cuda", [] { return with_cuda; },
+        "Whether this build has the CUDA kernels (*_cuda); the CPU kernels are always there.");
+  m.def("cuda_architectures", [architectures] { return std::string(architectures); },
+        "The CUDA architectures the kernels were compiled for (CMAKE_CUDA_ARCHITECTURES, "
+        "comma-separated, e.g. '80,90'); empty without CUDA.");
   m.def(
       "threading_info",
       []() {

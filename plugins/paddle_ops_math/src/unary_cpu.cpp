@@ -5,8 +5,9 @@
 // dtypes (checked in prepare); out may alias x. Integer abs, neg and square wrap around like
 // NumPy's (abs and neg of the minimum give the minimum).
 //
-// float32 exp, tanh and sigmoid run the AVX2+FMA loops of unary_avx2.cpp when the CPU has
-// both (decided at prepare; set PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path).
+// The forward formulas are functors.hpp's (shared with the CUDA kernels). float32 exp, tanh
+// and sigmoid run the AVX2+FMA loops of unary_avx2.cpp instead when the CPU has both (decided
+// at prepare; set PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path).
 // Their accuracy is stated there: 1.05 ulp (exp), 1.5 ulp (tanh), 2.5 ulp (sigmoid). The
 // portable path and every other op call the C library (std::exp, ...; glibc: expf 0.5 ulp,
 // tanhf 2.1 ulp measured); sigmoid there is computed in the same stable form from e^-|x|.
@@ -28,92 +29,14 @@ bool use_avx2() {
   return cpu && !(off != nullptr && *off != '\0' && *off != '0');
 }
 
-// -- forward functors: T operator()(T x) -------------------------------------------------------
+// -- forward ops: the functors of functors.hpp ------------------------------------------------
 
-template <class T> using Unsigned = std::make_unsigned_t<T>;
-
-struct Abs {
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) {
-      return x < 0 ? static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x)) : x;
-    } else {
-      return std::fabs(x);
-    }
-  }
-};
-struct Neg {
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x));
-    } else {
-      return -x;
-    }
-  }
-};
-struct Square {
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(x));
-    } else {
-      return x * x;
-    }
-  }
-};
-struct Exp {
-  template <class T> T operator()(T x) const { return std::exp(x); }
-  static constexpr auto avx2 = &avx2::exp_f32;
-};
-struct Log {
-  template <class T> T operator()(T x) const { return std::log(x); }
-};
-struct Sqrt {
-  template <class T> T operator()(T x) const { return std::sqrt(x); }
-};
-struct Rsqrt {
-  template <class T> T operator()(T x) const { return T(1) / std::sqrt(x); }
-};
-struct Sin {
-  template <class T> T operator()(T x) const { return std::sin(x); }
-};
-struct Cos {
-  template <class T> T operator()(T x) const { return std::cos(x); }
-};
-struct Tanh {
-  template <class T> T operator()(T x) const { return std::tanh(x); }
-  static constexpr auto avx2 = &avx2::tanh_f32;
-};
-struct Sigmoid {  // e = e^-|x| never overflows, so neither side loses its tail
-  template <class T> T operator()(T x) const {
-    T e = std::exp(-std::fabs(x));
-    return (std::signbit(x) ? e : T(1)) / (T(1) + e);
-  }
-  static constexpr auto avx2 = &avx2::sigmoid_f32;
-};
-
-struct Floor {
-  template <class T> T operator()(T x) const { return std::floor(x); }
-};
-struct Ceil {
-  template <class T> T operator()(T x) const { return std::ceil(x); }
-};
-struct Round {  // halves to even, as NumPy's round and ONNX's Round (the default rounding mode)
-  template <class T> T operator()(T x) const { return std::nearbyint(x); }
-};
-struct Sign {  // -1, 0 or 1; NaN stays NaN (NumPy's sign)
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (x != x) return x;
-    }
-    return static_cast<T>((T(0) < x) - (x < T(0)));
-  }
-};
-struct Erf {
-  template <class T> T operator()(T x) const { return std::erf(x); }
-};
-
-// Whether F has a float32 AVX2 loop.
-template <class F, class = void> struct HasAvx2 : std::false_type {};
-template <class F> struct HasAvx2<F, std::void_t<decltype(F::avx2)>> : std::true_type {};
+// The float32 AVX2+FMA loop of functor F, or nullptr where it has none.
+using Avx2Loop = void (*)(const float* x, float* out, int64_t n);
+template <class F> constexpr Avx2Loop avx2_loop = nullptr;
+template <> constexpr Avx2Loop avx2_loop<Exp> = &avx2::exp_f32;
+template <> constexpr Avx2Loop avx2_loop<Tanh> = &avx2::tanh_f32;
+template <> constexpr Avx2Loop avx2_loop<Sigmoid> = &avx2::sigmoid_f32;
 
 // out[lo, hi) = f(x[lo, hi)), on untyped pointers to the whole tensors.
 using RangeFn = void (*)(const void* x, void* out, int64_t lo, int64_t hi);
@@ -125,20 +48,18 @@ template <class F, class T> void map_range(const void* xv, void* ov, int64_t lo,
 }
 
 template <class F> void avx2_range(const void* xv, void* ov, int64_t lo, int64_t hi) {
-  F::avx2(static_cast<const float*>(xv) + lo, static_cast<float*>(ov) + lo, hi - lo);
+  avx2_loop<F>(static_cast<const float*>(xv) + lo, static_cast<float*>(ov) + lo, hi - lo);
 }
 
 // out = F(x) for the dtypes in TypeList. Also serves neg_grad (x_grad = -out_grad).
 template <class F, class TypeList> class Unary {
  public:
   Unary(const Attrs&, const Slots& in, const Slots& out) {
-    Tensor x = in(0), o = out(0);
-    expect_same_shape(x, o, "x and out");
-    o.expect_dtype(x.dtype(), "out");
-    fn_ = dispatch(x.dtype(), TypeList{},
+    check_unary(in, out);
+    fn_ = dispatch(in(0).dtype(), TypeList{},
                    [](auto t) -> RangeFn { return &map_range<F, decltype(t)>; });
-    if constexpr (HasAvx2<F>::value) {
-      if (x.dtype() == PC_FLOAT32 && use_avx2()) fn_ = &avx2_range<F>;
+    if constexpr (avx2_loop<F> != nullptr) {
+      if (in(0).dtype() == PC_FLOAT32 && use_avx2()) fn_ = &avx2_range<F>;
     }
   }
 

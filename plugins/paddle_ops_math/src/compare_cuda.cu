@@ -1,0 +1,23 @@
+// CUDA kernels of the elementwise comparisons with NumPy broadcasting: equal, not_equal, less,
+// less_equal, greater, greater_equal. Same formulas (functors.hpp), checks and dtypes as
+// compare_cpu.cpp.
+//
+// Memory contract: inputs x, y are C-contiguous CUDA buffers of one dtype; out has the
+// broadcast shape and is bool (one byte per element, 0 or 1).
+#include "elementwise.cuh"
+
+namespace pom {
+
+const pc::Family& compare_cuda_kernels() {
+  static const pc::Family family = {
+      pc::kernel<BinaryCuda<Equal, Numbers, true>>("equal_cuda"),
+      pc::kernel<BinaryCuda<NotEqual, Numbers, true>>("not_equal_cuda"),
+      pc::kernel<BinaryCuda<Less, Numbers, true>>("less_cuda"),
+      pc::kernel<BinaryCuda<LessEqual, Numbers, true>>("less_equal_cuda"),
+      pc::kernel<BinaryCuda<Greater, Numbers, true>>("greater_cuda"),
+      pc::kernel<BinaryCuda<GreaterEqual, Numbers, true>>("greater_equal_cuda"),
+  };
+  return family;
+}
+
+}  // namespace pom

@@ -1,0 +1,101 @@
+// Shapes and dtypes of the elementwise ops, shared by every device: how two inputs broadcast
+// (plan_broadcast) and the prepare-time checks of the binary, comparison, unary and fill-family
+// kernels, so the CPU and CUDA kernels of an op accept exactly the same tensors. Needs only the
+// SDK's kernel.hpp, so nvcc compiles it too.
+#ifndef PADDLE_OPS_MATH_ELEMENTWISE_HPP_
+#define PADDLE_OPS_MATH_ELEMENTWISE_HPP_
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <paddle_core/kernel.hpp>
+
+namespace pom {
+
+using paddle_core::fail;
+using paddle_core::Slots;
+using paddle_core::Tensor;
+
+// How two inputs broadcast to an output, decided once at prepare time. Dimensions where
+// all three agree on contiguity are merged, so most cases become a single flat loop.
+struct Broadcast {
+  enum Kind { kSame, kScalarA, kScalarB, kGeneral } kind = kSame;
+  int64_t numel = 0;
+  // kGeneral only: merged output dims (outermost first) and per-input strides (0: broadcast).
+  std::vector<int64_t> dims, stride_a, stride_b;
+};
+
+inline Broadcast plan_broadcast(const Tensor& a, const Tensor& b, const Tensor& out) {
+  Broadcast p;
+  p.numel = out.numel();
+  const int32_t nd = out.ndim();
+  if (a.ndim() > nd || b.ndim() > nd) fail("inputs have more dimensions than the output");
+  // Right-aligned input extents (1 for missing leading dims) and element strides.
+  std::vector<int64_t> ea(nd, 1), eb(nd, 1), sa(nd, 0), sb(nd, 0);
+  for (int32_t k = 0; k < a.ndim(); ++k) ea[nd - a.ndim() + k] = a.dim(k);
+  for (int32_t k = 0; k < b.ndim(); ++k) eb[nd - b.ndim() + k] = b.dim(k);
+  int64_t ra = 1, rb = 1;
+  for (int32_t k = nd - 1; k >= 0; --k) {
+    int64_t o = out.dim(k);
+    if ((ea[k] != o && ea[k] != 1) || (eb[k] != o && eb[k] != 1))
+      fail("shapes %s and %s do not broadcast to %s", a.describe().c_str(),
+           b.describe().c_str(), out.describe().c_str());
+    sa[k] = ea[k] == 1 ? 0 : ra;
+    sb[k] = eb[k] == 1 ? 0 : rb;
+    ra *= ea[k];
+    rb *= eb[k];
+  }
+  if (p.numel == 0) return p;  // nothing to compute (and no extent to divide by below)
+  if (a.numel() == p.numel && b.numel() == p.numel) return p;  // same shape
+  if (a.numel() == 1) return p.kind = Broadcast::kScalarA, p;
+  if (b.numel() == 1) return p.kind = Broadcast::kScalarB, p;
+  p.kind = Broadcast::kGeneral;
+  // Merge adjacent dims whose strides compose (innermost first), dropping size-1 dims.
+  for (int32_t k = nd - 1; k >= 0; --k) {
+    int64_t o = out.dim(k);
+    if (o == 1) continue;
+    if (!p.dims.empty() && p.stride_a.back() * p.dims.back() == sa[k] &&
+        p.stride_b.back() * p.dims.back() == sb[k] &&
+        ((sa[k] == 0) == (p.stride_a.back() == 0)) && ((sb[k] == 0) == (p.stride_b.back() == 0))) {
+      p.dims.back() *= o;
+      continue;
+    }
+    p.dims.push_back(o);
+    p.stride_a.push_back(sa[k]);
+    p.stride_b.push_back(sb[k]);
+  }
+  std::reverse(p.dims.begin(), p.dims.end());
+  std::reverse(p.stride_a.begin(), p.stride_a.end());
+  std::reverse(p.stride_b.begin(), p.stride_b.end());
+  return p;
+}
+
+// Check binary op's x, y and out (out has x's dtype, or bool for comparisons) and plan how
+// they broadcast.
+inline Broadcast check_binary(const Slots& in, const Slots& out, bool bool_out) {
+  Tensor x = in(0), y = in(1), o = out(0);
+  paddle_core::expect_same_dtype(x, y, "x and y");
+  o.expect_dtype(bool_out ? PC_BOOL : x.dtype(), "out");
+  return plan_broadcast(x, y, o);
+}
+
+// The dtypes of cast, fill and assign (fill.pbtxt): every one but float16 and bfloat16.
+using AllTypes = paddle_core::Types<float, double, int32_t, int64_t, bool, uint8_t, int8_t,
+                                    int16_t>;
+
+// Check a unary op's x and out: one shape, one dtype (also scale and assign).
+inline void check_unary(const Slots& in, const Slots& out) {
+  Tensor x = in(0), o = out(0);
+  paddle_core::expect_same_shape(x, o, "x and out");
+  o.expect_dtype(x.dtype(), "out");
+}
+
+// Check cast's x and out: one shape (the dtypes are dispatch's to check).
+inline void check_cast(const Slots& in, const Slots& out) {
+  paddle_core::expect_same_shape(in(0), out(0), "x and out");
+}
+
+}  // namespace pom
+
+#endif  // PADDLE_OPS_MATH_ELEMENTWISE_HPP_

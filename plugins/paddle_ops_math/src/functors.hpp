@@ -1,0 +1,207 @@
+// The elementwise formulas of paddle-ops-math, written once for every device: each op is a
+// functor whose operator() the CPU kernels (*_cpu.cpp) and the CUDA kernels (*_cuda.cu) both
+// call, so the CPU tests check the arithmetic that the GPU runs too. Standard headers only, so
+// nvcc compiles it; under nvcc the functors are __host__ __device__ (POM_HD).
+//
+// Results are defined for every input: integers wrap around like NumPy's (Modular), maximum
+// and minimum propagate NaN, round halves to even, conversions saturate or wrap (convert_to).
+#ifndef PADDLE_OPS_MATH_FUNCTORS_HPP_
+#define PADDLE_OPS_MATH_FUNCTORS_HPP_
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define POM_HD __host__ __device__
+#else
+#define POM_HD
+#endif
+
+namespace pom {
+
+// The type integer arithmetic is done in so that it wraps around like NumPy's instead of
+// overflowing (undefined for signed types): the unsigned type, at least unsigned int so that
+// small types do not promote to a signed int. Other types are their own.
+template <class T, class = void> struct ModularOf { using type = T; };
+template <class T>
+struct ModularOf<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+  using type = std::common_type_t<unsigned, std::make_unsigned_t<T>>;
+};
+template <class T> using Modular = typename ModularOf<T>::type;
+
+template <class T> using Unsigned = std::make_unsigned_t<T>;
+
+// A value converted to D, defined for every input: a float that D cannot hold (NaN, out of
+// range) becomes D's minimum for signed D, as x86 converts and NumPy gives there; unsigned
+// D wraps around through int64; bool is "not zero". A plain static_cast of such a float is
+// undefined behaviour.
+template <class D, class S> POM_HD inline D convert_to(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return v != S(0);
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+    using Via = std::conditional_t<std::is_signed_v<D>, D, int64_t>;
+    constexpr S lo = S(std::numeric_limits<Via>::min());  // -2^(bits-1): exact in S
+    if (!(v >= lo && v < -lo)) return std::is_signed_v<D> ? std::numeric_limits<D>::min() : D(0);
+    return static_cast<D>(static_cast<Via>(v));
+  } else {
+    return static_cast<D>(v);
+  }
+}
+
+// f(x) = convert_to<D>(x): cast's formula.
+template <class D> struct ConvertTo {
+  template <class S> POM_HD D operator()(S x) const { return convert_to<D>(x); }
+};
+
+// -- binary: T operator()(T a, T b) ----------------------------------------------------------
+
+struct Add {
+  template <class T> POM_HD T operator()(T a, T b) const {
+    return T(Modular<T>(a) + Modular<T>(b));
+  }
+};
+struct Sub {
+  template <class T> POM_HD T operator()(T a, T b) const {
+    return T(Modular<T>(a) - Modular<T>(b));
+  }
+};
+struct Mul {
+  template <class T> POM_HD T operator()(T a, T b) const {
+    return T(Modular<T>(a) * Modular<T>(b));
+  }
+};
+struct Div {
+  template <class T> POM_HD T operator()(T a, T b) const { return a / b; }
+};
+struct Pow {
+  template <class T> POM_HD T operator()(T a, T b) const { return std::pow(a, b); }
+};
+struct Maximum {  // NaN-propagating, like np.maximum
+  template <class T> POM_HD T operator()(T a, T b) const { return a > b || a != a ? a : b; }
+};
+struct Minimum {
+  template <class T> POM_HD T operator()(T a, T b) const { return a < b || a != a ? a : b; }
+};
+
+// -- comparisons: uint8_t (bool, 0 or 1) operator()(T a, T b) ----------------------------------
+
+struct Equal {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a == b; }
+};
+struct NotEqual {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a != b; }
+};
+struct Less {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a < b; }
+};
+struct LessEqual {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a <= b; }
+};
+struct Greater {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a > b; }
+};
+struct GreaterEqual {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a >= b; }
+};
+
+// -- unary: T operator()(T x) ------------------------------------------------------------------
+
+struct Abs {  // integers wrap: abs of the minimum is the minimum
+  template <class T> POM_HD T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>) {
+      return x < 0 ? static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x)) : x;
+    } else {
+      return std::fabs(x);
+    }
+  }
+};
+struct Neg {
+  template <class T> POM_HD T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x));
+    } else {
+      return -x;
+    }
+  }
+};
+struct Square {
+  template <class T> POM_HD T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(x));
+    } else {
+      return x * x;
+    }
+  }
+};
+struct Exp {
+  template <class T> POM_HD T operator()(T x) const { return std::exp(x); }
+};
+struct Log {
+  template <class T> POM_HD T operator()(T x) const { return std::log(x); }
+};
+struct Sqrt {
+  template <class T> POM_HD T operator()(T x) const { return std::sqrt(x); }
+};
+struct Rsqrt {  // two roundings, like the CPU's 1 / sqrt
+  template <class T> POM_HD T operator()(T x) const { return T(1) / std::sqrt(x); }
+};
+struct Sin {
+  template <class T> POM_HD T operator()(T x) const { return std::sin(x); }
+};
+struct Cos {
+  template <class T> POM_HD T operator()(T x) const { return std::cos(x); }
+};
+struct Tanh {
+  template <class T> POM_HD T operator()(T x) const { return std::tanh(x); }
+};
+struct Sigmoid {  // e = e^-|x| never overflows, so neither side loses its tail
+  template <class T> POM_HD T operator()(T x) const {
+    T e = std::exp(-std::fabs(x));
+    return (std::signbit(x) ? e : T(1)) / (T(1) + e);
+  }
+};
+struct Floor {
+  template <class T> POM_HD T operator()(T x) const { return std::floor(x); }
+};
+struct Ceil {
+  template <class T> POM_HD T operator()(T x) const { return std::ceil(x); }
+};
+struct Round {  // halves to even, as NumPy's round and ONNX's Round (the default rounding mode)
+  template <class T> POM_HD T operator()(T x) const { return std::nearbyint(x); }
+};
+struct Sign {  // -1, 0 or 1; NaN stays NaN (NumPy's sign)
+  template <class T> POM_HD T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (x != x) return x;
+    }
+    return static_cast<T>((T(0) < x) - (x < T(0)));
+  }
+};
+struct Erf {
+  template <class T> POM_HD T operator()(T x) const { return std::erf(x); }
+};
+
+// -- scale: out = scale * x + bias (After) or scale * (x + bias) -------------------------------
+
+// Floats in T's own precision, in the order the op's doc gives: folding the bias into
+// scale * (x + b) overflows where the result does not (1e308 * (x - 1.5)). Integers in double,
+// then truncated toward zero as NumPy's astype does. After is a template argument so that the
+// CPU loop has no branch (and vectorises).
+template <bool After> struct ScaleBy {
+  double scale, bias;
+  template <class T> POM_HD T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T s = static_cast<T>(scale), b = static_cast<T>(bias);
+      return After ? x * s + b : (x + b) * s;
+    } else {
+      const double v = static_cast<double>(x);
+      return convert_to<T>(After ? v * scale + bias : (v + bias) * scale);
+    }
+  }
+};
+
+}  // namespace pom
+
+#endif  // PADDLE_OPS_MATH_FUNCTORS_HPP_

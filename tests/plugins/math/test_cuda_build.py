@@ -1,0 +1,190 @@
+"""paddle-ops-math's CUDA kernels without a GPU: built whenever a CUDA toolkit is here, declared
+exactly (ops/cuda.pbtxt against ``_C``), the same dtypes as the CPU kernels, and a prepare that
+refuses host memory instead of faulting. The GPU results are test_cuda_kernels.py's."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, run_cli
+
+import paddle_core as pc
+from paddle_core._src.plugins.discovery import PluginRecord, record_from_manifest
+from paddle_core.proto import framework_pb2 as pb
+
+pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
+from paddle_ops_math import kernels as math_kernels
+
+PLUGIN = ROOT / "plugins" / "paddle_ops_math"
+SOURCE_MANIFEST = PLUGIN / "src" / "cuda_kernels.pbtxt"  # installed as ops/cuda.pbtxt
+INSTALLED_OPS = Path(math_kernels.__file__).parent / "ops"
+
+
+@functools.cache
+def cuda_compiler() -> str | None:
+    """The nvcc a build of the plugin finds (cuda.cmake's rule): $CUDACXX, else nvcc on PATH,
+    in $CUDA_PATH/bin or in /usr/local/cuda/bin; None if it does not run (CMake, which tries
+    it on a test file, would not take it either)."""
+    if os.environ.get("CUDACXX"):
+        found = os.environ["CUDACXX"].split()[0]
+    else:
+        homes = [os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+        candidates = [shutil.which("nvcc")] + [str(Path(h) / "bin" / "nvcc") for h in homes if h]
+        found = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    if found is None:
+        return None
+    try:
+        subprocess.run([found, "--version"], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found
+
+
+def parse(path: Path) -> pb.PluginManifest:
+    from google.protobuf import text_format
+
+    return text_format.Parse(path.read_text(encoding="utf-8"), pb.PluginManifest())
+
+
+def kernel_dtypes(manifest: pb.PluginManifest, device: str) -> dict[str, tuple[int, ...]]:
+    """{op: dtypes} of the ``device`` kernels, from ops and kernel packs."""
+    packs = [(o.proto.type, o.kernels) for o in manifest.ops]
+    packs += [(p.op, p.kernels) for p in manifest.kernel_packs]
+    return {op: tuple(k.dtypes) for op, ks in packs for k in ks if k.device == device}
+
+
+def cpu_manifest() -> pb.PluginManifest:
+    merged = pb.PluginManifest()
+    for path in sorted(INSTALLED_OPS.glob("*.pbtxt")):
+        if path.name != "cuda.pbtxt":
+            merged.MergeFrom(parse(path))
+    return merged
+
+
+built = pytest.mark.skipif(
+    not math_kernels.built_with_cuda(), reason="paddle-ops-math was built without CUDA"
+)
+
+# -- the declarations ----------------------------------------------------------------------------
+
+
+def test_every_cuda_kernel_takes_its_cpu_kernels_dtypes():
+    cuda = kernel_dtypes(parse(SOURCE_MANIFEST), "cuda")
+    cpu = kernel_dtypes(cpu_manifest(), "cpu")
+    assert cuda, f"{SOURCE_MANIFEST.name} declares no CUDA kernel"
+    assert {op: cpu.get(op) for op in cuda} == cuda
+
+
+def test_a_cuda_kernel_is_named_after_its_cpu_kernel():
+    cpu = {o.proto.type: [k.native for k in o.kernels] for o in cpu_manifest().ops}
+    for pack in parse(SOURCE_MANIFEST).kernel_packs:
+        assert [k.native for k in pack.kernels] == [f"{name}_cuda" for name in cpu[pack.op]]
+
+
+def test_a_manifest_part_with_only_kernel_packs_merges():
+    parts = [(p.read_text(encoding="utf-8"), str(p)) for p in sorted(INSTALLED_OPS.glob("*.pbtxt"))]
+    if not (INSTALLED_OPS / "cuda.pbtxt").exists():
+        parts.append((SOURCE_MANIFEST.read_text(encoding="utf-8"), str(SOURCE_MANIFEST)))
+    record = record_from_manifest(PluginRecord("math"), parts, pc.__version__)
+    assert record.errors == []
+    packs = {p["op"]: p["kernels"] for p in record.kernel_packs}
+    assert packs["add"] == [
+        ["cuda", ["float32", "float64", "int32", "int64"], "native", "add_cuda"]
+    ]
+
+
+# -- the build -----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(cuda_compiler() is None, reason="no CUDA toolkit (nvcc) here")
+@pytest.mark.skipif(
+    os.environ.get("PADDLE_OPS_MATH_CUDA", "").upper() == "OFF",
+    reason="PADDLE_OPS_MATH_CUDA=OFF: a CPU-only build was asked for",
+)
+def test_a_toolkit_here_means_the_plugin_was_built_with_cuda():
+    assert math_kernels.built_with_cuda(), (
+        f"a CUDA compiler is here ({cuda_compiler()}) but paddle-ops-math was built without its "
+        "CUDA kernels: reinstall it (and check the build log for 'CUDA kernels')"
+    )
+
+
+def test_the_cuda_manifest_ships_exactly_with_the_cuda_kernels():
+    installed = INSTALLED_OPS / "cuda.pbtxt"
+    exported = {name for name in math_kernels.kernels() if name.endswith("_cuda")}
+    if not math_kernels.built_with_cuda():
+        assert not installed.exists() and not exported and math_kernels.cuda_architectures() == ""
+        return
+    assert installed.read_text(encoding="utf-8") == SOURCE_MANIFEST.read_text(encoding="utf-8")
+    declared = {k.native for p in parse(installed).kernel_packs for k in p.kernels}
+    assert declared == exported
+    assert math_kernels.cuda_architectures()
+
+
+@built
+def test_paddle_ops_lists_the_cuda_ops(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # outside the checkout: the installed plugin only
+    listed = run_cli("list", "--device", "cuda").stdout.split()
+    for op in ("add", "equal", "exp", "sigmoid"):
+        assert op in listed
+    assert "matmul" not in listed  # no CUDA kernel yet
+    ops = json.loads(run_cli("list", "--device", "cuda", "--plugin", "math", "--json").stdout)
+    assert {o["op"] for o in ops["ops"]} == {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+
+
+# -- prepare refuses host memory -----------------------------------------------------------------
+
+
+class CudaKernelsOnCpu:
+    """Binds CUDA kernels to CPU ops, so the runtime prepares them with host tensors."""
+
+    def paddle_core_manifest(self):
+        return """
+            kernel_module: "paddle_ops_math.kernels" kernel_abi: 1
+            ops {
+              proto {
+                type: "add_cuda_on_cpu" comment: "add_cuda, bound to the CPU."
+                inputs { name: "x" comment: "." } inputs { name: "y" comment: "." }
+                outputs { name: "out" comment: "." }
+              }
+              kernels { device: "cpu" dtypes: [FLOAT32] native: "add_cuda" }
+              shape_rule: "paddle_core.rules:elementwise"
+            }
+            ops {
+              proto {
+                type: "exp_cuda_on_cpu" comment: "exp_cuda, bound to the CPU."
+                inputs { name: "x" comment: "." } outputs { name: "out" comment: "." }
+              }
+              kernels { device: "cpu" dtypes: [FLOAT32] native: "exp_cuda" }
+              shape_rule: "paddle_core.rules:unary"
+            }
+        """
+
+
+def run_on_cpu(op: str, **inputs: np.ndarray) -> None:
+    pc.register_plugin(CudaKernelsOnCpu(), name="cuda_on_cpu")
+    pc.testing.run_op(op, inputs)
+
+
+@built
+@pytest.mark.parametrize("op", ["add_cuda_on_cpu", "exp_cuda_on_cpu"])
+def test_a_cuda_kernel_handed_host_memory_refuses_in_prepare(op):
+    x = np.ones((2, 3), np.float32)
+    inputs = {"x": x, "y": x} if op.startswith("add") else {"x": x}
+    with pytest.raises(pc.KernelError, match=r"CUDA kernel got input tensor 0 on device type 1"):
+        run_on_cpu(op, **inputs)
+
+
+@built
+def test_a_broadcast_over_more_dims_than_the_cuda_kernel_walks_is_refused():
+    # Alternating broadcast dims merge with no neighbour: 9 dims after merging.
+    x = np.ones((2, 1) * 4 + (2,), np.float32)
+    y = np.ones((1, 2) * 4 + (1,), np.float32)
+    with pytest.raises(pc.KernelError, match=r"needs 9 dimensions after merging.* at most 8"):
+        run_on_cpu("add_cuda_on_cpu", x=x, y=y)

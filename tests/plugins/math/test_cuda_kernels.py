@@ -1,0 +1,164 @@
+"""paddle-ops-math's CUDA kernels against NumPy on `cuda:0`: every op of ops/cuda.pbtxt, every
+dtype it declares, broadcasting and empty shapes. Any fallback to a CPU kernel is an error here.
+Skipped without a GPU, or when the plugin was built without CUDA."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_helpers import FLOATS, NUMBERS, assert_matches, rand
+from test_cuda_build import INSTALLED_OPS, parse
+from test_elementwise import BINARY, COMPARE
+from test_elementwise import SHAPES as BINARY_SHAPES
+from test_fill import ALL
+
+import paddle_core as pc
+from paddle_core.testing import run_op
+
+pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
+from paddle_ops_math import kernels as math_kernels
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.usefixtures("cuda", "fresh_warnings"),
+    pytest.mark.filterwarnings("error::RuntimeWarning"),  # "running it on CPU": not the kernel
+]
+
+# NumPy reference and dtypes of each unary op (unary.pbtxt's CPU kernels).
+UNARY = {
+    "abs": (np.abs, NUMBERS),
+    "neg": (np.negative, NUMBERS),
+    "square": (np.square, NUMBERS),
+    "sign": (np.sign, NUMBERS),
+    "exp": (np.exp, FLOATS),
+    "log": (np.log, FLOATS),
+    "sqrt": (np.sqrt, FLOATS),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), FLOATS),
+    "sin": (np.sin, FLOATS),
+    "cos": (np.cos, FLOATS),
+    "tanh": (np.tanh, FLOATS),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), FLOATS),
+    "floor": (np.floor, FLOATS),
+    "ceil": (np.ceil, FLOATS),
+    "round": (np.round, FLOATS),
+    "erf": (np.vectorize(__import__("math").erf, otypes=[float]), FLOATS),
+}
+FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
+POSITIVE = {"log", "sqrt", "rsqrt"}  # inputs drawn from (0.1, 3)
+UNARY_SHAPES = [(), (7,), (3, 4), (0, 5), (4097, 33)]
+# CUDA's float math is within a few ulp of the CPU's (CUDA C Programming Guide, "Mathematical
+# Functions"), not bitwise equal.
+GPU_TOLERANCE = {"float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-13, atol=1e-13)}
+
+
+@pytest.fixture
+def cuda():
+    reason = pc.CUDA.unavailable_reason(0)
+    if reason is not None:
+        pytest.skip(f"no usable CUDA device: {reason}")
+    if not math_kernels.built_with_cuda():
+        pytest.skip("paddle-ops-math was built without CUDA")
+
+
+def run_cuda(op: str, inputs: dict, attrs: dict | None = None) -> np.ndarray:
+    (out,) = run_op(op, inputs, attrs, device="cuda:0")["out"]
+    return out
+
+
+def assert_close(got: np.ndarray, want: np.ndarray) -> None:
+    tol = GPU_TOLERANCE.get(np.asarray(want).dtype.name, {})
+    assert_matches(got, want, **tol)
+
+
+def test_every_declared_cuda_op_is_tested_here():
+    declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
+    assert declared == set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL)
+
+
+@pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary(op, xs, ys):
+    ref, dtypes = BINARY[op]
+    rng = np.random.default_rng(0)
+    for dtype in dtypes:
+        low = 0.5 if op == "pow" else -3  # a real x ** y
+        x, y = rand(rng, xs, dtype, low=low), rand(rng, ys, dtype, low=low)
+        if op == "div":
+            y[np.abs(y) < 0.1] = 1
+        with np.errstate(all="ignore"):
+            assert_close(run_cuda(op, {"x": x, "y": y}), ref(x, y))
+
+
+@pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
+@pytest.mark.parametrize("op", sorted(COMPARE))
+def test_compare(op, xs, ys):
+    rng = np.random.default_rng(1)
+    for dtype in NUMBERS:
+        x, y = rand(rng, xs, dtype, -2, 2), rand(rng, ys, dtype, -2, 2)  # ties likely
+        assert_matches(run_cuda(op, {"x": x, "y": y}), COMPARE[op](x, y))
+
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary(op, shape):
+    ref, dtypes = UNARY[op]
+    rng = np.random.default_rng(2)
+    for dtype in dtypes:
+        x = rand(rng, shape, dtype, *((0.1, 3) if op in POSITIVE else (-3, 3)))
+        want = np.asarray(ref(x)).astype(dtype)
+        assert_close(run_cuda(op, {"x": x}), want)
+
+
+def test_integer_wrap_around_and_nan_as_on_cpu():
+    imin = np.iinfo(np.int32).min
+    x = np.array([imin, -1, 0, np.iinfo(np.int32).max], np.int32)
+    for op in ("abs", "neg", "square"):
+        assert_matches(run_cuda(op, {"x": x}), run_op(op, {"x": x})["out"][0])
+    assert_matches(run_cuda("add", {"x": x, "y": x}), x + x)
+    nan = np.array([np.nan, 1.0, np.nan], np.float32)
+    one = np.array([1.0, np.nan, 2.0], np.float32)
+    assert_matches(run_cuda("maximum", {"x": nan, "y": one}), np.maximum(nan, one))
+    assert_matches(run_cuda("minimum", {"x": nan, "y": one}), np.minimum(nan, one))
+    half = np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float64)
+    assert_matches(run_cuda("round", {"x": half}), np.round(half))  # halves to even
+    assert_matches(run_cuda("sign", {"x": nan}), np.sign(nan))
+
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("after", [True, False])
+def test_scale(shape, after):
+    for dtype in NUMBERS:
+        x = rand(np.random.default_rng(3), shape, dtype)
+        want = (x * 2.5 + 1.0) if after else (x + 1.0) * 2.5
+        got = run_cuda("scale", {"x": x}, {"scale": 2.5, "bias": 1.0, "bias_after_scale": after})
+        assert_close(got, want.astype(dtype))
+
+
+@pytest.mark.parametrize("src", ALL)
+def test_cast(src):
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 21, (7, 3)) if src == "uint8" else rng.uniform(-5, 5, (7, 3))
+    x = x.astype(src)
+    for dst in ALL:
+        assert_matches(run_cuda("cast", {"x": x}, {"dtype": dst}), x.astype(dst))
+        assert_matches(run_cuda("cast", {"x": x[:0]}, {"dtype": dst}), x[:0].astype(dst))
+
+
+def test_cast_of_floats_no_integer_holds_matches_the_cpu():
+    x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 300.7, -1.5])
+    for src in FLOATS:
+        for dst in ALL:
+            attrs = {"dtype": dst}
+            (cpu,) = run_op("cast", {"x": x.astype(src)}, attrs)["out"]
+            assert_matches(run_cuda("cast", {"x": x.astype(src)}, attrs), cpu)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_fill_constant_full_like_and_assign(dtype):
+    for shape in ([2, 3], [2, 0, 3], [4097, 33]):
+        attrs = {"shape": shape, "value": 3.0, "dtype": dtype}
+        assert_matches(run_cuda("fill_constant", {}, attrs), np.full(shape, 3, dtype))
+        like = np.zeros(shape, dtype)
+        assert_matches(run_cuda("full_like", {"x": like}, {"value": 1.0}), np.ones(shape, dtype))
+        x = (np.arange(np.prod(shape)) % 3).astype(dtype).reshape(shape)
+        assert_matches(run_cuda("assign", {"x": x}), x)
