@@ -45,6 +45,9 @@ class CUDA(Device):
             return None
         return value.get()
 
+    def current(self) -> Any:
+        return _cupy().cuda.Device(self.index)  # CUDA kernels launch on the current GPU
+
     def stream(self) -> int:
         cupy = _cupy()
         with cupy.cuda.Device(self.index):

@@ -5,8 +5,9 @@ hook (the core's own CPU and CUDA come through it too); ``paddle_core.get_device
 finds them all. Planning, prepared programs and the compiled runtime ask a device what they
 need and never test its name:
 
-- ``kernel_device_type``, ``index`` and ``stream()``: how the runtime hands the device to a
-  kernel (``pc_tensor.device_type`` / ``device_index``, ``pc_context.stream``);
+- ``kernel_device_type``, ``index``, ``stream()`` and ``current()``: how the runtime hands the
+  device to a kernel (``pc_tensor.device_type`` / ``device_index``, ``pc_context.stream``, the
+  thread's current device while a plan runs);
 - ``host_memory``: its buffers are NumPy arrays, so the compiled run loop can bind them;
 - ``fallback``: the device type whose kernels run an op this device has none for (with copies
   through ``to_host`` / ``to_device``), or None;
@@ -70,6 +71,11 @@ class Device:
             return cls.unavailable_reason(index) is None
         except Exception:  # a broken driver or library: not available, and no traceback
             return False
+
+    def current(self) -> Any:
+        """A reusable context manager that makes this device the calling thread's current one
+        while a plan runs (where kernels launch on "the current device"), or None."""
+        return None
 
     def stream(self) -> int:
         """The stream handle kernels enqueue work on (``pc_context.stream``); 0 for none."""

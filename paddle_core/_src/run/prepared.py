@@ -94,6 +94,7 @@ class PreparedProgram:
                 step.fn = control.kernel(
                     step, lambda s: PreparedProgram(s, device, num_threads, reuse_memory)
                 )
+        self._current = device.current()
         if _runs_compiled(spec, device):
             self._runner: Any = CompiledRunner(spec, device, num_threads, reuse_memory)
         else:
@@ -148,7 +149,11 @@ class PreparedProgram:
         """``run`` for feeds already checked against the plan (by the executor)."""
         token = control.current_scope.set(scope)  # for control-flow steps' block runs
         try:
-            values = self._runner.run(feed, scope)
+            if self._current is None:
+                values = self._runner.run(feed, scope)
+            else:
+                with self._current:  # kernels launch on this thread's current GPU
+                    values = self._runner.run(feed, scope)
         finally:
             control.current_scope.reset(token)
         return [self.device.to_host(v) for v in values] if return_numpy else values

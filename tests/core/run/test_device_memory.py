@@ -53,12 +53,25 @@ class DevArray:
         return DevArray(self._array.copy())
 
 
+class Current:
+    """DevMem's current(): logs when a plan makes the device current and lets go of it."""
+
+    def __enter__(self):
+        DevMem.moves.append("enter")
+
+    def __exit__(self, *exc):
+        DevMem.moves.append("exit")
+
+
 class DevMem(pc.Device):
     """A device with memory of its own (as far as the core can tell); it logs every move."""
 
     type = "devmem"
     kernel_device_type = 65  # PC_DEVICE_FIRST_PLUGIN + 1
     moves: ClassVar[list[str]] = []
+
+    def current(self):
+        return Current()
 
     def holds(self, value):
         return isinstance(value, DevArray)
@@ -142,6 +155,9 @@ def test_a_persistable_numpy_value_moves_to_the_device_once(devmem):
         np.testing.assert_array_equal(got, X + Y)
     assert isinstance(scope.find_var("w"), DevArray)
     assert DevMem.moves.count("to_device") == 1 + 3  # w once; the feed on every run
+    # each run makes the device current, moves what it binds, runs, lets go, fetches
+    assert DevMem.moves[-4:] == ["enter", "to_device", "exit", "to_host"]
+    assert DevMem.moves.count("enter") == DevMem.moves.count("exit") == 3
 
 
 def test_a_persistable_value_of_another_shape_is_refused_naming_it(devmem):
