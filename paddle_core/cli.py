@@ -166,11 +166,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         }
         for i in infos
     ]
+    if not rows and args.device:  # a device type nobody registered is a mistake, JSON or not
+        _check_device_type(args.device)
     if args.json:
         _dump({"ops": rows})
         return 0
-    if not rows and args.device:
-        _check_device_type(args.device)
     if not rows:
         print(
             "No op matches the filter."

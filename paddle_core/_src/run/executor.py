@@ -18,9 +18,11 @@ import numpy as np
 from ..base.dtypes import ITEMSIZE, canonical, name_of
 from ..base.errors import ConfigError, FeedError, PaddleCoreError, ProgramError, did_you_mean
 from ..base.limits import MAX_BYTES, MAX_THREADS
+from ..base.warn import warn
 from ..graph.program import Program, default_main_program
 from ..graph.variable import Variable, format_shape
 from ..plugins import devices, hooks
+from ..plugins.config import ConfigWarning
 from ..plugins.registry import get_registry
 from .planning import plan
 from .prepared import PreparedProgram
@@ -31,8 +33,14 @@ def default_num_threads() -> int:
     """PADDLE_CORE_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use."""
     for var in ("PADDLE_CORE_NUM_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(var, "").strip()
-        if value.isdigit() and int(value) > 0:
+        if value.isdigit() and 0 < int(value) <= MAX_THREADS:
             return int(value)
+        if value and var == "PADDLE_CORE_NUM_THREADS":  # (OMP_NUM_THREADS has forms of its own)
+            warn(
+                f"PADDLE_CORE_NUM_THREADS={value!r} is not a thread count in [1, {MAX_THREADS}]; "
+                "ignoring it",
+                ConfigWarning,
+            )
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

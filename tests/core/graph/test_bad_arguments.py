@@ -72,6 +72,15 @@ def test_executor_arguments_are_checked(kwargs, message):
         pc.Executor(**kwargs)
 
 
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "99999", "2.5"])
+def test_a_thread_count_setting_that_is_not_one_is_ignored_with_a_warning(monkeypatch, value):
+    monkeypatch.setenv("PADDLE_CORE_NUM_THREADS", value)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    message = rf"PADDLE_CORE_NUM_THREADS='{value}' is not a thread count in \[1, 4096\]"
+    with pytest.warns(pc.ConfigWarning, match=message):
+        assert pc.Executor().num_threads == 3  # the next setting in line
+
+
 @pytest.mark.parametrize("name", [5, "", None])
 def test_scope_names_are_nonempty_strings(name):
     with pytest.raises(pc.ProgramError, match=r"Scope.set_var: names are non-empty strings"):

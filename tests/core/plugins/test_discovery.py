@@ -392,6 +392,8 @@ def test_list_filters_naming_nothing_are_errors() -> None:
     )
     result = run_cli("list", "--device", "gpu", check=1)
     assert "no device type is named 'gpu'" in result.stderr and "cpu, cuda" in result.stderr
+    result = run_cli("list", "--device", "gpu", "--json", check=1)  # not an empty JSON list
+    assert "no device type is named 'gpu'" in result.stderr and not result.stdout
     assert run_cli("list", "--plugin", "paddle-ops-toy").stdout  # distributions are names too
 
 
