@@ -28,8 +28,8 @@ def get_device(spec: Any) -> Device:
     if isinstance(spec, Device):
         device = spec
     elif isinstance(spec, str):
-        name, _, index = spec.strip().lower().partition(":")
-        if index and not index.isdigit():
+        name, colon, index = spec.strip().lower().partition(":")
+        if colon and not (index.isascii() and index.isdigit()):
             raise DeviceError(f"device {spec!r}: the index after ':' must be a number")
         types = device_types()
         if name not in types:
@@ -42,7 +42,7 @@ def get_device(spec: Any) -> Device:
         raise DeviceError(f"a device must be a Device or a string like 'cuda:0', got {spec!r}")
     reason = type(device).unavailable_reason(device.index)
     if reason:
-        raise DeviceError(f"device {device} is not available: {reason}")
+        raise DeviceError(f"device {device.type}:{device.index} is not available: {reason}")
     return device
 
 

@@ -205,6 +205,9 @@ def test_get_device_cpu(spec):
         ("cuda:x", "the index after ':' must be a number"),
         ("cuda:-1", "the index after ':' must be a number"),
         ("cpu:first", "the index after ':' must be a number"),
+        ("cpu:", "device 'cpu:': the index after ':' must be a number"),
+        ("cpu:\u0663", "the index after ':' must be a number"),  # an Arabic-Indic 3
+        ("cpu:3", "device cpu:3 is not available: there is one CPU device, cpu:0"),
         ("", "unknown device ''"),
         ("cdua", r"unknown device 'cdua' \(did you mean 'cuda'\?\); known types: cpu, cuda"),
         ("tpu:0", "unknown device 'tpu:0'.*known types: cpu, cuda"),
