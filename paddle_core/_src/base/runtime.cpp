@@ -292,15 +292,25 @@ class Plan {
   // buffer's shape, element size and C-contiguous layout, and is aligned to its element size.
   // (Read-only arrays are bound like read-only NumPy ones: planning decides who writes.)
   static void* device_data(const Buffer& b, const py::object& array, int32_t index) {
-    auto cai = array.attr("__cuda_array_interface__").cast<py::dict>();
-    auto shape = cai["shape"].cast<std::vector<int64_t>>();
-    auto typestr = cai["typestr"].cast<std::string>();
-    auto data = cai["data"].cast<py::tuple>();
+    std::vector<int64_t> shape, strides;
+    std::string typestr;
+    uintptr_t ptr = 0;
+    bool has_strides = false;
+    try {  // a device type's arrays could get the protocol wrong: say so, do not crash
+      auto cai = array.attr("__cuda_array_interface__").cast<py::dict>();
+      shape = cai["shape"].cast<std::vector<int64_t>>();
+      typestr = cai["typestr"].cast<std::string>();
+      ptr = cai["data"].cast<py::tuple>()[0].cast<uintptr_t>();
+      has_strides = cai.contains("strides") && !cai["strides"].is_none();
+      if (has_strides) strides = cai["strides"].cast<std::vector<int64_t>>();
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("buffer " + std::to_string(index) +
+                                  ": the array's __cuda_array_interface__ is malformed (" +
+                                  e.what() + ")");
+    }
     const size_t itemsize = typestr.size() > 2 ? std::strtoul(typestr.c_str() + 2, nullptr, 10) : 0;
-    auto ptr = data[0].cast<uintptr_t>();
     bool ok = itemsize == pc_dtype_size(b.dtype) && shape == b.shape;
-    if (ok && cai.contains("strides") && !cai["strides"].is_none()) {
-      auto strides = cai["strides"].cast<std::vector<int64_t>>();
+    if (ok && has_strides) {
       ok = strides.size() == b.shape.size();
       for (size_t k = 0; ok && k < strides.size(); ++k)
         ok = b.shape[k] == 1 || strides[k] == b.strides[k] * static_cast<int64_t>(itemsize);

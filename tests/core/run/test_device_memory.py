@@ -258,3 +258,25 @@ def test_a_device_array_is_fed_without_a_copy(devmem):
         exe.run(prog, feed={"x": x, "y": DevArray(Y.astype(np.float64))}, fetch_list=[out])
     with pytest.raises(pc.FeedError, match="feed 'x'"):
         exe.run(prog, feed={"x": DevArray(X.reshape(3, 2)), "y": y}, fetch_list=[out])
+
+
+class Malformed:
+    """An array whose ``__cuda_array_interface__`` gets the protocol wrong."""
+
+    def __init__(self, interface):
+        self.__cuda_array_interface__ = interface
+
+
+@pytest.mark.parametrize(
+    "interface",
+    [
+        {"shape": "2x3", "typestr": "<f4", "data": (64, False)},
+        {"shape": (2, 3), "typestr": "<f4"},
+        {"shape": (2, 3), "typestr": "<f4", "data": None},
+        {"shape": (2, 3), "typestr": 4, "data": (64, False)},
+        "not a dict",
+    ],
+)
+def test_the_runtime_refuses_a_malformed_array_interface(plan, interface):
+    with pytest.raises(ValueError, match=r"buffer 0: the array's __cuda_array_interface__ is malf"):
+        plan.bind(0, Malformed(interface))
