@@ -22,6 +22,10 @@ class CUDA(Device):
     type = "cuda"
     kernel_device_type = PC_DEVICE_CUDA
 
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
+        self._stream: Any = None
+
     @classmethod
     def unavailable_reason(cls, index: int) -> str | None:
         try:
@@ -46,12 +50,22 @@ class CUDA(Device):
         return value.get()
 
     def current(self) -> Any:
-        return _cupy().cuda.Device(self.index)  # CUDA kernels launch on the current GPU
+        return _Current(self)
 
     def stream(self) -> int:
-        cupy = _cupy()
-        with cupy.cuda.Device(self.index):
-            return cupy.cuda.get_current_stream().ptr
+        return self.own_stream().ptr
+
+    def own_stream(self) -> Any:
+        """This device object's CuPy stream, made on first use: each executor has a device
+        object of its own, so each executor's kernels and copies queue on a stream of their
+        own. It is a blocking stream, ordered with work on CUDA's legacy default stream (where
+        CuPy works unless told otherwise): arrays made there are ready before our kernels read
+        them, and copies made there of our results wait for them."""
+        if self._stream is None:
+            cupy = _cupy()
+            with cupy.cuda.Device(self.index):
+                self._stream = cupy.cuda.Stream(non_blocking=False)
+        return self._stream
 
     def holds(self, value: Any) -> bool:
         return type(value).__module__.startswith("cupy") and value.device.id == self.index
@@ -95,3 +109,22 @@ class CUDA(Device):
 
     def synchronize(self) -> None:
         _cupy().cuda.Device(self.index).synchronize()
+
+
+class _Current:
+    """While a plan runs: its GPU is the thread's current device (kernels launch there) and its
+    executor's stream is CuPy's current stream (feeds and allocations queue there too)."""
+
+    def __init__(self, device: CUDA) -> None:
+        self.device = device
+
+    def __enter__(self) -> None:
+        cupy = _cupy()
+        self._gpu = cupy.cuda.Device(self.device.index)
+        self._gpu.__enter__()
+        self._stream = self.device.own_stream()
+        self._stream.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stream.__exit__(*exc)
+        self._gpu.__exit__(*exc)

@@ -73,8 +73,8 @@ class Device:
             return False
 
     def current(self) -> Any:
-        """A reusable context manager that makes this device the calling thread's current one
-        while a plan runs (where kernels launch on "the current device"), or None."""
+        """A context manager that makes this device the calling thread's current one while a
+        plan runs (where kernels launch on "the current device"), or None; one per run."""
         return None
 
     def stream(self) -> int:

@@ -94,7 +94,6 @@ class PreparedProgram:
                 step.fn = control.kernel(
                     step, lambda s: PreparedProgram(s, device, num_threads, reuse_memory)
                 )
-        self._current = device.current()
         if _runs_compiled(spec, device):
             self._runner: Any = CompiledRunner(spec, device, num_threads, reuse_memory)
         else:
@@ -149,10 +148,11 @@ class PreparedProgram:
         """``run`` for feeds already checked against the plan (by the executor)."""
         token = control.current_scope.set(scope)  # for control-flow steps' block runs
         try:
-            if self._current is None:
+            current = self.device.current()
+            if current is None:
                 values = self._runner.run(feed, scope)
             else:
-                with self._current:  # kernels launch on this thread's current GPU
+                with current:  # kernels launch on this thread's current GPU
                     values = self._runner.run(feed, scope)
         finally:
             control.current_scope.reset(token)
