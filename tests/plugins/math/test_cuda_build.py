@@ -29,9 +29,9 @@ INSTALLED_OPS = Path(math_kernels.__file__).parent / "ops"
 
 @functools.cache
 def cuda_compiler() -> str | None:
-    """The nvcc a build of the plugin finds (cuda.cmake's rule): $CUDACXX, else nvcc on PATH,
-    in $CUDA_PATH/bin or in /usr/local/cuda/bin; None if it does not run (CMake, which tries
-    it on a test file, would not take it either)."""
+    """The nvcc a build of the plugin finds (the SDK's paddle_core_cuda_kernels rule):
+    $CUDACXX, else nvcc on PATH, in $CUDA_PATH/bin or in /usr/local/cuda/bin; None if it does
+    not run (CMake, which tries it on a test file, would not take it either)."""
     if os.environ.get("CUDACXX"):
         found = os.environ["CUDACXX"].split()[0]
     else:
