@@ -1,13 +1,22 @@
-// What the CPU kernels of paddle-ops-nn share. Dtype dispatch, the common checks
-// (paddle_core/kernel.hpp) and parallel loops (paddle_core/parallel.hpp) are the SDK's, used
-// here unqualified. Kernel files include this header only.
+// What the kernels of paddle-ops-nn share. Dtype dispatch, the common checks
+// (paddle_core/kernel.hpp) and parallel loops (paddle_core/parallel.hpp, CPU files only) are
+// the SDK's, used here unqualified. Kernel files include this header only. Formulas shared by
+// the CPU and CUDA kernels are PON_HD: __host__ __device__ under nvcc.
 #ifndef PADDLE_OPS_NN_COMMON_HPP_
 #define PADDLE_OPS_NN_COMMON_HPP_
 
 #include <cstdint>
 
 #include <paddle_core/kernel.hpp>
+#if !defined(__CUDACC__)
 #include <paddle_core/parallel.hpp>
+#endif
+
+#if defined(__CUDACC__)
+#define PON_HD __host__ __device__
+#else
+#define PON_HD
+#endif
 
 namespace pon {
 
@@ -19,8 +28,10 @@ using pc::expect_same_dtype;
 using pc::expect_same_shape;
 using pc::fail;
 using pc::Floats;
+#if !defined(__CUDACC__)
 using pc::kGrain;
 using pc::parallel_for;
+#endif
 using pc::Slots;
 using pc::Tensor;
 using pc::Types;

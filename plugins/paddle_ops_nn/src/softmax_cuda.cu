@@ -1,0 +1,242 @@
+// CUDA kernels of softmax and the losses built on it: softmax, log_softmax, cross_entropy,
+// softmax_with_cross_entropy, and their gradients. Same checks, lane computations
+// (softmax.hpp) and dtypes as softmax_cpu.cpp; one thread computes one lane, so results do not
+// depend on the launch shape.
+//
+// Memory contract: as the CPU kernels', all on the CUDA device of the plan's stream. Hard
+// labels stay on the device, unchecked on the host (that would synchronize): a label outside
+// [0, C) that is not ignore_index gives a NaN loss and NaN gradients there instead of the CPU's
+// error, and never an out-of-bounds read.
+#include "cuda.cuh"
+#include "softmax.hpp"
+
+namespace pon {
+namespace {
+
+// Grid-stride loop over the lanes: f(lane, offset of its first element).
+#define PON_FOR_LANES(l)                                                       \
+  for (int64_t lane = first_index(); lane < (l).count(); lane += index_step()) \
+    if (const int64_t b = (l).base(lane); true)
+
+template <bool Log, class T> __global__ void softmax_kernel(const T* x, T* y, Lanes l) {
+  PON_FOR_LANES(l) softmax_or_log_lane<Log>(x + b, y + b, l.classes, l.inner);
+}
+
+template <bool Log, class T>
+__global__ void softmax_grad_kernel(const T* y, const T* g, T* dx, Lanes l) {
+  PON_FOR_LANES(l) softmax_grad_lane<Log>(y + b, g + b, dx + b, l.classes, l.inner);
+}
+
+template <class T>
+__global__ void cross_entropy_kernel(const T* x, const T* soft, const int64_t* hard, T* loss,
+                                     Lanes l, int64_t ignore_index) {
+  PON_FOR_LANES(l) {
+    loss[lane] = soft ? cross_entropy_soft(x + b, soft + b, l.classes)
+                      : cross_entropy_hard(x + b, l.classes, hard[lane], ignore_index);
+  }
+}
+
+template <class T>
+__global__ void cross_entropy_grad_kernel(const T* x, const T* soft, const int64_t* hard,
+                                          const T* g, T* dx, Lanes l, int64_t ignore_index) {
+  PON_FOR_LANES(l) {
+    if (soft) cross_entropy_grad_soft(x + b, soft + b, g[lane], dx + b, l.classes);
+    else cross_entropy_grad_hard(x + b, g[lane], dx + b, l.classes, hard[lane], ignore_index);
+  }
+}
+
+template <class T>
+__global__ void softmax_cross_entropy_kernel(const T* x, const T* soft, const int64_t* hard,
+                                             T* sm, T* loss, Lanes l, int64_t ignore_index) {
+  PON_FOR_LANES(l) {
+    loss[lane] = soft ? softmax_cross_entropy_soft(x + b, soft + b, sm + b, l.classes, l.inner)
+                      : softmax_cross_entropy_hard(x + b, sm + b, l.classes, l.inner,
+                                                   hard[lane], ignore_index);
+  }
+}
+
+template <class T>
+__global__ void softmax_cross_entropy_grad_kernel(const T* y, const T* soft, const int64_t* hard,
+                                                  const T* g, const T* gs, T* dx, Lanes l,
+                                                  int64_t ignore_index) {
+  PON_FOR_LANES(l) {
+    softmax_cross_entropy_grad_lane(y + b, soft ? soft + b : nullptr, hard ? hard + lane : nullptr,
+                                    g ? g + lane : nullptr, gs ? gs + b : nullptr, dx + b,
+                                    l.classes, l.inner, ignore_index);
+  }
+}
+
+// The launch shape over a lanes' lanes; false when there is nothing to compute.
+bool lanes_grid(const Lanes& l, Grid& grid) {
+  if (l.count() == 0 || l.classes == 0) return false;
+  grid = grid_for(l.count());
+  return true;
+}
+
+// Label pointers of a loss kernel: soft (x's dtype) or hard (int64), the other null.
+template <class T> const T* soft_labels(const LossAttrs& a, const Slots& in) {
+  return a.soft ? in(1).data<T>() : nullptr;
+}
+inline const int64_t* hard_labels(const LossAttrs& a, const Slots& in) {
+  return a.soft ? nullptr : in(1).data<int64_t>();
+}
+
+template <bool Log> class SoftmaxCuda {
+ public:
+  SoftmaxCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : lanes_(check_softmax(attrs, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    Grid grid;
+    if (!lanes_grid(lanes_, grid)) return;
+    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      softmax_kernel<Log><<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+          in(0).data<T>(), out(0).data<T>(), lanes_);
+    });
+    check_launch();
+  }
+
+ private:
+  Lanes lanes_;
+};
+
+template <bool Log> class SoftmaxGradCuda {
+ public:
+  SoftmaxGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : lanes_(check_softmax_grad(attrs, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    Grid grid;
+    if (!lanes_grid(lanes_, grid)) return;
+    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      softmax_grad_kernel<Log><<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+          in(0).data<T>(), in(1).data<T>(), out(0).data<T>(), lanes_);
+    });
+    check_launch();
+  }
+
+ private:
+  Lanes lanes_;
+};
+
+class CrossEntropyCuda {
+ public:
+  CrossEntropyCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : a_(attrs), lanes_(check_cross_entropy(a_, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    Grid grid;
+    if (!lanes_grid(lanes_, grid)) return;
+    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      cross_entropy_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+          in(0).data<T>(), soft_labels<T>(a_, in), hard_labels(a_, in), out(0).data<T>(),
+          lanes_, a_.ignore_index);
+    });
+    check_launch();
+  }
+
+ private:
+  LossAttrs a_;
+  Lanes lanes_;
+};
+
+class CrossEntropyGradCuda {
+ public:
+  CrossEntropyGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : a_(attrs), lanes_(check_cross_entropy_grad(a_, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    Grid grid;
+    if (!lanes_grid(lanes_, grid)) return;
+    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      cross_entropy_grad_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+          in(0).data<T>(), soft_labels<T>(a_, in), hard_labels(a_, in), in(2).data<T>(),
+          out(0).data<T>(), lanes_, a_.ignore_index);
+    });
+    check_launch();
+  }
+
+ private:
+  LossAttrs a_;
+  Lanes lanes_;
+};
+
+class SoftmaxWithCrossEntropyCuda {
+ public:
+  SoftmaxWithCrossEntropyCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : a_(attrs), lanes_(check_softmax_with_cross_entropy(attrs, a_, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    Grid grid;
+    if (!lanes_grid(lanes_, grid)) return;
+    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      softmax_cross_entropy_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+          in(0).data<T>(), soft_labels<T>(a_, in), hard_labels(a_, in), out(0).data<T>(),
+          out(1).data<T>(), lanes_, a_.ignore_index);
+    });
+    check_launch();
+  }
+
+ private:
+  LossAttrs a_;
+  Lanes lanes_;
+};
+
+class SoftmaxWithCrossEntropyGradCuda {
+ public:
+  SoftmaxWithCrossEntropyGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : a_(attrs), p_(check_softmax_with_cross_entropy_grad(attrs, a_, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    Grid grid;
+    if (!lanes_grid(p_.lanes, grid)) return;
+    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+      using T = decltype(t);
+      softmax_cross_entropy_grad_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+          in(0).data<T>(), soft_labels<T>(a_, in), hard_labels(a_, in),
+          p_.has_loss_grad ? in(2).data<T>() : nullptr,
+          p_.has_softmax_grad ? in(3).data<T>() : nullptr, out(0).data<T>(), p_.lanes,
+          a_.ignore_index);
+    });
+    check_launch();
+  }
+
+ private:
+  LossAttrs a_;
+  SwceGradPlan p_;
+};
+
+}  // namespace
+
+const pc::Family& softmax_cuda_kernels() {
+  static const pc::Family family = {
+      pc::kernel<SoftmaxCuda<false>>("softmax_cuda"),
+      pc::kernel<SoftmaxGradCuda<false>>("softmax_grad_cuda"),
+      pc::kernel<SoftmaxCuda<true>>("log_softmax_cuda"),
+      pc::kernel<SoftmaxGradCuda<true>>("log_softmax_grad_cuda"),
+      pc::kernel<CrossEntropyCuda>("cross_entropy_cuda"),
+      pc::kernel<CrossEntropyGradCuda>("cross_entropy_grad_cuda"),
+      pc::kernel<SoftmaxWithCrossEntropyCuda>("softmax_with_cross_entropy_cuda"),
+      pc::kernel<SoftmaxWithCrossEntropyGradCuda>("softmax_with_cross_entropy_grad_cuda"),
+  };
+  return family;
+}
+
+}  // namespace pon
