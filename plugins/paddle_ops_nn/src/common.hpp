@@ -20,6 +20,18 @@
 
 namespace pon {
 
+// a * b rounded on its own, never fused with a following add: nvcc contracts a * b + c into
+// an fma by default and the host build does not, so a formula that must give the CPU's bits on
+// the GPU (a random draw) multiplies with this.
+template <class T> PON_HD T mul_rounded(T a, T b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 4) return __fmul_rn(a, b);
+  else return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
 namespace pc = paddle_core;
 using pc::Attrs;
 using pc::Context;

@@ -31,7 +31,7 @@ inline void check_uniform(const UniformAttrs& a, const Slots& out) {
 
 template <class T> PON_HD T uniform_value(const Random& rng, int64_t i, double lo, double hi) {
   const T u = rng.uniform<T>(static_cast<uint64_t>(i));
-  const T v = static_cast<T>(lo) + static_cast<T>(hi - lo) * u;
+  const T v = static_cast<T>(lo) + mul_rounded(static_cast<T>(hi - lo), u);
   return v < static_cast<T>(hi) ? v : static_cast<T>(lo);  // rounding must not reach max
 }
 

@@ -215,6 +215,26 @@ inline SwceGradPlan check_softmax_with_cross_entropy_grad(const Attrs& attrs, co
   return p;
 }
 
+// accuracy: (x, label) -> (accuracy, correct, total), classes on the last axis, 1 <= k <= C.
+inline Lanes check_accuracy(int64_t k, const Slots& in, const Slots& out) {
+  Tensor x = in(0), label = in(1);
+  const int32_t axis = class_axis(x, -1, "x");
+  const Lanes lanes = lanes_of(x, axis);
+  expect_label(label, x, axis, false, "x");
+  if (k < 1 || k > lanes.classes)
+    fail("k=%lld is out of range for x %s: it must be in [1, %lld], the number of classes",
+         static_cast<long long>(k), x.describe().c_str(), static_cast<long long>(lanes.classes));
+  if (out(0).ndim() != 0) fail("accuracy must be 0-d, got %s", out(0).describe().c_str());
+  out(0).expect_dtype(PC_FLOAT32, "accuracy");
+  for (int32_t slot : {1, 2}) {
+    const char* what = slot == 1 ? "correct" : "total";
+    if (out(slot).ndim() != 0) fail("%s must be 0-d, got %s", what, out(slot).describe().c_str());
+    out(slot).expect_dtype(PC_INT64, what);
+  }
+  dispatch(x.dtype(), Floats{}, [](auto) {});
+  return lanes;
+}
+
 // -- one lane --------------------------------------------------------------------------------
 // x, y, ... point at the lane's first element; its n elements are s apart.
 
@@ -369,6 +389,21 @@ PON_HD void softmax_cross_entropy_grad_lane(const T* y, const T* soft, const int
       dx[i] += y[i] * (gs[i] - dot);
     }
   }
+}
+
+// Whether score a ranks above b: larger, and NaN above every number (like argmax).
+template <class T> PON_HD bool above(T a, T b) { return a > b || (a != a && b == b); }
+template <class T> PON_HD bool ties(T a, T b) { return a == b || (a != a && b != b); }
+
+// Whether label `want` is among the k best scores of one row of n (ties broken by the lower
+// class index, so k = 1 means argmax == label). A label outside [0, n) is a miss.
+template <class T> PON_HD bool accuracy_hit(const T* row, int64_t n, int64_t want, int64_t k) {
+  if (!label_in_range(want, n)) return false;
+  const T score = row[want];
+  int64_t rank = 0;  // classes ranked above the label
+  for (int64_t c = 0; c < n && rank < k; ++c)
+    rank += above(row[c], score) || (c < want && ties(row[c], score));
+  return rank < k;
 }
 
 }  // namespace pon

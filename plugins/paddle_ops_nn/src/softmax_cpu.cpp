@@ -223,31 +223,13 @@ class SoftmaxWithCrossEntropyGrad {
 
 // -- accuracy --------------------------------------------------------------------------------
 
-// Whether score a ranks above b: larger, and NaN above every number (like argmax).
-template <class T> bool above(T a, T b) { return a > b || (a != a && b == b); }
-template <class T> bool ties(T a, T b) { return a == b || (a != a && b != b); }
-
 // correct = rows whose label is among the k best scores (ties broken by the lower class index,
 // so k = 1 means argmax == label); total = rows; accuracy = correct / total (NaN with no rows).
 class Accuracy {
  public:
-  Accuracy(const Attrs& attrs, const Slots& in, const Slots& out) : k_(attrs.i("k")) {
-    Tensor x = in(0), label = in(1);
-    const int32_t axis = class_axis(x, -1, "x");
-    lanes_ = lanes_of(x, axis);
-    expect_label(label, x, axis, false, "x");
-    if (k_ < 1 || k_ > lanes_.classes)
-      fail("k=%lld is out of range for x %s: it must be in [1, %lld], the number of classes",
-           static_cast<long long>(k_), x.describe().c_str(),
-           static_cast<long long>(lanes_.classes));
-    if (out(0).ndim() != 0) fail("accuracy must be 0-d, got %s", out(0).describe().c_str());
-    out(0).expect_dtype(PC_FLOAT32, "accuracy");
-    for (int32_t slot : {1, 2}) {
-      const char* what = slot == 1 ? "correct" : "total";
-      if (out(slot).ndim() != 0) fail("%s must be 0-d, got %s", what, out(slot).describe().c_str());
-      out(slot).expect_dtype(PC_INT64, what);
-    }
-    fn_ = dispatch(x.dtype(), Floats{},
+  Accuracy(const Attrs& attrs, const Slots& in, const Slots& out)
+      : k_(attrs.i("k")), lanes_(check_accuracy(k_, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &Accuracy::compute<decltype(t)>; });
   }
 
@@ -267,15 +249,7 @@ class Accuracy {
     const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1));
     parallel_for(rows, threads, grain, [&](int64_t lo, int64_t hi) {
       int64_t mine = 0;
-      for (int64_t r = lo; r < hi; ++r) {
-        const T* row = x + r * n;
-        const int64_t want = label[r];
-        const T score = row[want];
-        int64_t rank = 0;  // classes ranked above the label
-        for (int64_t c = 0; c < n && rank < k_; ++c)
-          rank += above(row[c], score) || (c < want && ties(row[c], score));
-        mine += rank < k_;
-      }
+      for (int64_t r = lo; r < hi; ++r) mine += accuracy_hit(x + r * n, n, label[r], k_);
       correct += mine;
     });
     const int64_t hits = correct.load();

@@ -1,5 +1,5 @@
 // CUDA kernels of softmax and the losses built on it: softmax, log_softmax, cross_entropy,
-// softmax_with_cross_entropy, and their gradients. Same checks, lane computations
+// softmax_with_cross_entropy, their gradients, and accuracy. Same checks, lane computations
 // (softmax.hpp) and dtypes as softmax_cpu.cpp; one thread computes one lane, so results do not
 // depend on the launch shape.
 //
@@ -64,6 +64,22 @@ __global__ void softmax_cross_entropy_grad_kernel(const T* y, const T* soft, con
                                     g ? g + lane : nullptr, gs ? gs + b : nullptr, dx + b,
                                     l.classes, l.inner, ignore_index);
   }
+}
+
+// correct += the rows whose label is among the k best scores (one row per thread).
+template <class T>
+__global__ void accuracy_count_kernel(const T* x, const int64_t* label, Lanes l, int64_t k,
+                                      unsigned long long* correct) {
+  unsigned long long mine = 0;
+  PON_FOR_LANES(l) mine += accuracy_hit(x + b, l.classes, label[lane], k);
+  if (mine != 0) atomicAdd(correct, mine);
+}
+
+// accuracy = correct / total (NaN with no rows), total = rows.
+__global__ void accuracy_finish_kernel(const int64_t* correct, int64_t rows, float* accuracy,
+                                       int64_t* total) {
+  *accuracy = static_cast<float>(static_cast<double>(*correct) / static_cast<double>(rows));
+  *total = rows;
 }
 
 // The launch shape over a lanes' lanes; false when there is nothing to compute.
@@ -223,6 +239,40 @@ class SoftmaxWithCrossEntropyGradCuda {
   SwceGradPlan p_;
 };
 
+// A label outside [0, C) counts as a miss here (the CPU kernel fails on it).
+class AccuracyCuda {
+ public:
+  AccuracyCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : k_(attrs.i("k")), lanes_(check_accuracy(k_, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const cudaStream_t stream = stream_of(ctx);
+    int64_t* correct = out(1).data<int64_t>();
+    if (cudaMemsetAsync(correct, 0, sizeof(int64_t), stream) != cudaSuccess)
+      fail("CUDA memset failed: %s", cudaGetErrorString(cudaGetLastError()));
+    Grid grid;
+    if (lanes_grid(lanes_, grid)) {
+      dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+        using T = decltype(t);
+        static_assert(sizeof(unsigned long long) == sizeof(int64_t));
+        accuracy_count_kernel<<<grid.blocks, grid.threads, 0, stream>>>(
+            in(0).data<T>(), in(1).data<int64_t>(), lanes_, k_,
+            reinterpret_cast<unsigned long long*>(correct));
+      });
+      check_launch();
+    }
+    accuracy_finish_kernel<<<1, 1, 0, stream>>>(correct, lanes_.count(), out(0).data<float>(),
+                                                out(2).data<int64_t>());
+    check_launch();
+  }
+
+ private:
+  int64_t k_;
+  Lanes lanes_;
+};
+
 }  // namespace
 
 const pc::Family& softmax_cuda_kernels() {
@@ -235,6 +285,7 @@ const pc::Family& softmax_cuda_kernels() {
       pc::kernel<CrossEntropyGradCuda>("cross_entropy_grad_cuda"),
       pc::kernel<SoftmaxWithCrossEntropyCuda>("softmax_with_cross_entropy_cuda"),
       pc::kernel<SoftmaxWithCrossEntropyGradCuda>("softmax_with_cross_entropy_grad_cuda"),
+      pc::kernel<AccuracyCuda>("accuracy_cuda"),
   };
   return family;
 }

@@ -73,6 +73,7 @@ SHAPES = [(), (7,), (0, 5), (1025, 33)]
 def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     forward = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | set(OPTIMIZERS) | set(RANDOM)
+    forward.add("accuracy")
     grads = {f"{op}_grad" for op in set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | {"dropout"}}
     assert declared == forward | grads
 
@@ -167,6 +168,16 @@ def test_softmax_with_cross_entropy_and_its_gradient(dtype, soft, axis, drop):
         {"loss_grad": loss_grad, "softmax_grad": sm_grad},
     ):
         on_both("softmax_with_cross_entropy_grad", {"softmax": sm, "label": label, **grads}, attrs)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_accuracy(dtype, k):
+    x = rand((301, 4), dtype)
+    x[0, :] = x[0, 0]  # ties go to the lower class index
+    x[1, 2] = np.nan  # NaN ranks above every number
+    on_both("accuracy", {"x": x, "label": hard_labels(301, 4)}, {"k": k})
+    on_both("accuracy", {"x": x[:0], "label": hard_labels(0, 4)}, {"k": k})  # no rows: NaN
 
 
 def test_a_label_out_of_range_gives_nan_on_the_gpu_instead_of_reading_out_of_bounds():
