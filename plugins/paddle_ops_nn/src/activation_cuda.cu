@@ -29,14 +29,10 @@ template <class F> class MapCuda {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int64_t n = in(0).numel();
-    if (n == 0) return;
-    const Grid grid = grid_for(n);
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      map_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(in(0).data<T>(),
-                                                                   out(0).data<T>(), n, f_);
+      map_kernel<<<g.blocks, g.threads, 0, stream>>>(in(0).data<T>(), out(0).data<T>(), n, f_);
     });
-    check_launch();
   }
 
  private:
@@ -53,14 +49,11 @@ template <class G> class GradMapCuda {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int64_t n = in(0).numel();
-    if (n == 0) return;
-    const Grid grid = grid_for(n);
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      grad_map_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
-          in(0).data<T>(), in(1).data<T>(), out(0).data<T>(), n, g_);
+      grad_map_kernel<<<g.blocks, g.threads, 0, stream>>>(in(0).data<T>(), in(1).data<T>(),
+                                                          out(0).data<T>(), n, g_);
     });
-    check_launch();
   }
 
  private:

@@ -51,14 +51,11 @@ class SgdCuda {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int64_t n = in(0).numel();
-    if (n == 0) return;
-    const Grid grid = grid_for(n);
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      sgd_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
-          in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), out(0).data<T>(), n);
+      sgd_kernel<<<g.blocks, g.threads, 0, stream>>>(in(0).data<T>(), in(1).data<T>(),
+                                                     in(2).data<T>(), out(0).data<T>(), n);
     });
-    check_launch();
   }
 };
 
@@ -72,15 +69,12 @@ class MomentumCuda {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int64_t n = in(0).numel();
-    if (n == 0) return;
-    const Grid grid = grid_for(n);
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      momentum_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      momentum_kernel<<<g.blocks, g.threads, 0, stream>>>(
           in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), in(3).data<T>(),
           static_cast<T>(mu_), nesterov_, out(0).data<T>(), out(1).data<T>(), n);
     });
-    check_launch();
   }
 
  private:
@@ -98,21 +92,18 @@ template <bool kDecoupledDecay> class AdamCuda {
   // The beta powers advance even when param is empty, as on the CPU.
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int64_t n = in(0).numel();
-    const cudaStream_t stream = stream_of(ctx);
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      if (n > 0) {
-        const Grid grid = grid_for(n);
-        adam_kernel<<<grid.blocks, grid.threads, 0, stream>>>(
-            a_, in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), in(3).data<T>(),
-            in(4).data<T>(), in(5).data<T>(), in(6).data<T>(), out(0).data<T>(),
-            out(1).data<T>(), out(2).data<T>(), n);
-        check_launch();
-      }
+      adam_kernel<<<g.blocks, g.threads, 0, stream>>>(
+          a_, in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), in(3).data<T>(),
+          in(4).data<T>(), in(5).data<T>(), in(6).data<T>(), out(0).data<T>(), out(1).data<T>(),
+          out(2).data<T>(), n);
+    });
+    launch_floats(1, in(0).dtype(), ctx, [&](auto t, Grid, cudaStream_t stream) {
+      using T = decltype(t);
       adam_pows_kernel<<<1, 1, 0, stream>>>(a_, in(4).data<T>(), in(5).data<T>(),
                                            out(3).data<T>(), out(4).data<T>());
     });
-    check_launch();
   }
 
  private:

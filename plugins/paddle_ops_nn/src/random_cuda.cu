@@ -45,15 +45,11 @@ class UniformRandomCuda {
 
   void run(const Slots&, const Slots& out, const Context& ctx) const {
     const int64_t n = out(0).numel();
-    if (n == 0) return;
     const Random rng(ctx, a_.seed);
-    const Grid grid = grid_for(n);
-    dispatch(out(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, out(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      uniform_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(rng, a_.lo, a_.hi,
-                                                                       out(0).data<T>(), n);
+      uniform_kernel<<<g.blocks, g.threads, 0, stream>>>(rng, a_.lo, a_.hi, out(0).data<T>(), n);
     });
-    check_launch();
   }
 
  private:
@@ -69,15 +65,12 @@ template <bool kTruncated> class GaussianRandomCuda {
 
   void run(const Slots&, const Slots& out, const Context& ctx) const {
     const int64_t n = out(0).numel();
-    if (n == 0) return;
     const Random rng(ctx, a_.seed);
-    const Grid grid = grid_for(n);
-    dispatch(out(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, out(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      gaussian_kernel<kTruncated><<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
-          rng, a_.mean, a_.std, out(0).data<T>(), n);
+      gaussian_kernel<kTruncated><<<g.blocks, g.threads, 0, stream>>>(rng, a_.mean, a_.std,
+                                                                      out(0).data<T>(), n);
     });
-    check_launch();
   }
 
  private:
@@ -93,16 +86,13 @@ class DropoutCuda {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int64_t n = in(0).numel();
-    if (n == 0) return;
     const Random rng(ctx, a_.seed);
-    const Grid grid = grid_for(n);
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      dropout_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      dropout_kernel<<<g.blocks, g.threads, 0, stream>>>(
           rng, a_.test, static_cast<float>(a_.p), static_cast<T>(a_.scale()), in(0).data<T>(),
           out(0).data<T>(), out(1).data<uint8_t>(), n);
     });
-    check_launch();
   }
 
  private:
@@ -118,15 +108,12 @@ class DropoutGradCuda {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int64_t n = in(1).numel();
-    if (n == 0) return;
-    const Grid grid = grid_for(n);
-    dispatch(in(1).dtype(), Floats{}, [&](auto t) {
+    launch_floats(n, in(1).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
       using T = decltype(t);
-      dropout_grad_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      dropout_grad_kernel<<<g.blocks, g.threads, 0, stream>>>(
           in(0).data<uint8_t>(), in(1).data<T>(), static_cast<T>(a_.scale()), out(0).data<T>(),
           n);
     });
-    check_launch();
   }
 
  private:

@@ -82,12 +82,8 @@ __global__ void accuracy_finish_kernel(const int64_t* correct, int64_t rows, flo
   *total = rows;
 }
 
-// The launch shape over a lanes' lanes; false when there is nothing to compute.
-bool lanes_grid(const Lanes& l, Grid& grid) {
-  if (l.count() == 0 || l.classes == 0) return false;
-  grid = grid_for(l.count());
-  return true;
-}
+// The work items of a lanes kernel: its lanes, none when they are empty.
+int64_t lane_work(const Lanes& l) { return l.classes == 0 ? 0 : l.count(); }
 
 // Label pointers of a loss kernel: soft (x's dtype) or hard (int64), the other null.
 template <class T> const T* soft_labels(const LossAttrs& a, const Slots& in) {
@@ -105,14 +101,11 @@ template <bool Log> class SoftmaxCuda {
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    Grid grid;
-    if (!lanes_grid(lanes_, grid)) return;
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(lane_work(lanes_), in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t s) {
       using T = decltype(t);
-      softmax_kernel<Log><<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      softmax_kernel<Log><<<g.blocks, g.threads, 0, s>>>(
           in(0).data<T>(), out(0).data<T>(), lanes_);
     });
-    check_launch();
   }
 
  private:
@@ -127,14 +120,11 @@ template <bool Log> class SoftmaxGradCuda {
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    Grid grid;
-    if (!lanes_grid(lanes_, grid)) return;
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(lane_work(lanes_), in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t s) {
       using T = decltype(t);
-      softmax_grad_kernel<Log><<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      softmax_grad_kernel<Log><<<g.blocks, g.threads, 0, s>>>(
           in(0).data<T>(), in(1).data<T>(), out(0).data<T>(), lanes_);
     });
-    check_launch();
   }
 
  private:
@@ -149,15 +139,12 @@ class CrossEntropyCuda {
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    Grid grid;
-    if (!lanes_grid(lanes_, grid)) return;
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(lane_work(lanes_), in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t s) {
       using T = decltype(t);
-      cross_entropy_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      cross_entropy_kernel<<<g.blocks, g.threads, 0, s>>>(
           in(0).data<T>(), soft_labels<T>(a_, in), hard_labels(a_, in), out(0).data<T>(),
           lanes_, a_.ignore_index);
     });
-    check_launch();
   }
 
  private:
@@ -173,15 +160,12 @@ class CrossEntropyGradCuda {
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    Grid grid;
-    if (!lanes_grid(lanes_, grid)) return;
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(lane_work(lanes_), in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t s) {
       using T = decltype(t);
-      cross_entropy_grad_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      cross_entropy_grad_kernel<<<g.blocks, g.threads, 0, s>>>(
           in(0).data<T>(), soft_labels<T>(a_, in), hard_labels(a_, in), in(2).data<T>(),
           out(0).data<T>(), lanes_, a_.ignore_index);
     });
-    check_launch();
   }
 
  private:
@@ -197,15 +181,12 @@ class SoftmaxWithCrossEntropyCuda {
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    Grid grid;
-    if (!lanes_grid(lanes_, grid)) return;
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(lane_work(lanes_), in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t s) {
       using T = decltype(t);
-      softmax_cross_entropy_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      softmax_cross_entropy_kernel<<<g.blocks, g.threads, 0, s>>>(
           in(0).data<T>(), soft_labels<T>(a_, in), hard_labels(a_, in), out(0).data<T>(),
           out(1).data<T>(), lanes_, a_.ignore_index);
     });
-    check_launch();
   }
 
  private:
@@ -221,17 +202,14 @@ class SoftmaxWithCrossEntropyGradCuda {
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    Grid grid;
-    if (!lanes_grid(p_.lanes, grid)) return;
-    dispatch(in(0).dtype(), Floats{}, [&](auto t) {
+    launch_floats(lane_work(p_.lanes), in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t s) {
       using T = decltype(t);
-      softmax_cross_entropy_grad_kernel<<<grid.blocks, grid.threads, 0, stream_of(ctx)>>>(
+      softmax_cross_entropy_grad_kernel<<<g.blocks, g.threads, 0, s>>>(
           in(0).data<T>(), soft_labels<T>(a_, in), hard_labels(a_, in),
           p_.has_loss_grad ? in(2).data<T>() : nullptr,
           p_.has_softmax_grad ? in(3).data<T>() : nullptr, out(0).data<T>(), p_.lanes,
           a_.ignore_index);
     });
-    check_launch();
   }
 
  private:
@@ -252,17 +230,13 @@ class AccuracyCuda {
     int64_t* correct = out(1).data<int64_t>();
     if (cudaMemsetAsync(correct, 0, sizeof(int64_t), stream) != cudaSuccess)
       fail("CUDA memset failed: %s", cudaGetErrorString(cudaGetLastError()));
-    Grid grid;
-    if (lanes_grid(lanes_, grid)) {
-      dispatch(in(0).dtype(), Floats{}, [&](auto t) {
-        using T = decltype(t);
-        static_assert(sizeof(unsigned long long) == sizeof(int64_t));
-        accuracy_count_kernel<<<grid.blocks, grid.threads, 0, stream>>>(
-            in(0).data<T>(), in(1).data<int64_t>(), lanes_, k_,
-            reinterpret_cast<unsigned long long*>(correct));
-      });
-      check_launch();
-    }
+    static_assert(sizeof(unsigned long long) == sizeof(int64_t));
+    launch_floats(lane_work(lanes_), in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t s) {
+      using T = decltype(t);
+      accuracy_count_kernel<<<g.blocks, g.threads, 0, s>>>(
+          in(0).data<T>(), in(1).data<int64_t>(), lanes_, k_,
+          reinterpret_cast<unsigned long long*>(correct));
+    });
     accuracy_finish_kernel<<<1, 1, 0, stream>>>(correct, lanes_.count(), out(0).data<float>(),
                                                 out(2).data<int64_t>());
     check_launch();
