@@ -14,56 +14,60 @@ namespace pon {
 namespace {
 
 // Grid-stride loop over the lanes: f(lane, offset of its first element).
-#define PON_FOR_LANES(l)                                                       \
-  for (int64_t lane = first_index(); lane < (l).count(); lane += index_step()) \
-    if (const int64_t b = (l).base(lane); true)
+template <class F> __device__ void for_each_lane(const Lanes& l, F&& f) {
+  for (int64_t lane = first_index(); lane < l.count(); lane += index_step()) f(lane, l.base(lane));
+}
 
 template <bool Log, class T> __global__ void softmax_kernel(const T* x, T* y, Lanes l) {
-  PON_FOR_LANES(l) softmax_or_log_lane<Log>(x + b, y + b, l.classes, l.inner);
+  for_each_lane(l, [&](int64_t, int64_t b) {
+    softmax_or_log_lane<Log>(x + b, y + b, l.classes, l.inner);
+  });
 }
 
 template <bool Log, class T>
 __global__ void softmax_grad_kernel(const T* y, const T* g, T* dx, Lanes l) {
-  PON_FOR_LANES(l) softmax_grad_lane<Log>(y + b, g + b, dx + b, l.classes, l.inner);
+  for_each_lane(l, [&](int64_t, int64_t b) {
+    softmax_grad_lane<Log>(y + b, g + b, dx + b, l.classes, l.inner);
+  });
 }
 
 template <class T>
 __global__ void cross_entropy_kernel(const T* x, const T* soft, const int64_t* hard, T* loss,
                                      Lanes l, int64_t ignore_index) {
-  PON_FOR_LANES(l) {
+  for_each_lane(l, [&](int64_t lane, int64_t b) {
     loss[lane] = soft ? cross_entropy_soft(x + b, soft + b, l.classes)
                       : cross_entropy_hard(x + b, l.classes, hard[lane], ignore_index);
-  }
+  });
 }
 
 template <class T>
 __global__ void cross_entropy_grad_kernel(const T* x, const T* soft, const int64_t* hard,
                                           const T* g, T* dx, Lanes l, int64_t ignore_index) {
-  PON_FOR_LANES(l) {
+  for_each_lane(l, [&](int64_t lane, int64_t b) {
     if (soft) cross_entropy_grad_soft(x + b, soft + b, g[lane], dx + b, l.classes);
     else cross_entropy_grad_hard(x + b, g[lane], dx + b, l.classes, hard[lane], ignore_index);
-  }
+  });
 }
 
 template <class T>
 __global__ void softmax_cross_entropy_kernel(const T* x, const T* soft, const int64_t* hard,
                                              T* sm, T* loss, Lanes l, int64_t ignore_index) {
-  PON_FOR_LANES(l) {
+  for_each_lane(l, [&](int64_t lane, int64_t b) {
     loss[lane] = soft ? softmax_cross_entropy_soft(x + b, soft + b, sm + b, l.classes, l.inner)
                       : softmax_cross_entropy_hard(x + b, sm + b, l.classes, l.inner,
                                                    hard[lane], ignore_index);
-  }
+  });
 }
 
 template <class T>
 __global__ void softmax_cross_entropy_grad_kernel(const T* y, const T* soft, const int64_t* hard,
                                                   const T* g, const T* gs, T* dx, Lanes l,
                                                   int64_t ignore_index) {
-  PON_FOR_LANES(l) {
+  for_each_lane(l, [&](int64_t lane, int64_t b) {
     softmax_cross_entropy_grad_lane(y + b, soft ? soft + b : nullptr, hard ? hard + lane : nullptr,
                                     g ? g + lane : nullptr, gs ? gs + b : nullptr, dx + b,
                                     l.classes, l.inner, ignore_index);
-  }
+  });
 }
 
 // correct += the rows whose label is among the k best scores (one row per thread).
@@ -71,7 +75,9 @@ template <class T>
 __global__ void accuracy_count_kernel(const T* x, const int64_t* label, Lanes l, int64_t k,
                                       unsigned long long* correct) {
   unsigned long long mine = 0;
-  PON_FOR_LANES(l) mine += accuracy_hit(x + b, l.classes, label[lane], k);
+  for_each_lane(l, [&](int64_t lane, int64_t b) {
+    mine += accuracy_hit(x + b, l.classes, label[lane], k);
+  });
   if (mine != 0) atomicAdd(correct, mine);
 }
 
