@@ -27,7 +27,7 @@ if [ -d .whl ]; then
   "$PY" -m pip install --quiet --no-index --no-deps .whl/*.whl
 fi
 echo "==> building paddle-core and the plugins with their CUDA kernels"
-export SKBUILD_CMAKE_DEFINE="PADDLE_OPS_MATH_CUDA=ON"
+export SKBUILD_CMAKE_DEFINE="PADDLE_OPS_MATH_CUDA=ON;PADDLE_OPS_NN_CUDA=ON"
 "$PY" -m pip install --quiet --no-index --no-deps --no-build-isolation .
 "$PY" -m pip install --quiet --no-index --no-deps --no-build-isolation \
   ./plugins/paddle_ops_math ./plugins/paddle_ops_nn

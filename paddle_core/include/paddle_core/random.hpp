@@ -12,6 +12,11 @@
 // With a nonzero seed the numbers are the same on every run (a fixed mask, a fixed
 // initialisation); with seed 0 they come from the op's key and the run's counter, which the
 // core provides (pc_context), so successive runs differ and a rerun reproduces them.
+//
+// Under nvcc the generator is __host__ __device__ (PADDLE_CORE_HD): build the Random in run()
+// on the host, pass it to a CUDA kernel by value, and element i gets the same bits there as on
+// the CPU (uniform numbers are then equal; normal ones may differ in the last bits, device log
+// and cos being within 1-2 ulp).
 #ifndef PADDLE_CORE_RANDOM_HPP_
 #define PADDLE_CORE_RANDOM_HPP_
 
@@ -20,13 +25,19 @@
 
 #include "paddle_core/kernel.hpp"
 
+#if defined(__CUDACC__)
+#define PADDLE_CORE_HD __host__ __device__
+#else
+#define PADDLE_CORE_HD
+#endif
+
 namespace paddle_core {
 
 // Philox4x32 with 10 rounds: four 32-bit random words for a 128-bit counter and a 64-bit key.
 struct Philox {
   uint32_t key[2];
 
-  void block(const uint32_t counter[4], uint32_t out[4]) const {
+  PADDLE_CORE_HD void block(const uint32_t counter[4], uint32_t out[4]) const {
     uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
     uint32_t k0 = key[0], k1 = key[1];
     for (int round = 0; round < 10; ++round) {
@@ -45,7 +56,7 @@ struct Philox {
 };
 
 // splitmix64: spreads a seed's bits over the whole key (seeds 1 and 2 give unrelated streams).
-inline uint64_t mix64(uint64_t x) {
+PADDLE_CORE_HD inline uint64_t mix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -63,14 +74,14 @@ class Random {
   }
 
   // The four words of block `index` (elements 4 * index .. 4 * index + 3).
-  void bits(uint64_t index, uint32_t out[4]) const {
+  PADDLE_CORE_HD void bits(uint64_t index, uint32_t out[4]) const {
     const uint32_t counter[4] = {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32),
                                  static_cast<uint32_t>(run_), static_cast<uint32_t>(run_ >> 32)};
     philox_.block(counter, out);
   }
 
   // A uniform number in [0, 1) for element i: 24 random bits for float, 53 for double.
-  template <class T> T uniform(uint64_t i) const {
+  template <class T> PADDLE_CORE_HD T uniform(uint64_t i) const {
     uint32_t w[4];
     if constexpr (sizeof(T) == 4) {
       bits(i / 4, w);
@@ -84,7 +95,7 @@ class Random {
   }
 
   // A standard normal number for element i (Box-Muller on two uniforms of its own block).
-  template <class T> T normal(uint64_t i) const {
+  template <class T> PADDLE_CORE_HD T normal(uint64_t i) const {
     uint32_t w[4];
     bits(i, w);
     const double u1 = (static_cast<double>(w[0]) + 1.0) / 4294967296.0;  // (0, 1]

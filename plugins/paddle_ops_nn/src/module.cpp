@@ -1,5 +1,7 @@
 // paddle_ops_nn._C: the kernel table the core loads (see paddle_core/pybind.hpp). The only file
 // that includes pybind11.
+#include <string>
+
 #include <paddle_core/pybind.hpp>
 
 #include "engine.hpp"
@@ -14,14 +16,38 @@ const paddle_core::Family& optimizer_kernels();
 const paddle_core::Family& pool_kernels();
 const paddle_core::Family& random_kernels();
 const paddle_core::Family& softmax_kernels();
+#ifdef PADDLE_OPS_NN_WITH_CUDA
+// One family per CUDA source file (src/<family>_cuda.cu).
+const paddle_core::Family& activation_cuda_kernels();
+const paddle_core::Family& optimizer_cuda_kernels();
+const paddle_core::Family& random_cuda_kernels();
+const paddle_core::Family& softmax_cuda_kernels();
+#endif
 }  // namespace pon
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "Compiled CPU kernels of paddle-ops-nn.";
+  m.doc() = "Compiled kernels of paddle-ops-nn: CPU, and CUDA when built with a toolkit.";
   paddle_core::export_kernels(
       m, {&pon::activation_kernels(), &pon::conv_kernels(), &pon::embedding_kernels(),
           &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
-          &pon::random_kernels(), &pon::softmax_kernels()});
+          &pon::random_kernels(), &pon::softmax_kernels(),
+#ifdef PADDLE_OPS_NN_WITH_CUDA
+          &pon::activation_cuda_kernels(), &pon::optimizer_cuda_kernels(),
+          &pon::random_cuda_kernels(), &pon::softmax_cuda_kernels(),
+#endif
+      });
+#ifdef PADDLE_OPS_NN_WITH_CUDA
+  constexpr bool with_cuda = true;
+  const char* architectures = PADDLE_OPS_NN_CUDA_ARCHITECTURES;
+#else
+  constexpr bool with_cuda = false;
+  const char* architectures = "";
+#endif
+  m.def("built_with_cuda", [] { return with_cuda; },
+        "Whether this build has the CUDA kernels (*_cuda); the CPU kernels are always there.");
+  m.def("cuda_architectures", [architectures] { return std::string(architectures); },
+        "The CUDA architectures the kernels were compiled for (CMAKE_CUDA_ARCHITECTURES, "
+        "comma-separated, e.g. '80,90'); empty without CUDA.");
   // The oneDNN switch behind paddle_ops_nn.onednn.
   m.attr("ONEDNN_BUILT") = pon::kOnednnBuilt;
   m.def("onednn_enabled", &pon::onednn_enabled);

@@ -4,16 +4,15 @@ refuses host memory instead of faulting. The GPU results are test_cuda_kernels.p
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import ROOT, run_cli
+from cuda_helpers import cpu_manifest as installed_cpu_manifest
+from cuda_helpers import cuda_compiler, kernel_dtypes, parse
 
 import paddle_core as pc
 from paddle_core._src.plugins.discovery import PluginRecord, record_from_manifest
@@ -27,45 +26,8 @@ SOURCE_MANIFEST = PLUGIN / "src" / "cuda_kernels.pbtxt"  # installed as ops/cuda
 INSTALLED_OPS = Path(math_kernels.__file__).parent / "ops"
 
 
-@functools.cache
-def cuda_compiler() -> str | None:
-    """The nvcc a build of the plugin finds (cuda.cmake's rule): $CUDACXX, else nvcc on PATH,
-    in $CUDA_PATH/bin or in /usr/local/cuda/bin; None if it does not run (CMake, which tries
-    it on a test file, would not take it either)."""
-    if os.environ.get("CUDACXX"):
-        found = os.environ["CUDACXX"].split()[0]
-    else:
-        homes = [os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
-        candidates = [shutil.which("nvcc")] + [str(Path(h) / "bin" / "nvcc") for h in homes if h]
-        found = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
-    if found is None:
-        return None
-    try:
-        subprocess.run([found, "--version"], check=True, capture_output=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return found
-
-
-def parse(path: Path) -> pb.PluginManifest:
-    from google.protobuf import text_format
-
-    return text_format.Parse(path.read_text(encoding="utf-8"), pb.PluginManifest())
-
-
-def kernel_dtypes(manifest: pb.PluginManifest, device: str) -> dict[str, tuple[int, ...]]:
-    """{op: dtypes} of the ``device`` kernels, from ops and kernel packs."""
-    packs = [(o.proto.type, o.kernels) for o in manifest.ops]
-    packs += [(p.op, p.kernels) for p in manifest.kernel_packs]
-    return {op: tuple(k.dtypes) for op, ks in packs for k in ks if k.device == device}
-
-
 def cpu_manifest() -> pb.PluginManifest:
-    merged = pb.PluginManifest()
-    for path in sorted(INSTALLED_OPS.glob("*.pbtxt")):
-        if path.name != "cuda.pbtxt":
-            merged.MergeFrom(parse(path))
-    return merged
+    return installed_cpu_manifest(INSTALLED_OPS)
 
 
 built = pytest.mark.skipif(

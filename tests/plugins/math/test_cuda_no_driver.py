@@ -5,141 +5,22 @@ tests run the kernels there) or when the plugin was built without CUDA."""
 
 from __future__ import annotations
 
-import ctypes
+from functools import partial
 
 import numpy as np
 import pytest
+from cuda_helpers import PC_ERROR, Slots, has_cuda_driver
+from cuda_helpers import prepare_and_run as run_kernel
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 from paddle_ops_math import kernels as math_kernels
 
-PC_DTYPES = {"bool": 1, "float32": 9}
-PC_DEVICE_CUDA, PC_ERROR = 2, 1
-
-
-def has_cuda_driver() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    return True
-
+prepare_and_run = partial(run_kernel, math_kernels)
 
 pytestmark = [
     pytest.mark.skipif(not math_kernels.built_with_cuda(), reason="built without CUDA"),
     pytest.mark.skipif(has_cuda_driver(), reason="a CUDA driver is here: the GPU tests run them"),
 ]
-
-# -- kernel_abi.h in ctypes ------------------------------------------------------------------------
-
-
-class Tensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("ndim", ctypes.c_int32),
-        ("dtype", ctypes.c_int32),
-        ("device_type", ctypes.c_int32),
-        ("device_index", ctypes.c_int32),
-    ]
-
-
-class Tensors(ctypes.Structure):
-    _fields_ = [
-        ("items", ctypes.POINTER(Tensor)),
-        ("slot_begin", ctypes.POINTER(ctypes.c_int32)),
-        ("num_slots", ctypes.c_int32),
-        ("num_items", ctypes.c_int32),
-    ]
-
-
-class Attrs(ctypes.Structure):
-    _fields_ = [("items", ctypes.c_void_p), ("count", ctypes.c_int32)]
-
-
-class Context(ctypes.Structure):
-    _fields_ = [
-        ("stream", ctypes.c_void_p),
-        ("num_threads", ctypes.c_int32),
-        ("struct_size", ctypes.c_int32),
-        ("message", ctypes.c_char_p),
-        ("message_capacity", ctypes.c_size_t),
-        ("random_key", ctypes.c_uint64),
-        ("random_counter", ctypes.c_uint64),
-    ]
-
-
-Prepare = ctypes.CFUNCTYPE(
-    ctypes.c_int32,
-    ctypes.POINTER(Attrs),
-    ctypes.POINTER(Tensors),
-    ctypes.POINTER(Tensors),
-    ctypes.POINTER(Context),
-    ctypes.POINTER(ctypes.c_void_p),
-)
-Run = ctypes.CFUNCTYPE(
-    ctypes.c_int32,
-    ctypes.c_void_p,
-    ctypes.POINTER(Tensors),
-    ctypes.POINTER(Tensors),
-    ctypes.POINTER(Context),
-)
-Release = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class Kernel(ctypes.Structure):
-    _fields_ = [
-        ("abi_version", ctypes.c_uint32),
-        ("struct_size", ctypes.c_uint32),
-        ("name", ctypes.c_char_p),
-        ("prepare", Prepare),
-        ("run", Run),
-        ("release", Release),
-    ]
-
-
-def kernel(name: str) -> Kernel:
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    return Kernel.from_address(get(math_kernels.kernels()[name], b"paddle_core.kernel"))
-
-
-class Slots:
-    """pc_tensors over CUDA-tagged views of arrays, one per slot (kept alive with it)."""
-
-    def __init__(self, *arrays: np.ndarray):
-        self.arrays = arrays
-        self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
-        self.items = (Tensor * len(arrays))()
-        for item, a, shape in zip(self.items, arrays, self.shapes):
-            item.shape, item.strides = shape, None
-            item.ndim, item.dtype = a.ndim, PC_DTYPES[a.dtype.name]
-            item.device_type = PC_DEVICE_CUDA
-        self.begin = (ctypes.c_int32 * (len(arrays) + 1))(*range(len(arrays) + 1))
-        self.raw = Tensors(self.items, self.begin, len(arrays), len(arrays))
-
-    def bind(self) -> None:  # host addresses: never dereferenced, the launch fails first
-        for item, a in zip(self.items, self.arrays):
-            item.data = a.ctypes.data
-
-
-def prepare_and_run(name: str, ins: Slots, outs: Slots) -> tuple[int, str]:
-    """Run kernel ``name`` once; (status of run, its message). Prepare must succeed."""
-    k = kernel(name)
-    message = ctypes.create_string_buffer(512)
-    ctx = Context(None, 1, ctypes.sizeof(Context), ctypes.cast(message, ctypes.c_char_p), 512)
-    state = ctypes.c_void_p()
-    attrs = Attrs(None, 0)
-    status = k.prepare(ctypes.byref(attrs), ins.raw, outs.raw, ctypes.byref(ctx), state)
-    assert status == 0, message.value.decode()
-    ins.bind()
-    outs.bind()
-    try:
-        status = k.run(state, ins.raw, outs.raw, ctypes.byref(ctx))
-    finally:
-        k.release(state)
-    return status, message.value.decode() if status else ""
 
 
 def float32(*shape: int) -> np.ndarray:

@@ -1,0 +1,184 @@
+"""What the CUDA tests of every plugin share (tests/plugins/*/test_*cuda*.py): where a build
+finds nvcc, the manifests of the CUDA kernels, and a ctypes mirror of kernel_abi.h to call a
+kernel straight through the C ABI (prepare, run, release) where no CUDA driver is."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from paddle_core.proto import framework_pb2 as pb
+
+PC_DTYPES = {"bool": 1, "uint8": 6, "float32": 9}
+PC_DEVICE_CUDA, PC_ERROR = 2, 1
+
+
+@functools.cache
+def cuda_compiler() -> str | None:
+    """The nvcc a build of the plugin finds (the SDK's paddle_core_cuda_kernels rule):
+    $CUDACXX, else nvcc on PATH, in $CUDA_PATH/bin or in /usr/local/cuda/bin; None if it does
+    not run (CMake, which tries it on a test file, would not take it either)."""
+    if os.environ.get("CUDACXX"):
+        found = os.environ["CUDACXX"].split()[0]
+    else:
+        homes = [os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+        candidates = [shutil.which("nvcc")] + [str(Path(h) / "bin" / "nvcc") for h in homes if h]
+        found = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    if found is None:
+        return None
+    try:
+        subprocess.run([found, "--version"], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found
+
+
+def parse(path: Path) -> pb.PluginManifest:
+    from google.protobuf import text_format
+
+    return text_format.Parse(path.read_text(encoding="utf-8"), pb.PluginManifest())
+
+
+def kernel_dtypes(manifest: pb.PluginManifest, device: str) -> dict[str, tuple[int, ...]]:
+    """{op: dtypes} of the ``device`` kernels, from ops and kernel packs."""
+    packs = [(o.proto.type, o.kernels) for o in manifest.ops]
+    packs += [(p.op, p.kernels) for p in manifest.kernel_packs]
+    return {op: tuple(k.dtypes) for op, ks in packs for k in ks if k.device == device}
+
+
+def cpu_manifest(ops: Path) -> pb.PluginManifest:
+    """The installed manifest parts in ``ops``, but the CUDA one, merged."""
+    merged = pb.PluginManifest()
+    for path in sorted(ops.glob("*.pbtxt")):
+        if path.name != "cuda.pbtxt":
+            merged.MergeFrom(parse(path))
+    return merged
+
+
+def has_cuda_driver() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+# -- kernel_abi.h in ctypes ------------------------------------------------------------------
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("ndim", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+        ("device_type", ctypes.c_int32),
+        ("device_index", ctypes.c_int32),
+    ]
+
+
+class Tensors(ctypes.Structure):
+    _fields_ = [
+        ("items", ctypes.POINTER(Tensor)),
+        ("slot_begin", ctypes.POINTER(ctypes.c_int32)),
+        ("num_slots", ctypes.c_int32),
+        ("num_items", ctypes.c_int32),
+    ]
+
+
+class Attrs(ctypes.Structure):
+    _fields_ = [("items", ctypes.c_void_p), ("count", ctypes.c_int32)]
+
+
+class Context(ctypes.Structure):
+    _fields_ = [
+        ("stream", ctypes.c_void_p),
+        ("num_threads", ctypes.c_int32),
+        ("struct_size", ctypes.c_int32),
+        ("message", ctypes.c_char_p),
+        ("message_capacity", ctypes.c_size_t),
+        ("random_key", ctypes.c_uint64),
+        ("random_counter", ctypes.c_uint64),
+    ]
+
+
+Prepare = ctypes.CFUNCTYPE(
+    ctypes.c_int32,
+    ctypes.POINTER(Attrs),
+    ctypes.POINTER(Tensors),
+    ctypes.POINTER(Tensors),
+    ctypes.POINTER(Context),
+    ctypes.POINTER(ctypes.c_void_p),
+)
+Run = ctypes.CFUNCTYPE(
+    ctypes.c_int32,
+    ctypes.c_void_p,
+    ctypes.POINTER(Tensors),
+    ctypes.POINTER(Tensors),
+    ctypes.POINTER(Context),
+)
+Release = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class Kernel(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_uint32),
+        ("struct_size", ctypes.c_uint32),
+        ("name", ctypes.c_char_p),
+        ("prepare", Prepare),
+        ("run", Run),
+        ("release", Release),
+    ]
+
+
+def kernel(module: ModuleType, name: str) -> Kernel:
+    """Kernel ``name`` of a plugin's kernel module (its ``kernels()`` table)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return Kernel.from_address(get(module.kernels()[name], b"paddle_core.kernel"))
+
+
+class Slots:
+    """pc_tensors over CUDA-tagged views of arrays, one per slot (kept alive with it)."""
+
+    def __init__(self, *arrays: np.ndarray):
+        self.arrays = arrays
+        self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
+        self.items = (Tensor * len(arrays))()
+        for item, a, shape in zip(self.items, arrays, self.shapes):
+            item.shape, item.strides = shape, None
+            item.ndim, item.dtype = a.ndim, PC_DTYPES[a.dtype.name]
+            item.device_type = PC_DEVICE_CUDA
+        self.begin = (ctypes.c_int32 * (len(arrays) + 1))(*range(len(arrays) + 1))
+        self.raw = Tensors(self.items, self.begin, len(arrays), len(arrays))
+
+    def bind(self) -> None:  # host addresses: never dereferenced, the launch fails first
+        for item, a in zip(self.items, self.arrays):
+            item.data = a.ctypes.data
+
+
+def prepare_and_run(module: ModuleType, name: str, ins: Slots, outs: Slots) -> tuple[int, str]:
+    """Run kernel ``name`` of ``module`` once, without attrs; (status of run, its message).
+    Prepare must succeed."""
+    k = kernel(module, name)
+    message = ctypes.create_string_buffer(512)
+    ctx = Context(None, 1, ctypes.sizeof(Context), ctypes.cast(message, ctypes.c_char_p), 512)
+    state = ctypes.c_void_p()
+    attrs = Attrs(None, 0)
+    status = k.prepare(ctypes.byref(attrs), ins.raw, outs.raw, ctypes.byref(ctx), state)
+    assert status == 0, message.value.decode()
+    ins.bind()
+    outs.bind()
+    try:
+        status = k.run(state, ins.raw, outs.raw, ctypes.byref(ctx))
+    finally:
+        k.release(state)
+    return status, message.value.decode() if status else ""

@@ -1,0 +1,139 @@
+"""paddle-ops-nn's CUDA kernels without a GPU: built whenever a CUDA toolkit is here, declared
+exactly (ops/cuda.pbtxt against ``_C``), the same dtypes as the CPU kernels, and a prepare that
+refuses host memory instead of faulting. The GPU results are test_nn_cuda_kernels.py's."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, run_cli
+from cuda_helpers import cpu_manifest as installed_cpu_manifest
+from cuda_helpers import cuda_compiler, kernel_dtypes, parse
+
+import paddle_core as pc
+from paddle_core.proto import framework_pb2 as pb
+
+pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
+from paddle_ops_nn import _kernels as nn_kernels
+
+PLUGIN = ROOT / "plugins" / "paddle_ops_nn"
+SOURCE_MANIFEST = PLUGIN / "src" / "cuda_kernels.pbtxt"  # installed as ops/cuda.pbtxt
+INSTALLED_OPS = Path(nn_kernels.__file__).parent / "ops"
+
+built = pytest.mark.skipif(
+    not nn_kernels.built_with_cuda(), reason="paddle-ops-nn was built without CUDA"
+)
+
+
+def cpu_manifest() -> pb.PluginManifest:
+    return installed_cpu_manifest(INSTALLED_OPS)
+
+
+# -- the declarations ----------------------------------------------------------------------------
+
+
+def test_every_cuda_kernel_takes_its_cpu_kernels_dtypes():
+    cuda = kernel_dtypes(parse(SOURCE_MANIFEST), "cuda")
+    cpu = kernel_dtypes(cpu_manifest(), "cpu")
+    assert cuda, f"{SOURCE_MANIFEST.name} declares no CUDA kernel"
+    assert {op: cpu.get(op) for op in cuda} == cuda
+
+
+def test_a_cuda_kernel_is_named_after_its_cpu_kernel():
+    cpu = {o.proto.type: [k.native for k in o.kernels] for o in cpu_manifest().ops}
+    for pack in parse(SOURCE_MANIFEST).kernel_packs:
+        assert [k.native for k in pack.kernels] == [f"{name}_cuda" for name in cpu[pack.op]]
+
+
+def test_the_ops_of_a_training_step_have_cuda_kernels():
+    declared = {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    step = {"relu", "relu_grad", "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad"}
+    assert step | {"adam", "sgd", "dropout", "uniform_random", "gaussian_random"} <= declared
+
+
+# -- the build -----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(cuda_compiler() is None, reason="no CUDA toolkit (nvcc) here")
+@pytest.mark.skipif(
+    os.environ.get("PADDLE_OPS_NN_CUDA", "").upper() == "OFF",
+    reason="PADDLE_OPS_NN_CUDA=OFF: a CPU-only build was asked for",
+)
+def test_a_toolkit_here_means_the_plugin_was_built_with_cuda():
+    assert nn_kernels.built_with_cuda(), (
+        f"a CUDA compiler is here ({cuda_compiler()}) but paddle-ops-nn was built without its "
+        "CUDA kernels: reinstall it (and check the build log for 'CUDA kernels')"
+    )
+
+
+def test_the_cuda_manifest_ships_exactly_with_the_cuda_kernels():
+    installed = INSTALLED_OPS / "cuda.pbtxt"
+    exported = {name for name in nn_kernels.kernels() if name.endswith("_cuda")}
+    if not nn_kernels.built_with_cuda():
+        assert not installed.exists() and not exported and nn_kernels.cuda_architectures() == ""
+        return
+    assert installed.read_text(encoding="utf-8") == SOURCE_MANIFEST.read_text(encoding="utf-8")
+    declared = {k.native for p in parse(installed).kernel_packs for k in p.kernels}
+    assert declared == exported
+    assert nn_kernels.cuda_architectures()
+
+
+@built
+def test_paddle_ops_lists_the_cuda_ops(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # outside the checkout: the installed plugin only
+    ops = json.loads(run_cli("list", "--device", "cuda", "--plugin", "nn", "--json").stdout)
+    listed = {o["op"] for o in ops["ops"]}
+    assert listed == {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    assert "conv2d" not in listed  # no CUDA kernel yet
+
+
+# -- prepare refuses host memory -----------------------------------------------------------------
+
+
+class CudaKernelsOnCpu:
+    """Binds CUDA kernels to CPU ops, so the runtime prepares them with host tensors."""
+
+    def paddle_core_manifest(self):
+        return """
+            kernel_module: "paddle_ops_nn._kernels" kernel_abi: 1
+            ops {
+              proto {
+                type: "relu_cuda_on_cpu" comment: "relu_cuda, bound to the CPU."
+                inputs { name: "x" comment: "." } outputs { name: "out" comment: "." }
+              }
+              kernels { device: "cpu" dtypes: [FLOAT32] native: "relu_cuda" }
+              shape_rule: "paddle_core.rules:unary"
+            }
+            ops {
+              proto {
+                type: "softmax_cuda_on_cpu" comment: "softmax_cuda, bound to the CPU."
+                inputs { name: "x" comment: "." } outputs { name: "out" comment: "." }
+                attrs { name: "axis" type: INT comment: "." default { i: -1 } }
+              }
+              kernels { device: "cpu" dtypes: [FLOAT32] native: "softmax_cuda" }
+              shape_rule: "paddle_core.rules:unary"
+            }
+        """
+
+
+def run_on_cpu(op: str, **inputs: np.ndarray) -> None:
+    pc.register_plugin(CudaKernelsOnCpu(), name="nn_cuda_on_cpu")
+    pc.testing.run_op(op, inputs)
+
+
+@built
+@pytest.mark.parametrize("op", ["relu_cuda_on_cpu", "softmax_cuda_on_cpu"])
+def test_a_cuda_kernel_handed_host_memory_refuses_in_prepare(op):
+    with pytest.raises(pc.KernelError, match=r"CUDA kernel got input tensor 0 on device type 1"):
+        run_on_cpu(op, x=np.ones((2, 3), np.float32))
+
+
+@built
+def test_a_cuda_kernel_checks_shapes_as_the_cpu_kernel_does():
+    # The shared check (softmax.hpp) runs first: the same message as the CPU kernel's.
+    with pytest.raises(pc.KernelError, match=r"0-d: it has no class axis"):
+        run_on_cpu("softmax_cuda_on_cpu", x=np.float32(1))
