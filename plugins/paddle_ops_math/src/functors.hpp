@@ -183,6 +183,99 @@ struct Erf {
   template <class T> POM_HD T operator()(T x) const { return std::erf(x); }
 };
 
+// -- unary gradients: x_grad = G(a, out_grad), a being x or out as the manifest declares ------
+
+struct AbsGrad {  // sign(x), 0 at 0 (PyTorch's choice)
+  template <class T> POM_HD T operator()(T x, T g) const {
+    return x > T(0) ? g : (x < T(0) ? -g : T(0));
+  }
+};
+struct ExpGrad {  // a = out
+  template <class T> POM_HD T operator()(T y, T g) const { return g * y; }
+};
+struct LogGrad {
+  template <class T> POM_HD T operator()(T x, T g) const { return g / x; }
+};
+struct SqrtGrad {  // a = out: 1 / (2 sqrt(x))
+  template <class T> POM_HD T operator()(T y, T g) const { return g * T(0.5) / y; }
+};
+struct RsqrtGrad {  // a = out: -x^(-3/2) / 2 = -out^3 / 2
+  template <class T> POM_HD T operator()(T y, T g) const { return g * T(-0.5) * y * y * y; }
+};
+struct SquareGrad {
+  template <class T> POM_HD T operator()(T x, T g) const { return g * T(2) * x; }
+};
+struct SinGrad {
+  template <class T> POM_HD T operator()(T x, T g) const { return g * std::cos(x); }
+};
+struct CosGrad {
+  template <class T> POM_HD T operator()(T x, T g) const { return -g * std::sin(x); }
+};
+struct TanhGrad {  // a = out
+  template <class T> POM_HD T operator()(T y, T g) const { return g * (T(1) - y * y); }
+};
+struct SigmoidGrad {  // a = out
+  template <class T> POM_HD T operator()(T y, T g) const { return g * y * (T(1) - y); }
+};
+struct ErfGrad {  // 2 / sqrt(pi) e^(-x^2)
+  template <class T> POM_HD T operator()(T x, T g) const {
+    return g * T(1.1283791670955126) * std::exp(-x * x);
+  }
+};
+
+// clip_grad: x_grad = out_grad where min <= x <= max, else 0 (PyTorch's choice at the bounds).
+struct ClipGradBy {
+  double min, max;
+  template <class T> POM_HD T operator()(T x, T g) const {
+    return T(min) <= x && x <= T(max) ? g : T(0);
+  }
+};
+
+// -- binary gradients: d = G(x, y, out_grad) at the broadcast shape ---------------------------
+
+struct GradOne {  // d(x + y)/dx
+  template <class T> POM_HD T operator()(T, T, T g) const { return g; }
+};
+struct GradNeg {  // d(x - y)/dy
+  template <class T> POM_HD T operator()(T, T, T g) const { return -g; }
+};
+struct GradMulX {
+  template <class T> POM_HD T operator()(T, T y, T g) const { return g * y; }
+};
+struct GradMulY {
+  template <class T> POM_HD T operator()(T x, T, T g) const { return g * x; }
+};
+struct GradDivX {
+  template <class T> POM_HD T operator()(T, T y, T g) const { return g / y; }
+};
+struct GradDivY {
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return -g * x / (y * y); }
+};
+// pow's gradients follow PyTorch's: 0 where the formula's limit is (y == 0 for x, x == 0 with
+// y >= 0 for y), the formula elsewhere: NaN for y's at a negative base, -inf at 0 with y < 0.
+struct GradPowX {  // d(x^y)/dx = y x^(y-1)
+  template <class T> POM_HD T operator()(T x, T y, T g) const {
+    return y == T(0) ? T(0) : g * y * std::pow(x, y - T(1));
+  }
+};
+struct GradPowY {  // d(x^y)/dy = x^y ln x
+  template <class T> POM_HD T operator()(T x, T y, T g) const {
+    return x == T(0) && y >= T(0) ? T(0) : g * std::pow(x, y) * std::log(x);
+  }
+};
+struct GradMaxX {  // ties send the gradient to x, like the forward's choice of x
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return x >= y ? g : T(0); }
+};
+struct GradMaxY {
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return x >= y ? T(0) : g; }
+};
+struct GradMinX {
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return x <= y ? g : T(0); }
+};
+struct GradMinY {
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return x <= y ? T(0) : g; }
+};
+
 // -- scale: out = scale * x + bias (After) or scale * (x + bias) -------------------------------
 
 // Floats in T's own precision, in the order the op's doc gives: folding the bias into

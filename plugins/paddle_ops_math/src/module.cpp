@@ -26,9 +26,11 @@ const paddle_core::Family& unary_kernels();
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
 // One family per CUDA source file (src/<family>_cuda.cu).
 const paddle_core::Family& binary_cuda_kernels();
+const paddle_core::Family& binary_grad_cuda_kernels();
 const paddle_core::Family& compare_cuda_kernels();
 const paddle_core::Family& fill_cuda_kernels();
 const paddle_core::Family& unary_cuda_kernels();
+const paddle_core::Family& unary_grad_cuda_kernels();
 #endif
 
 namespace {
@@ -73,8 +75,9 @@ PYBIND11_MODULE(_C, m) {
           &pom::logic_kernels(), &pom::matmul_kernels(), &pom::reduce_kernels(),
           &pom::reduce_grad_kernels(), &pom::shape_kernels(), &pom::unary_kernels(),
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
-          &pom::binary_cuda_kernels(), &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(),
-          &pom::unary_cuda_kernels(),
+          &pom::binary_cuda_kernels(), &pom::binary_grad_cuda_kernels(),
+          &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(), &pom::unary_cuda_kernels(),
+          &pom::unary_grad_cuda_kernels(),
 #endif
       });
 #ifdef PADDLE_OPS_MATH_WITH_CUDA

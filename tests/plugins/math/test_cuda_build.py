@@ -25,6 +25,8 @@ from paddle_ops_math import kernels as math_kernels
 PLUGIN = ROOT / "plugins" / "paddle_ops_math"
 SOURCE_MANIFEST = PLUGIN / "src" / "cuda_kernels.pbtxt"  # installed as ops/cuda.pbtxt
 INSTALLED_OPS = Path(math_kernels.__file__).parent / "ops"
+# The core's own ops (add_n, fill_like): the plugin adds CUDA kernels for them too.
+CORE_OPS = Path(pc.__file__).parent / "builtin" / "ops.pbtxt"
 
 
 @functools.cache
@@ -61,7 +63,8 @@ def kernel_dtypes(manifest: pb.PluginManifest, device: str) -> dict[str, tuple[i
 
 
 def cpu_manifest() -> pb.PluginManifest:
-    merged = pb.PluginManifest()
+    """The ops of the plugin's CPU manifest and the core's: those its CUDA kernels serve."""
+    merged = parse(CORE_OPS)
     for path in sorted(INSTALLED_OPS.glob("*.pbtxt")):
         if path.name != "cuda.pbtxt":
             merged.MergeFrom(parse(path))
@@ -131,11 +134,15 @@ def test_the_cuda_manifest_ships_exactly_with_the_cuda_kernels():
 def test_paddle_ops_lists_the_cuda_ops(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # outside the checkout: the installed plugin only
     listed = run_cli("list", "--device", "cuda").stdout.split()
-    for op in ("add", "equal", "exp", "sigmoid"):
+    for op in ("add", "equal", "exp", "sigmoid", "add_grad", "add_n", "fill_like"):
         assert op in listed
     assert "matmul" not in listed  # no CUDA kernel yet
+    # --plugin lists the plugin's own ops: not the core's, though math gives them CUDA kernels.
     ops = json.loads(run_cli("list", "--device", "cuda", "--plugin", "math", "--json").stdout)
-    assert {o["op"] for o in ops["ops"]} == {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    core = {o.proto.type for o in parse(CORE_OPS).ops}
+    packs = {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    assert {o["op"] for o in ops["ops"]} == packs - core
+    assert packs & core == {"add_n", "fill_like"}
 
 
 # -- prepare refuses host memory -----------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from op_helpers import FLOATS, NUMBERS, assert_matches, rand
-from test_cuda_build import INSTALLED_OPS, parse
+from test_cuda_build import INSTALLED_OPS, cpu_manifest, parse
 from test_elementwise import BINARY, COMPARE
 from test_elementwise import SHAPES as BINARY_SHAPES
 from test_fill import ALL
@@ -44,6 +44,9 @@ UNARY = {
     "erf": (np.vectorize(__import__("math").erf, otypes=[float]), FLOATS),
 }
 FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
+CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
+# The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
+UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
 POSITIVE = {"log", "sqrt", "rsqrt"}  # inputs drawn from (0.1, 3)
 UNARY_SHAPES = [(), (7,), (3, 4), (0, 5), (4097, 33)]
 # CUDA's float math is within a few ulp of the CPU's (CUDA C Programming Guide, "Mathematical
@@ -72,7 +75,8 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
 
 def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
-    assert declared == set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL)
+    tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE)
+    assert declared == tested | {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD}
 
 
 @pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
@@ -162,3 +166,82 @@ def test_fill_constant_full_like_and_assign(dtype):
         assert_matches(run_cuda("full_like", {"x": like}, {"value": 1.0}), np.ones(shape, dtype))
         x = (np.arange(np.prod(shape)) % 3).astype(dtype).reshape(shape)
         assert_matches(run_cuda("assign", {"x": x}), x)
+
+
+# -- gradients -----------------------------------------------------------------------------------
+
+
+def grad_op_inputs(op: str, shapes: dict[str, tuple], dtype: str, rng) -> dict[str, np.ndarray]:
+    """Random inputs for each input slot of grad op ``op`` (x, y, out, out_grad)."""
+    manifest = cpu_manifest()
+    (proto,) = [o.proto for o in manifest.ops if o.proto.type == op]
+    positive = op.split("_grad")[0] in POSITIVE or op == "pow_grad"
+    low, high = (0.1, 3) if positive else (-3, 3)
+    return {i.name: rand(rng, shapes[i.name], dtype, low, high) for i in proto.inputs}
+
+
+def assert_same_as_cpu(op: str, inputs: dict, attrs: dict | None = None) -> None:
+    """Every output of ``op`` on cuda:0 matches the CPU kernel's (checked by finite differences
+    in the CPU tests)."""
+    cpu = run_op(op, inputs, attrs)
+    gpu = run_op(op, inputs, attrs, device="cuda:0")
+    assert gpu.keys() == cpu.keys()
+    for slot in cpu:
+        for got, want in zip(gpu[slot], cpu[slot]):
+            assert_close(got, want)
+
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("op", sorted(UNARY_GRAD))
+def test_unary_grad(op, shape):
+    rng = np.random.default_rng(5)
+    attrs = {"min": -1.0, "max": 1.5} if op == "clip" else None
+    for dtype in FLOATS:
+        shapes = dict.fromkeys(("x", "out", "out_grad"), shape)
+        assert_same_as_cpu(f"{op}_grad", grad_op_inputs(f"{op}_grad", shapes, dtype, rng), attrs)
+
+
+@pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_grad_sums_over_broadcast_dims(op, xs, ys):
+    rng = np.random.default_rng(6)
+    out = np.broadcast_shapes(xs, ys)
+    for dtype in FLOATS:
+        inputs = grad_op_inputs(f"{op}_grad", {"x": xs, "y": ys, "out_grad": out}, dtype, rng)
+        assert_same_as_cpu(f"{op}_grad", inputs)
+
+
+def test_binary_grad_sums_a_large_reduction_in_order():
+    rng = np.random.default_rng(7)
+    x, y = rand(rng, (4097, 33), "float64"), rand(rng, (1, 33), "float64")
+    g = rand(rng, (4097, 33), "float64")
+    (dy,) = run_op("mul_grad", {"x": x, "y": y, "out_grad": g}, device="cuda:0")["y_grad"]
+    np.testing.assert_allclose(dy, (g * x).sum(axis=0, keepdims=True), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+def test_add_n_and_fill_like(dtype):
+    rng = np.random.default_rng(8)
+    for shape in ((), (0, 3), (4097, 33)):
+        xs = [rand(rng, shape, dtype) for _ in range(3)]
+        for n in (1, 2, 3):
+            assert_matches(run_cuda("add_n", {"xs": xs[:n]}), sum(xs[:n]).astype(dtype))
+        got = run_cuda("fill_like", {"x": xs[0]}, {"value": 2.0})
+        assert_matches(got, np.full(shape, 2, dtype))
+
+
+def test_a_backward_runs_compiled_on_the_gpu():
+    """exp(x * y) + x: backward seeds with fill_like, sums x's two gradients with add_n."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x, y = pc.data("x", [4, 3], "float64"), pc.data("y", [3], "float64")
+        out = pc.ops.add(pc.ops.exp(pc.ops.mul(x, y)), x)
+        grads = pc.gradients([out], [x, y])
+    rng = np.random.default_rng(9)
+    feed = {"x": rand(rng, (4, 3), "float64"), "y": rand(rng, (3,), "float64")}
+    exe = pc.Executor("cuda:0")
+    assert exe.prepare(prog, feed=feed, fetch_list=grads).compiled
+    dx, dy = exe.run(prog, feed=feed, fetch_list=grads)
+    e = np.exp(feed["x"] * feed["y"])
+    np.testing.assert_allclose(dx, e * feed["y"] + 1, rtol=1e-13)
+    np.testing.assert_allclose(dy, (e * feed["x"]).sum(axis=0), rtol=1e-13)
