@@ -11,6 +11,7 @@ from test_cuda_build import INSTALLED_OPS, cpu_manifest, parse
 from test_elementwise import BINARY, COMPARE
 from test_elementwise import SHAPES as BINARY_SHAPES
 from test_fill import ALL
+from test_matmul import MATMUL, np_matmul
 
 import paddle_core as pc
 from paddle_core.testing import run_op
@@ -45,6 +46,7 @@ UNARY = {
 }
 FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
 CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
+MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad"]
 # The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
 UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
 POSITIVE = {"log", "sqrt", "rsqrt"}  # inputs drawn from (0.1, 3)
@@ -75,7 +77,7 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
 
 def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
-    tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE)
+    tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     assert declared == tested | {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD}
 
 
@@ -245,3 +247,79 @@ def test_a_backward_runs_compiled_on_the_gpu():
     e = np.exp(feed["x"] * feed["y"])
     np.testing.assert_allclose(dx, e * feed["y"] + 1, rtol=1e-13)
     np.testing.assert_allclose(dy, (e * feed["x"]).sum(axis=0), rtol=1e-13)
+
+
+# -- matmul (cuBLAS) -----------------------------------------------------------------------------
+
+MATMUL_2D = [((3, 4), (4, 5), 1, 1), ((2, 3, 4), (4, 5), 2, 1), ((2, 3, 4), (3, 4, 5), 1, 2)]
+# Batches cuBLAS cannot stride through (x's batch dims broadcast in the middle): a loop of calls.
+IRREGULAR = [((2, 1, 3, 4), (2, 5, 4, 2), False, False), ((3, 1, 2, 3), (1, 4, 2, 5), True, False)]
+
+
+@pytest.fixture
+def cublas(cuda):
+    reason = math_kernels.cublas_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.mark.usefixtures("cublas")
+@pytest.mark.parametrize(("xs", "ys", "tx", "ty"), MATMUL + IRREGULAR)
+def test_matmul(xs, ys, tx, ty):
+    rng = np.random.default_rng(10)
+    attrs = {"transpose_x": tx, "transpose_y": ty}
+    for dtype in FLOATS:
+        x, y = rand(rng, xs, dtype), rand(rng, ys, dtype)
+        tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else {}
+        assert_matches(run_cuda("matmul", {"x": x, "y": y}, attrs), np_matmul(x, y, tx, ty), **tol)
+
+
+@pytest.mark.usefixtures("cublas")
+@pytest.mark.parametrize(("xs", "ys", "tx", "ty"), MATMUL + IRREGULAR)
+def test_matmul_grad(xs, ys, tx, ty):
+    rng = np.random.default_rng(11)
+    out = np_matmul(np.zeros(xs), np.zeros(ys), tx, ty).shape
+    inputs = {"x": rand(rng, xs, "float64"), "y": rand(rng, ys, "float64")}
+    inputs["out_grad"] = rand(rng, out, "float64")
+    assert_same_as_cpu("matmul_grad", inputs, {"transpose_x": tx, "transpose_y": ty})
+
+
+@pytest.mark.usefixtures("cublas")
+@pytest.mark.parametrize(("xs", "ys", "xk", "yk"), MATMUL_2D)
+def test_matmul_2d_and_its_grad(xs, ys, xk, yk):
+    rng = np.random.default_rng(12)
+    attrs = {"x_num_col_dims": xk, "y_num_col_dims": yk}
+    for dtype in FLOATS:
+        x, y = rand(rng, xs, dtype), rand(rng, ys, dtype)
+        assert_same_as_cpu("matmul_2d", {"x": x, "y": y}, attrs)
+        (out,) = run_op("matmul_2d", {"x": x, "y": y}, attrs)["out"]
+        g = rand(rng, out.shape, dtype)
+        assert_same_as_cpu("matmul_2d_grad", {"x": x, "y": y, "out_grad": g}, attrs)
+
+
+@pytest.mark.usefixtures("cublas")
+def test_matmul_bfloat16_accumulates_in_float32():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(13)
+    x, y = rand(rng, (2, 64, 256), "float32"), rand(rng, (256, 48), "float32")
+    xb, yb = x.astype(ml_dtypes.bfloat16), y.astype(ml_dtypes.bfloat16)
+    got = run_cuda("matmul", {"x": xb, "y": yb}).astype(np.float32)
+    want = np.matmul(xb.astype(np.float32), yb.astype(np.float32))  # exact products, f32 sums
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)  # the result rounds to bfloat16
+
+
+@pytest.mark.usefixtures("cublas")
+def test_a_matmul_backward_runs_compiled_on_the_gpu():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x, w = pc.data("x", [8, 5], "float64"), pc.data("w", [5, 3], "float64")
+        out = pc.ops.matmul(pc.ops.tanh(x), w)
+        grads = pc.gradients([out], [x, w])
+    rng = np.random.default_rng(14)
+    feed = {"x": rand(rng, (8, 5), "float64"), "w": rand(rng, (5, 3), "float64")}
+    exe = pc.Executor("cuda:0")
+    assert exe.prepare(prog, feed=feed, fetch_list=grads).compiled
+    dx, dw = exe.run(prog, feed=feed, fetch_list=grads)
+    t = np.tanh(feed["x"])
+    np.testing.assert_allclose(dw, t.T @ np.ones((8, 3)), rtol=1e-12)
+    np.testing.assert_allclose(dx, (1 - t * t) * (np.ones((8, 3)) @ feed["w"].T), rtol=1e-12)
