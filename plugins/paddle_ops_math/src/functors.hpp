@@ -276,6 +276,57 @@ struct GradMinY {
   template <class T> POM_HD T operator()(T x, T y, T g) const { return x <= y ? T(0) : g; }
 };
 
+// -- reduction gradients: x_grad = grad(stat, x, out, out_grad) -------------------------------
+//
+// Each output's Stat is built by see() over its reduced elements (join() merges two partial
+// Stats: the CUDA kernel builds them in parallel), then grad() gives each element's gradient.
+
+template <class T> struct SumGrad {  // d(sum)/dx = 1; mean: 1 / count
+  static constexpr bool kStats = false, kUsesOut = false;
+  struct Stat {};
+  T scale = 1;
+  POM_HD void see(Stat&, T, T) const {}
+  POM_HD static void join(Stat&, const Stat&) {}
+  POM_HD T grad(const Stat&, T, T, T g) const { return g * scale; }
+};
+
+// max / min: out_grad is shared evenly among the elements equal to the result (ties split it,
+// like PyTorch's amax); NaN results pass no gradient.
+template <class T> struct ExtremeGrad {
+  static constexpr bool kStats = true, kUsesOut = true;
+  using Stat = int64_t;  // how many elements equal the result
+  POM_HD void see(Stat& s, T v, T out) const { s += v == out; }
+  POM_HD static void join(Stat& s, const Stat& t) { s += t; }
+  POM_HD T grad(const Stat& s, T v, T out, T g) const {
+    return v == out ? g / static_cast<T>(s) : T(0);
+  }
+};
+
+// prod: the product of the other elements. With no zero that is prod / x_i; with exactly one
+// zero only that element gets the product of the rest; with more, every gradient is 0.
+template <class T> struct ProdGrad {
+  static constexpr bool kStats = true, kUsesOut = false;
+  struct Stat {
+    int64_t zeros = 0;
+    double nonzero = 1;  // product of the nonzero elements, in double
+  };
+  POM_HD void see(Stat& s, T v, T) const {
+    if (v == T(0)) {
+      ++s.zeros;
+    } else {
+      s.nonzero *= v;
+    }
+  }
+  POM_HD static void join(Stat& s, const Stat& t) {
+    s.zeros += t.zeros;
+    s.nonzero *= t.nonzero;
+  }
+  POM_HD T grad(const Stat& s, T v, T, T g) const {
+    if (s.zeros == 0) return static_cast<T>(g * (s.nonzero / v));
+    return s.zeros == 1 && v == T(0) ? static_cast<T>(g * s.nonzero) : T(0);
+  }
+};
+
 // -- scale: out = scale * x + bias (After) or scale * (x + bias) -------------------------------
 
 // Floats in T's own precision, in the order the op's doc gives: folding the bias into
