@@ -327,6 +327,14 @@ template <class T> struct ProdGrad {
   }
 };
 
+// -- argmax, argmin --------------------------------------------------------------------------
+
+// Whether v replaces `best` in a scan for the first maximum (Max) or minimum: NaN beats every
+// number, and the first NaN stays, like NumPy's.
+template <bool Max, class T> POM_HD bool arg_better(T v, T best) {
+  return best == best && ((Max ? v > best : v < best) || v != v);
+}
+
 // -- scale: out = scale * x + bias (After) or scale * (x + bias) -------------------------------
 
 // Floats in T's own precision, in the order the op's doc gives: folding the bias into

@@ -1,6 +1,6 @@
-// CUDA kernels of the reductions sum, mean, prod, max, min and their gradients. Same plan and
-// checks (reduce_plan.hpp), gradient formulas (functors.hpp) and dtypes as the CPU kernels
-// (reduce_cpu.cpp, extreme_cpu.cpp, reduce_grad_cpu.cpp).
+// CUDA kernels of the reductions sum, mean, prod, max, min, their gradients, and argmax,
+// argmin. Same plan and checks (reduce_plan.hpp), formulas (functors.hpp) and dtypes as the
+// CPU kernels (reduce_cpu.cpp, extreme_cpu.cpp, reduce_grad_cpu.cpp, argreduce_cpu.cpp).
 //
 // Memory contract: as the CPU kernels' (reduce.hpp): C-contiguous CUDA buffers; out has x's
 // shape reduced over axes; sum and prod of int32 give int64; integers wrap around; max and
@@ -253,6 +253,65 @@ template <template <class> class G, bool Mean = false> class ReduceGradCuda {
   Launch launch_ = nullptr;
 };
 
+// The best (value, index) of one output's elements: each thread scans its strided part in
+// order, then the block joins the parts in a fixed tree; among equal values (or NaNs) the
+// lower index wins, so the result is the first, as the CPU's scan finds.
+template <class T> struct Best {
+  T value;
+  int64_t index;  // -1: no element yet
+};
+
+template <bool Max, class T> __device__ Best<T> pick(const Best<T>& a, const Best<T>& b) {
+  if (b.index < 0) return a;
+  if (a.index < 0) return b;
+  if (arg_better<Max>(b.value, a.value)) return b;
+  if (arg_better<Max>(a.value, b.value)) return a;
+  return b.index < a.index ? b : a;
+}
+
+template <bool Max, class T>
+__global__ void arg_reduce_kernel(const T* x, int64_t* out, Walk w) {
+  Best<T>* slots = block_slots<Best<T>>();
+  for (int64_t o = blockIdx.x; o < w.outputs; o += gridDim.x) {
+    const T* base = x + offset(w.kept, o);
+    Best<T> best{T(0), -1};
+    for (int64_t r = threadIdx.x; r < w.count; r += kThreads)
+      best = pick<Max>(best, Best<T>{base[offset(w.reduced, r)], r});
+    slots[threadIdx.x] = best;
+    tree_join(slots, [](Best<T>& a, const Best<T>& b) { a = pick<Max>(a, b); });
+    if (threadIdx.x == 0) out[o] = slots[0].index;
+    __syncthreads();
+  }
+}
+
+// argmax, argmin: int64 indices along one axis.
+template <bool Max> class ArgReduceCuda {
+ public:
+  ArgReduceCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : walk_(walk_of(check_arg_reduce(attrs, in, out))) {
+    launch_ = dispatch(in(0).dtype(), Numbers{},
+                       [](auto t) -> Launch { return &launch<decltype(t)>; });
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    if (walk_.outputs == 0) return;
+    launch_(in(0).data<void>(), out(0).data<int64_t>(), walk_, stream_of(ctx));
+    check_launch();
+  }
+
+ private:
+  using Launch = void (*)(const void*, int64_t*, const Walk&, cudaStream_t);
+  template <class T>
+  static void launch(const void* x, int64_t* out, const Walk& w, cudaStream_t stream) {
+    arg_reduce_kernel<Max, T>
+        <<<blocks_for(w.outputs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, w);
+  }
+
+  Walk walk_;
+  Launch launch_ = nullptr;
+};
+
 }  // namespace
 
 const pc::Family& reduce_cuda_kernels() {
@@ -267,6 +326,8 @@ const pc::Family& reduce_cuda_kernels() {
       pc::kernel<ReduceGradCuda<ExtremeGrad>>("max_grad_cuda"),
       pc::kernel<ReduceGradCuda<ExtremeGrad>>("min_grad_cuda"),
       pc::kernel<ReduceGradCuda<ProdGrad>>("prod_grad_cuda"),
+      pc::kernel<ArgReduceCuda<true>>("argmax_cuda"),
+      pc::kernel<ArgReduceCuda<false>>("argmin_cuda"),
   };
   return family;
 }

@@ -143,6 +143,27 @@ inline Plan check_reduce_grad(const Attrs& attrs, const Slots& in, const Slots& 
   return make_plan(x, flags);
 }
 
+// The checks of argmax's and argmin's prepare: one axis (a 0-d x is one element along axis
+// 0 or -1), int64 out, elements along the axis.
+inline Plan check_arg_reduce(const Attrs& attrs, const Slots& in, const Slots& out) {
+  const Tensor x = in(0), o = out(0);
+  const int64_t axis = attrs.i("axis");
+  std::vector<bool> flags(x.ndim(), false);
+  if (x.ndim() == 0) {
+    if (axis != 0 && axis != -1)
+      fail("axis %lld is out of range for a 0-d x (valid: -1, 0)", static_cast<long long>(axis));
+  } else {
+    flags = reduced_axes(x, {axis});
+  }
+  expect_reduced_shape(o, x, flags, attrs.b("keepdim"));
+  o.expect_dtype(PC_INT64, "out");
+  Plan plan = make_plan(x, flags);
+  if (plan.count == 0)
+    fail("x %s has no elements along axis %lld: no index to return", x.describe().c_str(),
+         static_cast<long long>(axis));
+  return plan;
+}
+
 }  // namespace pom
 
 #endif  // PADDLE_OPS_MATH_REDUCE_PLAN_HPP_

@@ -82,7 +82,7 @@ def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE)}
-    assert declared == tested | set(REDUCE) | grads
+    assert declared == tested | set(REDUCE) | grads | {"argmax", "argmin"}
 
 
 @pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
@@ -383,3 +383,29 @@ def test_max_grad_splits_ties_and_passes_nothing_through_nan():
     g = np.array([1.0, 1.0])
     got = run_op("max_grad", {"x": x, "out": out, "out_grad": g}, {"axes": [1]}, "cuda:0")
     assert_matches(got["x_grad"][0], np.array([[0, 0.5, 0.5], [0, 0, 0]]))
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((3, 4, 5), 0), ((3, 4, 5), -1), ((4097, 33), 0), ((3, 70001), 1), ((), 0)]
+)
+def test_argmax_and_argmin(op, shape, axis):
+    rng = np.random.default_rng(17)
+    for dtype in NUMBERS:
+        x = rand(rng, shape, dtype, -2, 2)  # ties likely: the first index wins
+        for keepdim in (False, True):
+            got = run_cuda(op, {"x": x}, {"axis": axis, "keepdim": keepdim})
+            want = getattr(np, op)(x, axis=axis if x.ndim else None)
+            assert_matches(
+                got,
+                np.expand_dims(want, axis).astype(np.int64)
+                if keepdim and x.ndim
+                else np.asarray(want, np.int64),
+            )
+
+
+def test_argmax_takes_the_first_nan():
+    x = np.arange(10000.0)
+    x[[7777, 8888]] = np.nan
+    for op in ("argmax", "argmin"):
+        assert run_cuda(op, {"x": x}, {"axis": 0}) == 7777
