@@ -29,16 +29,9 @@ class AddNCuda {
     if (numel_ == 0) return;
     void* o = out(0).data<void>();
     const cudaStream_t stream = stream_of(ctx);
-    if (in.size(0) == 1) {
-      const Tensor x = in(0, 0);
-      if (x.data<void>() == o) return;
-      const cudaError_t error = cudaMemcpyAsync(o, x.data<void>(), static_cast<size_t>(x.nbytes()),
-                                                cudaMemcpyDeviceToDevice, stream);
-      if (error != cudaSuccess)
-        fail("CUDA copy failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
-      return;
-    }
-    launch_(in(0, 0).data<void>(), in(0, 1).data<void>(), o, strides_, stream);
+    const Tensor first = in(0, 0);
+    if (in.size(0) == 1) return copy_async(o, first.data<void>(), first.nbytes(), stream);
+    launch_(first.data<void>(), in(0, 1).data<void>(), o, strides_, stream);
     check_launch();
     for (int32_t k = 2; k < in.size(0); ++k) {
       launch_(o, in(0, k).data<void>(), o, strides_, stream);

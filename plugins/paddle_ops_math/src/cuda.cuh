@@ -72,6 +72,22 @@ inline void check_launch() {
     fail("CUDA kernel launch failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
 }
 
+// Enqueue a device-to-device copy (a no-op when empty or in place) or a zero fill on
+// `stream`, failing with CUDA's message.
+inline void copy_async(void* dst, const void* src, int64_t bytes, cudaStream_t stream) {
+  if (bytes == 0 || src == dst) return;
+  const cudaError_t error = cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes),
+                                            cudaMemcpyDeviceToDevice, stream);
+  if (error != cudaSuccess)
+    fail("CUDA copy failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+}
+inline void zero_async(void* dst, int64_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return;
+  const cudaError_t error = cudaMemsetAsync(dst, 0, static_cast<size_t>(bytes), stream);
+  if (error != cudaSuccess)
+    fail("CUDA memset failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+}
+
 }  // namespace pom
 
 #endif  // PADDLE_OPS_MATH_CUDA_CUH_

@@ -1,6 +1,6 @@
 // The CUDA kernel templates of the elementwise families (binary_cuda.cu, compare_cuda.cu,
-// unary_cuda.cu, unary_grad_cuda.cu, fill_cuda.cu): out = F(x, y) with NumPy broadcasting, and out = F(x), F from
-// functors.hpp.
+// unary_cuda.cu, unary_grad_cuda.cu, fill_cuda.cu): out = F(x, y) with NumPy broadcasting,
+// out = F(x), and out = F(a, b) on same-shaped inputs, F from functors.hpp.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, out has the broadcast shape), all on the
 // CUDA device of the plan's stream. Prepare runs the CPU kernel's checks (elementwise.hpp), so

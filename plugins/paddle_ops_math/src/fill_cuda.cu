@@ -120,13 +120,7 @@ class AssignCuda {
              dispatch(in(0).dtype(), AllTypes{}, [](auto t) { return int64_t(sizeof(t)); });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    const void* src = in(0).data<void>();
-    void* dst = out(0).data<void>();
-    if (bytes_ == 0 || src == dst) return;
-    const cudaError_t error = cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes_),
-                                              cudaMemcpyDeviceToDevice, stream_of(ctx));
-    if (error != cudaSuccess)
-      fail("CUDA copy failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+    copy_async(out(0).data<void>(), in(0).data<void>(), bytes_, stream_of(ctx));
   }
 
  private:

@@ -44,7 +44,8 @@ struct Batched {
       fail("inner dimensions differ: x %s, y %s (transpose_x=%d, transpose_y=%d)",
            x.describe().c_str(), y.describe().c_str(), tx, ty);
     const int32_t nd = out.ndim();
-    if (nd < 2 || out.dim(-2) != M || out.dim(-1) != N) fail("out has the wrong shape %s", out.describe().c_str());
+    if (nd < 2 || out.dim(-2) != M || out.dim(-1) != N)
+      fail("out has the wrong shape %s", out.describe().c_str());
     blas_int(M, "M"), blas_int(N, "N"), blas_int(K, "K");
     // Batch broadcasting: walk the output batch index and map it to x's and y's.
     const int32_t bd = nd - 2, xb = x.ndim() - 2, yb = y.ndim() - 2;
@@ -59,8 +60,10 @@ struct Batched {
         int32_t kx = k - (bd - xb), ky = k - (bd - yb);
         if (kx >= 0) xi = xi * x.dim(kx) + (x.dim(kx) == 1 ? 0 : idx[k]);
         if (ky >= 0) yi = yi * y.dim(ky) + (y.dim(ky) == 1 ? 0 : idx[k]);
-        if (kx >= 0 && x.dim(kx) != 1 && x.dim(kx) != dims[k]) fail("batch dims of x do not broadcast");
-        if (ky >= 0 && y.dim(ky) != 1 && y.dim(ky) != dims[k]) fail("batch dims of y do not broadcast");
+        if (kx >= 0 && x.dim(kx) != 1 && x.dim(kx) != dims[k])
+          fail("batch dims of x do not broadcast");
+        if (ky >= 0 && y.dim(ky) != 1 && y.dim(ky) != dims[k])
+          fail("batch dims of y do not broadcast");
       }
       x_batch[b] = xi;
       y_batch[b] = yi;

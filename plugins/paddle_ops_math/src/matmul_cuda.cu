@@ -50,19 +50,13 @@ struct Gemm {
   bool accumulate = false;
 };
 
-void zero(void* data, int64_t bytes, cudaStream_t stream) {
-  if (bytes == 0) return;
-  const cudaError_t error = cudaMemsetAsync(data, 0, static_cast<size_t>(bytes), stream);
-  if (error != cudaSuccess)
-    fail("CUDA memset failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
-}
-
 void gemm(const Gemm& g, const Precision& p, cudaStream_t stream) {
   if (g.M == 0 || g.N == 0 || g.batches == 0) return;
   if (g.K == 0) {  // an empty sum: zeros (cuBLAS is not asked to handle k = 0)
     if (!g.accumulate) {
       for (int64_t b = 0; b < g.batches; ++b)
-        zero(static_cast<char*>(g.C) + b * g.stride_c * p.size, g.M * g.N * p.size, stream);
+        zero_async(static_cast<char*>(g.C) + b * g.stride_c * p.size, g.M * g.N * p.size,
+                   stream);
     }
     return;
   }
@@ -215,7 +209,7 @@ class MatmulGradCuda {
       batched_gemm(call, a_index, sa, b_index, sb, target_size, precision_, stream);
       return;
     }
-    zero(call.C, target.numel() * precision_.size, stream);
+    zero_async(call.C, target.numel() * precision_.size, stream);
     call.accumulate = true;
     call.batches = 1;
     const Gemm all = call;

@@ -49,7 +49,7 @@ UNARY = {
 }
 FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
 CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
-MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad"]
+MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad", "rowwise_add"]
 # The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
 UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
 POSITIVE = {"log", "sqrt", "rsqrt"}  # inputs drawn from (0.1, 3)
@@ -81,7 +81,7 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
 def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
-    grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE)}
+    grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
     assert declared == tested | set(REDUCE) | grads | {"argmax", "argmin"}
 
 
@@ -409,3 +409,13 @@ def test_argmax_takes_the_first_nan():
     x[[7777, 8888]] = np.nan
     for op in ("argmax", "argmin"):
         assert run_cuda(op, {"x": x}, {"axis": 0}) == 7777
+
+
+def test_rowwise_add_and_its_grad_run_adds_kernels():
+    rng = np.random.default_rng(18)
+    for dtype in NUMBERS:
+        x, b = rand(rng, (7, 5), dtype), rand(rng, (5,), dtype)
+        assert_matches(run_cuda("rowwise_add", {"x": x, "b": b}), x + b)
+    for dtype in FLOATS:
+        x, b, g = rand(rng, (7, 5), dtype), rand(rng, (5,), dtype), rand(rng, (7, 5), dtype)
+        assert_same_as_cpu("rowwise_add_grad", {"x": x, "b": b, "out_grad": g})
