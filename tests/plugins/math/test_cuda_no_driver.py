@@ -13,8 +13,9 @@ import pytest
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 from paddle_ops_math import kernels as math_kernels
 
-PC_DTYPES = {"bool": 1, "float32": 9}
+PC_DTYPES = {"bool": 1, "int64": 5, "float32": 9}
 PC_DEVICE_CUDA, PC_ERROR = 2, 1
+PC_ATTR_INT, PC_ATTR_BOOL, PC_ATTR_INTS = 1, 4, 6
 
 
 def has_cuda_driver() -> bool:
@@ -54,8 +55,41 @@ class Tensors(ctypes.Structure):
     ]
 
 
+class Attr(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("type", ctypes.c_int32),
+        ("count", ctypes.c_int32),
+        ("i", ctypes.c_int64),
+        ("f", ctypes.c_double),
+        ("s", ctypes.c_char_p),
+        ("ints", ctypes.POINTER(ctypes.c_int64)),
+        ("floats", ctypes.POINTER(ctypes.c_double)),
+        ("strings", ctypes.c_void_p),
+    ]
+
+
 class Attrs(ctypes.Structure):
-    _fields_ = [("items", ctypes.c_void_p), ("count", ctypes.c_int32)]
+    _fields_ = [("items", ctypes.POINTER(Attr)), ("count", ctypes.c_int32)]
+
+
+def make_attrs(values: dict[str, bool | int | list[int]]) -> Attrs:
+    """pc_attrs of bools, ints and int lists (kept alive by the returned structure)."""
+    items = (Attr * max(len(values), 1))()
+    keep = []
+    for item, (name, value) in zip(items, values.items()):
+        item.name = name.encode()
+        if isinstance(value, bool):
+            item.type, item.i = PC_ATTR_BOOL, int(value)
+        elif isinstance(value, int):
+            item.type, item.i = PC_ATTR_INT, value
+        else:
+            array = (ctypes.c_int64 * max(len(value), 1))(*value)
+            keep.append(array)
+            item.type, item.count, item.ints = PC_ATTR_INTS, len(value), array
+    attrs = Attrs(items, len(values))
+    attrs._keep = (items, keep)
+    return attrs
 
 
 class Context(ctypes.Structure):
@@ -124,15 +158,23 @@ class Slots:
             item.data = a.ctypes.data
 
 
-def prepare_and_run(name: str, ins: Slots, outs: Slots) -> tuple[int, str]:
-    """Run kernel ``name`` once; (status of run, its message). Prepare must succeed."""
+def prepare(name: str, ins: Slots, outs: Slots, attrs: dict | None = None):
+    """Prepare kernel ``name``: (status, message, kernel, state, context, message buffer)."""
     k = kernel(name)
-    message = ctypes.create_string_buffer(512)
-    ctx = Context(None, 1, ctypes.sizeof(Context), ctypes.cast(message, ctypes.c_char_p), 512)
+    message = ctypes.create_string_buffer(1024)
+    ctx = Context(None, 1, ctypes.sizeof(Context), ctypes.cast(message, ctypes.c_char_p), 1024)
     state = ctypes.c_void_p()
-    attrs = Attrs(None, 0)
-    status = k.prepare(ctypes.byref(attrs), ins.raw, outs.raw, ctypes.byref(ctx), state)
-    assert status == 0, message.value.decode()
+    raw_attrs = make_attrs(attrs or {})
+    status = k.prepare(ctypes.byref(raw_attrs), ins.raw, outs.raw, ctypes.byref(ctx), state)
+    return status, message.value.decode() if status else "", k, state, ctx, message
+
+
+def prepare_and_run(
+    name: str, ins: Slots, outs: Slots, attrs: dict | None = None
+) -> tuple[int, str]:
+    """Run kernel ``name`` once; (status of run, its message). Prepare must succeed."""
+    status, error, k, state, ctx, message = prepare(name, ins, outs, attrs)
+    assert status == 0, error
     ins.bind()
     outs.bind()
     try:
@@ -161,3 +203,40 @@ def test_an_empty_tensor_launches_nothing():
     assert prepare_and_run("exp_cuda", Slots(float32(0, 3)), Slots(float32(0, 3))) == (0, "")
     status = prepare_and_run("add_cuda", Slots(float32(0, 3), float32(3)), Slots(float32(0, 3)))
     assert status == (0, "")
+
+
+def int64(*shape: int) -> np.ndarray:
+    return np.zeros(shape, np.int64)
+
+
+REDUCE = {"axes": [0], "keepdim": False}
+LAUNCHING = [  # kernel, inputs, outputs, attrs: each prepares, then launches (and fails here)
+    ("add_grad_cuda", [float32(2, 3), float32(3), float32(2, 3)], [float32(2, 3), float32(3)], {}),
+    ("exp_grad_cuda", [float32(2, 3), float32(2, 3)], [float32(2, 3)], {}),
+    ("sum_cuda", [float32(2, 3)], [float32(3)], REDUCE),
+    ("max_grad_cuda", [float32(2, 3), float32(3), float32(3)], [float32(2, 3)], REDUCE),
+    ("argmax_cuda", [float32(2, 3)], [int64(2)], {"axis": 1, "keepdim": False}),
+]
+
+
+@pytest.mark.parametrize(("name", "ins", "outs", "attrs"), LAUNCHING, ids=[c[0] for c in LAUNCHING])
+def test_without_a_driver_the_new_kernels_fail_with_cudas_message(name, ins, outs, attrs):
+    status, message = prepare_and_run(name, Slots(*ins), Slots(*outs), attrs)
+    assert status == PC_ERROR
+    assert message.startswith("CUDA kernel launch failed: "), message
+
+
+def test_an_empty_gradient_or_reduction_launches_nothing():
+    ins = Slots(float32(0, 3), float32(3), float32(0, 3))
+    assert prepare_and_run("add_grad_cuda", ins, Slots(float32(0, 3))) == (0, "")
+    assert prepare_and_run("sum_cuda", Slots(float32(3, 0)), Slots(float32(0)), REDUCE) == (0, "")
+
+
+def test_without_cublas_the_matmul_kernels_refuse_in_prepare_saying_what_to_install():
+    if math_kernels.cublas_unavailable_reason() is None:
+        pytest.skip("cuBLAS loads here")
+    x, y, out = float32(2, 3), float32(3, 4), float32(2, 4)
+    attrs = {"transpose_x": False, "transpose_y": False}
+    status, message, *_ = prepare("matmul_cuda", Slots(x, y), Slots(out), attrs)
+    assert status == PC_ERROR
+    assert "pip install nvidia-cublas" in message, message
