@@ -117,6 +117,13 @@ inline void check_clip_bounds(double min, double max) {
   if (!(min <= max)) fail("clip needs min <= max, got min=%g, max=%g", min, max);
 }
 
+// Check clip's bounds, x and out.
+inline void check_clip(const paddle_core::Attrs& attrs, const Slots& in, const Slots& out) {
+  check_clip_bounds(attrs.f("min"), attrs.f("max"));
+  paddle_core::expect_same_shape(in(0), out(0), "x and out");
+  out(0).expect_dtype(in(0).dtype(), "out");
+}
+
 // Check clip_grad's bounds, x, out_grad and x_grad.
 inline void check_clip_grad(const paddle_core::Attrs& attrs, const Slots& in, const Slots& out) {
   check_clip_bounds(attrs.f("min"), attrs.f("max"));

@@ -335,6 +335,34 @@ template <bool Max, class T> POM_HD bool arg_better(T v, T best) {
   return best == best && ((Max ? v > best : v < best) || v != v);
 }
 
+// -- clip: out = min(max(x, lo), hi) ---------------------------------------------------------
+
+// The bounds in T, of type T: x < lo gives lo, then x > hi gives hi (max last, like NumPy: all
+// hi when lo > hi); comparisons with NaN are false, so NaN stays.
+template <class T> struct ClipTo {
+  T lo, hi;
+  POM_HD T operator()(T x) const {
+    const T v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+  }
+};
+
+// A bound of clip in T, computed on the host. For integers: ceil(min) or floor(max),
+// saturated to T's range (an infinite bound leaves that side open).
+template <class T> T clip_bound(double v, bool lower) {
+  if constexpr (std::is_integral_v<T>) {
+    v = lower ? std::ceil(v) : std::floor(v);
+    const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);  // 2^31 or 2^63
+    if (v <= -limit) return std::numeric_limits<T>::lowest();
+    if (v >= limit) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(v);
+}
+
+template <class T> ClipTo<T> clip_to(double min, double max) {
+  return {clip_bound<T>(min, true), clip_bound<T>(max, false)};
+}
+
 // -- scale: out = scale * x + bias (After) or scale * (x + bias) -------------------------------
 
 // Floats in T's own precision, in the order the op's doc gives: folding the bias into

@@ -76,26 +76,12 @@ template <class F, class TypeList> class Unary {
 
 // -- clip ------------------------------------------------------------------------------------
 
-// The bounds of clip in T. For integers: [ceil(min), floor(max)] saturated to T's range
-// (an infinite bound leaves that side open).
-template <class T> T bound(double v, bool lower) {
-  if constexpr (std::is_integral_v<T>) {
-    v = lower ? std::ceil(v) : std::floor(v);
-    const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);  // 2^31 or 2^63
-    if (v <= -limit) return std::numeric_limits<T>::lowest();
-    if (v >= limit) return std::numeric_limits<T>::max();
-  }
-  return static_cast<T>(v);
-}
-
-// out = min(max(x, min), max); NaN stays NaN.
+// out = min(max(x, min), max); NaN stays NaN (ClipTo, functors.hpp).
 class Clip {
  public:
   Clip(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")) {
-    check_clip_bounds(min_, max_);
-    expect_same_shape(in(0), out(0), "x and out");
-    out(0).expect_dtype(in(0).dtype(), "out");
+    check_clip(attrs, in, out);
     fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -106,14 +92,11 @@ class Clip {
   using Fn = void (*)(const Clip&, const Tensor&, const Tensor&, int32_t);
   template <class T>
   static void compute(const Clip& self, const Tensor& x, const Tensor& out, int32_t threads) {
-    const T lo = bound<T>(self.min_, true), hi = bound<T>(self.max_, false);
+    const ClipTo<T> f = clip_to<T>(self.min_, self.max_);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
     parallel_for(x.numel(), threads, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const T v = src[i] < lo ? lo : src[i];  // comparisons with NaN are false: NaN stays
-        dst[i] = v > hi ? hi : v;  // max last, like NumPy: all max when ceil(min) > floor(max)
-      }
+      for (int64_t i = b; i < e; ++i) dst[i] = f(src[i]);
     });
   }
   double min_, max_;

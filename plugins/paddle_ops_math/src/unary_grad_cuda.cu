@@ -1,5 +1,6 @@
-// CUDA kernels of the unary ops' gradients: abs_grad ... erf_grad, neg_grad, clip_grad. Same
-// formulas (functors.hpp), checks (elementwise.hpp) and dtypes as unary_cpu.cpp's.
+// CUDA kernels of the unary ops' gradients: abs_grad ... erf_grad, neg_grad, clip_grad; and
+// clip, whose bounds come from attrs like clip_grad's. Same formulas (functors.hpp), checks
+// (elementwise.hpp) and dtypes as unary_cpu.cpp's.
 //
 // Memory contract: the forward tensor (x or out, as the manifest declares), out_grad and
 // x_grad are C-contiguous CUDA buffers of one shape and one float dtype (checked in prepare).
@@ -51,6 +52,38 @@ template <class G> class UnaryGradCuda {
   Launch launch_ = nullptr;
 };
 
+// out = clip(x, min, max) (ClipTo).
+class ClipCuda {
+ public:
+  ClipCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : min_(attrs.f("min")), max_(attrs.f("max")), numel_(in(0).numel()) {
+    check_clip(attrs, in, out);
+    expect_cuda(in, out);
+    launch_ = dispatch(in(0).dtype(), Numbers{},
+                       [](auto t) -> Launch { return &launch<decltype(t)>; });
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    if (numel_ == 0) return;
+    launch_(*this, in(0).data<void>(), out(0).data<void>(), stream_of(ctx));
+    check_launch();
+  }
+
+ private:
+  using Launch = void (*)(const ClipCuda&, const void*, void*, cudaStream_t);
+  template <class T>
+  static void launch(const ClipCuda& self, const void* x, void* out, cudaStream_t stream) {
+    const Grid g = grid_for(self.numel_);
+    map_kernel<<<g.blocks, g.threads, 0, stream>>>(static_cast<const T*>(x),
+                                                   static_cast<T*>(out), self.numel_,
+                                                   clip_to<T>(self.min_, self.max_));
+  }
+
+  double min_, max_;
+  int64_t numel_;
+  Launch launch_ = nullptr;
+};
+
 }  // namespace
 
 const pc::Family& unary_grad_cuda_kernels() {
@@ -68,6 +101,7 @@ const pc::Family& unary_grad_cuda_kernels() {
       pc::kernel<UnaryGradCuda<SigmoidGrad>>("sigmoid_grad_cuda"),
       pc::kernel<UnaryGradCuda<ErfGrad>>("erf_grad_cuda"),
       pc::kernel<UnaryGradCuda<ClipGradBy>>("clip_grad_cuda"),
+      pc::kernel<ClipCuda>("clip_cuda"),
   };
   return family;
 }

@@ -82,7 +82,7 @@ def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
-    assert declared == tested | set(REDUCE) | grads | {"argmax", "argmin"}
+    assert declared == tested | set(REDUCE) | grads | {"argmax", "argmin", "clip"}
 
 
 @pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
@@ -419,3 +419,16 @@ def test_rowwise_add_and_its_grad_run_adds_kernels():
     for dtype in FLOATS:
         x, b, g = rand(rng, (7, 5), dtype), rand(rng, (5,), dtype), rand(rng, (7, 5), dtype)
         assert_same_as_cpu("rowwise_add_grad", {"x": x, "b": b, "out_grad": g})
+
+
+def test_clip_as_on_cpu():
+    rng = np.random.default_rng(19)
+    bounds = [(-1.0, 1.5), (-0.5, 0.5), (-np.inf, 0.0), (2.5, np.inf), (1e30, np.inf)]
+    for dtype in NUMBERS:
+        x = rand(rng, (4097, 3), dtype)
+        if dtype in FLOATS:
+            x[0, 0] = np.nan
+        for lo, hi in bounds:
+            attrs = {"min": lo, "max": hi}
+            (cpu,) = run_op("clip", {"x": x}, attrs)["out"]
+            assert_matches(run_cuda("clip", {"x": x}, attrs), cpu)
