@@ -14,35 +14,11 @@ namespace pom {
 namespace {
 
 // How one gradient output walks out_grad. Its own elements index the kept dims (in its
-// layout); the positions summed into each index the summed dims. Dims are listed innermost
-// first with the element strides of x, y and out_grad, merged where the strides compose.
+// layout); the positions summed into each index the summed dims. Strides: x, y, out_grad.
 struct GradWalk {
-  static constexpr int kMaxDims = 8;
-  struct Dims {
-    int32_t n = 0;
-    int64_t size[kMaxDims] = {}, x[kMaxDims] = {}, y[kMaxDims] = {}, g[kMaxDims] = {};
-  };
-  Dims kept, summed;
+  DimWalk<3> kept, summed;
   int64_t count = 1;  // positions summed into each output element
 };
-
-void push_dim(GradWalk::Dims& d, int64_t size, int64_t sx, int64_t sy, int64_t sg) {
-  const int k = d.n - 1;
-  if (k >= 0 && d.x[k] * d.size[k] == sx && d.y[k] * d.size[k] == sy &&
-      d.g[k] * d.size[k] == sg) {
-    d.size[k] *= size;
-    return;
-  }
-  if (d.n == GradWalk::kMaxDims)
-    fail("this gradient needs more than %d dimensions after merging; the CUDA kernel walks at "
-         "most %d",
-         GradWalk::kMaxDims, GradWalk::kMaxDims);
-  d.size[d.n] = size;
-  d.x[d.n] = sx;
-  d.y[d.n] = sy;
-  d.g[d.n] = sg;
-  ++d.n;
-}
 
 // The walk of x_grad (of_x) or y_grad over out_grad g.
 GradWalk plan_walk(const Tensor& x, const Tensor& y, const Tensor& g, bool of_x) {
@@ -54,7 +30,8 @@ GradWalk plan_walk(const Tensor& x, const Tensor& y, const Tensor& g, bool of_x)
     const int64_t size = g.dim(k);
     if (size != 1) {
       const bool kept = (of_x ? sx[k] : sy[k]) != 0;
-      push_dim(kept ? w.kept : w.summed, size, sx[k], sy[k], sg);
+      const int64_t strides[3] = {sx[k], sy[k], sg};
+      (kept ? w.kept : w.summed).push(size, strides, "this gradient");
       if (!kept) w.count *= size;
     }
     sg *= size;
@@ -62,34 +39,22 @@ GradWalk plan_walk(const Tensor& x, const Tensor& y, const Tensor& g, bool of_x)
   return w;
 }
 
-// Add the offsets of position i (over dims d, innermost first) to ix, iy, ig.
-__device__ inline void offsets(const GradWalk::Dims& d, int64_t i, int64_t& ix, int64_t& iy,
-                               int64_t& ig) {
-  for (int32_t k = 0; k < d.n; ++k) {
-    const int64_t q = i / d.size[k], j = i - q * d.size[k];
-    ix += j * d.x[k];
-    iy += j * d.y[k];
-    ig += j * d.g[k];
-    i = q;
-  }
-}
-
 template <class G, class T>
 __global__ void grad_sum_kernel(const T* x, const T* y, const T* g, T* out, int64_t m,
                                 GradWalk w) {
   const G f{};
   for (int64_t t = first_index(); t < m; t += index_step()) {
-    int64_t ix = 0, iy = 0, ig = 0;
-    offsets(w.kept, t, ix, iy, ig);
+    int64_t at[3] = {0, 0, 0};  // x, y, out_grad
+    w.kept.offsets(t, at);
     if (w.count == 1) {  // nothing summed: as the CPU, which writes the formula straight out
-      out[t] = f(x[ix], y[iy], g[ig]);
+      out[t] = f(x[at[0]], y[at[1]], g[at[2]]);
       continue;
     }
     T acc = T(0);
     for (int64_t r = 0; r < w.count; ++r) {
-      int64_t jx = ix, jy = iy, jg = ig;
-      offsets(w.summed, r, jx, jy, jg);
-      acc += f(x[jx], y[jy], g[jg]);
+      int64_t j[3] = {at[0], at[1], at[2]};
+      w.summed.offsets(r, j);
+      acc += f(x[j[0]], y[j[1]], g[j[2]]);
     }
     out[t] = acc;
   }

@@ -22,53 +22,35 @@ using pc::dispatch;
 using pc::Floats;
 using pc::Numbers;
 
-// The plan as the GPU walks it, passed by value: the kept dims (one per output element,
-// in out's order) and the reduced dims (the elements of one output), innermost first, with
-// their element strides in x.
+// The plan as the GPU walks it, passed by value: the kept dims (one position per output
+// element, in out's order) and the reduced dims (the elements of one output), innermost
+// first, with their element strides in x.
 struct Walk {
-  static constexpr int kMaxDims = 8;
-  struct Dims {
-    int32_t n = 0;
-    int64_t size[kMaxDims] = {}, stride[kMaxDims] = {};
-  };
-  Dims kept, reduced;
+  DimWalk<1> kept, reduced;
   int64_t outputs = 0, count = 0;
 };
 
-void push(Walk::Dims& d, int64_t size, int64_t stride) {
-  if (d.n == Walk::kMaxDims)
-    fail("this reduction alternates reduced and kept axes more than the CUDA kernel walks "
-         "(%d blocks of each)",
-         Walk::kMaxDims);
-  d.size[d.n] = size;
-  d.stride[d.n] = stride;
-  ++d.n;
-}
-
 Walk walk_of(const Plan& p) {
+  constexpr const char* what = "this reduction (its alternating reduced and kept axes)";
   Walk w;
   w.outputs = p.outputs;
   w.count = p.count;
   if (p.numel == 0) return w;
   // Plan: the innermost block (inner, stride 1) is reduced (rows) or kept (columns); the
   // odometers list the other blocks outermost first.
-  push(p.rows ? w.reduced : w.kept, p.inner, 1);
+  (p.rows ? w.reduced : w.kept).push(p.inner, {1}, what);
   for (int k = static_cast<int>(p.reduced.dims.size()) - 1; k >= 0; --k)
-    push(w.reduced, p.reduced.dims[k], p.reduced.strides[k]);
+    w.reduced.push(p.reduced.dims[k], {p.reduced.strides[k]}, what);
   for (int k = static_cast<int>(p.kept.dims.size()) - 1; k >= 0; --k)
-    push(w.kept, p.kept.dims[k], p.kept.strides[k]);
+    w.kept.push(p.kept.dims[k], {p.kept.strides[k]}, what);
   return w;
 }
 
 // Offset in x of position i of dims d.
-__device__ inline int64_t offset(const Walk::Dims& d, int64_t i) {
-  int64_t off = 0;
-  for (int32_t k = 0; k < d.n; ++k) {
-    const int64_t q = i / d.size[k];
-    off += (i - q * d.size[k]) * d.stride[k];
-    i = q;
-  }
-  return off;
+__device__ inline int64_t offset(const DimWalk<1>& d, int64_t i) {
+  int64_t off[1] = {0};
+  d.offsets(i, off);
+  return off[0];
 }
 
 constexpr int kThreads = 256;
