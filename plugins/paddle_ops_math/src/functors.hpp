@@ -1,6 +1,7 @@
-// The elementwise formulas of paddle-ops-math, written once for every device: each op is a
-// functor whose operator() the CPU kernels (*_cpu.cpp) and the CUDA kernels (*_cuda.cu) both
-// call, so the CPU tests check the arithmetic that the GPU runs too. Standard headers only, so
+// The elementwise formulas of paddle-ops-math, and those of the gradients (elementwise and of
+// the reductions), written once for every device: each is a functor whose operator() the CPU
+// kernels (*_cpu.cpp) and the CUDA kernels (*_cuda.cu) both call, so the CPU tests check the
+// arithmetic that the GPU runs too. Standard headers only, so
 // nvcc compiles it; under nvcc the functors are __host__ __device__ (POM_HD).
 //
 // Results are defined for every input: integers wrap around like NumPy's (Modular), maximum

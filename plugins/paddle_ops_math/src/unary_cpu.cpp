@@ -5,9 +5,9 @@
 // dtypes (checked in prepare); out may alias x. Integer abs, neg and square wrap around like
 // NumPy's (abs and neg of the minimum give the minimum).
 //
-// The forward formulas are functors.hpp's (shared with the CUDA kernels). float32 exp, tanh
-// and sigmoid run the AVX2+FMA loops of unary_avx2.cpp instead when the CPU has both (decided
-// at prepare; set PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path).
+// The formulas (forward, clip, gradients) are functors.hpp's, shared with the CUDA kernels.
+// float32 exp, tanh and sigmoid run the AVX2+FMA loops of unary_avx2.cpp instead when the CPU
+// has both (decided at prepare; set PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path).
 // Their accuracy is stated there: 1.05 ulp (exp), 1.5 ulp (tanh), 2.5 ulp (sigmoid). The
 // portable path and every other op call the C library (std::exp, ...; glibc: expf 0.5 ulp,
 // tanhf 2.1 ulp measured); sigmoid there is computed in the same stable form from e^-|x|.
