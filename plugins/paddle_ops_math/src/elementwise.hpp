@@ -152,6 +152,12 @@ inline void check_add_n(const Slots& in, const Slots& out) {
   }
 }
 
+// Check a predicate's (isnan, logical_not, ...) x and out: one shape, out bool.
+inline void check_predicate(const Slots& in, const Slots& out) {
+  paddle_core::expect_same_shape(in(0), out(0), "x and out");
+  out(0).expect_dtype(PC_BOOL, "out");
+}
+
 // Check cast's x and out: one shape (the dtypes are dispatch's to check).
 inline void check_cast(const Slots& in, const Slots& out) {
   paddle_core::expect_same_shape(in(0), out(0), "x and out");

@@ -107,6 +107,37 @@ struct GreaterEqual {
   template <class T> POM_HD uint8_t operator()(T a, T b) const { return a >= b; }
 };
 
+// -- predicates and logic: bool (uint8_t for the binary ones, as comparisons) ----------------
+
+struct IsNan {
+  template <class T> POM_HD bool operator()(T x) const { return x != x; }
+};
+struct IsInf {
+  template <class T> POM_HD bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
+    return false;
+  }
+};
+struct IsFinite {
+  template <class T> POM_HD bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::isfinite(x);
+    return true;
+  }
+};
+struct Not {
+  template <class T> POM_HD bool operator()(T x) const { return !x; }
+};
+
+struct And {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a && b; }
+};
+struct Or {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a || b; }
+};
+struct Xor {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return bool(a) != bool(b); }
+};
+
 // -- unary: T operator()(T x) ------------------------------------------------------------------
 
 struct Abs {  // integers wrap: abs of the minimum is the minimum

@@ -14,31 +14,12 @@
 namespace pom {
 namespace {
 
-struct IsNan {
-  template <class T> bool operator()(T x) const { return x != x; }
-};
-struct IsInf {
-  template <class T> bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
-    return false;
-  }
-};
-struct IsFinite {
-  template <class T> bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::isfinite(x);
-    return true;
-  }
-};
-struct Not {
-  template <class T> bool operator()(T x) const { return !x; }
-};
-
-// out = F(x) as bool, for the dtypes in TypeList.
+// out = F(x) as bool, for the dtypes in TypeList. The formulas (IsNan ... Xor) are
+// functors.hpp's, shared with the CUDA kernels.
 template <class F, class TypeList> class Predicate {
  public:
   Predicate(const Attrs&, const Slots& in, const Slots& out) {
-    expect_same_shape(in(0), out(0), "x and out");
-    out(0).expect_dtype(PC_BOOL, "out");
+    check_predicate(in, out);
     fn_ = dispatch(in(0).dtype(), TypeList{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -58,16 +39,6 @@ template <class F, class TypeList> class Predicate {
 
 using Bools = Types<bool>;
 using AnyNumber = Types<float, double, int32_t, int64_t>;
-
-struct And {
-  template <class T> uint8_t operator()(T a, T b) const { return a && b; }
-};
-struct Or {
-  template <class T> uint8_t operator()(T a, T b) const { return a || b; }
-};
-struct Xor {
-  template <class T> uint8_t operator()(T a, T b) const { return bool(a) != bool(b); }
-};
 
 // out = cond ? x : y, each input broadcast to out's shape. Any dtype: elements are copied.
 class Where {

@@ -49,6 +49,7 @@ UNARY = {
 }
 FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
 CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
+LOGIC = ["isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"]
 MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad", "rowwise_add"]
 # The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
 UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
@@ -82,7 +83,7 @@ def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
-    assert declared == tested | set(REDUCE) | grads | {"argmax", "argmin", "clip"}
+    assert declared == tested | set(REDUCE) | grads | {"argmax", "argmin", "clip"} | set(LOGIC)
 
 
 @pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
@@ -432,3 +433,22 @@ def test_clip_as_on_cpu():
             attrs = {"min": lo, "max": hi}
             (cpu,) = run_op("clip", {"x": x}, attrs)["out"]
             assert_matches(run_cuda("clip", {"x": x}, attrs), cpu)
+
+
+@pytest.mark.parametrize("op", LOGIC)
+def test_predicates_and_logic_as_on_cpu(op):
+    rng = np.random.default_rng(20)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -1.5])
+    if op.startswith("logical"):
+        cases = [{"x": rng.random((4097, 3)) < 0.5}]
+        if op != "logical_not":
+            cases = [
+                {"x": rng.random(xs) < 0.5, "y": rng.random(ys) < 0.5} for xs, ys in BINARY_SHAPES
+            ]
+    else:
+        cases = [{"x": special.astype(d)} for d in FLOATS] + [
+            {"x": rand(rng, (7, 3), d)} for d in NUMBERS
+        ]
+    for inputs in cases:
+        (cpu,) = run_op(op, inputs)["out"]
+        assert_matches(run_cuda(op, inputs), cpu)
