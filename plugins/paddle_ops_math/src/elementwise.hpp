@@ -6,6 +6,7 @@
 #define PADDLE_OPS_MATH_ELEMENTWISE_HPP_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -156,6 +157,34 @@ inline void check_add_n(const Slots& in, const Slots& out) {
 inline void check_predicate(const Slots& in, const Slots& out) {
   paddle_core::expect_same_shape(in(0), out(0), "x and out");
   out(0).expect_dtype(PC_BOOL, "out");
+}
+
+// Check where's cond (bool), x, y and out (x's dtype), each input broadcasting to out's shape;
+// returns each input's element strides along out's dims (0 where it is broadcast).
+inline std::array<std::vector<int64_t>, 3> check_where(const Slots& in, const Slots& out) {
+  const Tensor o = out(0);
+  in(0).expect_dtype(PC_BOOL, "cond");
+  paddle_core::expect_same_dtype(in(1), in(2), "x and y");
+  o.expect_dtype(in(1).dtype(), "out");
+  static constexpr const char* kNames[3] = {"cond", "x", "y"};
+  std::array<std::vector<int64_t>, 3> strides;
+  const int nd = o.ndim();
+  for (int k = 0; k < 3; ++k) {
+    const Tensor t = in(k);
+    const int lead = nd - t.ndim();
+    if (lead < 0) fail("%s %s has more dimensions than out", kNames[k], t.describe().c_str());
+    strides[k].assign(static_cast<size_t>(nd), 0);
+    int64_t step = 1;
+    for (int d = nd - 1; d >= lead; --d) {
+      const int64_t n = t.dim(d - lead);
+      if (n != 1 && n != o.dim(d))
+        fail("%s %s does not broadcast to out %s", kNames[k], t.describe().c_str(),
+             o.describe().c_str());
+      strides[k][static_cast<size_t>(d)] = n == 1 ? 0 : step;
+      step *= n;
+    }
+  }
+  return strides;
 }
 
 // Check cast's x and out: one shape (the dtypes are dispatch's to check).

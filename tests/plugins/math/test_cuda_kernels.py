@@ -83,7 +83,8 @@ def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
-    assert declared == tested | set(REDUCE) | grads | {"argmax", "argmin", "clip"} | set(LOGIC)
+    others = {"argmax", "argmin", "clip", "where"}
+    assert declared == tested | set(REDUCE) | grads | others | set(LOGIC)
 
 
 @pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
@@ -452,3 +453,15 @@ def test_predicates_and_logic_as_on_cpu(op):
     for inputs in cases:
         (cpu,) = run_op(op, inputs)["out"]
         assert_matches(run_cuda(op, inputs), cpu)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_where_as_on_cpu(dtype):
+    rng = np.random.default_rng(21)
+    shapes = [((4097, 3), (4097, 3), (4097, 3)), ((3, 1), (1, 4), (4,)), ((2, 1, 3), (5, 1), ())]
+    for cs, xs, ys in shapes:
+        inputs = {"cond": rng.random(cs) < 0.5}
+        inputs["x"] = np.asarray(rng.integers(0, 9, xs)).astype(dtype)
+        inputs["y"] = np.asarray(rng.integers(0, 9, ys)).astype(dtype)
+        (cpu,) = run_op("where", inputs)["out"]
+        assert_matches(run_cuda("where", inputs), cpu)
