@@ -16,8 +16,9 @@ import numpy as np
 
 from paddle_core.proto import framework_pb2 as pb
 
-PC_DTYPES = {"bool": 1, "uint8": 6, "float32": 9}
+PC_DTYPES = {"bool": 1, "int64": 5, "uint8": 6, "float32": 9}
 PC_DEVICE_CUDA, PC_ERROR = 2, 1
+PC_ATTR_INT, PC_ATTR_BOOL, PC_ATTR_INTS = 1, 4, 6
 
 
 @functools.cache
@@ -94,8 +95,41 @@ class Tensors(ctypes.Structure):
     ]
 
 
+class Attr(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("type", ctypes.c_int32),
+        ("count", ctypes.c_int32),
+        ("i", ctypes.c_int64),
+        ("f", ctypes.c_double),
+        ("s", ctypes.c_char_p),
+        ("ints", ctypes.POINTER(ctypes.c_int64)),
+        ("floats", ctypes.POINTER(ctypes.c_double)),
+        ("strings", ctypes.c_void_p),
+    ]
+
+
 class Attrs(ctypes.Structure):
-    _fields_ = [("items", ctypes.c_void_p), ("count", ctypes.c_int32)]
+    _fields_ = [("items", ctypes.POINTER(Attr)), ("count", ctypes.c_int32)]
+
+
+def make_attrs(values: dict[str, bool | int | list[int]]) -> Attrs:
+    """pc_attrs of bools, ints and int lists (kept alive by the returned structure)."""
+    items = (Attr * max(len(values), 1))()
+    keep = []
+    for item, (name, value) in zip(items, values.items()):
+        item.name = name.encode()
+        if isinstance(value, bool):
+            item.type, item.i = PC_ATTR_BOOL, int(value)
+        elif isinstance(value, int):
+            item.type, item.i = PC_ATTR_INT, value
+        else:
+            array = (ctypes.c_int64 * max(len(value), 1))(*value)
+            keep.append(array)
+            item.type, item.count, item.ints = PC_ATTR_INTS, len(value), array
+    attrs = Attrs(items, len(values))
+    attrs._keep = (items, keep)
+    return attrs
 
 
 class Context(ctypes.Structure):
@@ -165,16 +199,25 @@ class Slots:
             item.data = a.ctypes.data
 
 
-def prepare_and_run(module: ModuleType, name: str, ins: Slots, outs: Slots) -> tuple[int, str]:
-    """Run kernel ``name`` of ``module`` once, without attrs; (status of run, its message).
-    Prepare must succeed."""
+def prepare(module: ModuleType, name: str, ins: Slots, outs: Slots, attrs: dict | None = None):
+    """Prepare kernel ``name`` of ``module``: (status, message, kernel, state, context, message
+    buffer)."""
     k = kernel(module, name)
-    message = ctypes.create_string_buffer(512)
-    ctx = Context(None, 1, ctypes.sizeof(Context), ctypes.cast(message, ctypes.c_char_p), 512)
+    message = ctypes.create_string_buffer(1024)
+    ctx = Context(None, 1, ctypes.sizeof(Context), ctypes.cast(message, ctypes.c_char_p), 1024)
     state = ctypes.c_void_p()
-    attrs = Attrs(None, 0)
-    status = k.prepare(ctypes.byref(attrs), ins.raw, outs.raw, ctypes.byref(ctx), state)
-    assert status == 0, message.value.decode()
+    raw_attrs = make_attrs(attrs or {})
+    status = k.prepare(ctypes.byref(raw_attrs), ins.raw, outs.raw, ctypes.byref(ctx), state)
+    return status, message.value.decode() if status else "", k, state, ctx, message
+
+
+def prepare_and_run(
+    module: ModuleType, name: str, ins: Slots, outs: Slots, attrs: dict | None = None
+) -> tuple[int, str]:
+    """Run kernel ``name`` of ``module`` once; (status of run, its message). Prepare must
+    succeed."""
+    status, error, k, state, ctx, message = prepare(module, name, ins, outs, attrs)
+    assert status == 0, error
     ins.bind()
     outs.bind()
     try:

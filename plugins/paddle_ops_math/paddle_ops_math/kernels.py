@@ -18,6 +18,7 @@ ctypes.CDLL(
 from ._C import (  # noqa: E402
     KERNEL_ABI_VERSION,
     built_with_cuda,
+    cublas_unavailable_reason,
     cuda_architectures,
     kernels,
     threading_info,
@@ -26,6 +27,7 @@ from ._C import (  # noqa: E402
 __all__ = [
     "KERNEL_ABI_VERSION",
     "built_with_cuda",
+    "cublas_unavailable_reason",
     "cuda_architectures",
     "kernels",
     "threading_info",

@@ -6,26 +6,13 @@
 namespace pom {
 namespace {
 
-// The index of the first maximum (minimum) along `axis`; the first NaN wins, like NumPy's.
+// The index of the first maximum (minimum) along `axis`; the first NaN wins, like NumPy's
+// (arg_better, functors.hpp). Checks: reduce_plan.hpp's check_arg_reduce.
 template <bool Max> class ArgReduce {
  public:
   ArgReduce(const Attrs& attrs, const Slots& in, const Slots& out) {
-    Tensor x = in(0), o = out(0);
-    const int64_t axis = attrs.i("axis");
-    std::vector<bool> flags(x.ndim(), false);
-    if (x.ndim() == 0) {  // a 0-d x is one element along axis 0 (or -1)
-      if (axis != 0 && axis != -1)
-        fail("axis %lld is out of range for a 0-d x (valid: -1, 0)", static_cast<long long>(axis));
-    } else {
-      flags = reduced_axes(x, {axis});
-    }
-    expect_reduced_shape(o, x, flags, attrs.b("keepdim"));
-    o.expect_dtype(PC_INT64, "out");
-    plan_ = make_plan(x, flags);
-    if (plan_.count == 0)
-      fail("x %s has no elements along axis %lld: no index to return", x.describe().c_str(),
-           static_cast<long long>(axis));
-    fn_ = dispatch(x.dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    plan_ = check_arg_reduce(attrs, in, out);
+    fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -35,9 +22,7 @@ template <bool Max> class ArgReduce {
  private:
   using Fn = void (*)(const Plan&, const void*, int64_t*, int32_t);
 
-  template <class T> static bool better(T v, T best) {  // NaN beats all; the first NaN stays
-    return best == best && ((Max ? v > best : v < best) || v != v);
-  }
+  template <class T> static bool better(T v, T best) { return arg_better<Max>(v, best); }
 
   template <class T>
   static void compute(const Plan& p, const void* xv, int64_t* out, int32_t threads) {

@@ -11,15 +11,12 @@
 namespace pom {
 namespace {
 
-
+// x_grad = GX(x, y, out_grad), y_grad = GY(...), summed to the inputs' shapes (functors.hpp).
 template <class GX, class GY> class BinaryGrad {
  public:
   BinaryGrad(const Attrs&, const Slots& in, const Slots& out) {
+    check_binary_grad(in, out);
     Tensor x = in(0), y = in(1), g = in(2);
-    expect_same_dtype(x, y, "x and y");
-    expect_same_dtype(x, g, "x and out_grad");
-    if (out.has(0)) expect_same_shape(out(0), x, "x_grad and x");
-    if (out.has(1)) expect_same_shape(out(1), y, "y_grad and y");
     ax_ = plan_broadcast(x, g, g);
     ay_ = plan_broadcast(y, g, g);
     fn_ = dispatch(x.dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
@@ -64,49 +61,6 @@ template <class GX, class GY> class BinaryGrad {
 
   Broadcast ax_, ay_;
   Fn fn_;
-};
-
-struct GradOne {  // d(x + y)/dx
-  template <class T> T operator()(T, T, T g) const { return g; }
-};
-struct GradNeg {  // d(x - y)/dy
-  template <class T> T operator()(T, T, T g) const { return -g; }
-};
-struct GradMulX {
-  template <class T> T operator()(T, T y, T g) const { return g * y; }
-};
-struct GradMulY {
-  template <class T> T operator()(T x, T, T g) const { return g * x; }
-};
-struct GradDivX {
-  template <class T> T operator()(T, T y, T g) const { return g / y; }
-};
-struct GradDivY {
-  template <class T> T operator()(T x, T y, T g) const { return -g * x / (y * y); }
-};
-// pow's gradients follow PyTorch's: 0 where the formula's limit is (y == 0 for x, x == 0 with
-// y >= 0 for y), the formula elsewhere: NaN for y's at a negative base, -inf at 0 with y < 0.
-struct GradPowX {  // d(x^y)/dx = y x^(y-1)
-  template <class T> T operator()(T x, T y, T g) const {
-    return y == T(0) ? T(0) : g * y * std::pow(x, y - T(1));
-  }
-};
-struct GradPowY {  // d(x^y)/dy = x^y ln x
-  template <class T> T operator()(T x, T y, T g) const {
-    return x == T(0) && y >= T(0) ? T(0) : g * std::pow(x, y) * std::log(x);
-  }
-};
-struct GradMaxX {  // ties send the gradient to x, like the forward's choice of x
-  template <class T> T operator()(T x, T y, T g) const { return x >= y ? g : T(0); }
-};
-struct GradMaxY {
-  template <class T> T operator()(T x, T y, T g) const { return x >= y ? T(0) : g; }
-};
-struct GradMinX {
-  template <class T> T operator()(T x, T y, T g) const { return x <= y ? g : T(0); }
-};
-struct GradMinY {
-  template <class T> T operator()(T x, T y, T g) const { return x <= y ? T(0) : g; }
 };
 
 }  // namespace

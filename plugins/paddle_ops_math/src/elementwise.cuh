@@ -1,6 +1,6 @@
 // The CUDA kernel templates of the elementwise families (binary_cuda.cu, compare_cuda.cu,
-// unary_cuda.cu, fill_cuda.cu): out = F(x, y) with NumPy broadcasting, and out = F(x), F from
-// functors.hpp.
+// unary_cuda.cu, unary_grad_cuda.cu, fill_cuda.cu): out = F(x, y) with NumPy broadcasting,
+// out = F(x), and out = F(a, b) on same-shaped inputs, F from functors.hpp.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, out has the broadcast shape), all on the
 // CUDA device of the plan's stream. Prepare runs the CPU kernel's checks (elementwise.hpp), so
@@ -117,6 +117,12 @@ template <class F, class TypeList, bool Bool = false> class BinaryCuda {
 template <class F, class S, class D>
 __global__ void map_kernel(const S* x, D* out, int64_t n, F f) {
   for (int64_t i = first_index(); i < n; i += index_step()) out[i] = f(x[i]);
+}
+
+// out[i] = f(a[i], b[i]) on same-shaped inputs (gradient formulas); f passed by value.
+template <class F, class T>
+__global__ void zip_kernel(const T* a, const T* b, T* out, int64_t n, F f) {
+  for (int64_t i = first_index(); i < n; i += index_step()) out[i] = f(a[i], b[i]);
 }
 
 // out = F(x) for the dtypes in TypeList.

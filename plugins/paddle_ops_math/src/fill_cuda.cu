@@ -1,5 +1,6 @@
 // CUDA kernels of scale, cast, fill_constant and full_like (fill), assign. Same formulas
 // (functors.hpp: ScaleBy, convert_to), checks (elementwise.hpp) and dtypes as fill_cpu.cpp.
+// Also the core's fill_like (paddle_core/builtin/ops.pbtxt), which seeds every backward.
 //
 // Memory contract: C-contiguous CUDA buffers; outputs have the shapes the shape rules
 // inferred (checked in prepare).
@@ -100,6 +101,15 @@ class FillCuda {
   Launch launch_;
 };
 
+// fill_like: the fill, with out of x's shape and dtype (checked like the core's CPU kernel).
+class FillLikeCuda : public FillCuda {
+ public:
+  FillLikeCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : FillCuda(attrs, in, out) {
+    check_unary(in, out);
+  }
+};
+
 // out = x (a copy on the stream).
 class AssignCuda {
  public:
@@ -110,13 +120,7 @@ class AssignCuda {
              dispatch(in(0).dtype(), AllTypes{}, [](auto t) { return int64_t(sizeof(t)); });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    const void* src = in(0).data<void>();
-    void* dst = out(0).data<void>();
-    if (bytes_ == 0 || src == dst) return;
-    const cudaError_t error = cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes_),
-                                              cudaMemcpyDeviceToDevice, stream_of(ctx));
-    if (error != cudaSuccess)
-      fail("CUDA copy failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+    copy_async(out(0).data<void>(), in(0).data<void>(), bytes_, stream_of(ctx));
   }
 
  private:
@@ -130,6 +134,7 @@ const pc::Family& fill_cuda_kernels() {
       pc::kernel<ScaleCuda>("scale_cuda"),
       pc::kernel<CastCuda>("cast_cuda"),
       pc::kernel<FillCuda>("fill_cuda"),
+      pc::kernel<FillLikeCuda>("fill_like_cuda"),
       pc::kernel<AssignCuda>("assign_cuda"),
   };
   return family;

@@ -1,6 +1,7 @@
-// The elementwise formulas of paddle-ops-math, written once for every device: each op is a
-// functor whose operator() the CPU kernels (*_cpu.cpp) and the CUDA kernels (*_cuda.cu) both
-// call, so the CPU tests check the arithmetic that the GPU runs too. Standard headers only, so
+// The elementwise formulas of paddle-ops-math, and those of the gradients (elementwise and of
+// the reductions), written once for every device: each is a functor whose operator() the CPU
+// kernels (*_cpu.cpp) and the CUDA kernels (*_cuda.cu) both call, so the CPU tests check the
+// arithmetic that the GPU runs too. Standard headers only, so
 // nvcc compiles it; under nvcc the functors are __host__ __device__ (POM_HD).
 //
 // Results are defined for every input: integers wrap around like NumPy's (Modular), maximum
@@ -106,6 +107,37 @@ struct GreaterEqual {
   template <class T> POM_HD uint8_t operator()(T a, T b) const { return a >= b; }
 };
 
+// -- predicates and logic: bool (uint8_t for the binary ones, as comparisons) ----------------
+
+struct IsNan {
+  template <class T> POM_HD bool operator()(T x) const { return x != x; }
+};
+struct IsInf {
+  template <class T> POM_HD bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
+    return false;
+  }
+};
+struct IsFinite {
+  template <class T> POM_HD bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) return std::isfinite(x);
+    return true;
+  }
+};
+struct Not {
+  template <class T> POM_HD bool operator()(T x) const { return !x; }
+};
+
+struct And {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a && b; }
+};
+struct Or {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a || b; }
+};
+struct Xor {
+  template <class T> POM_HD uint8_t operator()(T a, T b) const { return bool(a) != bool(b); }
+};
+
 // -- unary: T operator()(T x) ------------------------------------------------------------------
 
 struct Abs {  // integers wrap: abs of the minimum is the minimum
@@ -182,6 +214,186 @@ struct Sign {  // -1, 0 or 1; NaN stays NaN (NumPy's sign)
 struct Erf {
   template <class T> POM_HD T operator()(T x) const { return std::erf(x); }
 };
+
+// -- unary gradients: x_grad = G(a, out_grad), a being x or out as the manifest declares ------
+
+struct AbsGrad {  // sign(x), 0 at 0 (PyTorch's choice)
+  template <class T> POM_HD T operator()(T x, T g) const {
+    return x > T(0) ? g : (x < T(0) ? -g : T(0));
+  }
+};
+struct ExpGrad {  // a = out
+  template <class T> POM_HD T operator()(T y, T g) const { return g * y; }
+};
+struct LogGrad {
+  template <class T> POM_HD T operator()(T x, T g) const { return g / x; }
+};
+struct SqrtGrad {  // a = out: 1 / (2 sqrt(x))
+  template <class T> POM_HD T operator()(T y, T g) const { return g * T(0.5) / y; }
+};
+struct RsqrtGrad {  // a = out: -x^(-3/2) / 2 = -out^3 / 2
+  template <class T> POM_HD T operator()(T y, T g) const { return g * T(-0.5) * y * y * y; }
+};
+struct SquareGrad {
+  template <class T> POM_HD T operator()(T x, T g) const { return g * T(2) * x; }
+};
+struct SinGrad {
+  template <class T> POM_HD T operator()(T x, T g) const { return g * std::cos(x); }
+};
+struct CosGrad {
+  template <class T> POM_HD T operator()(T x, T g) const { return -g * std::sin(x); }
+};
+struct TanhGrad {  // a = out
+  template <class T> POM_HD T operator()(T y, T g) const { return g * (T(1) - y * y); }
+};
+struct SigmoidGrad {  // a = out
+  template <class T> POM_HD T operator()(T y, T g) const { return g * y * (T(1) - y); }
+};
+struct ErfGrad {  // 2 / sqrt(pi) e^(-x^2)
+  template <class T> POM_HD T operator()(T x, T g) const {
+    return g * T(1.1283791670955126) * std::exp(-x * x);
+  }
+};
+
+// clip_grad: x_grad = out_grad where min <= x <= max, else 0 (PyTorch's choice at the bounds).
+struct ClipGradBy {
+  double min, max;
+  template <class T> POM_HD T operator()(T x, T g) const {
+    return T(min) <= x && x <= T(max) ? g : T(0);
+  }
+};
+
+// -- binary gradients: d = G(x, y, out_grad) at the broadcast shape ---------------------------
+
+struct GradOne {  // d(x + y)/dx
+  template <class T> POM_HD T operator()(T, T, T g) const { return g; }
+};
+struct GradNeg {  // d(x - y)/dy
+  template <class T> POM_HD T operator()(T, T, T g) const { return -g; }
+};
+struct GradMulX {
+  template <class T> POM_HD T operator()(T, T y, T g) const { return g * y; }
+};
+struct GradMulY {
+  template <class T> POM_HD T operator()(T x, T, T g) const { return g * x; }
+};
+struct GradDivX {
+  template <class T> POM_HD T operator()(T, T y, T g) const { return g / y; }
+};
+struct GradDivY {
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return -g * x / (y * y); }
+};
+// pow's gradients follow PyTorch's: 0 where the formula's limit is (y == 0 for x, x == 0 with
+// y >= 0 for y), the formula elsewhere: NaN for y's at a negative base, -inf at 0 with y < 0.
+struct GradPowX {  // d(x^y)/dx = y x^(y-1)
+  template <class T> POM_HD T operator()(T x, T y, T g) const {
+    return y == T(0) ? T(0) : g * y * std::pow(x, y - T(1));
+  }
+};
+struct GradPowY {  // d(x^y)/dy = x^y ln x
+  template <class T> POM_HD T operator()(T x, T y, T g) const {
+    return x == T(0) && y >= T(0) ? T(0) : g * std::pow(x, y) * std::log(x);
+  }
+};
+struct GradMaxX {  // ties send the gradient to x, like the forward's choice of x
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return x >= y ? g : T(0); }
+};
+struct GradMaxY {
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return x >= y ? T(0) : g; }
+};
+struct GradMinX {
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return x <= y ? g : T(0); }
+};
+struct GradMinY {
+  template <class T> POM_HD T operator()(T x, T y, T g) const { return x <= y ? T(0) : g; }
+};
+
+// -- reduction gradients: x_grad = grad(stat, x, out, out_grad) -------------------------------
+//
+// Each output's Stat is built by see() over its reduced elements (join() merges two partial
+// Stats: the CUDA kernel builds them in parallel), then grad() gives each element's gradient.
+
+template <class T> struct SumGrad {  // d(sum)/dx = 1; mean: 1 / count
+  static constexpr bool kStats = false, kUsesOut = false;
+  struct Stat {};
+  T scale = 1;
+  POM_HD void see(Stat&, T, T) const {}
+  POM_HD static void join(Stat&, const Stat&) {}
+  POM_HD T grad(const Stat&, T, T, T g) const { return g * scale; }
+};
+
+// max / min: out_grad is shared evenly among the elements equal to the result (ties split it,
+// like PyTorch's amax); NaN results pass no gradient.
+template <class T> struct ExtremeGrad {
+  static constexpr bool kStats = true, kUsesOut = true;
+  using Stat = int64_t;  // how many elements equal the result
+  POM_HD void see(Stat& s, T v, T out) const { s += v == out; }
+  POM_HD static void join(Stat& s, const Stat& t) { s += t; }
+  POM_HD T grad(const Stat& s, T v, T out, T g) const {
+    return v == out ? g / static_cast<T>(s) : T(0);
+  }
+};
+
+// prod: the product of the other elements. With no zero that is prod / x_i; with exactly one
+// zero only that element gets the product of the rest; with more, every gradient is 0.
+template <class T> struct ProdGrad {
+  static constexpr bool kStats = true, kUsesOut = false;
+  struct Stat {
+    int64_t zeros = 0;
+    double nonzero = 1;  // product of the nonzero elements, in double
+  };
+  POM_HD void see(Stat& s, T v, T) const {
+    if (v == T(0)) {
+      ++s.zeros;
+    } else {
+      s.nonzero *= v;
+    }
+  }
+  POM_HD static void join(Stat& s, const Stat& t) {
+    s.zeros += t.zeros;
+    s.nonzero *= t.nonzero;
+  }
+  POM_HD T grad(const Stat& s, T v, T, T g) const {
+    if (s.zeros == 0) return static_cast<T>(g * (s.nonzero / v));
+    return s.zeros == 1 && v == T(0) ? static_cast<T>(g * s.nonzero) : T(0);
+  }
+};
+
+// -- argmax, argmin --------------------------------------------------------------------------
+
+// Whether v replaces `best` in a scan for the first maximum (Max) or minimum: NaN beats every
+// number, and the first NaN stays, like NumPy's.
+template <bool Max, class T> POM_HD bool arg_better(T v, T best) {
+  return best == best && ((Max ? v > best : v < best) || v != v);
+}
+
+// -- clip: out = min(max(x, lo), hi) ---------------------------------------------------------
+
+// The bounds in T, of type T: x < lo gives lo, then x > hi gives hi (max last, like NumPy: all
+// hi when lo > hi); comparisons with NaN are false, so NaN stays.
+template <class T> struct ClipTo {
+  T lo, hi;
+  POM_HD T operator()(T x) const {
+    const T v = x < lo ? lo : x;
+    return v > hi ? hi : v;
+  }
+};
+
+// A bound of clip in T, computed on the host. For integers: ceil(min) or floor(max),
+// saturated to T's range (an infinite bound leaves that side open).
+template <class T> T clip_bound(double v, bool lower) {
+  if constexpr (std::is_integral_v<T>) {
+    v = lower ? std::ceil(v) : std::floor(v);
+    const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);  // 2^31 or 2^63
+    if (v <= -limit) return std::numeric_limits<T>::lowest();
+    if (v >= limit) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(v);
+}
+
+template <class T> ClipTo<T> clip_to(double min, double max) {
+  return {clip_bound<T>(min, true), clip_bound<T>(max, false)};
+}
 
 // -- scale: out = scale * x + bias (After) or scale * (x + bias) -------------------------------
 

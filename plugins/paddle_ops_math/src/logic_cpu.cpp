@@ -5,6 +5,7 @@
 // Memory contract: inputs C-contiguous; out bool (one byte per element, 0 or 1) with x's shape
 // (the broadcast shape for the binary ops); where's out has x's dtype and the broadcast shape
 // of all three, each of which must broadcast to it. Checked in prepare.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -14,31 +15,12 @@
 namespace pom {
 namespace {
 
-struct IsNan {
-  template <class T> bool operator()(T x) const { return x != x; }
-};
-struct IsInf {
-  template <class T> bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
-    return false;
-  }
-};
-struct IsFinite {
-  template <class T> bool operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) return std::isfinite(x);
-    return true;
-  }
-};
-struct Not {
-  template <class T> bool operator()(T x) const { return !x; }
-};
-
-// out = F(x) as bool, for the dtypes in TypeList.
+// out = F(x) as bool, for the dtypes in TypeList. The formulas (IsNan ... Xor) are
+// functors.hpp's, shared with the CUDA kernels.
 template <class F, class TypeList> class Predicate {
  public:
   Predicate(const Attrs&, const Slots& in, const Slots& out) {
-    expect_same_shape(in(0), out(0), "x and out");
-    out(0).expect_dtype(PC_BOOL, "out");
+    check_predicate(in, out);
     fn_ = dispatch(in(0).dtype(), TypeList{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -59,26 +41,14 @@ template <class F, class TypeList> class Predicate {
 using Bools = Types<bool>;
 using AnyNumber = Types<float, double, int32_t, int64_t>;
 
-struct And {
-  template <class T> uint8_t operator()(T a, T b) const { return a && b; }
-};
-struct Or {
-  template <class T> uint8_t operator()(T a, T b) const { return a || b; }
-};
-struct Xor {
-  template <class T> uint8_t operator()(T a, T b) const { return bool(a) != bool(b); }
-};
-
-// out = cond ? x : y, each input broadcast to out's shape. Any dtype: elements are copied.
+// out = cond ? x : y, each input broadcast to out's shape (check_where, elementwise.hpp). Any
+// dtype: elements are copied.
 class Where {
  public:
   Where(const Attrs&, const Slots& in, const Slots& out) {
     const Tensor o = out(0);
-    in(0).expect_dtype(PC_BOOL, "cond");
-    expect_same_dtype(in(1), in(2), "x and y");
-    o.expect_dtype(in(1).dtype(), "out");
+    strides_ = check_where(in, out);
     shape_.assign(o.shape(), o.shape() + o.ndim());
-    for (int k = 0; k < 3; ++k) strides_[k] = broadcast_strides(in(k), o, kNames[k]);
     size_ = o.element_size();
   }
 
@@ -110,26 +80,8 @@ class Where {
   }
 
  private:
-  static constexpr const char* kNames[3] = {"cond", "x", "y"};
-
-  // Element strides of t read as out's shape: 0 along the axes t is broadcast over.
-  static std::vector<int64_t> broadcast_strides(const Tensor& t, const Tensor& o, const char* what) {
-    const int nd = o.ndim(), lead = nd - t.ndim();
-    if (lead < 0) fail("%s %s has more dimensions than out", what, t.describe().c_str());
-    std::vector<int64_t> strides(static_cast<size_t>(nd), 0);
-    int64_t step = 1;
-    for (int d = nd - 1; d >= lead; --d) {
-      const int64_t n = t.dim(d - lead);
-      if (n != 1 && n != o.dim(d))
-        fail("%s %s does not broadcast to out %s", what, t.describe().c_str(), o.describe().c_str());
-      strides[static_cast<size_t>(d)] = n == 1 ? 0 : step;
-      step *= n;
-    }
-    return strides;
-  }
-
   std::vector<int64_t> shape_;
-  std::vector<int64_t> strides_[3];
+  std::array<std::vector<int64_t>, 3> strides_;
   int64_t size_ = 0;
 };
 

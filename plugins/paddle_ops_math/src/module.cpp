@@ -24,11 +24,18 @@ const paddle_core::Family& reduce_grad_kernels();
 const paddle_core::Family& shape_kernels();
 const paddle_core::Family& unary_kernels();
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
-// One family per CUDA source file (src/<family>_cuda.cu).
+// One family per CUDA kernel source file (src/<family>_cuda.cu; cublas_cuda.cu loads cuBLAS).
 const paddle_core::Family& binary_cuda_kernels();
+const paddle_core::Family& binary_grad_cuda_kernels();
 const paddle_core::Family& compare_cuda_kernels();
 const paddle_core::Family& fill_cuda_kernels();
+const paddle_core::Family& logic_cuda_kernels();
+const paddle_core::Family& matmul_cuda_kernels();
+const paddle_core::Family& reduce_cuda_kernels();
 const paddle_core::Family& unary_cuda_kernels();
+const paddle_core::Family& unary_grad_cuda_kernels();
+// Why cuBLAS (loaded at run time for the CUDA matmul kernels) cannot be used, or nullptr.
+const char* cublas_unavailable_reason();
 #endif
 
 namespace {
@@ -73,8 +80,10 @@ PYBIND11_MODULE(_C, m) {
           &pom::logic_kernels(), &pom::matmul_kernels(), &pom::reduce_kernels(),
           &pom::reduce_grad_kernels(), &pom::shape_kernels(), &pom::unary_kernels(),
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
-          &pom::binary_cuda_kernels(), &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(),
-          &pom::unary_cuda_kernels(),
+          &pom::binary_cuda_kernels(), &pom::binary_grad_cuda_kernels(),
+          &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(), &pom::logic_cuda_kernels(),
+          &pom::matmul_cuda_kernels(), &pom::reduce_cuda_kernels(), &pom::unary_cuda_kernels(),
+          &pom::unary_grad_cuda_kernels(),
 #endif
       });
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
@@ -89,6 +98,19 @@ PYBIND11_MODULE(_C, m) {
   m.def("cuda_architectures", [architectures] { return std::string(architectures); },
         "The CUDA architectures the kernels were compiled for (CMAKE_CUDA_ARCHITECTURES, "
         "comma-separated, e.g. '80,90'); empty without CUDA.");
+  m.def(
+      "cublas_unavailable_reason",
+      []() -> pybind11::object {
+#ifdef PADDLE_OPS_MATH_WITH_CUDA
+        const char* reason = pom::cublas_unavailable_reason();
+        if (reason == nullptr) return pybind11::none();
+        return pybind11::str(reason);
+#else
+        return pybind11::str("paddle-ops-math was built without CUDA kernels");
+#endif
+      },
+      "Why the CUDA matmul kernels cannot load cuBLAS (what to install), or None when they can. "
+      "Loads it on the first call.");
   m.def(
       "threading_info",
       []() {

@@ -1,5 +1,6 @@
-// The machinery shared by the reduction kernels (reduce_cpu.cpp, extreme_cpu.cpp,
-// argreduce_cpu.cpp, reduce_grad_cpu.cpp): the reduction plan, the folds, the Reduce kernel.
+// The machinery shared by the CPU reduction kernels (reduce_cpu.cpp, extreme_cpu.cpp,
+// argreduce_cpu.cpp, reduce_grad_cpu.cpp): the walks, the folds, the Reduce kernel. The plan
+// and the prepare checks are reduce_plan.hpp's, shared with the CUDA kernels.
 //
 // Memory contract: x is C-contiguous and read only; out has x's shape with the reduced axes
 // dropped (or kept as 1 with keepdim) and is checked against it in prepare. sum and prod of
@@ -28,6 +29,7 @@
 #include <limits>
 
 #include "common.hpp"
+#include "reduce_plan.hpp"
 
 namespace pom {
 
@@ -43,18 +45,7 @@ bool has_avx2() {
   return yes;
 }
 
-// -- plan ------------------------------------------------------------------------------------
-
-// Positions of a row-major walk over `dims`, each at offset sum(index * stride) in x.
-struct Odometer {
-  static constexpr int kMaxDims = 32;
-  std::vector<int64_t> dims, strides;  // outermost first
-  int64_t size() const {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    return n;
-  }
-};
+// -- plan (reduce_plan.hpp) ------------------------------------------------------------------
 
 // Call f(offset) for positions [begin, end) of `od` in order.
 template <class F> void walk(const Odometer& od, int64_t begin, int64_t end, F&& f) {
@@ -75,82 +66,6 @@ template <class F> void walk(const Odometer& od, int64_t begin, int64_t end, F&&
       idx[k] = 0;
     }
   }
-}
-
-// How x folds into out, decided in prepare.
-struct Plan {
-  int64_t numel = 0;    // elements of x
-  int64_t outputs = 1;  // elements of out
-  int64_t count = 1;    // elements folded into each output
-  bool rows = true;     // the innermost block is reduced (else kept: "columns")
-  int64_t inner = 1;    // rows: length of each contiguous run; columns: outputs per row of x
-  Odometer kept;        // rows: each output's offset; columns: each group of `inner` outputs'
-  Odometer reduced;     // rows: the runs of one output; columns: the rows of x of one group
-};
-
-// Normalise `axes` (empty: all; negative: from the end) to a flag per axis of x.
-std::vector<bool> reduced_axes(const Tensor& x, const std::vector<int64_t>& axes) {
-  const int32_t nd = x.ndim();
-  std::vector<bool> flags(nd, axes.empty());
-  for (int64_t a : axes) {
-    if (nd == 0)
-      fail("axis %lld is out of range for a 0-d x, which has no axes (reduce it with axes=[])",
-           static_cast<long long>(a));
-    if (a < -nd || a >= nd)
-      fail("axis %lld is out of range for x %s (valid: %d..%d)", static_cast<long long>(a),
-           x.describe().c_str(), -nd, nd - 1);
-    const int64_t k = a < 0 ? a + nd : a;
-    if (flags[k]) fail("axis %lld is given twice in axes", static_cast<long long>(a));
-    flags[k] = true;
-  }
-  return flags;
-}
-
-// Fail unless `out` has x's shape reduced over `flags`.
-void expect_reduced_shape(const Tensor& out, const Tensor& x, const std::vector<bool>& flags,
-                          bool keepdim) {
-  std::vector<int64_t> want;
-  for (int32_t k = 0; k < x.ndim(); ++k) {
-    if (!flags[k]) want.push_back(x.dim(k));
-    else if (keepdim) want.push_back(1);
-  }
-  bool same = out.ndim() == static_cast<int32_t>(want.size());
-  for (int32_t k = 0; same && k < out.ndim(); ++k) same = out.dim(k) == want[k];
-  if (!same) fail("out is %s, but reducing x %s gives another shape", out.describe().c_str(),
-                  x.describe().c_str());
-}
-
-Plan make_plan(const Tensor& x, const std::vector<bool>& flags) {
-  Plan p;
-  p.numel = x.numel();
-  struct Block {
-    int64_t extent, stride;
-    bool reduced;
-  };
-  std::vector<Block> blocks;  // innermost first
-  int64_t stride = 1;
-  for (int32_t k = x.ndim() - 1; k >= 0; --k) {
-    const int64_t e = x.dim(k);
-    (flags[k] ? p.count : p.outputs) *= e;
-    if (e == 1) continue;  // size-1 axes change no offsets
-    if (!blocks.empty() && blocks.back().reduced == flags[k]) {
-      blocks.back().extent *= e;
-    } else {
-      blocks.push_back({e, stride, flags[k]});
-    }
-    stride *= e;
-  }
-  if (blocks.empty()) return p;  // one element
-  p.rows = blocks[0].reduced;
-  p.inner = blocks[0].extent;
-  for (size_t b = blocks.size() - 1; b >= 1; --b) {
-    Odometer& od = blocks[b].reduced ? p.reduced : p.kept;
-    od.dims.push_back(blocks[b].extent);
-    od.strides.push_back(blocks[b].stride);
-  }
-  if (p.kept.dims.size() > Odometer::kMaxDims || p.reduced.dims.size() > Odometer::kMaxDims)
-    fail("x %s alternates reduced and kept axes too often", x.describe().c_str());
-  return p;
 }
 
 // Split outputs [lo, hi) into spans inside one group of `p.inner` outputs (columns layout):
@@ -407,16 +322,11 @@ void reduce_columns(const Plan& p, const T* x, typename Op::Out* out, int32_t th
 template <template <class> class Op, class TypeList> class Reduce {
  public:
   Reduce(const Attrs& attrs, const Slots& in, const Slots& out) {
-    Tensor x = in(0), o = out(0);
-    const std::vector<bool> flags = reduced_axes(x, attrs.ints("axes"));
-    expect_reduced_shape(o, x, flags, attrs.b("keepdim"));
-    plan_ = make_plan(x, flags);
-    fn_ = dispatch(x.dtype(), TypeList{}, [&](auto t) -> Fn {
+    plan_ = check_reduce(attrs, in, out);
+    fn_ = dispatch(in(0).dtype(), TypeList{}, [&](auto t) -> Fn {
       using T = decltype(t);
-      o.expect_dtype(pc::DType<typename Op<T>::Out>::value, "out");
-      if (!Op<T>::kHasIdentity && plan_.count == 0)
-        fail("x %s has no elements along the reduced axes, and this reduction has no identity",
-             x.describe().c_str());
+      check_reduce_result(in, out, plan_, pc::DType<typename Op<T>::Out>::value,
+                          Op<T>::kHasIdentity);
       return &compute<T>;
     });
   }

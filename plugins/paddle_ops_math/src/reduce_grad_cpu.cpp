@@ -6,62 +6,13 @@
 namespace pom {
 namespace {
 
-template <class T> struct SumGrad {  // d(sum)/dx = 1; mean: 1 / count
-  static constexpr bool kStats = false, kUsesOut = false;
-  struct Stat {};
-  T scale = 1;
-  void see(Stat&, T, T) const {}
-  T grad(const Stat&, T, T, T g) const { return g * scale; }
-};
-
-// max / min: out_grad is shared evenly among the elements equal to the result (ties split it,
-// like PyTorch's amax); NaN results pass no gradient.
-template <class T> struct ExtremeGrad {
-  static constexpr bool kStats = true, kUsesOut = true;
-  using Stat = int64_t;  // how many elements equal the result
-  void see(Stat& s, T v, T out) const { s += v == out; }
-  T grad(const Stat& s, T v, T out, T g) const { return v == out ? g / static_cast<T>(s) : T(0); }
-};
-
-// prod: the product of the other elements. With no zero that is prod / x_i; with exactly one
-// zero only that element gets the product of the rest; with more, every gradient is 0.
-template <class T> struct ProdGrad {
-  static constexpr bool kStats = true, kUsesOut = false;
-  struct Stat {
-    int64_t zeros = 0;
-    double nonzero = 1;  // product of the nonzero elements, in double
-  };
-  void see(Stat& s, T v, T) const {
-    if (v == T(0)) {
-      ++s.zeros;
-    } else {
-      s.nonzero *= v;
-    }
-  }
-  T grad(const Stat& s, T v, T, T g) const {
-    if (s.zeros == 0) return static_cast<T>(g * (s.nonzero / v));
-    return s.zeros == 1 && v == T(0) ? static_cast<T>(g * s.nonzero) : T(0);
-  }
-};
-
 // Inputs: x, [out,] out_grad; output: x_grad. Attrs axes and keepdim as in the forward op.
+// The formulas (SumGrad, ExtremeGrad, ProdGrad) are functors.hpp's, shared with CUDA.
 template <template <class> class G, bool Mean = false> class ReduceGrad {
  public:
   ReduceGrad(const Attrs& attrs, const Slots& in, const Slots& out) {
-    constexpr bool uses_out = G<float>::kUsesOut;
-    Tensor x = in(0), g = in(uses_out ? 2 : 1), dx = out(0);
-    const std::vector<bool> flags = reduced_axes(x, attrs.ints("axes"));
-    const bool keepdim = attrs.b("keepdim");
-    expect_reduced_shape(g, x, flags, keepdim);
-    expect_same_dtype(g, x, "out_grad and x");
-    if (uses_out) {
-      expect_reduced_shape(in(1), x, flags, keepdim);
-      expect_same_dtype(in(1), x, "out and x");
-    }
-    expect_same_shape(dx, x, "x_grad and x");
-    expect_same_dtype(dx, x, "x_grad and x");
-    plan_ = make_plan(x, flags);
-    fn_ = dispatch(x.dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    plan_ = check_reduce_grad(attrs, in, out, G<float>::kUsesOut);
+    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

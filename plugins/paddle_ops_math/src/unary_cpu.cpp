@@ -5,9 +5,9 @@
 // dtypes (checked in prepare); out may alias x. Integer abs, neg and square wrap around like
 // NumPy's (abs and neg of the minimum give the minimum).
 //
-// The forward formulas are functors.hpp's (shared with the CUDA kernels). float32 exp, tanh
-// and sigmoid run the AVX2+FMA loops of unary_avx2.cpp instead when the CPU has both (decided
-// at prepare; set PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path).
+// The formulas (forward, clip, gradients) are functors.hpp's, shared with the CUDA kernels.
+// float32 exp, tanh and sigmoid run the AVX2+FMA loops of unary_avx2.cpp instead when the CPU
+// has both (decided at prepare; set PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path).
 // Their accuracy is stated there: 1.05 ulp (exp), 1.5 ulp (tanh), 2.5 ulp (sigmoid). The
 // portable path and every other op call the C library (std::exp, ...; glibc: expf 0.5 ulp,
 // tanhf 2.1 ulp measured); sigmoid there is computed in the same stable form from e^-|x|.
@@ -76,31 +76,12 @@ template <class F, class TypeList> class Unary {
 
 // -- clip ------------------------------------------------------------------------------------
 
-// The bounds of clip in T. For integers: [ceil(min), floor(max)] saturated to T's range
-// (an infinite bound leaves that side open).
-template <class T> T bound(double v, bool lower) {
-  if constexpr (std::is_integral_v<T>) {
-    v = lower ? std::ceil(v) : std::floor(v);
-    const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);  // 2^31 or 2^63
-    if (v <= -limit) return std::numeric_limits<T>::lowest();
-    if (v >= limit) return std::numeric_limits<T>::max();
-  }
-  return static_cast<T>(v);
-}
-
-// Checks shared by clip and clip_grad.
-void check_clip_bounds(double min, double max) {
-  if (!(min <= max)) fail("clip needs min <= max, got min=%g, max=%g", min, max);
-}
-
-// out = min(max(x, min), max); NaN stays NaN.
+// out = min(max(x, min), max); NaN stays NaN (ClipTo, functors.hpp).
 class Clip {
  public:
   Clip(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")) {
-    check_clip_bounds(min_, max_);
-    expect_same_shape(in(0), out(0), "x and out");
-    out(0).expect_dtype(in(0).dtype(), "out");
+    check_clip(attrs, in, out);
     fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -111,30 +92,23 @@ class Clip {
   using Fn = void (*)(const Clip&, const Tensor&, const Tensor&, int32_t);
   template <class T>
   static void compute(const Clip& self, const Tensor& x, const Tensor& out, int32_t threads) {
-    const T lo = bound<T>(self.min_, true), hi = bound<T>(self.max_, false);
+    const ClipTo<T> f = clip_to<T>(self.min_, self.max_);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
     parallel_for(x.numel(), threads, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const T v = src[i] < lo ? lo : src[i];  // comparisons with NaN are false: NaN stays
-        dst[i] = v > hi ? hi : v;  // max last, like NumPy: all max when ceil(min) > floor(max)
-      }
+      for (int64_t i = b; i < e; ++i) dst[i] = f(src[i]);
     });
   }
   double min_, max_;
   Fn fn_;
 };
 
-// x_grad = out_grad where min <= x <= max, else 0 (PyTorch's choice at the bounds).
+// x_grad = out_grad where min <= x <= max, else 0 (ClipGradBy).
 class ClipGrad {
  public:
   ClipGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")) {
-    check_clip_bounds(min_, max_);
-    expect_same_shape(in(0), in(1), "x and out_grad");
-    expect_same_dtype(in(0), in(1), "x and out_grad");
-    expect_same_shape(in(0), out(0), "x and x_grad");
-    out(0).expect_dtype(in(0).dtype(), "x_grad");
+    check_clip_grad(attrs, in, out);
     fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -145,68 +119,24 @@ class ClipGrad {
   using Fn = void (*)(const ClipGrad&, const Slots&, const Tensor&, int32_t);
   template <class T>
   static void compute(const ClipGrad& self, const Slots& in, const Tensor& out, int32_t threads) {
-    const T lo = static_cast<T>(self.min_), hi = static_cast<T>(self.max_);
+    const ClipGradBy f{self.min_, self.max_};
     const T* x = in(0).data<T>();
     const T* g = in(1).data<T>();
     T* dx = out.data<T>();
     parallel_for(out.numel(), threads, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dx[i] = lo <= x[i] && x[i] <= hi ? g[i] : T(0);
+      for (int64_t i = b; i < e; ++i) dx[i] = f(x[i], g[i]);
     });
   }
   double min_, max_;
   Fn fn_;
 };
 
-// -- gradients: x_grad = G(a, out_grad), a being x or out as the manifest declares ------------
-
-struct AbsGrad {  // sign(x), 0 at 0 (PyTorch's choice)
-  template <class T> T operator()(T x, T g) const {
-    return x > T(0) ? g : (x < T(0) ? -g : T(0));
-  }
-};
-struct ExpGrad {  // a = out
-  template <class T> T operator()(T y, T g) const { return g * y; }
-};
-struct LogGrad {
-  template <class T> T operator()(T x, T g) const { return g / x; }
-};
-struct SqrtGrad {  // a = out: 1 / (2 sqrt(x))
-  template <class T> T operator()(T y, T g) const { return g * T(0.5) / y; }
-};
-struct RsqrtGrad {  // a = out: -x^(-3/2) / 2 = -out^3 / 2
-  template <class T> T operator()(T y, T g) const { return g * T(-0.5) * y * y * y; }
-};
-struct SquareGrad {
-  template <class T> T operator()(T x, T g) const { return g * T(2) * x; }
-};
-struct SinGrad {
-  template <class T> T operator()(T x, T g) const { return g * std::cos(x); }
-};
-struct CosGrad {
-  template <class T> T operator()(T x, T g) const { return -g * std::sin(x); }
-};
-struct TanhGrad {  // a = out
-  template <class T> T operator()(T y, T g) const { return g * (T(1) - y * y); }
-};
-struct SigmoidGrad {  // a = out
-  template <class T> T operator()(T y, T g) const { return g * y * (T(1) - y); }
-};
-struct ErfGrad {  // 2 / sqrt(pi) e^(-x^2)
-  template <class T> T operator()(T x, T g) const {
-    return g * T(1.1283791670955126) * std::exp(-x * x);
-  }
-};
-
-// Inputs (a, out_grad), output x_grad; float dtypes.
+// x_grad = G(a, out_grad), G from functors.hpp; float dtypes.
 template <class G> class UnaryGrad {
  public:
   UnaryGrad(const Attrs&, const Slots& in, const Slots& out) {
-    Tensor a = in(0), g = in(1), dx = out(0);
-    expect_same_dtype(a, g, "forward tensor and out_grad");
-    expect_same_shape(a, g, "forward tensor and out_grad");
-    expect_same_shape(g, dx, "out_grad and x_grad");
-    dx.expect_dtype(g.dtype(), "x_grad");
-    fn_ = dispatch(a.dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    check_unary_grad(in, out);
+    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     fn_(in(0).data<void>(), in(1).data<void>(), out(0).data<void>(), out(0).numel(),

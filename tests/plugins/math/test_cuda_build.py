@@ -24,10 +24,15 @@ from paddle_ops_math import kernels as math_kernels
 PLUGIN = ROOT / "plugins" / "paddle_ops_math"
 SOURCE_MANIFEST = PLUGIN / "src" / "cuda_kernels.pbtxt"  # installed as ops/cuda.pbtxt
 INSTALLED_OPS = Path(math_kernels.__file__).parent / "ops"
+# The core's own ops (add_n, fill_like): the plugin adds CUDA kernels for them too.
+CORE_OPS = Path(pc.__file__).parent / "builtin" / "ops.pbtxt"
 
 
 def cpu_manifest() -> pb.PluginManifest:
-    return installed_cpu_manifest(INSTALLED_OPS)
+    """The ops of the plugin's CPU manifest and the core's: those its CUDA kernels serve."""
+    merged = parse(CORE_OPS)
+    merged.MergeFrom(installed_cpu_manifest(INSTALLED_OPS))
+    return merged
 
 
 built = pytest.mark.skipif(
@@ -37,11 +42,17 @@ built = pytest.mark.skipif(
 # -- the declarations ----------------------------------------------------------------------------
 
 
+# The dtypes a CUDA kernel takes beyond its op's CPU kernel, and why: cuBLAS multiplies bfloat16
+# on tensor cores with float32 accumulation, for which OpenBLAS has no kernel.
+BEYOND_CPU = {"matmul": (pb.VarType.BFLOAT16,)}
+
+
 def test_every_cuda_kernel_takes_its_cpu_kernels_dtypes():
     cuda = kernel_dtypes(parse(SOURCE_MANIFEST), "cuda")
     cpu = kernel_dtypes(cpu_manifest(), "cpu")
     assert cuda, f"{SOURCE_MANIFEST.name} declares no CUDA kernel"
-    assert {op: cpu.get(op) for op in cuda} == cuda
+    want = {op: (cpu.get(op) or ()) + BEYOND_CPU.get(op, ()) for op in cuda}
+    assert want == cuda
 
 
 def test_a_cuda_kernel_is_named_after_its_cpu_kernel():
@@ -93,11 +104,15 @@ def test_the_cuda_manifest_ships_exactly_with_the_cuda_kernels():
 def test_paddle_ops_lists_the_cuda_ops(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # outside the checkout: the installed plugin only
     listed = run_cli("list", "--device", "cuda").stdout.split()
-    for op in ("add", "equal", "exp", "sigmoid"):
+    for op in ("add", "equal", "exp", "sigmoid", "add_grad", "add_n", "fill_like", "matmul", "sum"):
         assert op in listed
-    assert "matmul" not in listed  # no CUDA kernel yet
+    assert "transpose" not in listed  # no CUDA kernel yet
+    # --plugin lists the plugin's own ops: not the core's, though math gives them CUDA kernels.
     ops = json.loads(run_cli("list", "--device", "cuda", "--plugin", "math", "--json").stdout)
-    assert {o["op"] for o in ops["ops"]} == {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    core = {o.proto.type for o in parse(CORE_OPS).ops}
+    packs = {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    assert {o["op"] for o in ops["ops"]} == packs - core
+    assert packs & core == {"add_n", "fill_like"}
 
 
 # -- prepare refuses host memory -----------------------------------------------------------------
@@ -126,6 +141,17 @@ class CudaKernelsOnCpu:
               kernels { device: "cpu" dtypes: [FLOAT32] native: "exp_cuda" }
               shape_rule: "paddle_core.rules:unary"
             }
+            ops {
+              proto {
+                type: "matmul_cuda_on_cpu" comment: "matmul_cuda, bound to the CPU."
+                inputs { name: "x" comment: "." } inputs { name: "y" comment: "." }
+                outputs { name: "out" comment: "." }
+                attrs { name: "transpose_x" type: BOOL comment: "." default { b: false } }
+                attrs { name: "transpose_y" type: BOOL comment: "." default { b: false } }
+              }
+              kernels { device: "cpu" dtypes: [FLOAT32] native: "matmul_cuda" }
+              shape_rule: "paddle_ops_math.rules:matmul_shape"
+            }
         """
 
 
@@ -150,3 +176,32 @@ def test_a_broadcast_over_more_dims_than_the_cuda_kernel_walks_is_refused():
     y = np.ones((1, 2) * 4 + (1,), np.float32)
     with pytest.raises(pc.KernelError, match=r"needs 9 dimensions after merging.* at most 8"):
         run_on_cpu("add_cuda_on_cpu", x=x, y=y)
+
+
+# -- cuBLAS, loaded at run time --------------------------------------------------------------------
+
+
+def test_cublas_availability_is_reported():
+    reason = math_kernels.cublas_unavailable_reason()
+    if not math_kernels.built_with_cuda():
+        assert reason == "paddle-ops-math was built without CUDA kernels"
+    elif reason is not None:
+        assert "pip install nvidia-cublas" in reason and "libcublas.so.13" in reason
+
+
+@built
+def test_without_cublas_a_cuda_matmul_says_what_to_install_in_prepare():
+    if math_kernels.cublas_unavailable_reason() is None:
+        pytest.skip("cuBLAS loads here")
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(pc.KernelError, match=r"could not be loaded.*pip install nvidia-cublas"):
+        run_on_cpu("matmul_cuda_on_cpu", x=x, y=x.T.copy())
+
+
+@built
+def test_with_cublas_a_cuda_matmul_handed_host_memory_refuses_in_prepare():
+    if math_kernels.cublas_unavailable_reason() is not None:
+        pytest.skip("no cuBLAS here")
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(pc.KernelError, match=r"CUDA kernel got input tensor 0 on device type 1"):
+        run_on_cpu("matmul_cuda_on_cpu", x=x, y=x.T.copy())

@@ -7,10 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from op_helpers import FLOATS, NUMBERS, assert_matches, rand
-from test_cuda_build import INSTALLED_OPS, parse
+from test_cuda_build import INSTALLED_OPS, cpu_manifest, parse
 from test_elementwise import BINARY, COMPARE
 from test_elementwise import SHAPES as BINARY_SHAPES
 from test_fill import ALL
+from test_matmul import MATMUL, np_matmul
+from test_reduce import CASES as REDUCE_CASES
+from test_reduce import REDUCE, reference, tolerance
+from test_reduce import inputs as reduce_inputs
 
 import paddle_core as pc
 from paddle_core.testing import run_op
@@ -44,6 +48,11 @@ UNARY = {
     "erf": (np.vectorize(__import__("math").erf, otypes=[float]), FLOATS),
 }
 FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
+CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
+LOGIC = ["isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"]
+MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad", "rowwise_add"]
+# The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
+UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
 POSITIVE = {"log", "sqrt", "rsqrt"}  # inputs drawn from (0.1, 3)
 UNARY_SHAPES = [(), (7,), (3, 4), (0, 5), (4097, 33)]
 # CUDA's float math is within a few ulp of the CPU's (CUDA C Programming Guide, "Mathematical
@@ -72,7 +81,10 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
 
 def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
-    assert declared == set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL)
+    tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
+    grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
+    others = {"argmax", "argmin", "clip", "where"}
+    assert declared == tested | set(REDUCE) | grads | others | set(LOGIC)
 
 
 @pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
@@ -162,3 +174,294 @@ def test_fill_constant_full_like_and_assign(dtype):
         assert_matches(run_cuda("full_like", {"x": like}, {"value": 1.0}), np.ones(shape, dtype))
         x = (np.arange(np.prod(shape)) % 3).astype(dtype).reshape(shape)
         assert_matches(run_cuda("assign", {"x": x}), x)
+
+
+# -- gradients -----------------------------------------------------------------------------------
+
+
+def grad_op_inputs(op: str, shapes: dict[str, tuple], dtype: str, rng) -> dict[str, np.ndarray]:
+    """Random inputs for each input slot of grad op ``op`` (x, y, out, out_grad)."""
+    manifest = cpu_manifest()
+    (proto,) = [o.proto for o in manifest.ops if o.proto.type == op]
+    positive = op.split("_grad")[0] in POSITIVE or op == "pow_grad"
+    low, high = (0.1, 3) if positive else (-3, 3)
+    return {i.name: rand(rng, shapes[i.name], dtype, low, high) for i in proto.inputs}
+
+
+def assert_same_as_cpu(op: str, inputs: dict, attrs: dict | None = None) -> None:
+    """Every output of ``op`` on cuda:0 matches the CPU kernel's (checked by finite differences
+    in the CPU tests)."""
+    cpu = run_op(op, inputs, attrs)
+    gpu = run_op(op, inputs, attrs, device="cuda:0")
+    assert gpu.keys() == cpu.keys()
+    for slot in cpu:
+        for got, want in zip(gpu[slot], cpu[slot]):
+            assert_close(got, want)
+
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("op", sorted(UNARY_GRAD))
+def test_unary_grad(op, shape):
+    rng = np.random.default_rng(5)
+    attrs = {"min": -1.0, "max": 1.5} if op == "clip" else None
+    for dtype in FLOATS:
+        shapes = dict.fromkeys(("x", "out", "out_grad"), shape)
+        assert_same_as_cpu(f"{op}_grad", grad_op_inputs(f"{op}_grad", shapes, dtype, rng), attrs)
+
+
+@pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_grad_sums_over_broadcast_dims(op, xs, ys):
+    rng = np.random.default_rng(6)
+    out = np.broadcast_shapes(xs, ys)
+    for dtype in FLOATS:
+        inputs = grad_op_inputs(f"{op}_grad", {"x": xs, "y": ys, "out_grad": out}, dtype, rng)
+        assert_same_as_cpu(f"{op}_grad", inputs)
+
+
+def test_binary_grad_sums_a_large_reduction_in_order():
+    rng = np.random.default_rng(7)
+    x, y = rand(rng, (4097, 33), "float64"), rand(rng, (1, 33), "float64")
+    g = rand(rng, (4097, 33), "float64")
+    (dy,) = run_op("mul_grad", {"x": x, "y": y, "out_grad": g}, device="cuda:0")["y_grad"]
+    np.testing.assert_allclose(dy, (g * x).sum(axis=0, keepdims=True), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+def test_add_n_and_fill_like(dtype):
+    rng = np.random.default_rng(8)
+    for shape in ((), (0, 3), (4097, 33)):
+        xs = [rand(rng, shape, dtype) for _ in range(3)]
+        for n in (1, 2, 3):
+            assert_matches(run_cuda("add_n", {"xs": xs[:n]}), sum(xs[:n]).astype(dtype))
+        got = run_cuda("fill_like", {"x": xs[0]}, {"value": 2.0})
+        assert_matches(got, np.full(shape, 2, dtype))
+
+
+def test_a_backward_runs_compiled_on_the_gpu():
+    """exp(x * y) + x: backward seeds with fill_like, sums x's two gradients with add_n."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x, y = pc.data("x", [4, 3], "float64"), pc.data("y", [3], "float64")
+        out = pc.ops.add(pc.ops.exp(pc.ops.mul(x, y)), x)
+        grads = pc.gradients([out], [x, y])
+    rng = np.random.default_rng(9)
+    feed = {"x": rand(rng, (4, 3), "float64"), "y": rand(rng, (3,), "float64")}
+    exe = pc.Executor("cuda:0")
+    assert exe.prepare(prog, feed=feed, fetch_list=grads).compiled
+    dx, dy = exe.run(prog, feed=feed, fetch_list=grads)
+    e = np.exp(feed["x"] * feed["y"])
+    np.testing.assert_allclose(dx, e * feed["y"] + 1, rtol=1e-13)
+    np.testing.assert_allclose(dy, (e * feed["x"]).sum(axis=0), rtol=1e-13)
+
+
+# -- matmul (cuBLAS) -----------------------------------------------------------------------------
+
+MATMUL_2D = [((3, 4), (4, 5), 1, 1), ((2, 3, 4), (4, 5), 2, 1), ((2, 3, 4), (3, 4, 5), 1, 2)]
+# Batches cuBLAS cannot stride through (x's batch dims broadcast in the middle): a loop of calls.
+IRREGULAR = [((2, 1, 3, 4), (2, 5, 4, 2), False, False), ((3, 1, 2, 3), (1, 4, 2, 5), True, False)]
+
+
+@pytest.fixture
+def cublas(cuda):
+    reason = math_kernels.cublas_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.mark.usefixtures("cublas")
+@pytest.mark.parametrize(("xs", "ys", "tx", "ty"), MATMUL + IRREGULAR)
+def test_matmul(xs, ys, tx, ty):
+    rng = np.random.default_rng(10)
+    attrs = {"transpose_x": tx, "transpose_y": ty}
+    for dtype in FLOATS:
+        x, y = rand(rng, xs, dtype), rand(rng, ys, dtype)
+        tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else {}
+        assert_matches(run_cuda("matmul", {"x": x, "y": y}, attrs), np_matmul(x, y, tx, ty), **tol)
+
+
+@pytest.mark.usefixtures("cublas")
+@pytest.mark.parametrize(("xs", "ys", "tx", "ty"), MATMUL + IRREGULAR)
+def test_matmul_grad(xs, ys, tx, ty):
+    rng = np.random.default_rng(11)
+    out = np_matmul(np.zeros(xs), np.zeros(ys), tx, ty).shape
+    inputs = {"x": rand(rng, xs, "float64"), "y": rand(rng, ys, "float64")}
+    inputs["out_grad"] = rand(rng, out, "float64")
+    assert_same_as_cpu("matmul_grad", inputs, {"transpose_x": tx, "transpose_y": ty})
+
+
+@pytest.mark.usefixtures("cublas")
+@pytest.mark.parametrize(("xs", "ys", "xk", "yk"), MATMUL_2D)
+def test_matmul_2d_and_its_grad(xs, ys, xk, yk):
+    rng = np.random.default_rng(12)
+    attrs = {"x_num_col_dims": xk, "y_num_col_dims": yk}
+    for dtype in FLOATS:
+        x, y = rand(rng, xs, dtype), rand(rng, ys, dtype)
+        assert_same_as_cpu("matmul_2d", {"x": x, "y": y}, attrs)
+        (out,) = run_op("matmul_2d", {"x": x, "y": y}, attrs)["out"]
+        g = rand(rng, out.shape, dtype)
+        assert_same_as_cpu("matmul_2d_grad", {"x": x, "y": y, "out_grad": g}, attrs)
+
+
+@pytest.mark.usefixtures("cublas")
+def test_matmul_bfloat16_accumulates_in_float32():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(13)
+    x, y = rand(rng, (2, 64, 256), "float32"), rand(rng, (256, 48), "float32")
+    xb, yb = x.astype(ml_dtypes.bfloat16), y.astype(ml_dtypes.bfloat16)
+    got = run_cuda("matmul", {"x": xb, "y": yb}).astype(np.float32)
+    want = np.matmul(xb.astype(np.float32), yb.astype(np.float32))  # exact products, f32 sums
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)  # the result rounds to bfloat16
+
+
+@pytest.mark.usefixtures("cublas")
+def test_a_matmul_backward_runs_compiled_on_the_gpu():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x, w = pc.data("x", [8, 5], "float64"), pc.data("w", [5, 3], "float64")
+        out = pc.ops.matmul(pc.ops.tanh(x), w)
+        grads = pc.gradients([out], [x, w])
+    rng = np.random.default_rng(14)
+    feed = {"x": rand(rng, (8, 5), "float64"), "w": rand(rng, (5, 3), "float64")}
+    exe = pc.Executor("cuda:0")
+    assert exe.prepare(prog, feed=feed, fetch_list=grads).compiled
+    dx, dw = exe.run(prog, feed=feed, fetch_list=grads)
+    t = np.tanh(feed["x"])
+    np.testing.assert_allclose(dw, t.T @ np.ones((8, 3)), rtol=1e-12)
+    np.testing.assert_allclose(dx, (1 - t * t) * (np.ones((8, 3)) @ feed["w"].T), rtol=1e-12)
+
+
+# -- reductions ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", sorted(REDUCE))
+@pytest.mark.parametrize(("shape", "axes"), REDUCE_CASES)
+def test_reduce(op, shape, axes):
+    rng = np.random.default_rng(15)
+    for dtype in REDUCE[op][1]:
+        x = reduce_inputs(rng, op, shape, dtype)
+        for keepdim in (False, True):
+            got = run_cuda(op, {"x": x}, {"axes": axes, "keepdim": keepdim})
+            assert_matches(got, reference(op, x, axes, keepdim), **tolerance(op, x, axes))
+
+
+def test_reductions_wrap_propagate_nan_and_give_identities_as_on_cpu():
+    cases = [
+        ("sum", np.array([2**62, 2**62, 2**62], np.int64), {}),
+        ("sum", np.array([[2**30, 2**30, 3], [1, -2, 5]], np.int32), {"axes": [1]}),
+        ("max", np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -1.0]], np.float32), {"axes": [1]}),
+        ("min", np.where(np.arange(10000) == 7777, np.nan, np.arange(10000.0)), {}),
+        ("max", np.full((2, 3), -np.inf), {"axes": [0]}),
+        ("sum", np.zeros((0, 3), np.float32), {"axes": [0]}),
+        ("prod", np.zeros((0, 3), np.float32), {"axes": [0]}),
+        ("mean", np.zeros((0, 3), np.float32), {"axes": [0]}),
+        ("sum", np.zeros((0, 3), np.int32), {}),
+        ("max", np.zeros((0, 3), np.float32), {"axes": [1]}),
+    ]
+    for op, x, attrs in cases:
+        (cpu,) = run_op(op, {"x": x}, attrs)["out"]
+        assert_matches(run_cuda(op, {"x": x}, attrs), cpu)
+
+
+@pytest.mark.parametrize("op", sorted(REDUCE))
+@pytest.mark.parametrize(("shape", "axes"), [c for c in REDUCE_CASES if np.prod(c[0]) < 10**5])
+def test_reduce_grad(op, shape, axes):
+    rng = np.random.default_rng(16)
+    for dtype in FLOATS:
+        x = reduce_inputs(rng, op, shape, dtype)
+        if op == "prod":  # a zero, and two in another row: the special cases
+            x.flat[0] = 0
+        attrs = {"axes": axes, "keepdim": False}
+        (out,) = run_op(op, {"x": x}, attrs)["out"]
+        inputs = {"x": x, "out": out, "out_grad": rand(rng, out.shape, dtype)}
+        if op in ("sum", "mean", "prod"):
+            del inputs["out"]
+        assert_same_as_cpu(f"{op}_grad", inputs, attrs)
+
+
+def test_max_grad_splits_ties_and_passes_nothing_through_nan():
+    x = np.array([[1.0, 3.0, 3.0], [np.nan, 1.0, 2.0]])
+    out = np.array([3.0, np.nan])
+    g = np.array([1.0, 1.0])
+    got = run_op("max_grad", {"x": x, "out": out, "out_grad": g}, {"axes": [1]}, "cuda:0")
+    assert_matches(got["x_grad"][0], np.array([[0, 0.5, 0.5], [0, 0, 0]]))
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((3, 4, 5), 0), ((3, 4, 5), -1), ((4097, 33), 0), ((3, 70001), 1), ((), 0)]
+)
+def test_argmax_and_argmin(op, shape, axis):
+    rng = np.random.default_rng(17)
+    for dtype in NUMBERS:
+        x = rand(rng, shape, dtype, -2, 2)  # ties likely: the first index wins
+        for keepdim in (False, True):
+            got = run_cuda(op, {"x": x}, {"axis": axis, "keepdim": keepdim})
+            want = getattr(np, op)(x, axis=axis if x.ndim else None)
+            assert_matches(
+                got,
+                np.expand_dims(want, axis).astype(np.int64)
+                if keepdim and x.ndim
+                else np.asarray(want, np.int64),
+            )
+
+
+def test_argmax_takes_the_first_nan():
+    x = np.arange(10000.0)
+    x[[7777, 8888]] = np.nan
+    for op in ("argmax", "argmin"):
+        assert run_cuda(op, {"x": x}, {"axis": 0}) == 7777
+
+
+def test_rowwise_add_and_its_grad_run_adds_kernels():
+    rng = np.random.default_rng(18)
+    for dtype in NUMBERS:
+        x, b = rand(rng, (7, 5), dtype), rand(rng, (5,), dtype)
+        assert_matches(run_cuda("rowwise_add", {"x": x, "b": b}), x + b)
+    for dtype in FLOATS:
+        x, b, g = rand(rng, (7, 5), dtype), rand(rng, (5,), dtype), rand(rng, (7, 5), dtype)
+        assert_same_as_cpu("rowwise_add_grad", {"x": x, "b": b, "out_grad": g})
+
+
+def test_clip_as_on_cpu():
+    rng = np.random.default_rng(19)
+    bounds = [(-1.0, 1.5), (-0.5, 0.5), (-np.inf, 0.0), (2.5, np.inf), (1e30, np.inf)]
+    for dtype in NUMBERS:
+        x = rand(rng, (4097, 3), dtype)
+        if dtype in FLOATS:
+            x[0, 0] = np.nan
+        for lo, hi in bounds:
+            attrs = {"min": lo, "max": hi}
+            (cpu,) = run_op("clip", {"x": x}, attrs)["out"]
+            assert_matches(run_cuda("clip", {"x": x}, attrs), cpu)
+
+
+@pytest.mark.parametrize("op", LOGIC)
+def test_predicates_and_logic_as_on_cpu(op):
+    rng = np.random.default_rng(20)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -1.5])
+    if op.startswith("logical"):
+        cases = [{"x": rng.random((4097, 3)) < 0.5}]
+        if op != "logical_not":
+            cases = [
+                {"x": rng.random(xs) < 0.5, "y": rng.random(ys) < 0.5} for xs, ys in BINARY_SHAPES
+            ]
+    else:
+        cases = [{"x": special.astype(d)} for d in FLOATS] + [
+            {"x": rand(rng, (7, 3), d)} for d in NUMBERS
+        ]
+    for inputs in cases:
+        (cpu,) = run_op(op, inputs)["out"]
+        assert_matches(run_cuda(op, inputs), cpu)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_where_as_on_cpu(dtype):
+    rng = np.random.default_rng(21)
+    shapes = [((4097, 3), (4097, 3), (4097, 3)), ((3, 1), (1, 4), (4,)), ((2, 1, 3), (5, 1), ())]
+    for cs, xs, ys in shapes:
+        inputs = {"cond": rng.random(cs) < 0.5}
+        inputs["x"] = np.asarray(rng.integers(0, 9, xs)).astype(dtype)
+        inputs["y"] = np.asarray(rng.integers(0, 9, ys)).astype(dtype)
+        (cpu,) = run_op("where", inputs)["out"]
+        assert_matches(run_cuda("where", inputs), cpu)

@@ -10,12 +10,14 @@ from functools import partial
 import numpy as np
 import pytest
 from cuda_helpers import PC_ERROR, Slots, has_cuda_driver
+from cuda_helpers import prepare as prepare_kernel
 from cuda_helpers import prepare_and_run as run_kernel
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 from paddle_ops_math import kernels as math_kernels
 
 prepare_and_run = partial(run_kernel, math_kernels)
+prepare = partial(prepare_kernel, math_kernels)
 
 pytestmark = [
     pytest.mark.skipif(not math_kernels.built_with_cuda(), reason="built without CUDA"),
@@ -42,3 +44,41 @@ def test_an_empty_tensor_launches_nothing():
     assert prepare_and_run("exp_cuda", Slots(float32(0, 3)), Slots(float32(0, 3))) == (0, "")
     status = prepare_and_run("add_cuda", Slots(float32(0, 3), float32(3)), Slots(float32(0, 3)))
     assert status == (0, "")
+
+
+def int64(*shape: int) -> np.ndarray:
+    return np.zeros(shape, np.int64)
+
+
+REDUCE = {"axes": [0], "keepdim": False}
+LAUNCHING = [  # kernel, inputs, outputs, attrs: each prepares, then launches (and fails here)
+    ("add_grad_cuda", [float32(2, 3), float32(3), float32(2, 3)], [float32(2, 3), float32(3)], {}),
+    ("exp_grad_cuda", [float32(2, 3), float32(2, 3)], [float32(2, 3)], {}),
+    ("sum_cuda", [float32(2, 3)], [float32(3)], REDUCE),
+    ("max_grad_cuda", [float32(2, 3), float32(3), float32(3)], [float32(2, 3)], REDUCE),
+    ("argmax_cuda", [float32(2, 3)], [int64(2)], {"axis": 1, "keepdim": False}),
+    ("where_cuda", [np.zeros((2, 1), bool), float32(1, 3), float32(3)], [float32(2, 3)], {}),
+]
+
+
+@pytest.mark.parametrize(("name", "ins", "outs", "attrs"), LAUNCHING, ids=[c[0] for c in LAUNCHING])
+def test_without_a_driver_the_new_kernels_fail_with_cudas_message(name, ins, outs, attrs):
+    status, message = prepare_and_run(name, Slots(*ins), Slots(*outs), attrs)
+    assert status == PC_ERROR
+    assert message.startswith("CUDA kernel launch failed: "), message
+
+
+def test_an_empty_gradient_or_reduction_launches_nothing():
+    ins = Slots(float32(0, 3), float32(3), float32(0, 3))
+    assert prepare_and_run("add_grad_cuda", ins, Slots(float32(0, 3))) == (0, "")
+    assert prepare_and_run("sum_cuda", Slots(float32(3, 0)), Slots(float32(0)), REDUCE) == (0, "")
+
+
+def test_without_cublas_the_matmul_kernels_refuse_in_prepare_saying_what_to_install():
+    if math_kernels.cublas_unavailable_reason() is None:
+        pytest.skip("cuBLAS loads here")
+    x, y, out = float32(2, 3), float32(3, 4), float32(2, 4)
+    attrs = {"transpose_x": False, "transpose_y": False}
+    status, message, *_ = prepare("matmul_cuda", Slots(x, y), Slots(out), attrs)
+    assert status == PC_ERROR
+    assert "pip install nvidia-cublas" in message, message
