@@ -63,6 +63,28 @@ def cpu_manifest(ops: Path) -> pb.PluginManifest:
     return merged
 
 
+def check_built_with_cuda(module: ModuleType, plugin: str) -> None:
+    """Where a CUDA compiler is, the plugin must have been built with its CUDA kernels."""
+    assert module.built_with_cuda(), (
+        f"a CUDA compiler is here ({cuda_compiler()}) but {plugin} was built without its "
+        "CUDA kernels: reinstall it (and check the build log for 'CUDA kernels')"
+    )
+
+
+def check_cuda_manifest(module: ModuleType, installed_ops: Path, source: Path) -> None:
+    """The CUDA manifest part is installed exactly when the CUDA kernels were built, and
+    declares exactly the ``*_cuda`` kernels the module exports."""
+    installed = installed_ops / "cuda.pbtxt"
+    exported = {name for name in module.kernels() if name.endswith("_cuda")}
+    if not module.built_with_cuda():
+        assert not installed.exists() and not exported and module.cuda_architectures() == ""
+        return
+    assert installed.read_text(encoding="utf-8") == source.read_text(encoding="utf-8")
+    declared = {k.native for p in parse(installed).kernel_packs for k in p.kernels}
+    assert declared == exported
+    assert module.cuda_architectures()
+
+
 def has_cuda_driver() -> bool:
     try:
         ctypes.CDLL("libcuda.so.1")

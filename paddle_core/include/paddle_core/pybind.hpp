@@ -36,6 +36,19 @@ inline void export_kernels(pybind11::module_& m, std::initializer_list<const Fam
         "The kernel table: symbol name -> capsule of a pc_kernel.");
 }
 
+// `built_with_cuda()` and `cuda_architectures()` for the module of a plugin whose CUDA kernels
+// paddle_core_cuda_kernels() may have built: `architectures` is the comma-separated list they
+// were compiled for, or nullptr for a build without them.
+inline void export_cuda_build(pybind11::module_& m, const char* architectures) {
+  const bool built = architectures != nullptr;
+  const std::string archs = built ? architectures : "";
+  m.def("built_with_cuda", [built] { return built; },
+        "Whether this build has the CUDA kernels (*_cuda); the CPU kernels are always there.");
+  m.def("cuda_architectures", [archs] { return archs; },
+        "The CUDA architectures the kernels were compiled for (CMAKE_CUDA_ARCHITECTURES, "
+        "comma-separated, e.g. '80,90'); empty without CUDA.");
+}
+
 }  // namespace paddle_core
 
 #endif  // PADDLE_CORE_PYBIND_HPP_

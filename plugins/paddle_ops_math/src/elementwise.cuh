@@ -125,11 +125,15 @@ __global__ void zip_kernel(const T* a, const T* b, T* out, int64_t n, F f) {
   for (int64_t i = first_index(); i < n; i += index_step()) out[i] = f(a[i], b[i]);
 }
 
-// out = F(x) for the dtypes in TypeList.
-template <class F, class TypeList> class UnaryCuda {
+// out = F(x) for the dtypes in TypeList: of x's dtype, or bool for predicates (Bool = true:
+// isnan, logical_not).
+template <class F, class TypeList, bool Bool = false> class UnaryCuda {
  public:
   UnaryCuda(const Attrs&, const Slots& in, const Slots& out) {
-    check_unary(in, out);
+    if constexpr (Bool)
+      check_predicate(in, out);
+    else
+      check_unary(in, out);
     expect_cuda(in, out);
     numel_ = in(0).numel();
     launch_ = dispatch(in(0).dtype(), TypeList{},
@@ -147,8 +151,9 @@ template <class F, class TypeList> class UnaryCuda {
   template <class T>
   static void launch(const void* x, void* out, int64_t n, cudaStream_t stream) {
     const Grid g = grid_for(n);
+    using R = std::conditional_t<Bool, bool, T>;
     map_kernel<<<g.blocks, g.threads, 0, stream>>>(static_cast<const T*>(x),
-                                                   static_cast<T*>(out), n, F{});
+                                                   static_cast<R*>(out), n, F{});
   }
 
   int64_t numel_ = 0;

@@ -17,33 +17,7 @@ using Bools = pc::Types<bool>;
 using AnyNumber = pc::Types<float, double, int32_t, int64_t>;
 
 // out = F(x) as bool.
-template <class F, class TypeList> class PredicateCuda {
- public:
-  PredicateCuda(const Attrs&, const Slots& in, const Slots& out) : numel_(in(0).numel()) {
-    check_predicate(in, out);
-    expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), TypeList{},
-                       [](auto t) -> Launch { return &launch<decltype(t)>; });
-  }
-
-  void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (numel_ == 0) return;
-    launch_(in(0).data<void>(), out(0).data<void>(), numel_, stream_of(ctx));
-    check_launch();
-  }
-
- private:
-  using Launch = void (*)(const void*, void*, int64_t, cudaStream_t);
-  template <class T>
-  static void launch(const void* x, void* out, int64_t n, cudaStream_t stream) {
-    const Grid g = grid_for(n);
-    map_kernel<<<g.blocks, g.threads, 0, stream>>>(static_cast<const T*>(x),
-                                                   static_cast<bool*>(out), n, F{});
-  }
-
-  int64_t numel_;
-  Launch launch_ = nullptr;
-};
+template <class F, class TypeList> using PredicateCuda = UnaryCuda<F, TypeList, true>;
 
 // The unsigned integer type of each element size: where copies elements, whatever they are.
 template <int Size> struct Bits;

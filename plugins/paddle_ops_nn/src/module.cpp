@@ -37,17 +37,10 @@ PYBIND11_MODULE(_C, m) {
 #endif
       });
 #ifdef PADDLE_OPS_NN_WITH_CUDA
-  constexpr bool with_cuda = true;
-  const char* architectures = PADDLE_OPS_NN_CUDA_ARCHITECTURES;
+  paddle_core::export_cuda_build(m, PADDLE_OPS_NN_CUDA_ARCHITECTURES);
 #else
-  constexpr bool with_cuda = false;
-  const char* architectures = "";
+  paddle_core::export_cuda_build(m, nullptr);
 #endif
-  m.def("built_with_cuda", [] { return with_cuda; },
-        "Whether this build has the CUDA kernels (*_cuda); the CPU kernels are always there.");
-  m.def("cuda_architectures", [architectures] { return std::string(architectures); },
-        "The CUDA architectures the kernels were compiled for (CMAKE_CUDA_ARCHITECTURES, "
-        "comma-separated, e.g. '80,90'); empty without CUDA.");
   // The oneDNN switch behind paddle_ops_nn.onednn.
   m.attr("ONEDNN_BUILT") = pon::kOnednnBuilt;
   m.def("onednn_enabled", &pon::onednn_enabled);

@@ -11,8 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT, run_cli
+from cuda_helpers import (
+    check_built_with_cuda,
+    check_cuda_manifest,
+    cuda_compiler,
+    kernel_dtypes,
+    parse,
+)
 from cuda_helpers import cpu_manifest as installed_cpu_manifest
-from cuda_helpers import cuda_compiler, kernel_dtypes, parse
 
 import paddle_core as pc
 from paddle_core.proto import framework_pb2 as pb
@@ -64,22 +70,11 @@ def test_the_ops_of_a_training_step_have_cuda_kernels():
     reason="PADDLE_OPS_NN_CUDA=OFF: a CPU-only build was asked for",
 )
 def test_a_toolkit_here_means_the_plugin_was_built_with_cuda():
-    assert nn_kernels.built_with_cuda(), (
-        f"a CUDA compiler is here ({cuda_compiler()}) but paddle-ops-nn was built without its "
-        "CUDA kernels: reinstall it (and check the build log for 'CUDA kernels')"
-    )
+    check_built_with_cuda(nn_kernels, "paddle-ops-nn")
 
 
 def test_the_cuda_manifest_ships_exactly_with_the_cuda_kernels():
-    installed = INSTALLED_OPS / "cuda.pbtxt"
-    exported = {name for name in nn_kernels.kernels() if name.endswith("_cuda")}
-    if not nn_kernels.built_with_cuda():
-        assert not installed.exists() and not exported and nn_kernels.cuda_architectures() == ""
-        return
-    assert installed.read_text(encoding="utf-8") == SOURCE_MANIFEST.read_text(encoding="utf-8")
-    declared = {k.native for p in parse(installed).kernel_packs for k in p.kernels}
-    assert declared == exported
-    assert nn_kernels.cuda_architectures()
+    check_cuda_manifest(nn_kernels, INSTALLED_OPS, SOURCE_MANIFEST)
 
 
 @built
