@@ -144,13 +144,18 @@ def _file_state(path: str) -> list[int] | None:
 
 def note_kernel_problem(cache_dir: str, plugin: PluginRecord, problem: str, module: str) -> None:
     """Remember (or, with "", forget) why ``plugin``'s kernels cannot be used. The note holds
-    for this distribution and version while the kernel ``module`` file is unchanged, so a
-    rebuilt or reinstalled plugin gets a fresh try. Skipped if the cache is unwritable."""
+    for this distribution and version, installed where its manifest is (another environment's
+    copy is another build), while the kernel ``module`` file is unchanged, so a rebuilt or
+    reinstalled plugin gets a fresh try. Skipped if the cache is unwritable."""
     path = os.path.join(cache_dir, PROBLEMS_FILE)
     notes = _read(path) or {}
     key = _problem_key(plugin)
     if problem:
-        notes[key] = {"problem": problem, "module": [module, _file_state(module)]}
+        notes[key] = {
+            "problem": problem,
+            "module": [module, _file_state(module)],
+            "manifest": plugin.manifest_path,
+        }
     elif notes.pop(key, None) is None:
         return
     _write(path, notes)
@@ -165,7 +170,8 @@ def apply_kernel_problems(cache_dir: str, records: list[PluginRecord]) -> None:
         note = notes.get(_problem_key(record))
         try:
             module, state = note["module"]
-            if not record.kernel_problem and _file_state(module) == state:
+            here = note["manifest"] == record.manifest_path
+            if here and not record.kernel_problem and _file_state(module) == state:
                 record.kernel_problem = str(note["problem"])
         except (TypeError, KeyError, ValueError):
             continue  # no note, or a damaged one

@@ -537,3 +537,27 @@ def test_running_an_op_of_an_unusable_kernel_module_says_why(broken_site, on_pat
         ok = pc.ops.toy_leaky_relu(pc.data("x", [2]), alpha=0.5)
     (value,) = pc.Executor().run(prog, feed={"x": -np.ones(2, np.float32)}, fetch_list=[ok])
     assert value.tolist() == [-0.5, -0.5]
+
+
+def test_a_noted_kernel_problem_holds_for_its_own_installed_copy_only(tmp_path) -> None:
+    # Two environments may hold a plugin of one name and version, built differently: a broken
+    # build in one must not mark the other's unavailable.
+    import copy
+
+    from paddle_core._src.plugins import index_cache
+
+    (math,) = [r for r in pc.get_registry().records if r.name == "math"]
+    module = tmp_path / "_C.so"
+    module.write_bytes(b"a built module")
+    index_cache.note_kernel_problem(str(tmp_path), math, "it does not import", str(module))
+
+    here = copy.copy(math)
+    here.kernel_problem = ""
+    index_cache.apply_kernel_problems(str(tmp_path), [here])
+    assert here.kernel_problem == "it does not import"
+
+    elsewhere = copy.copy(math)  # the same plugin, installed in another environment
+    elsewhere.kernel_problem = ""
+    elsewhere.manifest_path = str(tmp_path / "other-venv" / "paddle_ops_math" / "ops")
+    index_cache.apply_kernel_problems(str(tmp_path), [elsewhere])
+    assert elsewhere.kernel_problem == ""
