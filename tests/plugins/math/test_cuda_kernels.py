@@ -540,5 +540,5 @@ def test_slice_grad_and_broadcast_to_grad_as_on_cpu(dtype):
     assert_matches(got, want)
     for shape, target in [((3,), [4, 3]), ((5, 1), [2, 5, 4]), ((), [3]), ((1, 3), [0, 3])]:
         v, g = rand(rng, shape, dtype), rand(rng, target, dtype)
-        (got,) = run_both("broadcast_to_grad", {"x": v, "out_grad": g}, {"shape": target}, "x_grad")
+        (got,) = run_both("broadcast_to_grad", {"x": v, "out_grad": g}, {}, "x_grad")
         assert got.shape == v.shape
