@@ -205,7 +205,8 @@ def kernel(module: ModuleType, name: str) -> Kernel:
 class Slots:
     """pc_tensors over CUDA-tagged views of arrays, one per slot (kept alive with it)."""
 
-    def __init__(self, *arrays: np.ndarray):
+    def __init__(self, *arrays: np.ndarray, variadic: bool = False):
+        """One slot per array, or (variadic) all of them in one slot: concat's xs, split's outs."""
         self.arrays = arrays
         self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
         self.items = (Tensor * len(arrays))()
@@ -213,8 +214,9 @@ class Slots:
             item.shape, item.strides = shape, None
             item.ndim, item.dtype = a.ndim, PC_DTYPES[a.dtype.name]
             item.device_type = PC_DEVICE_CUDA
-        self.begin = (ctypes.c_int32 * (len(arrays) + 1))(*range(len(arrays) + 1))
-        self.raw = Tensors(self.items, self.begin, len(arrays), len(arrays))
+        begin = [0, len(arrays)] if variadic else range(len(arrays) + 1)
+        self.begin = (ctypes.c_int32 * len(begin))(*begin)
+        self.raw = Tensors(self.items, self.begin, len(begin) - 1, len(arrays))
 
     def bind(self) -> None:  # host addresses: never dereferenced, the launch fails first
         for item, a in zip(self.items, self.arrays):

@@ -50,6 +50,8 @@ UNARY = {
 FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
 CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
 LOGIC = ["isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"]
+SHAPE_OPS = ["reshape", "squeeze", "unsqueeze", "transpose", "concat", "split", "slice"]
+SHAPE_OPS += ["slice_grad", "broadcast_to", "expand", "broadcast_to_grad"]
 MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad", "rowwise_add"]
 # The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
 UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
@@ -84,7 +86,7 @@ def test_every_declared_cuda_op_is_tested_here():
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
     others = {"argmax", "argmin", "clip", "where"}
-    assert declared == tested | set(REDUCE) | grads | others | set(LOGIC)
+    assert declared == tested | set(REDUCE) | grads | others | set(LOGIC) | set(SHAPE_OPS)
 
 
 @pytest.mark.parametrize(("xs", "ys"), BINARY_SHAPES)
@@ -465,3 +467,78 @@ def test_where_as_on_cpu(dtype):
         inputs["y"] = np.asarray(rng.integers(0, 9, ys)).astype(dtype)
         (cpu,) = run_op("where", inputs)["out"]
         assert_matches(run_cuda("where", inputs), cpu)
+
+
+def run_both(op: str, inputs: dict, attrs: dict, slot: str = "out") -> list[np.ndarray]:
+    """``op``'s outputs on cuda:0, checked equal to the CPU kernel's."""
+    gpu = run_op(op, inputs, attrs, device="cuda:0")[slot]
+    for got, want in zip(gpu, run_op(op, inputs, attrs)[slot]):
+        assert_close(got, want)
+    return gpu
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_reshape_squeeze_unsqueeze_and_transpose(dtype):
+    rng = np.random.default_rng(22)
+    x = np.asarray(rng.integers(0, 9, (3, 1, 4, 5))).astype(dtype)
+    assert_matches(run_cuda("reshape", {"x": x}, {"shape": [6, -1]}), x.reshape(6, -1))
+    assert_matches(run_cuda("squeeze", {"x": x}, {"axes": [1]}), x.squeeze(1))
+    assert_matches(run_cuda("unsqueeze", {"x": x}, {"axes": [0]}), x[None])
+    for perm in ([], [0, 1, 2, 3], [3, 2, 1, 0], [0, 2, 3, 1], [-1, 0, 2, 1]):
+        want = np.transpose(x, perm or None)
+        assert_matches(run_cuda("transpose", {"x": x}, {"perm": perm}), want)
+    big = np.asarray(rng.integers(0, 9, (257, 129))).astype(dtype)
+    assert_matches(run_cuda("transpose", {"x": big}, {"perm": [1, 0]}), big.T)
+    empty = np.zeros((0, 3), dtype)
+    assert run_cuda("transpose", {"x": empty}, {"perm": [1, 0]}).shape == (3, 0)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_concat_and_split_along_any_axis(dtype):
+    rng = np.random.default_rng(23)
+    t = np.asarray(rng.integers(0, 9, (4, 6, 5))).astype(dtype)
+    for axis in (0, 1, 2, -1):
+        parts = np.split(t, [1, 3], axis)  # one of them may be empty: not here, below
+        (got,) = run_both("concat", {"xs": parts}, {"axis": axis})
+        assert_matches(got, t)
+        got = run_both("split", {"x": t}, {"sections": [1, 2, -1], "axis": axis}, "outs")
+        for g, w in zip(got, parts):
+            assert_matches(g, w)
+    (got,) = run_both("concat", {"xs": [t, t[:0]]}, {"axis": 0})
+    assert_matches(got, t)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_slice_and_broadcast_to(dtype):
+    rng = np.random.default_rng(24)
+    x = np.asarray(rng.integers(0, 9, (5, 7, 3))).astype(dtype)
+    cases = [
+        ({"axes": [0], "starts": [1], "ends": [4]}, x[1:4]),
+        ({"axes": [1, 2], "starts": [-5, 0], "ends": [100, 2]}, x[:, -5:100, 0:2]),
+        ({"axes": [1], "starts": [6], "ends": [-100], "steps": [-2]}, x[:, 6:-100:-2]),
+        ({"axes": [0, 2], "starts": [0, 2], "ends": [5, 0], "steps": [3, -1]}, x[0:5:3, :, 2:0:-1]),
+        ({"axes": [0], "starts": [3], "ends": [3]}, x[3:3]),
+    ]
+    for attrs, want in cases:
+        assert_matches(run_cuda("slice", {"x": x}, attrs), want)
+    for shape, target in [((3,), [4, 3]), ((5, 1), [2, 5, 4]), ((), [3]), ((1, 1), [0, 2])]:
+        v = np.asarray(rng.integers(0, 9, shape)).astype(dtype)
+        for op in ("broadcast_to", "expand"):
+            got = run_cuda(op, {"x": v}, {"shape": target})
+            assert_matches(got, np.broadcast_to(v, target))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_slice_grad_and_broadcast_to_grad_as_on_cpu(dtype):
+    rng = np.random.default_rng(25)
+    x = rand(rng, (5, 7, 3), dtype)
+    attrs = {"axes": [1, 2], "starts": [6, 0], "ends": [-100, 2], "steps": [-2, 1]}
+    g = rand(rng, x[:, 6:-100:-2, 0:2].shape, dtype)
+    (got,) = run_both("slice_grad", {"x": x, "out_grad": g}, attrs, "x_grad")
+    want = np.zeros_like(x)
+    want[:, 6:-100:-2, 0:2] = g
+    assert_matches(got, want)
+    for shape, target in [((3,), [4, 3]), ((5, 1), [2, 5, 4]), ((), [3]), ((1, 3), [0, 3])]:
+        v, g = rand(rng, shape, dtype), rand(rng, target, dtype)
+        (got,) = run_both("broadcast_to_grad", {"x": v, "out_grad": g}, {}, "x_grad")
+        assert got.shape == v.shape

@@ -82,3 +82,52 @@ def test_without_cublas_the_matmul_kernels_refuse_in_prepare_saying_what_to_inst
     status, message, *_ = prepare("matmul_cuda", Slots(x, y), Slots(out), attrs)
     assert status == PC_ERROR
     assert "pip install nvidia-cublas" in message, message
+
+
+def test_the_shape_kernels_fail_with_cudas_message_and_move_nothing_when_empty():
+    x = float32(2, 3)
+    slice_attrs = {"axes": [1], "starts": [0], "ends": [3], "steps": [2]}
+    launching = [  # kernel, inputs, outputs, attrs: a gather kernel or a copy on the stream
+        ("reshape_cuda", Slots(x), Slots(float32(3, 2)), {"shape": [3, 2]}),
+        ("transpose_cuda", Slots(x), Slots(float32(3, 2)), {"perm": [1, 0]}),
+        ("concat_cuda", Slots(x, float32(2, 1), variadic=True), Slots(float32(2, 4)), {"axis": 1}),
+        ("split_cuda", Slots(x), Slots(float32(2, 1), float32(2, 2), variadic=True), {"axis": 1}),
+        ("slice_cuda", Slots(x), Slots(float32(2, 2)), slice_attrs),
+        ("slice_grad_cuda", Slots(x, float32(2, 2)), Slots(float32(2, 3)), slice_attrs),
+        ("broadcast_to_cuda", Slots(float32(3)), Slots(x), {"shape": [2, 3]}),
+        ("broadcast_to_grad_cuda", Slots(float32(3), x), Slots(float32(3)), {}),
+    ]
+    for name, ins, outs, attrs in launching:
+        status, message = prepare_and_run(name, ins, outs, attrs)
+        assert status == PC_ERROR, name
+        assert message.startswith(
+            ("CUDA kernel launch failed: ", "CUDA copy failed: ", "CUDA memset failed: ")
+        ), (name, message)
+    empty = float32(0, 3)
+    assert prepare_and_run(
+        "transpose_cuda", Slots(empty), Slots(float32(3, 0)), {"perm": [1, 0]}
+    ) == (0, "")
+    assert prepare_and_run(
+        "reshape_cuda", Slots(empty), Slots(float32(3, 0)), {"perm": [1, 0]}
+    ) == (0, "")
+    ins = Slots(float32(0), empty[:, :0])
+    assert prepare_and_run("broadcast_to_grad_cuda", ins, Slots(float32(0)), {}) == (0, "")
+    assert prepare_and_run(
+        "slice_cuda", Slots(x), Slots(float32(2, 0)), slice_attrs | {"ends": [0]}
+    ) == (0, "")
+
+
+def test_the_shape_kernels_refuse_what_the_cpu_kernels_refuse():
+    status, message, *_ = prepare(
+        "transpose_cuda", Slots(float32(2, 3)), Slots(float32(2, 3)), {"perm": [0, 0]}
+    )
+    assert status == PC_ERROR
+    assert "perm repeats axis 0" in message
+    status, message, *_ = prepare(
+        "transpose_cuda",
+        Slots(float32(*[2] * 9)),
+        Slots(float32(*[2] * 9)),
+        {"perm": [0, 2, 1, 4, 3, 6, 5, 8, 7]},
+    )
+    assert status == PC_ERROR
+    assert "the CUDA kernel walks at most 8" in message

@@ -1,0 +1,241 @@
+// CUDA kernels of the shape ops: reshape (also squeeze and unsqueeze), transpose, concat,
+// split, slice, broadcast_to (also expand), slice_grad and broadcast_to_grad. Same checks and
+// copies (shape.hpp) and dtypes as shape_cpu.cpp's.
+//
+// Memory contract: as the CPU kernels' (C-contiguous, outputs of the inferred shapes, inputs
+// and outputs do not overlap; reshape alone may run in place), all on the CUDA device of the
+// plan's stream. Except for broadcast_to_grad, which sums, the kernels only move elements of
+// the dtype's size: a contiguous copy is one cudaMemcpyAsync, any other a gather kernel with
+// one thread per element.
+#include <vector>
+
+#include "cuda.cuh"
+#include "shape.hpp"
+
+namespace pom {
+namespace {
+
+using pc::dispatch;
+using pc::Floats;
+
+// A copy as the GPU walks it: shape.hpp's Copy, its dims innermost first with the element
+// strides of dst and src, passed to the kernel by value.
+struct CudaCopy {
+  int64_t numel = 0, esize = 1, dst0 = 0, src0 = 0;
+  bool flat = false;  // one contiguous run: a cudaMemcpyAsync
+  DimWalk<2> walk;
+};
+
+CudaCopy to_cuda(const Copy& p) {
+  CudaCopy c;
+  c.numel = p.numel;
+  c.esize = p.esize;
+  c.dst0 = p.dst0;
+  c.src0 = p.src0;
+  if (p.numel == 0) return c;
+  for (size_t k = p.dims.size(); k-- > 0;) {
+    const int64_t strides[2] = {p.dst[k], p.src[k]};
+    c.walk.push(p.dims[k], strides, "this copy");
+  }
+  c.flat = c.walk.n == 1 && c.walk.stride[0][0] == 1 && c.walk.stride[0][1] == 1;
+  return c;
+}
+
+template <class U>
+__global__ void gather_kernel(U* dst, const U* src, int64_t n, DimWalk<2> w) {
+  for (int64_t i = first_index(); i < n; i += index_step()) {
+    int64_t at[2] = {0, 0};  // dst, src
+    w.offsets(i, at);
+    dst[at[0]] = src[at[1]];
+  }
+}
+
+template <class U>
+void launch_gather(const CudaCopy& c, void* dst, const void* src, cudaStream_t stream) {
+  const Grid g = grid_for(c.numel);
+  gather_kernel<U><<<g.blocks, g.threads, 0, stream>>>(
+      static_cast<U*>(dst) + c.dst0, static_cast<const U*>(src) + c.src0, c.numel, c.walk);
+  check_launch();
+}
+
+// Enqueue the copy on the context's stream (nothing when empty).
+void run_copy(const CudaCopy& c, void* dst, const void* src, const Context& ctx) {
+  if (c.numel == 0) return;  // nothing to move (and the data pointers may be anything)
+  const cudaStream_t stream = stream_of(ctx);
+  if (c.flat) {
+    copy_async(static_cast<char*>(dst) + c.dst0 * c.esize,
+               static_cast<const char*>(src) + c.src0 * c.esize, c.numel * c.esize, stream);
+    return;
+  }
+  switch (c.esize) {
+    case 1:
+      return launch_gather<uint8_t>(c, dst, src, stream);
+    case 2:
+      return launch_gather<uint16_t>(c, dst, src, stream);
+    case 4:
+      return launch_gather<uint32_t>(c, dst, src, stream);
+    default:
+      return launch_gather<uint64_t>(c, dst, src, stream);
+  }
+}
+
+// reshape, transpose, slice, broadcast_to: out = one copy of x, planned by Check.
+template <Copy (*Check)(const Attrs&, const Slots&, const Slots&)> class CopyCuda {
+ public:
+  CopyCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : copy_(to_cuda(Check(attrs, in, out))) {
+    expect_cuda(in, out);
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx);
+  }
+
+ private:
+  CudaCopy copy_;
+};
+
+Copy reshape_copy(const Attrs&, const Slots& in, const Slots& out) {
+  return check_reshape(in, out);
+}
+Copy broadcast_to_copy(const Attrs&, const Slots& in, const Slots& out) {
+  return check_broadcast_to(in, out);
+}
+
+std::vector<CudaCopy> to_cuda(const std::vector<Copy>& copies) {
+  std::vector<CudaCopy> result;
+  for (const Copy& p : copies) result.push_back(to_cuda(p));
+  return result;
+}
+
+// out = xs joined along axis: one copy per input.
+class ConcatCuda {
+ public:
+  ConcatCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : copies_(to_cuda(plan_join(in, out(0), attrs.i("axis"), true))) {
+    expect_cuda(in, out);
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    for (size_t i = 0; i < copies_.size(); ++i)
+      run_copy(copies_[i], out(0).data<void>(), in(0, static_cast<int32_t>(i)).data<void>(),
+               ctx);
+  }
+
+ private:
+  std::vector<CudaCopy> copies_;
+};
+
+// outs = x cut along axis: one copy per output.
+class SplitCuda {
+ public:
+  SplitCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : copies_(to_cuda(plan_join(out, in(0), attrs.i("axis"), false))) {
+    expect_cuda(in, out);
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    for (size_t i = 0; i < copies_.size(); ++i)
+      run_copy(copies_[i], out(0, static_cast<int32_t>(i)).data<void>(), in(0).data<void>(),
+               ctx);
+  }
+
+ private:
+  std::vector<CudaCopy> copies_;
+};
+
+// x_grad = zeros of x's shape with out_grad written where the slice took its elements.
+class SliceGradCuda {
+ public:
+  SliceGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : copy_(to_cuda(check_slice_grad(attrs, in, out))) {
+    expect_cuda(in, out);
+    bytes_ = in(0).nbytes();
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    zero_async(out(0).data<void>(), bytes_, stream_of(ctx));
+    run_copy(copy_, out(0).data<void>(), in(1).data<void>(), ctx);
+  }
+
+ private:
+  int64_t bytes_ = 0;
+  CudaCopy copy_;
+};
+
+// How x_grad walks out_grad: its own elements (in order) index the kept dims, the positions
+// summed into each the broadcast dims; strides are out_grad's.
+struct SumWalk {
+  DimWalk<1> kept, summed;
+  int64_t count = 1;  // positions summed into each element of x_grad
+};
+
+template <class T>
+__global__ void sum_back_kernel(const T* g, T* out, int64_t m, SumWalk w) {
+  for (int64_t t = first_index(); t < m; t += index_step()) {
+    int64_t at[1] = {0};
+    w.kept.offsets(t, at);
+    T acc = T(0);
+    for (int64_t r = 0; r < w.count; ++r) {
+      int64_t j[1] = {at[0]};
+      w.summed.offsets(r, j);
+      acc += g[j[0]];
+    }
+    out[t] = acc;
+  }
+}
+
+// x_grad = out_grad summed over the dims x was broadcast along: one thread per element of
+// x_grad, deterministic, no atomics.
+class BroadcastToGradCuda {
+ public:
+  BroadcastToGradCuda(const Attrs&, const Slots& in, const Slots& out) {
+    const std::vector<int64_t> sx = check_broadcast_to_grad(in, out);
+    expect_cuda(in, out);
+    const Tensor g = in(1);
+    numel_ = in(0).numel();
+    int64_t sg = 1;
+    for (int32_t k = g.ndim() - 1; k >= 0; --k) {
+      const int64_t size = g.dim(k);
+      if (size != 1) {
+        const int64_t strides[1] = {sg};
+        (sx[k] != 0 ? walk_.kept : walk_.summed).push(size, strides, "this gradient");
+        if (sx[k] == 0) walk_.count *= size;
+      }
+      sg *= size;
+    }
+    launch_ = dispatch(g.dtype(), Floats{}, [](auto t) -> Launch { return &launch<decltype(t)>; });
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    if (numel_ == 0) return;
+    launch_(in(1).data<void>(), out(0).data<void>(), numel_, walk_, stream_of(ctx));
+    check_launch();
+  }
+
+ private:
+  using Launch = void (*)(const void*, void*, int64_t, const SumWalk&, cudaStream_t);
+  template <class T>
+  static void launch(const void* g, void* out, int64_t m, const SumWalk& w, cudaStream_t stream) {
+    const Grid grid = grid_for(m);
+    sum_back_kernel<T><<<grid.blocks, grid.threads, 0, stream>>>(static_cast<const T*>(g),
+                                                                 static_cast<T*>(out), m, w);
+  }
+
+  int64_t numel_ = 0;
+  SumWalk walk_;
+  Launch launch_ = nullptr;
+};
+
+}  // namespace
+
+const pc::Family& shape_cuda_kernels() {
+  static const pc::Family family = {
+      pc::kernel<CopyCuda<reshape_copy>>("reshape_cuda"),
+      pc::kernel<CopyCuda<check_transpose>>("transpose_cuda"),
+      pc::kernel<ConcatCuda>("concat_cuda"),
+      pc::kernel<SplitCuda>("split_cuda"),
+      pc::kernel<CopyCuda<check_slice>>("slice_cuda"),
+      pc::kernel<SliceGradCuda>("slice_grad_cuda"),
+      pc::kernel<CopyCuda<broadcast_to_copy>>("broadcast_to_cuda"),
+      pc::kernel<BroadcastToGradCuda>("broadcast_to_grad_cuda"),
+  };
+  return family;
+}
+
+}  // namespace pom
