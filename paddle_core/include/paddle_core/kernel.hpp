@@ -31,6 +31,14 @@
 
 #include "paddle_core/kernel_abi.h"
 
+// Marks a function that both compilers build, for the host and, under nvcc, for the device:
+// an op's formula written once, called by its CPU kernel and by its CUDA kernel.
+#if defined(__CUDACC__)
+#define PADDLE_CORE_HD __host__ __device__
+#else
+#define PADDLE_CORE_HD
+#endif
+
 namespace paddle_core {
 
 // Raised by kernel code; carries the message shown to the user (with the op name prefixed).

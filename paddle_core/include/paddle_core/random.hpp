@@ -25,12 +25,6 @@
 
 #include "paddle_core/kernel.hpp"
 
-#if defined(__CUDACC__)
-#define PADDLE_CORE_HD __host__ __device__
-#else
-#define PADDLE_CORE_HD
-#endif
-
 namespace paddle_core {
 
 // Philox4x32 with 10 rounds: four 32-bit random words for a 128-bit counter and a 64-bit key.

@@ -2,7 +2,7 @@
 // the reductions), written once for every device: each is a functor whose operator() the CPU
 // kernels (*_cpu.cpp) and the CUDA kernels (*_cuda.cu) both call, so the CPU tests check the
 // arithmetic that the GPU runs too. Standard headers only, so
-// nvcc compiles it; under nvcc the functors are __host__ __device__ (POM_HD).
+// nvcc compiles it; under nvcc the functors are __host__ __device__ (PADDLE_CORE_HD).
 //
 // Results are defined for every input: integers wrap around like NumPy's (Modular), maximum
 // and minimum propagate NaN, round halves to even, conversions saturate or wrap (convert_to).
@@ -14,11 +14,7 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define POM_HD __host__ __device__
-#else
-#define POM_HD
-#endif
+#include <paddle_core/kernel.hpp>  // PADDLE_CORE_HD
 
 namespace pom {
 
@@ -38,7 +34,7 @@ template <class T> using Unsigned = std::make_unsigned_t<T>;
 // range) becomes D's minimum for signed D, as x86 converts and NumPy gives there; unsigned
 // D wraps around through int64; bool is "not zero". A plain static_cast of such a float is
 // undefined behaviour.
-template <class D, class S> POM_HD inline D convert_to(S v) {
+template <class D, class S> PADDLE_CORE_HD inline D convert_to(S v) {
   if constexpr (std::is_same_v<D, bool>) {
     return v != S(0);
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
@@ -53,95 +49,97 @@ template <class D, class S> POM_HD inline D convert_to(S v) {
 
 // f(x) = convert_to<D>(x): cast's formula.
 template <class D> struct ConvertTo {
-  template <class S> POM_HD D operator()(S x) const { return convert_to<D>(x); }
+  template <class S> PADDLE_CORE_HD D operator()(S x) const { return convert_to<D>(x); }
 };
 
 // -- binary: T operator()(T a, T b) ----------------------------------------------------------
 
 struct Add {
-  template <class T> POM_HD T operator()(T a, T b) const {
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const {
     return T(Modular<T>(a) + Modular<T>(b));
   }
 };
 struct Sub {
-  template <class T> POM_HD T operator()(T a, T b) const {
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const {
     return T(Modular<T>(a) - Modular<T>(b));
   }
 };
 struct Mul {
-  template <class T> POM_HD T operator()(T a, T b) const {
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const {
     return T(Modular<T>(a) * Modular<T>(b));
   }
 };
 struct Div {
-  template <class T> POM_HD T operator()(T a, T b) const { return a / b; }
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const { return a / b; }
 };
 struct Pow {
-  template <class T> POM_HD T operator()(T a, T b) const { return std::pow(a, b); }
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const { return std::pow(a, b); }
 };
 struct Maximum {  // NaN-propagating, like np.maximum
-  template <class T> POM_HD T operator()(T a, T b) const { return a > b || a != a ? a : b; }
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const { return a > b || a != a ? a : b; }
 };
 struct Minimum {
-  template <class T> POM_HD T operator()(T a, T b) const { return a < b || a != a ? a : b; }
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const { return a < b || a != a ? a : b; }
 };
 
 // -- comparisons: uint8_t (bool, 0 or 1) operator()(T a, T b) ----------------------------------
 
 struct Equal {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a == b; }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const { return a == b; }
 };
 struct NotEqual {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a != b; }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const { return a != b; }
 };
 struct Less {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a < b; }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const { return a < b; }
 };
 struct LessEqual {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a <= b; }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const { return a <= b; }
 };
 struct Greater {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a > b; }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const { return a > b; }
 };
 struct GreaterEqual {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a >= b; }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const { return a >= b; }
 };
 
 // -- predicates and logic: bool (uint8_t for the binary ones, as comparisons) ----------------
 
 struct IsNan {
-  template <class T> POM_HD bool operator()(T x) const { return x != x; }
+  template <class T> PADDLE_CORE_HD bool operator()(T x) const { return x != x; }
 };
 struct IsInf {
-  template <class T> POM_HD bool operator()(T x) const {
+  template <class T> PADDLE_CORE_HD bool operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
     return false;
   }
 };
 struct IsFinite {
-  template <class T> POM_HD bool operator()(T x) const {
+  template <class T> PADDLE_CORE_HD bool operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return std::isfinite(x);
     return true;
   }
 };
 struct Not {
-  template <class T> POM_HD bool operator()(T x) const { return !x; }
+  template <class T> PADDLE_CORE_HD bool operator()(T x) const { return !x; }
 };
 
 struct And {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a && b; }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const { return a && b; }
 };
 struct Or {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return a || b; }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const { return a || b; }
 };
 struct Xor {
-  template <class T> POM_HD uint8_t operator()(T a, T b) const { return bool(a) != bool(b); }
+  template <class T> PADDLE_CORE_HD uint8_t operator()(T a, T b) const {
+    return bool(a) != bool(b);
+  }
 };
 
 // -- unary: T operator()(T x) ------------------------------------------------------------------
 
 struct Abs {  // integers wrap: abs of the minimum is the minimum
-  template <class T> POM_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     if constexpr (std::is_integral_v<T>) {
       return x < 0 ? static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x)) : x;
     } else {
@@ -150,7 +148,7 @@ struct Abs {  // integers wrap: abs of the minimum is the minimum
   }
 };
 struct Neg {
-  template <class T> POM_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     if constexpr (std::is_integral_v<T>) {
       return static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x));
     } else {
@@ -159,7 +157,7 @@ struct Neg {
   }
 };
 struct Square {
-  template <class T> POM_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     if constexpr (std::is_integral_v<T>) {
       return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(x));
     } else {
@@ -168,43 +166,43 @@ struct Square {
   }
 };
 struct Exp {
-  template <class T> POM_HD T operator()(T x) const { return std::exp(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::exp(x); }
 };
 struct Log {
-  template <class T> POM_HD T operator()(T x) const { return std::log(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::log(x); }
 };
 struct Sqrt {
-  template <class T> POM_HD T operator()(T x) const { return std::sqrt(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::sqrt(x); }
 };
 struct Rsqrt {  // two roundings, like the CPU's 1 / sqrt
-  template <class T> POM_HD T operator()(T x) const { return T(1) / std::sqrt(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return T(1) / std::sqrt(x); }
 };
 struct Sin {
-  template <class T> POM_HD T operator()(T x) const { return std::sin(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::sin(x); }
 };
 struct Cos {
-  template <class T> POM_HD T operator()(T x) const { return std::cos(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::cos(x); }
 };
 struct Tanh {
-  template <class T> POM_HD T operator()(T x) const { return std::tanh(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::tanh(x); }
 };
 struct Sigmoid {  // e = e^-|x| never overflows, so neither side loses its tail
-  template <class T> POM_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     T e = std::exp(-std::fabs(x));
     return (std::signbit(x) ? e : T(1)) / (T(1) + e);
   }
 };
 struct Floor {
-  template <class T> POM_HD T operator()(T x) const { return std::floor(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::floor(x); }
 };
 struct Ceil {
-  template <class T> POM_HD T operator()(T x) const { return std::ceil(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::ceil(x); }
 };
 struct Round {  // halves to even, as NumPy's round and ONNX's Round (the default rounding mode)
-  template <class T> POM_HD T operator()(T x) const { return std::nearbyint(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::nearbyint(x); }
 };
 struct Sign {  // -1, 0 or 1; NaN stays NaN (NumPy's sign)
-  template <class T> POM_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
       if (x != x) return x;
     }
@@ -212,45 +210,45 @@ struct Sign {  // -1, 0 or 1; NaN stays NaN (NumPy's sign)
   }
 };
 struct Erf {
-  template <class T> POM_HD T operator()(T x) const { return std::erf(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return std::erf(x); }
 };
 
 // -- unary gradients: x_grad = G(a, out_grad), a being x or out as the manifest declares ------
 
 struct AbsGrad {  // sign(x), 0 at 0 (PyTorch's choice)
-  template <class T> POM_HD T operator()(T x, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const {
     return x > T(0) ? g : (x < T(0) ? -g : T(0));
   }
 };
 struct ExpGrad {  // a = out
-  template <class T> POM_HD T operator()(T y, T g) const { return g * y; }
+  template <class T> PADDLE_CORE_HD T operator()(T y, T g) const { return g * y; }
 };
 struct LogGrad {
-  template <class T> POM_HD T operator()(T x, T g) const { return g / x; }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const { return g / x; }
 };
 struct SqrtGrad {  // a = out: 1 / (2 sqrt(x))
-  template <class T> POM_HD T operator()(T y, T g) const { return g * T(0.5) / y; }
+  template <class T> PADDLE_CORE_HD T operator()(T y, T g) const { return g * T(0.5) / y; }
 };
 struct RsqrtGrad {  // a = out: -x^(-3/2) / 2 = -out^3 / 2
-  template <class T> POM_HD T operator()(T y, T g) const { return g * T(-0.5) * y * y * y; }
+  template <class T> PADDLE_CORE_HD T operator()(T y, T g) const { return g * T(-0.5) * y * y * y; }
 };
 struct SquareGrad {
-  template <class T> POM_HD T operator()(T x, T g) const { return g * T(2) * x; }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const { return g * T(2) * x; }
 };
 struct SinGrad {
-  template <class T> POM_HD T operator()(T x, T g) const { return g * std::cos(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const { return g * std::cos(x); }
 };
 struct CosGrad {
-  template <class T> POM_HD T operator()(T x, T g) const { return -g * std::sin(x); }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const { return -g * std::sin(x); }
 };
 struct TanhGrad {  // a = out
-  template <class T> POM_HD T operator()(T y, T g) const { return g * (T(1) - y * y); }
+  template <class T> PADDLE_CORE_HD T operator()(T y, T g) const { return g * (T(1) - y * y); }
 };
 struct SigmoidGrad {  // a = out
-  template <class T> POM_HD T operator()(T y, T g) const { return g * y * (T(1) - y); }
+  template <class T> PADDLE_CORE_HD T operator()(T y, T g) const { return g * y * (T(1) - y); }
 };
 struct ErfGrad {  // 2 / sqrt(pi) e^(-x^2)
-  template <class T> POM_HD T operator()(T x, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const {
     return g * T(1.1283791670955126) * std::exp(-x * x);
   }
 };
@@ -258,7 +256,7 @@ struct ErfGrad {  // 2 / sqrt(pi) e^(-x^2)
 // clip_grad: x_grad = out_grad where min <= x <= max, else 0 (PyTorch's choice at the bounds).
 struct ClipGradBy {
   double min, max;
-  template <class T> POM_HD T operator()(T x, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const {
     return T(min) <= x && x <= T(max) ? g : T(0);
   }
 };
@@ -266,46 +264,46 @@ struct ClipGradBy {
 // -- binary gradients: d = G(x, y, out_grad) at the broadcast shape ---------------------------
 
 struct GradOne {  // d(x + y)/dx
-  template <class T> POM_HD T operator()(T, T, T g) const { return g; }
+  template <class T> PADDLE_CORE_HD T operator()(T, T, T g) const { return g; }
 };
 struct GradNeg {  // d(x - y)/dy
-  template <class T> POM_HD T operator()(T, T, T g) const { return -g; }
+  template <class T> PADDLE_CORE_HD T operator()(T, T, T g) const { return -g; }
 };
 struct GradMulX {
-  template <class T> POM_HD T operator()(T, T y, T g) const { return g * y; }
+  template <class T> PADDLE_CORE_HD T operator()(T, T y, T g) const { return g * y; }
 };
 struct GradMulY {
-  template <class T> POM_HD T operator()(T x, T, T g) const { return g * x; }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T, T g) const { return g * x; }
 };
 struct GradDivX {
-  template <class T> POM_HD T operator()(T, T y, T g) const { return g / y; }
+  template <class T> PADDLE_CORE_HD T operator()(T, T y, T g) const { return g / y; }
 };
 struct GradDivY {
-  template <class T> POM_HD T operator()(T x, T y, T g) const { return -g * x / (y * y); }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const { return -g * x / (y * y); }
 };
 // pow's gradients follow PyTorch's: 0 where the formula's limit is (y == 0 for x, x == 0 with
 // y >= 0 for y), the formula elsewhere: NaN for y's at a negative base, -inf at 0 with y < 0.
 struct GradPowX {  // d(x^y)/dx = y x^(y-1)
-  template <class T> POM_HD T operator()(T x, T y, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const {
     return y == T(0) ? T(0) : g * y * std::pow(x, y - T(1));
   }
 };
 struct GradPowY {  // d(x^y)/dy = x^y ln x
-  template <class T> POM_HD T operator()(T x, T y, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const {
     return x == T(0) && y >= T(0) ? T(0) : g * std::pow(x, y) * std::log(x);
   }
 };
 struct GradMaxX {  // ties send the gradient to x, like the forward's choice of x
-  template <class T> POM_HD T operator()(T x, T y, T g) const { return x >= y ? g : T(0); }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const { return x >= y ? g : T(0); }
 };
 struct GradMaxY {
-  template <class T> POM_HD T operator()(T x, T y, T g) const { return x >= y ? T(0) : g; }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const { return x >= y ? T(0) : g; }
 };
 struct GradMinX {
-  template <class T> POM_HD T operator()(T x, T y, T g) const { return x <= y ? g : T(0); }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const { return x <= y ? g : T(0); }
 };
 struct GradMinY {
-  template <class T> POM_HD T operator()(T x, T y, T g) const { return x <= y ? T(0) : g; }
+  template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const { return x <= y ? T(0) : g; }
 };
 
 // -- reduction gradients: x_grad = grad(stat, x, out, out_grad) -------------------------------
@@ -317,9 +315,9 @@ template <class T> struct SumGrad {  // d(sum)/dx = 1; mean: 1 / count
   static constexpr bool kStats = false, kUsesOut = false;
   struct Stat {};
   T scale = 1;
-  POM_HD void see(Stat&, T, T) const {}
-  POM_HD static void join(Stat&, const Stat&) {}
-  POM_HD T grad(const Stat&, T, T, T g) const { return g * scale; }
+  PADDLE_CORE_HD void see(Stat&, T, T) const {}
+  PADDLE_CORE_HD static void join(Stat&, const Stat&) {}
+  PADDLE_CORE_HD T grad(const Stat&, T, T, T g) const { return g * scale; }
 };
 
 // max / min: out_grad is shared evenly among the elements equal to the result (ties split it,
@@ -327,9 +325,9 @@ template <class T> struct SumGrad {  // d(sum)/dx = 1; mean: 1 / count
 template <class T> struct ExtremeGrad {
   static constexpr bool kStats = true, kUsesOut = true;
   using Stat = int64_t;  // how many elements equal the result
-  POM_HD void see(Stat& s, T v, T out) const { s += v == out; }
-  POM_HD static void join(Stat& s, const Stat& t) { s += t; }
-  POM_HD T grad(const Stat& s, T v, T out, T g) const {
+  PADDLE_CORE_HD void see(Stat& s, T v, T out) const { s += v == out; }
+  PADDLE_CORE_HD static void join(Stat& s, const Stat& t) { s += t; }
+  PADDLE_CORE_HD T grad(const Stat& s, T v, T out, T g) const {
     return v == out ? g / static_cast<T>(s) : T(0);
   }
 };
@@ -342,18 +340,18 @@ template <class T> struct ProdGrad {
     int64_t zeros = 0;
     double nonzero = 1;  // product of the nonzero elements, in double
   };
-  POM_HD void see(Stat& s, T v, T) const {
+  PADDLE_CORE_HD void see(Stat& s, T v, T) const {
     if (v == T(0)) {
       ++s.zeros;
     } else {
       s.nonzero *= v;
     }
   }
-  POM_HD static void join(Stat& s, const Stat& t) {
+  PADDLE_CORE_HD static void join(Stat& s, const Stat& t) {
     s.zeros += t.zeros;
     s.nonzero *= t.nonzero;
   }
-  POM_HD T grad(const Stat& s, T v, T, T g) const {
+  PADDLE_CORE_HD T grad(const Stat& s, T v, T, T g) const {
     if (s.zeros == 0) return static_cast<T>(g * (s.nonzero / v));
     return s.zeros == 1 && v == T(0) ? static_cast<T>(g * s.nonzero) : T(0);
   }
@@ -363,7 +361,7 @@ template <class T> struct ProdGrad {
 
 // Whether v replaces `best` in a scan for the first maximum (Max) or minimum: NaN beats every
 // number, and the first NaN stays, like NumPy's.
-template <bool Max, class T> POM_HD bool arg_better(T v, T best) {
+template <bool Max, class T> PADDLE_CORE_HD bool arg_better(T v, T best) {
   return best == best && ((Max ? v > best : v < best) || v != v);
 }
 
@@ -373,7 +371,7 @@ template <bool Max, class T> POM_HD bool arg_better(T v, T best) {
 // hi when lo > hi); comparisons with NaN are false, so NaN stays.
 template <class T> struct ClipTo {
   T lo, hi;
-  POM_HD T operator()(T x) const {
+  PADDLE_CORE_HD T operator()(T x) const {
     const T v = x < lo ? lo : x;
     return v > hi ? hi : v;
   }
@@ -403,7 +401,7 @@ template <class T> ClipTo<T> clip_to(double min, double max) {
 // CPU loop has no branch (and vectorises).
 template <bool After> struct ScaleBy {
   double scale, bias;
-  template <class T> POM_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
       const T s = static_cast<T>(scale), b = static_cast<T>(bias);
       return After ? x * s + b : (x + b) * s;

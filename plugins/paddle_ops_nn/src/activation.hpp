@@ -1,7 +1,7 @@
 // The activation formulas and their gradients, written once for every device: each is a
 // functor built from the op's attrs (on the host) whose operator() the CPU kernels
 // (activation_cpu.cpp) and the CUDA kernels (activation_cuda.cu) both call, plus the checks
-// both prepares run. Under nvcc the operators are __host__ __device__ (PON_HD).
+// both prepares run. Under nvcc the operators are __host__ __device__ (PADDLE_CORE_HD).
 //
 // Every formula is evaluated in the tensor's dtype and stays finite for every finite x: the
 // logistic function is computed from e^-|x| (which never overflows), softplus as
@@ -26,14 +26,14 @@ constexpr double kGeluCubic = 0.044715;                    // the tanh gelu's cu
 template <class T> struct Logistic {
   T p, q;  // sigmoid(x), sigmoid(-x)
 };
-template <class T> PON_HD Logistic<T> logistic(T x) {
+template <class T> PADDLE_CORE_HD Logistic<T> logistic(T x) {
   const T e = std::exp(-std::fabs(x));
   const T r = T(1) / (T(1) + e);
   return std::signbit(x) ? Logistic<T>{e * r, r} : Logistic<T>{r, e * r};
 }
 
 // The tanh gelu's 2u = 2 sqrt(2/pi) (x + 0.044715 x^3), so that 0.5 (1 + tanh u) = sigmoid(2u).
-template <class T> PON_HD T gelu_2u(T x) {
+template <class T> PADDLE_CORE_HD T gelu_2u(T x) {
   return T(2 * kSqrt2OverPi) * x * (T(1) + T(kGeluCubic) * x * x);
 }
 
@@ -41,18 +41,18 @@ template <class T> PON_HD T gelu_2u(T x) {
 
 struct Relu {  // NaN stays NaN, as in NumPy and PyTorch
   explicit Relu(const Attrs&) {}
-  template <class T> PON_HD T operator()(T x) const { return x < T(0) ? T(0) : x; }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return x < T(0) ? T(0) : x; }
 };
 
 struct LeakyRelu {
   explicit LeakyRelu(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
-  template <class T> PON_HD T operator()(T x) const { return x > T(0) ? x : T(alpha) * x; }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return x > T(0) ? x : T(alpha) * x; }
   double alpha;
 };
 
 struct Gelu {  // x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2; or x sigmoid(2u) (tanh approximation)
   explicit Gelu(const Attrs& attrs) : approximate(attrs.b("approximate")) {}
-  template <class T> PON_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     if (approximate) return x * logistic(gelu_2u(x)).p;
     return T(0.5) * x * std::erfc(-x * T(kSqrtHalf));
   }
@@ -61,7 +61,7 @@ struct Gelu {  // x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2; or x sigmoid(2u) (ta
 
 struct Elu {  // expm1 keeps alpha (e^x - 1) accurate near 0
   explicit Elu(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
-  template <class T> PON_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     return x > T(0) ? x : T(alpha) * std::expm1(x);
   }
   double alpha;
@@ -71,7 +71,7 @@ struct Elu {  // expm1 keeps alpha (e^x - 1) accurate near 0
 struct Softplus {
   explicit Softplus(const Attrs& attrs)
       : beta(attrs.f("beta")), threshold(attrs.f("threshold")) {}
-  template <class T> PON_HD T operator()(T x) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
     const T z = T(beta) * x;
     if (z > T(threshold)) return x;
     return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(z))) / T(beta);
@@ -81,25 +81,27 @@ struct Softplus {
 
 struct Silu {
   explicit Silu(const Attrs&) {}
-  template <class T> PON_HD T operator()(T x) const { return x * logistic(x).p; }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const { return x * logistic(x).p; }
 };
 
 // -- gradient functors: T operator()(T v, T g), v being what the grad op reads (x or out) -----
 
 struct ReluGrad {  // from out: out > 0 exactly where x > 0
   explicit ReluGrad(const Attrs&) {}
-  template <class T> PON_HD T operator()(T out, T g) const { return out > T(0) ? g : T(0); }
+  template <class T> PADDLE_CORE_HD T operator()(T out, T g) const { return out > T(0) ? g : T(0); }
 };
 
 struct LeakyReluGrad {  // from out: with alpha >= 0, out > 0 exactly where x > 0 (alpha = 0 too)
   explicit LeakyReluGrad(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
-  template <class T> PON_HD T operator()(T out, T g) const { return out > T(0) ? g : T(alpha) * g; }
+  template <class T> PADDLE_CORE_HD T operator()(T out, T g) const {
+    return out > T(0) ? g : T(alpha) * g;
+  }
   double alpha;
 };
 
 struct GeluGrad {  // Phi(x) + x phi(x); tanh: s + x s (1 - s) d(2u)/dx, s = sigmoid(2u)
   explicit GeluGrad(const Attrs& attrs) : approximate(attrs.b("approximate")) {}
-  template <class T> PON_HD T operator()(T x, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const {
     if (approximate) {
       const Logistic<T> s = logistic(gelu_2u(x));
       const T pq = s.p * s.q;  // 0 once |2u| is large: skip d(2u)/dx, which may be inf
@@ -117,7 +119,7 @@ struct GeluGrad {  // Phi(x) + x phi(x); tanh: s + x s (1 - s) d(2u)/dx, s = sig
 // 0 lose relative accuracy: the price of allowing elu in place).
 struct EluGrad {
   explicit EluGrad(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
-  template <class T> PON_HD T operator()(T out, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T out, T g) const {
     return out > T(0) ? g : g * (out + T(alpha));
   }
   double alpha;
@@ -126,7 +128,7 @@ struct EluGrad {
 struct SoftplusGrad {  // sigmoid(beta x), or 1 where beta x > threshold (out = x there)
   explicit SoftplusGrad(const Attrs& attrs)
       : beta(attrs.f("beta")), threshold(attrs.f("threshold")) {}
-  template <class T> PON_HD T operator()(T x, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const {
     const T z = T(beta) * x;
     return z > T(threshold) ? g : g * logistic(z).p;
   }
@@ -135,7 +137,7 @@ struct SoftplusGrad {  // sigmoid(beta x), or 1 where beta x > threshold (out = 
 
 struct SiluGrad {  // sigmoid(x) (1 + x (1 - sigmoid(x)))
   explicit SiluGrad(const Attrs&) {}
-  template <class T> PON_HD T operator()(T x, T g) const {
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const {
     const Logistic<T> s = logistic(x);
     return g * s.p * (T(1) + x * s.q);
   }

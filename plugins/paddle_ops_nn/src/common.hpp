@@ -1,7 +1,7 @@
 // What the kernels of paddle-ops-nn share. Dtype dispatch, the common checks
 // (paddle_core/kernel.hpp) and parallel loops (paddle_core/parallel.hpp, CPU files only) are
 // the SDK's, used here unqualified. Kernel files include this header only. Formulas shared by
-// the CPU and CUDA kernels are PON_HD: __host__ __device__ under nvcc.
+// the CPU and CUDA kernels are PADDLE_CORE_HD: __host__ __device__ under nvcc.
 #ifndef PADDLE_OPS_NN_COMMON_HPP_
 #define PADDLE_OPS_NN_COMMON_HPP_
 
@@ -12,18 +12,12 @@
 #include <paddle_core/parallel.hpp>
 #endif
 
-#if defined(__CUDACC__)
-#define PON_HD __host__ __device__
-#else
-#define PON_HD
-#endif
-
 namespace pon {
 
 // a * b rounded on its own, never fused with a following add: nvcc contracts a * b + c into
 // an fma by default and the host build does not, so a formula that must give the CPU's bits on
 // the GPU (a random draw) multiplies with this.
-template <class T> PON_HD T mul_rounded(T a, T b) {
+template <class T> PADDLE_CORE_HD T mul_rounded(T a, T b) {
 #if defined(__CUDA_ARCH__)
   if constexpr (sizeof(T) == 4) return __fmul_rn(a, b);
   else return __dmul_rn(a, b);

@@ -47,14 +47,14 @@ inline void check_adam(const Slots& in, const Slots& out) {
 }
 
 // param_out = param - lr * grad.
-template <class T> PON_HD void sgd_step(const T* p, const T* g, T lr, T* po, int64_t i) {
+template <class T> PADDLE_CORE_HD void sgd_step(const T* p, const T* g, T lr, T* po, int64_t i) {
   po[i] = p[i] - lr * g[i];
 }
 
 // v = mu * v + grad; param -= lr * v (Nesterov: lr * (grad + mu * v)).
 template <class T>
-PON_HD void momentum_step(const T* p, const T* g, const T* v, T lr, T mu, bool nesterov, T* po,
-                          T* vo, int64_t i) {
+PADDLE_CORE_HD void momentum_step(const T* p, const T* g, const T* v, T lr, T mu, bool nesterov,
+                                  T* po, T* vo, int64_t i) {
   const T gi = g[i], vi = mu * v[i] + gi;
   vo[i] = vi;
   po[i] = p[i] - lr * (nesterov ? gi + mu * vi : vi);
@@ -79,7 +79,8 @@ template <class T> struct AdamFactors {
   T b1, b2, step, unbias2, eps, decay;
 };
 template <class T>
-PON_HD AdamFactors<T> adam_factors(const AdamAttrs& a, double b1_pow, double b2_pow, double lr) {
+PADDLE_CORE_HD AdamFactors<T> adam_factors(const AdamAttrs& a, double b1_pow, double b2_pow,
+                                           double lr) {
   return {static_cast<T>(a.b1),
           static_cast<T>(a.b2),
           static_cast<T>(lr / (1.0 - b1_pow)),
@@ -89,8 +90,8 @@ PON_HD AdamFactors<T> adam_factors(const AdamAttrs& a, double b1_pow, double b2_
 }
 
 template <class T>
-PON_HD void adam_step(const AdamFactors<T>& f, bool decay, const T* p, const T* g, const T* m1,
-                      const T* m2, T* po, T* m1o, T* m2o, int64_t i) {
+PADDLE_CORE_HD void adam_step(const AdamFactors<T>& f, bool decay, const T* p, const T* g,
+                              const T* m1, const T* m2, T* po, T* m1o, T* m2o, int64_t i) {
   const T gi = g[i];
   const T m1i = f.b1 * m1[i] + (T(1) - f.b1) * gi;
   const T m2i = f.b2 * m2[i] + (T(1) - f.b2) * gi * gi;
@@ -101,7 +102,7 @@ PON_HD void adam_step(const AdamFactors<T>& f, bool decay, const T* p, const T* 
 }
 
 // beta_pow_out = beta_pow * beta.
-template <class T> PON_HD T adam_next_pow(double pow, double beta) {
+template <class T> PADDLE_CORE_HD T adam_next_pow(double pow, double beta) {
   return static_cast<T>(pow * beta);
 }
 

@@ -29,7 +29,8 @@ inline void check_uniform(const UniformAttrs& a, const Slots& out) {
   dispatch(out(0).dtype(), Floats{}, [](auto) {});
 }
 
-template <class T> PON_HD T uniform_value(const Random& rng, int64_t i, double lo, double hi) {
+template <class T>
+PADDLE_CORE_HD T uniform_value(const Random& rng, int64_t i, double lo, double hi) {
   const T u = rng.uniform<T>(static_cast<uint64_t>(i));
   const T v = static_cast<T>(lo) + mul_rounded(static_cast<T>(hi - lo), u);
   return v < static_cast<T>(hi) ? v : static_cast<T>(lo);  // rounding must not reach max
@@ -49,7 +50,7 @@ inline void check_gaussian(const Slots& out) { dispatch(out(0).dtype(), Floats{}
 // A standard normal number for element i of n; redraws (from the elements' later blocks: index
 // i + k * n) land beyond 2 only with probability 0.0455^k.
 template <bool kTruncated>
-PON_HD double gaussian_draw(const Random& rng, int64_t i, int64_t n) {
+PADDLE_CORE_HD double gaussian_draw(const Random& rng, int64_t i, int64_t n) {
   double z = rng.normal<double>(static_cast<uint64_t>(i));
   for (uint64_t k = 1; kTruncated && std::fabs(z) > 2.0; ++k)
     z = rng.normal<double>(static_cast<uint64_t>(i) + k * static_cast<uint64_t>(n));
@@ -99,8 +100,8 @@ inline void check_dropout_grad(const Slots& in, const Slots& out) {
 
 // Element i of dropout: its mask and out.
 template <class T>
-PON_HD void dropout_element(const Random& rng, bool test, float p, T scale, const T* x, T* o,
-                            uint8_t* mask, int64_t i) {
+PADDLE_CORE_HD void dropout_element(const Random& rng, bool test, float p, T scale, const T* x,
+                                    T* o, uint8_t* mask, int64_t i) {
   if (test) {
     mask[i] = 1;
     o[i] = x[i] * scale;
@@ -112,7 +113,8 @@ PON_HD void dropout_element(const Random& rng, bool test, float p, T scale, cons
 
 // x_grad = out_grad * mask, scaled as the forward op scaled x.
 template <class T>
-PON_HD void dropout_grad_element(const uint8_t* mask, const T* g, T scale, T* dx, int64_t i) {
+PADDLE_CORE_HD void dropout_grad_element(const uint8_t* mask, const T* g, T scale, T* dx,
+                                         int64_t i) {
   dx[i] = mask[i] ? g[i] * scale : T(0);
 }
 

@@ -34,9 +34,11 @@ namespace pon {
 struct Lanes {
   int64_t outer = 1, classes = 1, inner = 1;
 
-  PON_HD int64_t count() const { return outer * inner; }
+  PADDLE_CORE_HD int64_t count() const { return outer * inner; }
   // The offset of lane's first element; its elements are `inner` apart.
-  PON_HD int64_t base(int64_t lane) const { return lane / inner * classes * inner + lane % inner; }
+  PADDLE_CORE_HD int64_t base(int64_t lane) const {
+    return lane / inner * classes * inner + lane % inner;
+  }
 };
 
 // `axis` (negative: from the end) as an axis of x; fails if x has no such axis.
@@ -239,11 +241,11 @@ inline Lanes check_accuracy(int64_t k, const Slots& in, const Slots& out) {
 // x, y, ... point at the lane's first element; its n elements are s apart.
 
 // Whether hard label k may index a lane of n classes (ignored labels are handled before).
-PON_HD inline bool label_in_range(int64_t k, int64_t n) { return k >= 0 && k < n; }
+PADDLE_CORE_HD inline bool label_in_range(int64_t k, int64_t n) { return k >= 0 && k < n; }
 
-template <class T> PON_HD T quiet_nan() { return std::numeric_limits<T>::quiet_NaN(); }
+template <class T> PADDLE_CORE_HD T quiet_nan() { return std::numeric_limits<T>::quiet_NaN(); }
 
-template <class T> PON_HD T lane_max(const T* x, int64_t n, int64_t s) {
+template <class T> PADDLE_CORE_HD T lane_max(const T* x, int64_t n, int64_t s) {
   T m = x[0];
   for (int64_t c = 1; c < n; ++c) m = std::max(m, x[c * s]);
   return m;
@@ -251,7 +253,7 @@ template <class T> PON_HD T lane_max(const T* x, int64_t n, int64_t s) {
 
 // y = softmax of one lane of x; returns (max, log of the sum of exp(x - max)).
 template <class T>
-PON_HD void softmax_lane(const T* x, T* y, int64_t n, int64_t s, T& m, double& log_sum) {
+PADDLE_CORE_HD void softmax_lane(const T* x, T* y, int64_t n, int64_t s, T& m, double& log_sum) {
   m = lane_max(x, n, s);
   double sum = 0;
   for (int64_t c = 0; c < n; ++c) {
@@ -266,7 +268,7 @@ PON_HD void softmax_lane(const T* x, T* y, int64_t n, int64_t s, T& m, double& l
 
 // y = softmax (or log_softmax) of one lane of x; nothing for an empty lane.
 template <bool Log, class T>
-PON_HD void softmax_or_log_lane(const T* x, T* y, int64_t n, int64_t s) {
+PADDLE_CORE_HD void softmax_or_log_lane(const T* x, T* y, int64_t n, int64_t s) {
   if (n == 0) return;
   if (Log) {
     const T m = lane_max(x, n, s);
@@ -288,7 +290,7 @@ PON_HD void softmax_or_log_lane(const T* x, T* y, int64_t n, int64_t s) {
 // softmax_grad:     x_grad = out * (g - sum(g * out))
 // log_softmax_grad: x_grad = g - exp(out) * sum(g)
 template <bool Log, class T>
-PON_HD void softmax_grad_lane(const T* y, const T* g, T* dx, int64_t n, int64_t s) {
+PADDLE_CORE_HD void softmax_grad_lane(const T* y, const T* g, T* dx, int64_t n, int64_t s) {
   double acc = 0;
   for (int64_t c = 0; c < n; ++c)
     acc += Log ? double(g[c * s]) : double(g[c * s]) * y[c * s];
@@ -302,11 +304,11 @@ PON_HD void softmax_grad_lane(const T* y, const T* g, T* dx, int64_t n, int64_t 
 // cross_entropy of one row x of n probabilities: -log(x[k]) (0 where k == ignore_index), or
 // -sum(label * log(x)) with soft labels (terms whose label is 0 count 0, even where x is 0).
 template <class T>
-PON_HD T cross_entropy_hard(const T* x, int64_t n, int64_t k, int64_t ignore_index) {
+PADDLE_CORE_HD T cross_entropy_hard(const T* x, int64_t n, int64_t k, int64_t ignore_index) {
   if (k == ignore_index) return T(0);
   return label_in_range(k, n) ? -std::log(x[k]) : quiet_nan<T>();
 }
-template <class T> PON_HD T cross_entropy_soft(const T* x, const T* label, int64_t n) {
+template <class T> PADDLE_CORE_HD T cross_entropy_soft(const T* x, const T* label, int64_t n) {
   double acc = 0;
   for (int64_t c = 0; c < n; ++c)
     if (label[c] != T(0)) acc -= double(label[c]) * std::log(double(x[c]));
@@ -316,22 +318,22 @@ template <class T> PON_HD T cross_entropy_soft(const T* x, const T* label, int64
 // cross_entropy_grad of one row: -g / x[k] at the label (0 elsewhere and in ignored rows), or
 // -g * label / x with soft labels (0 where the label is 0).
 template <class T>
-PON_HD void cross_entropy_grad_hard(const T* x, T g, T* dx, int64_t n, int64_t k,
-                                    int64_t ignore_index) {
+PADDLE_CORE_HD void cross_entropy_grad_hard(const T* x, T g, T* dx, int64_t n, int64_t k,
+                                            int64_t ignore_index) {
   const bool bad = k != ignore_index && !label_in_range(k, n);
   for (int64_t c = 0; c < n; ++c) dx[c] = bad ? quiet_nan<T>() : T(0);
   if (k != ignore_index && !bad) dx[k] = -g / x[k];
 }
 template <class T>
-PON_HD void cross_entropy_grad_soft(const T* x, const T* label, T g, T* dx, int64_t n) {
+PADDLE_CORE_HD void cross_entropy_grad_soft(const T* x, const T* label, T g, T* dx, int64_t n) {
   for (int64_t c = 0; c < n; ++c) dx[c] = label[c] == T(0) ? T(0) : -g * label[c] / x[c];
 }
 
 // softmax_with_cross_entropy of one lane: softmax into sm, and returns the loss:
 // logsumexp - x[k] (0 where k == ignore_index), or sum(label * (logsumexp - x)) with soft labels.
 template <class T>
-PON_HD T softmax_cross_entropy_hard(const T* x, T* sm, int64_t n, int64_t s, int64_t k,
-                                    int64_t ignore_index) {
+PADDLE_CORE_HD T softmax_cross_entropy_hard(const T* x, T* sm, int64_t n, int64_t s, int64_t k,
+                                            int64_t ignore_index) {
   T m;
   double log_sum;
   softmax_lane(x, sm, n, s, m, log_sum);
@@ -339,7 +341,8 @@ PON_HD T softmax_cross_entropy_hard(const T* x, T* sm, int64_t n, int64_t s, int
   return label_in_range(k, n) ? static_cast<T>(log_sum - double(x[k * s] - m)) : quiet_nan<T>();
 }
 template <class T>
-PON_HD T softmax_cross_entropy_soft(const T* x, const T* label, T* sm, int64_t n, int64_t s) {
+PADDLE_CORE_HD T softmax_cross_entropy_soft(const T* x, const T* label, T* sm, int64_t n,
+                                            int64_t s) {
   T m;
   double log_sum, acc = 0;
   softmax_lane(x, sm, n, s, m, log_sum);
@@ -356,9 +359,9 @@ PON_HD T softmax_cross_entropy_soft(const T* x, const T* label, T* sm, int64_t n
 // back through the softmax output. g (loss_grad, one value) and gs may be absent (nullptr);
 // exactly one of soft and hard (the lane's label) is given.
 template <class T>
-PON_HD void softmax_cross_entropy_grad_lane(const T* y, const T* soft, const int64_t* hard,
-                                            const T* g, const T* gs, T* dx, int64_t n, int64_t s,
-                                            int64_t ignore_index) {
+PADDLE_CORE_HD void softmax_cross_entropy_grad_lane(const T* y, const T* soft, const int64_t* hard,
+                                                    const T* g, const T* gs, T* dx, int64_t n,
+                                                    int64_t s, int64_t ignore_index) {
   // The loss's part.
   if (g == nullptr) {
     for (int64_t c = 0; c < n; ++c) dx[c * s] = T(0);
@@ -392,12 +395,13 @@ PON_HD void softmax_cross_entropy_grad_lane(const T* y, const T* soft, const int
 }
 
 // Whether score a ranks above b: larger, and NaN above every number (like argmax).
-template <class T> PON_HD bool above(T a, T b) { return a > b || (a != a && b == b); }
-template <class T> PON_HD bool ties(T a, T b) { return a == b || (a != a && b != b); }
+template <class T> PADDLE_CORE_HD bool above(T a, T b) { return a > b || (a != a && b == b); }
+template <class T> PADDLE_CORE_HD bool ties(T a, T b) { return a == b || (a != a && b != b); }
 
 // Whether label `want` is among the k best scores of one row of n (ties broken by the lower
 // class index, so k = 1 means argmax == label). A label outside [0, n) is a miss.
-template <class T> PON_HD bool accuracy_hit(const T* row, int64_t n, int64_t want, int64_t k) {
+template <class T>
+PADDLE_CORE_HD bool accuracy_hit(const T* row, int64_t n, int64_t want, int64_t k) {
   if (!label_in_range(want, n)) return false;
   const T score = row[want];
   int64_t rank = 0;  // classes ranked above the label
