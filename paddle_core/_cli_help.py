@@ -46,6 +46,18 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "signature and docstring. Run it again after installing or removing plugins.",
         [("paddle-ops stubs", ""), ("paddle-ops stubs -o typings/paddle_core/ops.pyi", "")],
     ),
+    "new": (
+        "write a new op package: manifest, C++ (and CUDA) kernels, tests",
+        "Writes a third-party op package NAME into ./NAME (or --dir): pyproject.toml, "
+        "CMakeLists.txt, a manifest declaring one op (<plugin>_cos, an attr with default and "
+        "range, shape and grad rules), its CPU kernels and gradient, with --cuda its CUDA "
+        "kernels, tests through paddle_core.testing.check_op, and a README. It builds with a "
+        "plain `pip install .` and passes its tests as written; then replace the op with yours.",
+        [
+            ("paddle-ops new my-ops", "the package my-ops (import my_ops, ops my_ops_*)"),
+            ("paddle-ops new my-ops --cuda", "with CUDA kernels, built where nvcc is found"),
+        ],
+    ),
     "help": (
         "show the help of a command",
         "The same as `paddle-ops <command> --help`.",

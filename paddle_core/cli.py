@@ -1,4 +1,5 @@
-"""The ``paddle-ops`` command: list ops, show one, inspect plugins, diagnose, write stubs.
+"""The ``paddle-ops`` command: list ops, show one, inspect plugins, diagnose, write stubs, and
+start a new op package.
 
 Exit status: 0 on success; 1 with a one-line reason on stderr when the request fails (an
 unknown op, a problem found by ``doctor``); 2 for usage errors.
@@ -93,6 +94,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-o", "--output", help="file to write (default: ops.pyi beside paddle_core/ops.py)"
     )
+    p = command("new", cmd_new, json_output=False)
+    p.add_argument("name", help="the distribution name, e.g. my-ops")
+    p.add_argument("--dir", help="where to write it (default: ./NAME)")
+    p.add_argument("--cuda", action="store_true", help="with CUDA kernels")
     p = command("help", lambda args: _help(parser, args.command), json_output=False)
     p.add_argument("command", nargs="?", choices=sorted(COMMANDS), metavar="<command>")
     return parser
@@ -433,6 +438,22 @@ def cmd_stubs(args: argparse.Namespace) -> int:
     path = Path(args.output) if args.output else None
     written = write_stubs(get_registry(), path)
     print(f"wrote {written}")
+    return 0
+
+
+# -- new -----------------------------------------------------------------------------------------
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from ._scaffold import Names, new_package  # (templates, only for `new`)
+
+    path = new_package(args.name, args.dir, cuda=args.cuda)
+    names = Names.of(args.name)
+    print(f"wrote {path}/: the op package {names.dist} (import {names.package}, op {names.op})")
+    print("next:")
+    print(f"  cd {path} && pip install .   # builds the kernels against this paddle-core")
+    print("  pip install pytest && pytest")
+    print(f"  paddle-ops validate . && paddle-ops show {names.op}")
     return 0
 
 

@@ -137,12 +137,15 @@ def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def my_ops_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """examples/my_ops (a compiled plugin: CMake, scikit-build-core) built and pip-installed
-    into a directory of its own, from a copy (the checkout gets no build directory)."""
-    project = tmp_path_factory.mktemp("my-ops") / "my_ops"
-    shutil.copytree(ROOT / "examples" / "my_ops", project, ignore=shutil.ignore_patterns("build"))
-    target = tmp_path_factory.mktemp("my-ops-site")
+def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/paddle_ops_example (a compiled plugin: CMake, scikit-build-core; its CUDA
+    kernels too where nvcc is found) built and pip-installed into a directory of its own, from a
+    copy (the checkout gets no build directory)."""
+    project = tmp_path_factory.mktemp("example") / "paddle_ops_example"
+    shutil.copytree(
+        ROOT / "examples" / "paddle_ops_example", project, ignore=shutil.ignore_patterns("build")
+    )
+    target = tmp_path_factory.mktemp("example-site")
     pip_install(target, project)
     return target
 

@@ -66,11 +66,11 @@ def test_the_cuda_guide_runs_on_a_gpu(tmp_path: Path) -> None:
     assert run_python(block, tmp_path).stdout.startswith("True")
 
 
-def test_the_guides_package_installs_beside_examples_my_ops_and_differentiates(
-    my_ops_site: Path, tmp_path: Path
+def test_the_guides_package_installs_beside_the_example_package_and_differentiates(
+    example_site: Path, tmp_path: Path
 ) -> None:
     """docs/plugins.md's example package, assembled from its blocks, pip-installed beside
-    examples/my_ops: both load (their import names differ), and its op runs and
+    examples/paddle_ops_example: both load (their import names differ), and its op runs and
     differentiates through the grad rule the guide shows."""
     files: dict[str, str] = {}
     usage = []
@@ -87,7 +87,7 @@ def test_the_guides_package_installs_beside_examples_my_ops_and_differentiates(
         (project / name).write_text(text)
     site = tmp_path / "site"
     pip_install(site, project)
-    both = pythonpath_with(site, my_ops_site)
+    both = pythonpath_with(site, example_site)
     env = {**os.environ, "PYTHONPATH": both}
     result = subprocess.run(
         [sys.executable, "-c", usage[0]], env=env, cwd=tmp_path, capture_output=True, text=True
@@ -95,7 +95,8 @@ def test_the_guides_package_installs_beside_examples_my_ops_and_differentiates(
     assert result.returncode == 0, result.stderr
     plugins = json.loads(run_cli("plugins", "--json", env={"PYTHONPATH": both}).stdout)
     status = {p["name"]: (p["distribution"], p["status"]) for p in plugins["plugins"]}
-    assert status["noise"] == ("noise-ops", "ok") and status["my_ops"] == ("my-ops", "ok")
+    assert status["noise"] == ("noise-ops", "ok")
+    assert status["example"] == ("paddle-ops-example", "ok")
     report = json.loads(run_cli("doctor", "--json", env={"PYTHONPATH": both}).stdout)
     assert report["problems"] == [] and not [w for w in report["warnings"] if "noise" in w]
 

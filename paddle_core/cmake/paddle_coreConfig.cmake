@@ -3,8 +3,9 @@
 #   find_package(paddle_core CONFIG REQUIRED)
 #   target_link_libraries(my_kernels PRIVATE paddle_core::sdk)
 #
-# scikit-build-core finds this automatically when paddle-core is a build requirement (it is
-# registered as a "cmake.prefix" entry point); otherwise pass
+# paddle-core is not a build requirement of a plugin (pip's isolated build would fetch one from
+# an index): a plugin's CMakeLists asks the Python it installs into where this directory is (see
+# docs/writing-op-plugins.md), or is given
 # -Dpaddle_core_DIR=$(python -c "import paddle_core; print(paddle_core.get_cmake_dir())").
 get_filename_component(_paddle_core_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 set(paddle_core_INCLUDE_DIR "${_paddle_core_root}/include")

@@ -59,7 +59,9 @@ def provider_of(op: str) -> str | None:
 
 
 def install_command(package: str) -> str:
-    """A shell command installing first-party ``package`` from where the user is."""
+    """A shell command installing first-party ``package`` from where the user is: its wheel
+    from the clone's dist/ (``./dev wheels``), or its project directory (it builds against the
+    paddle-core installed here, so plain pip does)."""
     directory = DIRECTORIES.get(package)
     if (
         not SOURCE
@@ -67,14 +69,9 @@ def install_command(package: str) -> str:
         or not os.path.isfile(os.path.join(SOURCE, directory, "pyproject.toml"))
     ):
         return f"pip install {package}"
-    dist = _shown(os.path.join(SOURCE, "dist"))
     if _wheels(package):
-        return f"pip install --find-links {dist} {package}"
-    project = _shown(os.path.join(SOURCE, directory), local=True)
-    install = f"pip install --find-links {dist} {project}"
-    if _wheels("paddle-core"):
-        return install
-    return f"pip wheel --no-deps --wheel-dir {dist} {_shown(SOURCE, local=True)} && {install}"
+        return f"pip install --find-links {_shown(os.path.join(SOURCE, 'dist'))} {package}"
+    return f"pip install {_shown(os.path.join(SOURCE, directory), local=True)}"
 
 
 def _wheels(package: str) -> list[str]:

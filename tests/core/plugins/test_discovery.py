@@ -446,7 +446,7 @@ def test_a_missing_first_party_op_names_a_command_that_works_where_the_user_is(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """No index serves the first-party packages (yet): the hint points back at the checkout
-    the core was built from: its wheelhouse, or its plugin directory with the core's wheel."""
+    the core was built from: its wheelhouse, or its plugin directory."""
     from paddle_core._src.plugins import catalog
 
     checkout = tmp_path / "checkout"
@@ -464,16 +464,11 @@ def test_a_missing_first_party_op_names_a_command_that_works_where_the_user_is(
         return str(err.value)[len(prefix) : -1]
 
     dist, project = checkout / "dist", checkout / "plugins" / "paddle_ops_nn"
-    # No wheelhouse: the README's two commands.
-    assert hint() == (
-        f"pip wheel --no-deps --wheel-dir {dist} {checkout} && "
-        f"pip install --find-links {dist} {project}"
-    )
-    dist.mkdir()
-    (dist / "paddle_core-0.1.0-cp311-cp311-linux_x86_64.whl").write_text("")
-    assert hint() == f"pip install --find-links {dist} {project}"
+    # No wheel: the project, which builds against the paddle-core installed (plain pip).
+    assert hint() == f"pip install {project}"
     monkeypatch.chdir(checkout)  # inside the checkout, as the user would type it there
-    assert hint() == "pip install --find-links dist ./plugins/paddle_ops_nn"
+    assert hint() == "pip install ./plugins/paddle_ops_nn"
+    dist.mkdir()
     (dist / "paddle_ops_nn-0.1.0-cp311-cp311-linux_x86_64.whl").write_text("")  # ./dev wheels
     assert hint() == "pip install --find-links dist paddle-ops-nn"
     monkeypatch.setattr(catalog, "SOURCE", str(tmp_path / "gone"))  # the core came from elsewhere

@@ -1,7 +1,7 @@
 """The kernel SDK as a third party uses it: headers, and a compiled plugin built with pip.
 
-examples/my_ops is really built (scikit-build-core, CMake, find_package(paddle_core)) and
-installed with pip into a directory on PYTHONPATH; a fresh process then runs its op,
+examples/paddle_ops_example is really built (scikit-build-core, CMake, the SDK of the installed
+core) and installed with pip into a directory on PYTHONPATH; a fresh process then runs its op,
 checks its gradient, and shows it with the CLI.
 """
 
@@ -189,32 +189,32 @@ def test_cmake_finds_the_sdk() -> None:
     assert (Path(pc.get_include()) / "paddle_core" / "kernel_abi.h").is_file()
 
 
-RUN_SWISH = """
+RUN_EXAMPLE = """
 import json, numpy as np, paddle_core as pc
 from paddle_core.testing import check_grad, run_op
 x = np.linspace(-4, 4, 11)
-(out,) = run_op("swish", {"x": x.astype(np.float32)}, {"beta": 2.0})["out"]
-want = x / (1 + np.exp(-2.0 * x))
-check_grad("swish", {"x": x}, {"beta": 2.0})
+(out,) = run_op("example_cos", {"x": x.astype(np.float32)}, {"scale": 2.0})["out"]
+want = 2.0 * np.cos(x)
+check_grad("example_cos", {"x": x}, {"scale": 2.0})
 print(json.dumps({"max_error": float(np.max(np.abs(out - want))), "dtype": str(out.dtype)}))
 """
 
 
 def test_a_third_party_compiled_plugin_builds_installs_and_runs(
-    my_ops_site: Path, tmp_path: Path
+    example_site: Path, tmp_path: Path
 ) -> None:
-    site = my_ops_site
+    site = example_site
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
-        [sys.executable, "-c", RUN_SWISH], env=env, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", RUN_EXAMPLE], env=env, capture_output=True, text=True, timeout=120,
         cwd=tmp_path,  # outside the checkout, so the installed paddle_core is imported
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["dtype"] == "float32" and report["max_error"] < 1e-5
-    shown = json.loads(run_cli("show", "swish", "--json", pythonpath=site).stdout)
-    assert shown["plugin"] == "my_ops" and shown["kernels"][0]["impl"] == "native"
-    assert shown["attrs"][0]["min"] == {"value": 0.0, "exclusive": False}
+    shown = json.loads(run_cli("show", "example_cos", "--json", pythonpath=site).stdout)
+    assert shown["plugin"] == "example" and shown["kernels"][0]["impl"] == "native"
+    assert shown["attrs"][0]["min"] == {"value": 0.0, "exclusive": True}
 
 
 RANDOM = r"""

@@ -1,19 +1,18 @@
-// swish and swish_grad on CPU. Memory contract: x, out_grad, out and x_grad are C-contiguous
-// and of one shape and dtype (checked once, when the program is prepared).
-#include <cmath>
-
-#include <paddle_core/kernel.hpp>
+// example_cos and example_cos_grad on CPU.
+//
+// A kernel class is built once per prepared program, from the op's attrs and its tensors'
+// shapes and dtypes (no data yet): check everything there, so run() only computes. Failed
+// checks (pc::expect_*, pc::fail) become a KernelError naming the op.
+#include "cos.hpp"
 
 namespace pc = paddle_core;
 
 namespace {
 
-// Decode attrs, check tensors and pick the dtype's instance once (prepare); run() then only
-// computes.
-class Swish {
+class Cos {
  public:
-  Swish(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
-      : beta_(attrs.f("beta")) {
+  Cos(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
+      : scale_(attrs.f("scale")) {
     pc::expect_same_dtype(in(0), out(0), "x and out");
     pc::expect_same_shape(in(0), out(0), "x and out");
     // compute<float> or compute<double>; any other dtype fails here, naming it.
@@ -22,26 +21,25 @@ class Swish {
   }
 
   void run(const pc::Slots& in, const pc::Slots& out, const pc::Context&) const {
-    fn_(in(0), out(0), beta_);
+    fn_(in(0), out(0), scale_);
   }
 
  private:
-  using Fn = void (*)(const pc::Tensor& x, const pc::Tensor& out, double beta);
-  template <class T> static void compute(const pc::Tensor& x, const pc::Tensor& out, double beta) {
+  using Fn = void (*)(const pc::Tensor& x, const pc::Tensor& out, double scale);
+  template <class T> static void compute(const pc::Tensor& x, const pc::Tensor& out, double scale) {
     const T* xs = x.data<T>();
     T* ys = out.data<T>();
-    const T b = static_cast<T>(beta);
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) ys[i] = xs[i] / (T(1) + std::exp(-b * xs[i]));
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      ys[i] = paddle_ops_example::cos(xs[i], static_cast<T>(scale));
   }
-  double beta_;
+  double scale_;
   Fn fn_;
 };
 
-// x_grad = out_grad * (s + beta x s (1 - s)), s = sigmoid(beta x).
-class SwishGrad {
+class CosGrad {
  public:
-  SwishGrad(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
-      : beta_(attrs.f("beta")) {
+  CosGrad(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
+      : scale_(attrs.f("scale")) {
     pc::expect_same_dtype(in(0), in(1), "x and out_grad");
     pc::expect_same_dtype(in(0), out(0), "x and x_grad");
     pc::expect_same_shape(in(0), in(1), "x and out_grad");
@@ -51,35 +49,32 @@ class SwishGrad {
   }
 
   void run(const pc::Slots& in, const pc::Slots& out, const pc::Context&) const {
-    fn_(in(0), in(1), out(0), beta_);
+    fn_(in(0), in(1), out(0), scale_);
   }
 
  private:
   using Fn = void (*)(const pc::Tensor& x, const pc::Tensor& g, const pc::Tensor& dx,
-                      double beta);
+                      double scale);
   template <class T>
   static void compute(const pc::Tensor& x, const pc::Tensor& g, const pc::Tensor& dx,
-                      double beta) {
+                      double scale) {
     const T* xs = x.data<T>();
     const T* gs = g.data<T>();
     T* dxs = dx.data<T>();
-    const T b = static_cast<T>(beta);
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      const T s = T(1) / (T(1) + std::exp(-b * xs[i]));
-      dxs[i] = gs[i] * (s + b * xs[i] * s * (T(1) - s));
-    }
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      dxs[i] = paddle_ops_example::cos_grad(xs[i], gs[i], static_cast<T>(scale));
   }
-  double beta_;
+  double scale_;
   Fn fn_;
 };
 
 }  // namespace
 
 // The kernels of this file, by the names the manifest uses.
-const pc::Family& swish_kernels() {
+const pc::Family& cos_kernels() {
   static const pc::Family family = {
-      pc::kernel<Swish>("swish"),
-      pc::kernel<SwishGrad>("swish_grad"),
+      pc::kernel<Cos>("example_cos"),
+      pc::kernel<CosGrad>("example_cos_grad"),
   };
   return family;
 }

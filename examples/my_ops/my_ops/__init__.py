@@ -1,1 +1,0 @@
-"""my-ops: an example paddle-core plugin (see ops.pbtxt, src/swish_cpu.cpp)."""
