@@ -81,5 +81,6 @@ examples:
 
 `paddle-ops <command> --help` describes one command. Exit status: 0 on success, 1 with a
 one-line reason on stderr when the request fails, 2 for usage errors. Settings
-(PADDLE_CORE_PLUGINS, PADDLE_CORE_DISABLE, ...) are described in docs/plugins.md.
+(PADDLE_CORE_PLUGINS, PADDLE_CORE_DISABLE, ...) are described in
+docs/writing-op-plugins.md.
 """

@@ -7,9 +7,10 @@
     grad_rule: "paddle_core.rules:no_grad"       # the outputs are constant in the inputs
 
 A shape rule receives a ``paddle_core.ShapeContext``; a grad rule a ``paddle_core.GradContext``
-(docs/plugins.md describes both). ``broadcast_shapes`` is for plugins' own shape rules. The
-spellings ``paddle_core.shape_rules:*`` and ``paddle_core.backward:default_grad`` that manifests
-used before still work (those modules remain, as aliases); ``paddle-ops doctor`` notes them.
+(docs/writing-op-plugins.md describes both). ``broadcast_shapes`` is for plugins' own shape
+rules. The spellings ``paddle_core.shape_rules:*`` and ``paddle_core.backward:default_grad``
+that manifests used before still work (those modules remain, as aliases); ``paddle-ops doctor``
+notes them.
 """
 
 from ._src.graph.backward import default_grad, no_grad

@@ -20,8 +20,9 @@ import paddle_core as pc
 
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 ANY_BLOCK = re.compile(r"```[a-z]*\n(.*?)```", re.DOTALL)
-# docs/plugins.md builds a package: its files are the blocks starting with "# noise_ops/<path>"
-# (or "# pyproject.toml"), and the block starting with this line uses it once installed.
+# docs/writing-op-plugins.md builds a package: its files are the blocks starting with
+# "# noise_ops/<path>" (or "# pyproject.toml"), and the block starting with this line uses it
+# once installed.
 GUIDE_PACKAGE = re.compile(r"# (pyproject\.toml|noise_ops/\S+)\n")
 GUIDE_USAGE = "# with noise-ops installed:\n"
 
@@ -41,7 +42,7 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize(
-    "document", ["README.md", "docs/plugins.md", "docs/model.md", "docs/control_flow.md"]
+    "document", ["README.md", "docs/writing-op-plugins.md", "docs/model.md", "docs/control_flow.md"]
 )
 def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     """Each document's Python blocks run in order, as one script."""
@@ -69,12 +70,12 @@ def test_the_cuda_guide_runs_on_a_gpu(tmp_path: Path) -> None:
 def test_the_guides_package_installs_beside_the_example_package_and_differentiates(
     example_site: Path, tmp_path: Path
 ) -> None:
-    """docs/plugins.md's example package, assembled from its blocks, pip-installed beside
-    examples/paddle_ops_example: both load (their import names differ), and its op runs and
-    differentiates through the grad rule the guide shows."""
+    """docs/writing-op-plugins.md's example package, assembled from its blocks, pip-installed
+    beside examples/paddle_ops_example: both load (their import names differ), and its op runs
+    and differentiates through the grad rule the guide shows."""
     files: dict[str, str] = {}
     usage = []
-    for block in ANY_BLOCK.findall((ROOT / "docs" / "plugins.md").read_text()):
+    for block in ANY_BLOCK.findall((ROOT / "docs" / "writing-op-plugins.md").read_text()):
         if match := GUIDE_PACKAGE.match(block):
             files[match[1]] = files.get(match[1], "") + block[match.end() :]
         elif block.startswith(GUIDE_USAGE):
@@ -153,12 +154,39 @@ def test_scripts_run(script: str, tmp_path: Path) -> None:
 
 
 def test_the_threads_table_keeps_only_figures_that_reproduced() -> None:
-    """docs/plugins.md's Threads table: each setting is one bench/bench_matmul.py measures,
-    and OMP_WAIT_POLICY=passive, whose figure did not reproduce, is not offered as a fix."""
-    text = (ROOT / "docs" / "plugins.md").read_text()
+    """docs/writing-op-plugins.md's Threads table: each setting is one bench/bench_matmul.py
+    measures, and OMP_WAIT_POLICY=passive, whose figure did not reproduce, is not offered as a
+    fix."""
+    text = (ROOT / "docs" / "writing-op-plugins.md").read_text()
     section = text[text.index("### Threads") : text.index("## In-process plugins")]
     rows = re.findall(r"^\| (`[^`]+`|defaults) \| \d+ \| \d+ \|$", section, re.MULTILINE)
     assert rows == ["defaults", "`OPENBLAS_THREAD_TIMEOUT=1`"]
     bench = (ROOT / "bench" / "bench_matmul.py").read_text()
     assert all(row.strip("`") in bench for row in rows[1:])
     assert "`OMP_WAIT_POLICY=passive` is no substitute" in section
+
+
+def test_the_docs_point_at_paths_that_exist() -> None:
+    """Every relative link in the docs resolves, and every repository path the README and the
+    authoring guide name in backticks exists (an include path such as paddle_core/kernel.hpp
+    under the SDK's include directory)."""
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    documents += sorted(ROOT.glob("plugins/*/README.md")) + sorted(
+        ROOT.glob("examples/*/README.md")
+    )
+    missing = []
+    for doc in documents:
+        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text()):
+            if "://" not in link and not (doc.parent / link).exists():
+                missing.append(f"{doc.relative_to(ROOT)}: link {link}")
+    include = ROOT / "paddle_core" / "include"
+    top = ("tests/", "examples/", "bench/", "plugins/", "paddle_core/", "docs/", "protos/")
+    for doc in (ROOT / "README.md", ROOT / "docs" / "writing-op-plugins.md"):
+        for path in re.findall(r"`([\w./-]+)`", doc.read_text()):
+            if (
+                path.startswith(top)
+                and not (ROOT / path).exists()
+                and not (include / path).exists()
+            ):
+                missing.append(f"{doc.relative_to(ROOT)}: path {path}")
+    assert not missing, "\n".join(missing)

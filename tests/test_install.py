@@ -139,7 +139,7 @@ def test_an_op_package_from_new_to_uninstall_with_plain_pip(tmp_path: Path) -> N
     clone, env = fresh_clone(tmp_path), user_env(tmp_path)
     (clone / "save.py").write_text(SAVE_A_PROGRAM)
     (clone / "load.py").write_text(LOAD_IT)
-    guide = (ROOT / "docs" / "plugins.md").read_text()
+    guide = (ROOT / "docs" / "writing-op-plugins.md").read_text()
     section = guide[guide.index("## From zero to an installed op\n") :]
     zero_to_op = re.search(r"```bash\n(.*?)```", section, re.DOTALL)[1]
     script = f"""

@@ -14,5 +14,5 @@ if(NOT TARGET paddle_core::sdk)
   add_library(paddle_core::sdk INTERFACE IMPORTED)
   set_target_properties(paddle_core::sdk PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${paddle_core_INCLUDE_DIR}")
 endif()
-# paddle_core_cuda_kernels(): the CUDA build recipe plugins share (docs/plugins.md).
+# paddle_core_cuda_kernels(): the CUDA build recipe plugins share (docs/writing-op-plugins.md).
 include("${CMAKE_CURRENT_LIST_DIR}/paddle_coreCuda.cmake")

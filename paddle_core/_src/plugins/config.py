@@ -6,7 +6,8 @@ Environment variables (all optional):
 - ``PADDLE_CORE_PLUGINS=math,nn``: load only these plugins (entry-point or distribution names).
 - ``PADDLE_CORE_DISABLE=broken_one``: never load these plugins.
 - ``PADDLE_CORE_PREFER=scale=math,matmul=fast_blas``: which plugin provides an op type, or an
-  (op, device, dtype) kernel, when several declare it. See docs/plugins.md for the default rule.
+  (op, device, dtype) kernel, when several declare it. See docs/writing-op-plugins.md for the
+  default rule.
 - ``PADDLE_CORE_CACHE_DIR``: where the plugin index is cached (default: the user cache dir);
   ``PADDLE_CORE_NO_CACHE=1`` disables the cache.
 - ``PADDLE_CORE_CONFIG``: path of the config file (default ``~/.config/paddle-core/config.toml``).

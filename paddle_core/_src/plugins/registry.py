@@ -3,8 +3,8 @@
 Built from plugin records (``discovery``), cheaply: only op types and kernel keys are needed up
 front. The OpProto, the attr model, the rules and the kernels are resolved per op on first use.
 
-Conflict rule (documented in docs/plugins.md): when several plugins declare the same op type,
-or the same (op, device, dtype) kernel, the provider is chosen in this order:
+Conflict rule (documented in docs/writing-op-plugins.md): when several plugins declare the same
+op type, or the same (op, device, dtype) kernel, the provider is chosen in this order:
 
 1. the plugin the user prefers (``PADDLE_CORE_PREFER`` / ``[prefer]`` in the config file); a
    preference for one of an op's kernels (``scale:cpu:float32=math``) also picks the op's

@@ -174,10 +174,10 @@ def test_the_c_element_sizes_agree_with_python_and_the_proto(tmp_path: Path) -> 
 
 
 def test_the_guides_kernel_example_compiles(tmp_path: Path) -> None:
-    """The C++ kernel that docs/plugins.md shows third parties compiles, warning-free."""
-    text = (ROOT / "docs" / "plugins.md").read_text()
+    """The C++ kernel that docs/writing-op-plugins.md shows third parties compiles, warning-free."""
+    text = (ROOT / "docs" / "writing-op-plugins.md").read_text()
     blocks = [b for b in re.findall(r"```cpp\n(.*?)```", text, re.DOTALL) if "kernel.hpp" in b]
-    assert blocks, "docs/plugins.md shows no kernel"
+    assert blocks, "docs/writing-op-plugins.md shows no kernel"
     for block in blocks:
         build(tmp_path, block, ".cpp", "-c")
 
