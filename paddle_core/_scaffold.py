@@ -86,13 +86,16 @@ def new_package(name: str, directory: str | Path | None = None, *, cuda: bool = 
         return text
 
     template = files(__package__).joinpath("templates", "op_package")
-    for source, relative in _template_files(template):
-        if relative.endswith(_CUDA_ONLY) and not cuda:
-            continue
-        relative = "." + relative if relative == "gitignore.tmpl" else relative
-        path = target / render(relative.removesuffix(".tmpl"))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(source.read_text(encoding="utf-8")), encoding="utf-8")
+    try:
+        for source, relative in _template_files(template):
+            if relative.endswith(_CUDA_ONLY) and not cuda:
+                continue
+            relative = "." + relative if relative == "gitignore.tmpl" else relative
+            path = target / render(relative.removesuffix(".tmpl"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(source.read_text(encoding="utf-8")), encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot write the package to {target}: {e.strerror or e}") from None
     return target
 
 

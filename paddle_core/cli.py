@@ -146,7 +146,7 @@ def _dump(data: Any) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     registry = get_registry()
     infos = [registry.ops[t] for t in registry.op_types()]
-    if args.plugin:
+    if args.plugin is not None:  # (an empty name names nothing: an error, not "every plugin")
         wanted = normalize(args.plugin)
         _check_plugin_name(registry, args.plugin)
         infos = [
@@ -154,7 +154,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             for i in infos
             if wanted in (normalize(i.plugin.name), normalize(i.plugin.distribution))
         ]
-    if args.device:
+    if args.device is not None:
         infos = [i for i in infos if args.device in i.devices]
     rows = [
         {
@@ -171,7 +171,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         }
         for i in infos
     ]
-    if not rows and args.device:  # a device type nobody registered is a mistake, JSON or not
+    if not rows and args.device is not None:  # a device type nobody registered is a mistake
         _check_device_type(args.device)
     if args.json:
         _dump({"ops": rows})

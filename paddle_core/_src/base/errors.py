@@ -95,6 +95,11 @@ class ConfigError(PaddleCoreError):
     """A setting is invalid: environment variables, the config file, or an Executor's."""
 
 
+def brief(text: str, limit: int = 80) -> str:
+    """``text`` for an error message: a hostile 5,000-character value is cut, not echoed."""
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text)} characters)"
+
+
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """ "1 problem", "2 problems": a count and its noun, read aloud correctly."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..._version import __version__
 from ..base.dtypes import DTYPES
-from ..base.errors import OpNotFoundError, did_you_mean
+from ..base.errors import OpNotFoundError, brief, did_you_mean
 from ..base.warn import warn
 from . import discovery, index_cache, loading
 from .config import ConfigWarning, Settings, load_settings, normalize
@@ -320,7 +320,7 @@ class Registry:
             raise OpNotFoundError(self.explain_missing(op), op=op) from None
 
     def explain_missing(self, op: str) -> str:
-        message = f"unknown op {op!r}"
+        message = f"unknown op {brief(repr(op))}"
         for record in self.records:
             if any(s["type"] == op for s in record.ops) and not record.loaded:
                 state = record.disabled or f"broken: {record.reason}"

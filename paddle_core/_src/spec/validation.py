@@ -17,7 +17,7 @@ import pydantic
 from pydantic import BeforeValidator, ConfigDict, Field
 
 from ...proto import framework_pb2 as pb
-from ..base.errors import AttrError, did_you_mean
+from ..base.errors import AttrError, brief, did_you_mean
 from . import attrs as A
 from .opdoc import expectation
 
@@ -197,8 +197,7 @@ class AttrValidator:
                 attr=name,
             )
         value = given.get(name)
-        shown = repr(value)
-        got = f"{type(value).__name__} {shown if len(shown) <= 80 else shown[:60] + '...'}"
+        got = f"{type(value).__name__} {brief(repr(value))}"
         if ap.type in A.LIST_TYPES and len(first["loc"]) > 1:
             index = first["loc"][1]
             item = first["input"]  # the element as given (``value`` may be a set or an iterator)

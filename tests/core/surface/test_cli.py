@@ -8,6 +8,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, ruff, run_cli
 
 TOY_OPS = {
@@ -243,7 +244,25 @@ def test_usage_errors_exit_2() -> None:
     assert "invalid choice" in run_cli("frobnicate", check=2).stderr
 
 
-COMMANDS = ("list", "show", "plugins", "doctor", "stubs", "help")
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("list", "--plugin", ""), "no plugin is named ''"),
+        (("list", "--device", "", "--json"), "no device type is named ''"),
+        (("show", "x" * 5000), "unknown op 'xxx"),
+        (("new", "pkg", "--dir", "/proc/no/such/dir"), "cannot write the package to"),
+        (("stubs", "-o", "/proc/no/such/dir/ops.pyi"), "cannot write the stubs to"),
+    ],
+)
+def test_hostile_arguments_get_one_line_errors(args: tuple[str, ...], message: str) -> None:
+    """Empty filters name nothing (they do not mean "everything"), unwritable places and long
+    values get the core's one-line error (long values cut), never a traceback."""
+    result = run_cli(*args, check=1)
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("paddle-ops: error: ") and message in line and len(line) < 300, line
+
+
+COMMANDS = ("list", "show", "plugins", "doctor", "stubs", "new", "help")
 
 
 def test_help_reads_like_git_help() -> None:
