@@ -35,6 +35,7 @@ def test_list_json_rows() -> None:
         "has_grad": True,
         "grad": "yes",
         "available": True,
+        "problems": [],
         "comment": rows["toy_scale"]["comment"],
     }
     assert rows["toy_scale"]["comment"].startswith("Multiply by a scalar")
@@ -243,7 +244,7 @@ def test_usage_errors_exit_2() -> None:
     assert "invalid choice" in run_cli("frobnicate", check=2).stderr
 
 
-COMMANDS = ("list", "show", "plugins", "doctor", "stubs", "help")
+COMMANDS = ("list", "show", "plugins", "doctor", "validate", "stubs", "help")
 
 
 def test_help_reads_like_git_help() -> None:
