@@ -1,7 +1,9 @@
-"""The ``paddle-ops`` command: list ops, show one, inspect plugins, diagnose, write stubs.
+"""The ``paddle-ops`` command: list ops, show one, inspect plugins, diagnose, validate a plugin
+package, write stubs.
 
 Exit status: 0 on success; 1 with a one-line reason on stderr when the request fails (an
-unknown op, a problem found by ``doctor``); 2 for usage errors.
+unknown op, a broken or partial plugin found by ``plugins``, a problem found by ``doctor`` or
+``validate``); 2 for usage errors.
 
 ``list`` reads only the plugin index (no plugin code, NumPy, pydantic or protobuf) and prints
 its table without rich: rich's import and layout cost ~45 ms, half of the time budget that
@@ -353,7 +355,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         table.add_row(device, dtype, f"{refs[0].impl}:{refs[0].ref}{missing}", refs[0].plugin.name)
     console.print(table)
     if not info.available:
-        console.print(f"unavailable: {info.plugin.reason or 'no kernel can run'}", markup=False)
+        broken = info.plugin.status == "broken"
+        why = info.plugin.reason if broken else "none of its kernels can run"
+        console.print(f"unavailable: {why}", markup=False)
     for problem in info.missing_kernels():
         console.print(f"missing kernels: {problem}", markup=False)
     console.print(f"shape rule: {info.opdef.shape_rule}", markup=False)

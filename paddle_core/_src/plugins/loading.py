@@ -97,10 +97,8 @@ def load_native(plugin: PluginRecord, op: str, symbol: str, cache_dir: str | Non
     try:
         return table[symbol]
     except KeyError:
-        raise KernelLoadError(
-            f"op {op!r} cannot run: {plugin.label}: {missing_symbols_reason(plugin.kernel_module, [symbol])}",
-            op=op,
-        ) from None
+        reason = missing_symbols_reason(plugin.kernel_module, [symbol])
+        raise KernelLoadError(f"op {op!r} cannot run: {plugin.label}: {reason}", op=op) from None
 
 
 def kernel_table(plugin: PluginRecord, op: str, cache_dir: str | None) -> dict[str, Any]:

@@ -273,15 +273,15 @@ static inline size_t pc_layout_number_(char* out, size_t capacity, size_t n, siz
 static inline size_t pc_kernel_layout(char* out, size_t capacity) {
   size_t n = 0;
   const char* separator = "";
-#define PC_LAYOUT_STRUCT_(type, growth)                                  \
-  n = pc_layout_put_(out, capacity, n, n ? ";" #type ":" growth ":" : #type ":" growth ":"); \
-  n = pc_layout_number_(out, capacity, n, sizeof(type));                 \
+#define PC_LAYOUT_STRUCT_(type, growth)                                                        \
+  n = pc_layout_put_(out, capacity, n, n ? ";" #type ":" growth ":" : #type ":" growth ":");   \
+  n = pc_layout_number_(out, capacity, n, sizeof(type));                                       \
   separator = "=";
-#define PC_LAYOUT_FIELD_(type, field)                                    \
-  n = pc_layout_put_(out, capacity, n, separator);                       \
-  n = pc_layout_number_(out, capacity, n, offsetof(type, field));        \
-  n = pc_layout_put_(out, capacity, n, "+");                             \
-  n = pc_layout_number_(out, capacity, n, sizeof(((type*)0)->field));    \
+#define PC_LAYOUT_FIELD_(type, field)                                                          \
+  n = pc_layout_put_(out, capacity, n, separator);                                             \
+  n = pc_layout_number_(out, capacity, n, offsetof(type, field));                              \
+  n = pc_layout_put_(out, capacity, n, "+");                                                   \
+  n = pc_layout_number_(out, capacity, n, sizeof(((type*)0)->field));                          \
   separator = ",";
   PC_KERNEL_LAYOUT(PC_LAYOUT_STRUCT_, PC_LAYOUT_FIELD_)
 #undef PC_LAYOUT_STRUCT_
