@@ -28,9 +28,10 @@ class PluginRecord:
 
     ``errors`` are found at discovery (unreadable or invalid manifest, incompatible core): such
     a plugin registers no ops. ``runtime_errors`` are found on first use (a rules module that
-    raises, a missing kernel symbol): its ops stay listed but cannot run. ``disabled`` is set
-    from the user's settings. The manifest is kept serialised; ``manifest()`` parses it on demand
-    so listing never needs protobuf.
+    raises, a missing Python kernel): its ops stay listed but cannot run. ``missing_symbols``
+    are native kernels its compiled module lacks: only the ops using them are affected.
+    ``disabled`` is set from the user's settings. The manifest is kept serialised;
+    ``manifest()`` parses it on demand so listing never needs protobuf.
     """
 
     # Fields stored in the index cache, in order.
@@ -156,11 +157,13 @@ class PluginRecord:
 
 def missing_symbols_reason(module: str, symbols: list[str]) -> str:
     """How messages say that compiled ``module`` lacks declared kernel ``symbols``."""
-    kernels = "kernel" if len(symbols) == 1 else "kernels"
+    one = len(symbols) == 1
     return (
-        f"its compiled module {module!r} does not export {kernels} "
-        f"{', '.join(map(repr, symbols))}, which the manifest declares: the {kernels} cannot "
-        "run (is each registered in the module, under the name the manifest gives?)"
+        f"its compiled module {module!r} does not export {'kernel' if one else 'kernels'} "
+        f"{', '.join(map(repr, symbols))}, which the manifest declares: "
+        f"{'it' if one else 'they'} cannot run; register {'it' if one else 'each'} in the "
+        "module under the name the manifest gives (or remove "
+        f"{'it' if one else 'them'} from the manifest), then rebuild the plugin"
     )
 
 

@@ -548,8 +548,8 @@ def test_running_an_op_of_an_unusable_kernel_module_says_why(broken_site, on_pat
 
 MISSING = (
     "its compiled module 'broken_plugins.partial_C' does not export kernel 'partial_gone', "
-    "which the manifest declares: the kernel cannot run (is each registered in the module, "
-    "under the name the manifest gives?)"
+    "which the manifest declares: it cannot run; register it in the module under the name the "
+    "manifest gives (or remove it from the manifest), then rebuild the plugin"
 )
 
 
