@@ -231,11 +231,12 @@ def _check_code(report: Report, record: PluginRecord) -> None:
     if missing:
         report.problems.append(f"{where}: " + missing_symbols_reason(record.kernel_module, missing))
     if undeclared:
+        one = len(undeclared) == 1
         report.problems.append(
             f"{where}: its compiled module {record.kernel_module!r} exports "
-            f"{'kernels' if len(undeclared) > 1 else 'kernel'} "
-            f"{', '.join(map(repr, undeclared))} that the manifest does not declare; expected "
-            "a `kernels { ... native: ... }` entry for each (or stop exporting it)"
+            f"{'kernel' if one else 'kernels'} {', '.join(map(repr, undeclared))} that the "
+            "manifest does not declare; expected a `kernels { ... native: ... }` entry for "
+            f"{'it' if one else 'each'} (or stop exporting {'it' if one else 'them'})"
         )
 
 

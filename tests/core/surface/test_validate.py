@@ -171,3 +171,54 @@ def test_a_projects_manifest_problems_are_each_one_line(tmp_path: Path) -> None:
         f"{project}: plugin 'valid': 'valid_ops.rules' has no 'double_cpux' (the cpu kernel of "
         "op 'double')\n"
     )
+
+
+def test_a_compiled_project_validates_against_its_installed_build(my_ops_site: Path) -> None:
+    """examples/my_ops: the manifest of the checkout, the module pip built from it."""
+    from paddle_core._src.base import native
+    from paddle_core._src.plugins.abi import fingerprint_id
+
+    project = Path(__file__).resolve().parents[3] / "examples" / "my_ops"
+    result = run_cli("validate", str(project), pythonpath=my_ops_site)
+    *warnings, summary = result.stdout.splitlines()
+    layout = fingerprint_id(native.runtime().KERNEL_LAYOUT)
+    assert summary == (
+        f"{project}: ok: plugin 'my_ops': 2 ops, 2 native kernels, layout {layout} "
+        "(paddle-core 0.1.0)"
+    )
+    assert [w.split(": ")[3] for w in warnings] == [
+        "op 'swish' does not start with 'my_ops_'",
+        "op 'swish_grad' does not start with 'my_ops_'",
+    ]
+
+
+UNDECLARED_C = '''\
+"""Stands in for a compiled module: paddle-core's own kernels, one of them undeclared."""
+
+from paddle_core._src.base import native
+
+_runtime = native.runtime()
+KERNEL_ABI_VERSION = _runtime.KERNEL_ABI_VERSION
+KERNEL_LAYOUT = _runtime.KERNEL_LAYOUT
+
+
+def kernels():
+    return {name: _runtime.kernels()[name] for name in ("fill_like", "add_n")}
+'''
+
+
+def test_a_kernel_the_manifest_does_not_declare_is_a_problem(tmp_path: Path) -> None:
+    manifest = MANIFEST.replace('python: "double_cpu"', 'native: "fill_like"').replace(
+        'rules_module: "valid_ops.rules"',
+        'rules_module: "valid_ops.rules"\nkernel_module: "valid_ops._C"\nkernel_abi: 1',
+    )
+    project = write_project(tmp_path / "p", manifest=manifest)
+    (project / "valid_ops" / "_C.py").write_text(UNDECLARED_C)
+    site = tmp_path / "site"
+    pip_install(site, project)
+    result = run_cli("validate", str(project), pythonpath=site, check=1)
+    assert result.stdout == (
+        f"{project}: plugin 'valid': its compiled module 'valid_ops._C' exports kernel "
+        "'add_n' that the manifest does not declare; expected a `kernels { ... native: ... }` "
+        "entry for it (or stop exporting it)\n"
+    )
