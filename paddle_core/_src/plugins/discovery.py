@@ -76,7 +76,8 @@ class PluginRecord:
         # and kept in the index so that `paddle-ops list` knows. Cleared by a successful load.
         self.kernel_problem: str = fields.get("kernel_problem", "")
         # Native symbols the manifest declares but the module does not export: only the
-        # kernels naming them are unavailable. Kept beside kernel_problem (not in the index).
+        # kernels naming them are unavailable. Noted with kernel_problem by the process that
+        # found them (index_cache.note_kernel_problem), not stored in the index itself.
         self.missing_symbols: list[str] = []
         self.disabled: str | None = None  # "disabled by <the setting>", when the user did
         self.runtime_errors: list[str] = []
