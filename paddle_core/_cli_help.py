@@ -9,9 +9,9 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "list every op: plugin, version, devices, dtypes, gradient",
         "One line per op of the installed plugins. Reads the plugin index only (no plugin code "
         "is imported), so it is fast. The grad column says yes (a grad rule), zero (constant "
-        "in its inputs) or - (not differentiable); (unavailable) marks ops that cannot run "
-        "(their plugin is broken, or their kernels are missing from its compiled module), "
-        "and a line after the table says why.",
+        "in its inputs) or - (not differentiable); (unavailable) marks ops that cannot run: "
+        "their plugin is broken (`paddle-ops plugins` says why), or their kernels are missing "
+        "from its compiled module (a line after the table says which).",
         [
             ("paddle-ops list --plugin math", "the ops of one plugin (or distribution)"),
             ("paddle-ops list --device cuda", "the ops with a CUDA kernel"),
