@@ -9,8 +9,9 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "list every op: plugin, version, devices, dtypes, gradient",
         "One line per op of the installed plugins. Reads the plugin index only (no plugin code "
         "is imported), so it is fast. The grad column says yes (a grad rule), zero (constant "
-        "in its inputs) or - (not differentiable); (unavailable) marks ops whose plugin is "
-        "broken.",
+        "in its inputs) or - (not differentiable); (unavailable) marks ops that cannot run: "
+        "their plugin is broken (`paddle-ops plugins` says why), or their kernels are missing "
+        "from its compiled module (a line after the table says which).",
         [
             ("paddle-ops list --plugin math", "the ops of one plugin (or distribution)"),
             ("paddle-ops list --device cuda", "the ops with a CUDA kernel"),
@@ -27,8 +28,10 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "plugins": (
         "list plugins and whether each loads (imports their code)",
         "One line per installed plugin: distribution, version, entry point, number of ops, and "
-        "ok, disabled (and by which setting) or broken (and why). Imports each plugin's code "
-        "to check it.",
+        "ok, disabled (and by which setting), broken (and why) or partial (some kernels are "
+        "missing from its compiled module: the ops using them are unavailable, the others "
+        "run). Imports each plugin's code to check it; exit status 1 when a plugin is broken "
+        "or partial.",
         [("paddle-ops plugins", "which plugins are installed, and their state")],
     ),
     "doctor": (
@@ -38,6 +41,24 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "kernels, a stale plugin index; and warnings: settings that name nothing, preferences "
         "nobody can honour, old spellings in manifests.",
         [("paddle-ops doctor", "what is wrong, if anything"), ("paddle-ops doctor --json", "")],
+    ),
+    "validate": (
+        "check a plugin project or installed distribution before publishing it",
+        "Runs every check the core makes when it loads a plugin, at once and strictly: the "
+        "manifest parses and passes the manifest checks (attr defaults within their ranges "
+        "and choices, finite range bounds); each declared native kernel is exported by the "
+        "built module and each exported kernel is declared; the module's kernel ABI and "
+        "struct layout match the installed paddle-core's; the rules and Python kernels the "
+        "manifest names import and are callable. One line per problem (exit status 1); "
+        "warnings, such as third-party op types not starting with the plugin's name and an "
+        "underscore, do not change the exit status. For a project directory the manifest is "
+        "the project's, and the compiled module and rules are those of the installed "
+        "distribution of the project's name: run `pip install .` first.",
+        [
+            ("paddle-ops validate .", "the project here (after `pip install .`)"),
+            ("paddle-ops validate paddle-ops-math", "an installed distribution"),
+            ("paddle-ops validate . --json", "the same as data, for scripts"),
+        ],
     ),
     "stubs": (
         "write a .pyi so editors complete paddle_core.ops functions",
@@ -77,6 +98,7 @@ examples:
   paddle-ops list                       every op, one line each
   paddle-ops show scale                 one op: signature, attrs, kernels
   paddle-ops doctor                     what is wrong with the installed plugins, if anything
+  paddle-ops validate .                 check the plugin project here (after `pip install .`)
   paddle-ops list --plugin nn --json    one plugin's ops, as data
 
 `paddle-ops <command> --help` describes one command. Exit status: 0 on success, 1 with a

@@ -1,8 +1,9 @@
-"""The ``paddle-ops`` command: list ops, show one, inspect plugins, diagnose, write stubs, and
-start a new op package.
+"""The ``paddle-ops`` command: list ops, show one, inspect plugins, diagnose, validate a plugin
+package, write stubs, start a new op package.
 
 Exit status: 0 on success; 1 with a one-line reason on stderr when the request fails (an
-unknown op, a problem found by ``doctor``); 2 for usage errors.
+unknown op, a broken or partial plugin found by ``plugins``, a problem found by ``doctor`` or
+``validate``); 2 for usage errors.
 
 ``list`` reads only the plugin index (no plugin code, NumPy, pydantic or protobuf) and prints
 its table without rich: rich's import and layout cost ~45 ms, half of the time budget that
@@ -90,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("op", help="the op type, e.g. matmul")
     command("plugins", cmd_plugins)
     command("doctor", cmd_doctor)
+    p = command("validate", cmd_validate)
+    p.add_argument(
+        "target",
+        metavar="PATH|DIST",
+        help="a plugin project directory, or an installed distribution",
+    )
     p = command("stubs", cmd_stubs, json_output=False)
     p.add_argument(
         "-o", "--output", help="file to write (default: ops.pyi beside paddle_core/ops.py)"
@@ -166,7 +173,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             "dtypes": i.dtypes,
             "has_grad": i.has_grad,
             "grad": i.grad,
-            "available": i.plugin.status == "ok" and bool(i.kernels),
+            "available": i.available,
+            "problems": i.missing_kernels(),
             "comment": i.summary["comment"],
         }
         for i in infos
@@ -199,6 +207,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     )
     plugins = len({r["plugin"] for r in rows})
     lines.append(f"{counted(len(rows), 'op')} from {counted(plugins, 'plugin')}")
+    lines += [f"{r['op']}: {problem}" for r in rows for problem in r["problems"]]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
@@ -301,6 +310,8 @@ def op_json(info: Any) -> dict[str, Any]:
             }
             for (device, dtype), refs in sorted(info.kernels.items())
         ],
+        "available": info.available,
+        "problems": info.missing_kernels(),
         "shape_rule": info.opdef.shape_rule,
         "grad_rule": info.opdef.grad_rule or None,
         "also_declared_by": [p.name for p in info.others],
@@ -344,8 +355,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(table)
     table = _table("device", "dtype", "kernel", "plugin", title="kernels")
     for (device, dtype), refs in sorted(info.kernels.items()):
-        table.add_row(device, dtype, f"{refs[0].impl}:{refs[0].ref}", refs[0].plugin.name)
+        missing = " (missing)" if refs[0].missing else ""
+        table.add_row(device, dtype, f"{refs[0].impl}:{refs[0].ref}{missing}", refs[0].plugin.name)
     console.print(table)
+    if not info.available:
+        broken = info.plugin.status == "broken"
+        why = info.plugin.reason if broken else "none of its kernels can run"
+        console.print(f"unavailable: {why}", markup=False)
+    for problem in info.missing_kernels():
+        console.print(f"missing kernels: {problem}", markup=False)
     console.print(f"shape rule: {info.opdef.shape_rule}", markup=False)
     rule = info.opdef.grad_rule
     grad = {
@@ -384,19 +402,25 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     for record in registry.records:
         check_plugin_code(record, registry.settings.cache_dir)
     rows = [plugin_json(r) for r in registry.records]
+    failing = [r for r in registry.records if r.status in ("broken", "partial")]
     if args.json:
         _dump({"plugins": rows})
-        return 0
-    if not rows:
+    elif not rows:
         print(_empty_reason(registry, "plugins"))
-        return 0
-    table = _table("plugin", "distribution", "version", "entry point", "ops", "status")
-    for r, record in zip(rows, registry.records):
-        status = record.disabled or ("ok" if record.status == "ok" else f"broken: {record.reason}")
-        table.add_row(
-            r["name"], r["distribution"], r["version"], r["entry_point"], str(len(r["ops"])), status
+    else:
+        table = _table("plugin", "distribution", "version", "entry point", "ops", "status")
+        for r, record in zip(rows, registry.records):
+            status = record.disabled or record.status
+            status += f": {record.reason}" if record.status in ("broken", "partial") else ""
+            ops = str(len(r["ops"]))
+            table.add_row(r["name"], r["distribution"], r["version"], r["entry_point"], ops, status)
+        _console().print(table)
+    if failing:  # broken plugins, or plugins with ops that cannot run
+        names = ", ".join(r.name for r in failing)
+        print(
+            f"paddle-ops: {counted(len(failing), 'plugin')} with problems: {names}", file=sys.stderr
         )
-    _console().print(table)
+        return 1
     return 0
 
 
@@ -422,6 +446,29 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if report["problems"]:
         found = counted(len(report["problems"]), "problem")
         print(f"paddle-ops: doctor found {found}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- validate ------------------------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ._src.plugins.validate import summary_line, validate  # (plugin code: not for `list`)
+
+    report = validate(args.target)
+    if args.json:
+        _dump(report.to_json())
+    else:
+        for problem in report.problems:
+            print(f"{args.target}: {problem}")
+        for warning in report.warnings:
+            print(f"warning: {args.target}: {warning}")
+        if not report.problems:
+            print(f"{args.target}: {summary_line(report)}")
+    if report.problems:
+        found = counted(len(report.problems), "problem")
+        print(f"paddle-ops: validate found {found} in {args.target}", file=sys.stderr)
         return 1
     return 0
 

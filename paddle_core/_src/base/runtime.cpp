@@ -440,9 +440,11 @@ class Plan {
 PYBIND11_MODULE(_runtime, m) {
   m.doc() = "paddle-core's compiled half: kernel capsule checks and the executor's run loop.";
   // The core's own kernels (add_n, fill_like: every backward uses them), exported like any
-  // plugin's (this sets KERNEL_ABI_VERSION too); builtin/ops.pbtxt declares them.
+  // plugin's (this sets KERNEL_ABI_VERSION and KERNEL_LAYOUT, the core's own, too);
+  // builtin/ops.pbtxt declares them.
   paddle_core::export_kernels(m, {&paddle_core::builtin_kernels()});
   m.attr("KERNEL_V1_SIZE") = PC_KERNEL_V1_SIZE;
+  m.attr("KERNEL_LAYOUT_ABI1_FIRST") = PC_KERNEL_LAYOUT_ABI1_FIRST;  // of modules exporting none
   PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> failure;
   failure.call_once_and_store_result(
       [&]() { return py::exception<KernelFailure>(m, "KernelFailure"); });

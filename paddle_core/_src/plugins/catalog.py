@@ -86,3 +86,36 @@ def _shown(path: str, *, local: bool = False) -> str:
     if relative.startswith(".."):
         return path
     return "./" + relative if local and relative != "." else relative
+
+
+def rebuild_command(distribution: str) -> str:
+    """A command rebuilding installed ``distribution`` against the installed paddle-core: from
+    the directory it was installed from (pip records it), else from its source distribution.
+    ``--no-build-isolation`` makes the build use the installed paddle-core's SDK."""
+    rebuild = "pip install --force-reinstall --no-deps --no-build-isolation"
+    if not distribution:
+        return f"{rebuild} <the plugin's project directory>"
+    source = _installed_from(distribution)
+    if source is None and distribution in DIRECTORIES and SOURCE:  # a first-party package
+        candidate = os.path.join(SOURCE, DIRECTORIES[distribution])
+        source = candidate if os.path.isdir(candidate) else None
+    if source is not None:
+        return f"{rebuild} {_shown(source, local=True)}"
+    return f"{rebuild} --no-binary {distribution} {distribution}"
+
+
+def _installed_from(distribution: str) -> str | None:
+    """The local directory ``distribution`` was installed from (PEP 610), if any."""
+    # (importlib.metadata, urllib: only for a rebuild hint, off the listing path)
+    import importlib.metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        data = json.loads(
+            importlib.metadata.distribution(distribution).read_text("direct_url.json") or ""
+        )
+        url = urlparse(data["url"])
+    except (importlib.metadata.PackageNotFoundError, ValueError, KeyError, TypeError):
+        return None
+    path = unquote(url.path)
+    return path if url.scheme == "file" and "dir_info" in data and os.path.isdir(path) else None

@@ -28,9 +28,10 @@ class PluginRecord:
 
     ``errors`` are found at discovery (unreadable or invalid manifest, incompatible core): such
     a plugin registers no ops. ``runtime_errors`` are found on first use (a rules module that
-    raises, a missing kernel symbol): its ops stay listed but cannot run. ``disabled`` is set
-    from the user's settings. The manifest is kept serialised; ``manifest()`` parses it on demand
-    so listing never needs protobuf.
+    raises, a missing Python kernel): its ops stay listed but cannot run. ``missing_symbols``
+    are native kernels its compiled module lacks: only the ops using them are affected.
+    ``disabled`` is set from the user's settings. The manifest is kept serialised;
+    ``manifest()`` parses it on demand so listing never needs protobuf.
     """
 
     # Fields stored in the index cache, in order.
@@ -52,7 +53,7 @@ class PluginRecord:
         "manifest_b64",
         "kernel_problem",
     )
-    __slots__ = (*FIELDS, "disabled", "runtime_errors", "namespace", "_manifest")
+    __slots__ = (*FIELDS, "missing_symbols", "disabled", "runtime_errors", "namespace", "_manifest")
 
     def __init__(self, name: str, distribution: str = "", version: str = "", **fields: Any):
         self.name = name
@@ -74,6 +75,10 @@ class PluginRecord:
         # ABI): found without importing at discovery, or by a process that tried to load it,
         # and kept in the index so that `paddle-ops list` knows. Cleared by a successful load.
         self.kernel_problem: str = fields.get("kernel_problem", "")
+        # Native symbols the manifest declares but the module does not export: only the
+        # kernels naming them are unavailable. Noted with kernel_problem by the process that
+        # found them (index_cache.note_kernel_problem), not stored in the index itself.
+        self.missing_symbols: list[str] = []
         self.disabled: str | None = None  # "disabled by <the setting>", when the user did
         self.runtime_errors: list[str] = []
         # Where bare rule/kernel names resolve: None means import rules_module on first use;
@@ -83,18 +88,34 @@ class PluginRecord:
 
     @property
     def problems(self) -> list[str]:
-        """Everything wrong with the plugin, manifest problems first."""
+        """Everything wrong with the plugin, manifest problems first, then its ops' problems."""
         found = self.errors + self.runtime_errors
         if self.kernel_problem and self.kernel_problem not in found:
             found.append(self.kernel_problem)
+        for op, symbols in self.missing_kernels().items():
+            found.append(f"op {op!r}: " + missing_symbols_reason(self.kernel_module, symbols))
         return found
 
     @property
     def status(self) -> str:
-        """'ok', 'disabled' or 'broken'."""
+        """'ok', 'disabled', 'broken', or 'partial' (some kernels are missing, the rest work)."""
         if self.disabled:
             return "disabled"
-        return "broken" if self.problems else "ok"
+        if self.errors or self.runtime_errors or self.kernel_problem:
+            return "broken"
+        return "partial" if self.missing_symbols else "ok"
+
+    def missing_kernels(self) -> dict[str, list[str]]:
+        """Op -> the symbols of its kernels (declared by this plugin) that its module lacks."""
+        missing = set(self.missing_symbols)
+        found: dict[str, list[str]] = {}
+        declared = [(s["type"], s["kernels"]) for s in self.ops]
+        declared += [(p["op"], p["kernels"]) for p in self.kernel_packs]
+        for op, kernels in declared if missing else []:
+            lacking = [k[3] for k in kernels if k[2] == "native" and k[3] in missing]
+            if lacking:
+                found[op] = sorted({*found.get(op, ()), *lacking})
+        return found
 
     @property
     def reason(self) -> str:
@@ -135,6 +156,18 @@ class PluginRecord:
         return cls(**data)
 
 
+def missing_symbols_reason(module: str, symbols: list[str]) -> str:
+    """How messages say that compiled ``module`` lacks declared kernel ``symbols``."""
+    one = len(symbols) == 1
+    return (
+        f"its compiled module {module!r} does not export {'kernel' if one else 'kernels'} "
+        f"{', '.join(map(repr, symbols))}, which the manifest declares: "
+        f"{'it' if one else 'they'} cannot run; register {'it' if one else 'each'} in the "
+        "module under the name the manifest gives (or remove "
+        f"{'it' if one else 'them'} from the manifest), then rebuild the plugin"
+    )
+
+
 # Manifest fields that hold one value for the whole plugin: every file that sets one must agree.
 _PLUGIN_FIELDS = (
     "comment",
@@ -157,12 +190,14 @@ def record_from_manifest(
 
     parsed = pb.PluginManifest()
     setters: dict[str, str] = {}
+    bounds: list[str] = []  # bounds that are not finite numbers, found per file
     for text, source in parts:
         try:
             part = M.parse(text, plugin=record.name, source=source)
         except ManifestError as e:
             record.errors.append(str(e))
             continue
+        bounds += M.bound_problems(part, text)
         for field in _PLUGIN_FIELDS:
             value, current = getattr(part, field), getattr(parsed, field)
             if value and current and value != current:
@@ -176,7 +211,7 @@ def record_from_manifest(
         return record
     in_process = record.namespace is not None
     errors, warnings = M.check(parsed, core_version=core_version, in_process=in_process)
-    record.errors += errors
+    record.errors += errors + bounds
     record.warnings += warnings
     record.comment = parsed.comment
     record.rules_module = parsed.rules_module
@@ -190,6 +225,14 @@ def record_from_manifest(
     return record
 
 
+def is_first_party(distribution: str) -> bool:
+    """Whether ``distribution`` is paddle-core or one of its first-party op packages (core,
+    math, nn), whose ops own the unprefixed names."""
+    from .catalog import KNOWN_PACKAGES  # (reads the catalog: only when the index is stale)
+
+    return distribution == "paddle-core" or distribution in KNOWN_PACKAGES
+
+
 def scan(core_version: str) -> list[PluginRecord]:
     """Read every installed plugin's manifest. One plugin's failure never stops the others."""
     from importlib.metadata import entry_points  # (~10 ms: only when the index is stale)
@@ -197,7 +240,7 @@ def scan(core_version: str) -> list[PluginRecord]:
     records = []
     names: dict[str, PluginRecord] = {}
     for ep in sorted(entry_points(group=GROUP), key=lambda e: (e.name, e.value)):
-        record = _read_entry_point(ep, core_version)
+        record = read_entry_point(ep, core_version)
         if record.name in names:
             other = names[record.name]
             record.errors.insert(
@@ -208,7 +251,8 @@ def scan(core_version: str) -> list[PluginRecord]:
     return records
 
 
-def _read_entry_point(ep, core_version: str) -> PluginRecord:
+def read_entry_point(ep, core_version: str) -> PluginRecord:
+    """The record of one entry point's plugin, its manifest read and checked; never raises."""
     dist = getattr(ep, "dist", None)
     record = PluginRecord(
         ep.name,
@@ -217,13 +261,7 @@ def _read_entry_point(ep, core_version: str) -> PluginRecord:
         entry_point=ep.value,
     )
     try:
-        path = locate_manifest(ep.value)
-        record.manifest_path = str(path)
-        files = sorted(path.glob("*.pbtxt")) if path.is_dir() else [path]
-        if not files:
-            raise ValueError(f"manifest directory {str(path)!r} holds no *.pbtxt file")
-        record.manifest_files = [str(f) for f in files]
-        parts = [(f.read_text(encoding="utf-8"), str(f)) for f in files]
+        parts = read_manifest(record, locate_manifest(ep.value))
     except (OSError, ValueError, UnicodeDecodeError) as e:
         record.errors.append(str(e))
         return record
@@ -238,6 +276,17 @@ def _read_entry_point(ep, core_version: str) -> PluginRecord:
     except Exception as e:  # a checker bug must not take the host down; report it instead
         record.errors.append(f"unexpected {type(e).__name__} while reading the manifest: {e}")
         return record
+
+
+def read_manifest(record: PluginRecord, path: Path) -> list[tuple[str, str]]:
+    """The (text, source) of the manifest file at ``path``, or of each ``*.pbtxt`` in the
+    directory at ``path``; sets the record's manifest_path and manifest_files."""
+    record.manifest_path = str(path)
+    files = sorted(path.glob("*.pbtxt")) if path.is_dir() else [path]
+    if not files:
+        raise ValueError(f"manifest directory {str(path)!r} holds no *.pbtxt file")
+    record.manifest_files = [str(f) for f in files]
+    return [(f.read_text(encoding="utf-8"), str(f)) for f in files]
 
 
 def locate_manifest(value: str) -> Path:

@@ -23,17 +23,7 @@ def check_plugin_code(record: PluginRecord, cache_dir: str | None) -> None:
     if not record.loaded:
         return
     manifest = record.manifest()
-    used = []
-    for opdef in manifest.ops:
-        op = opdef.proto.type
-        used += [(opdef.shape_rule, f"shape rule of op {op!r}")]
-        used += [(opdef.grad_rule, f"grad rule of op {op!r}")] if opdef.grad_rule else []
-        used += [(k.python, f"{k.device} kernel of op {op!r}") for k in opdef.kernels if k.python]
-    for pack in manifest.kernel_packs:
-        used += [
-            (k.python, f"{k.device} kernel of op {pack.op!r}") for k in pack.kernels if k.python
-        ]
-    for ref, what in used:
+    for ref, what in loading.references(manifest):
         try:
             loading.resolve(record, ref, what)
         except PluginError:
@@ -55,7 +45,7 @@ def report(registry: Registry) -> dict[str, Any]:
     warnings: list[str] = list(registry.settings_warnings)
     for record in registry.records:
         check_plugin_code(record, registry.settings.cache_dir)
-        if record.status == "broken":
+        if record.status in ("broken", "partial"):
             problems += [f"{record.label}: {p}" for p in record.problems]
         warnings += [f"{record.label}: {w}" for w in record.warnings]
     for conflict in registry.conflicts:

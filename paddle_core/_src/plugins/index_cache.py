@@ -142,17 +142,21 @@ def _file_state(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def note_kernel_problem(cache_dir: str, plugin: PluginRecord, problem: str, module: str) -> None:
-    """Remember (or, with "", forget) why ``plugin``'s kernels cannot be used. The note holds
-    for this distribution and version, installed where its manifest is (another environment's
-    copy is another build), while the kernel ``module`` file is unchanged, so a rebuilt or
-    reinstalled plugin gets a fresh try. Skipped if the cache is unwritable."""
+def note_kernel_problem(
+    cache_dir: str, plugin: PluginRecord, problem: str, module: str, missing: list[str]
+) -> None:
+    """Remember (or, with "" and no ``missing``, forget) why ``plugin``'s kernels cannot be
+    used: the ``problem`` of its whole module, or the declared symbols it is ``missing``. The
+    note holds for this distribution and version, installed where its manifest is (another
+    environment's copy is another build), while the kernel ``module`` file is unchanged, so a
+    rebuilt or reinstalled plugin gets a fresh try. Skipped if the cache is unwritable."""
     path = os.path.join(cache_dir, PROBLEMS_FILE)
     notes = _read(path) or {}
     key = _problem_key(plugin)
-    if problem:
+    if problem or missing:
         notes[key] = {
             "problem": problem,
+            "missing": missing,
             "module": [module, _file_state(module)],
             "manifest": plugin.manifest_path,
         }
@@ -173,6 +177,7 @@ def apply_kernel_problems(cache_dir: str, records: list[PluginRecord]) -> None:
             here = note["manifest"] == record.manifest_path
             if here and not record.kernel_problem and _file_state(module) == state:
                 record.kernel_problem = str(note["problem"])
+                record.missing_symbols = [str(s) for s in note.get("missing", ())]
         except (TypeError, KeyError, ValueError):
             continue  # no note, or a damaged one
 

@@ -2,26 +2,28 @@
 
 A manifest names Python code as "function" (in the plugin's rules module, or on an in-process
 plugin's object) or "module:function"; ``resolve`` imports it. A plugin's compiled module
-exports ``KERNEL_ABI_VERSION`` and ``kernels() -> {symbol: capsule}`` (see
+exports ``KERNEL_ABI_VERSION``, ``KERNEL_LAYOUT`` and ``kernels() -> {symbol: capsule}`` (see
 paddle_core/include/paddle_core/pybind.hpp). The first time one of its native kernels is
-needed, the module is imported and checked once: the ABI version against the core's, each
-capsule with the compiled runtime, and the table against the manifest in both directions.
+needed, the module is imported and checked once: the ABI version and struct layout against the
+core's (``abi``), each capsule with the compiled runtime, and the table against the manifest in
+both directions.
 
 Every failure is recorded against the plugin (``paddle-ops plugins`` shows it) and raised as
 an error naming the plugin, what was being loaded and why; other plugins are unaffected. A
-kernel problem is also noted in the on-disk index (when ``cache_dir`` is given), so that a
-later ``paddle-ops list`` marks the plugin's ops unavailable.
+module that cannot be used at all makes every native kernel of the plugin unavailable; a
+declared symbol the module does not export makes only the kernels naming it unavailable (the
+plugin's ``missing_symbols``), the plugin's other ops run. Both are also noted in the on-disk
+index (when ``cache_dir`` is given), so that a later ``paddle-ops list`` marks the ops
+unavailable.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from ..._version import __version__
-from ..base import native
 from ..base.errors import KernelLoadError, PluginError
-from . import index_cache
-from .discovery import PluginRecord
+from . import abi, index_cache
+from .discovery import PluginRecord, missing_symbols_reason
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
 if TYPE_CHECKING:
@@ -50,11 +52,31 @@ def resolve(plugin: PluginRecord, ref: str, what: str) -> Any:
             f"cannot load the {what} from {plugin.label}: {message}", plugin=plugin.name
         ) from e
     try:
-        return getattr(owner, attr)
+        found = getattr(owner, attr)
     except AttributeError:
         message = f"{where} has no {attr!r} (the {what})"
         _record(plugin, message)
         raise PluginError(f"{plugin.label}: {message}", plugin=plugin.name) from None
+    if not callable(found):
+        message = f"{where}.{attr} (the {what}) is a {type(found).__name__}, not a function"
+        _record(plugin, message)
+        raise PluginError(f"{plugin.label}: {message}", plugin=plugin.name)
+    return found
+
+
+def references(manifest: Any) -> list[tuple[str, str]]:
+    """(reference, what it is) for every rule and Python kernel a manifest names."""
+    used = []
+    for opdef in manifest.ops:
+        op = opdef.proto.type
+        used += [(opdef.shape_rule, f"shape rule of op {op!r}")]
+        used += [(opdef.grad_rule, f"grad rule of op {op!r}")] if opdef.grad_rule else []
+        used += [(k.python, f"{k.device} kernel of op {op!r}") for k in opdef.kernels if k.python]
+    for pack in manifest.kernel_packs:
+        used += [
+            (k.python, f"{k.device} kernel of op {pack.op!r}") for k in pack.kernels if k.python
+        ]
+    return used
 
 
 def _record(plugin: PluginRecord, message: str) -> None:
@@ -75,11 +97,8 @@ def load_native(plugin: PluginRecord, op: str, symbol: str, cache_dir: str | Non
     try:
         return table[symbol]
     except KeyError:
-        raise KernelLoadError(
-            f"op {op!r}: {plugin.label}'s module {plugin.kernel_module!r} has no kernel "
-            f"{symbol!r} (it exports {len(table)})",
-            op=op,
-        ) from None
+        reason = missing_symbols_reason(plugin.kernel_module, [symbol])
+        raise KernelLoadError(f"op {op!r} cannot run: {plugin.label}: {reason}", op=op) from None
 
 
 def kernel_table(plugin: PluginRecord, op: str, cache_dir: str | None) -> dict[str, Any]:
@@ -89,16 +108,17 @@ def kernel_table(plugin: PluginRecord, op: str, cache_dir: str | None) -> dict[s
         return cached[1]
     table = _load_table(plugin, op, cache_dir)
     _tables[id(plugin)] = (plugin, table)
-    if plugin.kernel_problem:  # an earlier process (or discovery) found a problem: gone now
-        _remember(plugin, "", cache_dir)
     return table
 
 
-def _remember(plugin: PluginRecord, problem: str, cache_dir: str | None) -> None:
-    """Set the plugin's kernel problem here and in the on-disk index."""
-    plugin.kernel_problem = problem
+def _remember(
+    plugin: PluginRecord, problem: str, missing: list[str], cache_dir: str | None
+) -> None:
+    """Set the plugin's kernel problem and missing symbols here and in the on-disk index."""
+    plugin.kernel_problem, plugin.missing_symbols = problem, missing
     if cache_dir is not None and plugin.namespace is None:
-        index_cache.note_kernel_problem(cache_dir, plugin, problem, _module_file(plugin))
+        module = _module_file(plugin)
+        index_cache.note_kernel_problem(cache_dir, plugin, problem, module, missing)
 
 
 def _module_file(plugin: PluginRecord) -> str:
@@ -117,55 +137,50 @@ _tables: dict[int, tuple[PluginRecord, dict[str, Any]]] = {}
 
 def _load_table(plugin: PluginRecord, op: str, cache_dir: str | None) -> dict[str, Any]:
     def fail(problem: str) -> KernelLoadError:
-        if plugin.kernel_problem != problem:
-            _remember(plugin, problem, cache_dir)
+        if plugin.kernel_problem != problem or plugin.missing_symbols:
+            _remember(plugin, problem, [], cache_dir)
         return KernelLoadError(f"op {op!r} cannot run: {plugin.label}: {problem}", op=op)
 
-    runtime = native.runtime()
+    table, problem, undeclared = check_module(plugin)
+    if problem:
+        raise fail(problem)
+    if undeclared:  # harmless for running, but the manifest is out of date: report it
+        warning = f"{plugin.kernel_module!r} exports kernels its manifest does not declare: " + (
+            ", ".join(undeclared)
+        )
+        if warning not in plugin.warnings:
+            plugin.warnings.append(warning)
+    missing = sorted(declared_symbols(plugin) - set(table))  # only their ops are unavailable
+    if plugin.kernel_problem or missing != plugin.missing_symbols:  # news for the index
+        _remember(plugin, "", missing, cache_dir)
+    return table
+
+
+def check_module(plugin: PluginRecord) -> tuple[dict[str, Any], str, list[str]]:
+    """Import the plugin's compiled module and check it: (its kernel table, the problem that
+    makes the whole module unusable or "", the symbols it exports that the manifest does not
+    declare). Shared by loading and ``paddle-ops validate``."""
     name = plugin.kernel_module
     try:
         module = importlib.import_module(name)
     except Exception as e:
-        raise fail(f"its compiled module {name!r} failed to import: {type(e).__name__}: {e}") from e
-    abi = getattr(module, "KERNEL_ABI_VERSION", None)
-    if abi != native.KERNEL_ABI_VERSION:
-        raise fail(
-            f"its compiled module {name!r} was built for kernel ABI {abi}, but paddle-core "
-            f"{__version__} speaks kernel ABI {native.KERNEL_ABI_VERSION}; reinstall the plugin "
-            "built against this paddle-core"
-        )
+        return {}, f"its compiled module {name!r} failed to import: {type(e).__name__}: {e}", []
+    problem = abi.module_problem(module, name, plugin.distribution)
+    if problem:
+        return {}, problem, []
     try:
         table = dict(module.kernels())
     except Exception as e:
-        raise fail(f"{name}.kernels() failed: {type(e).__name__}: {e}") from e
+        return {}, f"{name}.kernels() failed: {type(e).__name__}: {e}", []
     for symbol, capsule in table.items():
-        try:
-            abi, size, exported, has_run = runtime.kernel_info(capsule)
-        except Exception as e:
-            raise fail(f"kernel {symbol!r} is not a kernel capsule: {e}") from e
-        too_small = size < runtime.KERNEL_V1_SIZE  # ABI 1's first layout; later ones grow
-        if abi != native.KERNEL_ABI_VERSION or exported != symbol or not has_run or too_small:
-            raise fail(
-                f"kernel {symbol!r} is malformed (ABI {abi}, name {exported!r}, struct size "
-                f"{size}, run {'set' if has_run else 'missing'})"
-            )
-    declared = _declared_symbols(plugin)
-    missing = sorted(declared - set(table))
-    if missing:
-        raise fail(
-            f"its manifest declares native kernels {name!r} does not export: " + ", ".join(missing)
-        )
-    undeclared = sorted(set(table) - declared)
-    if undeclared:  # harmless for running, but the manifest is out of date: report it
-        warning = f"{name!r} exports kernels its manifest does not declare: " + ", ".join(
-            undeclared
-        )
-        if warning not in plugin.warnings:
-            plugin.warnings.append(warning)
-    return table
+        problem = abi.capsule_problem(symbol, capsule, plugin.distribution)
+        if problem:
+            return {}, problem, []
+    return table, "", sorted(set(table) - declared_symbols(plugin))
 
 
-def _declared_symbols(plugin: PluginRecord) -> set[str]:
+def declared_symbols(plugin: PluginRecord) -> set[str]:
+    """The native kernel symbols the plugin's manifest names."""
     manifest = plugin.manifest()
     kernels = [k for opdef in manifest.ops for k in opdef.kernels]
     kernels += [k for pack in manifest.kernel_packs for k in pack.kernels]

@@ -24,7 +24,7 @@ from ..base.errors import OpNotFoundError, brief, did_you_mean
 from ..base.warn import warn
 from . import discovery, index_cache, loading
 from .config import ConfigWarning, Settings, load_settings, normalize
-from .discovery import PluginRecord
+from .discovery import PluginRecord, missing_symbols_reason
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
 if TYPE_CHECKING:
@@ -51,6 +51,15 @@ class KernelRef:
 
     def __repr__(self) -> str:
         return f"<{self.impl} kernel {self.ref!r} for {self.op}/{self.device}/{self.dtype} from {self.plugin.name}>"
+
+    @property
+    def missing(self) -> bool:
+        """Whether this native kernel is known not to load: its plugin's module is unusable, or
+        does not export the symbol."""
+        plugin = self.plugin
+        return self.impl == "native" and bool(
+            plugin.kernel_problem or self.ref in plugin.missing_symbols
+        )
 
     def load(self) -> Any:
         """The callable (Python kernels) or the kernel capsule (native kernels), loaded on
@@ -183,6 +192,27 @@ class OpInfo:
     def dtypes(self) -> list[str]:
         present = {dtype for _, dtype in self.kernels}
         return [d for d in DTYPES if d in present]
+
+    @property
+    def available(self) -> bool:
+        """Whether the op can run as far as is known without importing plugin code: its plugin
+        is not broken and one of its kernels is not missing."""
+        return self.plugin.status != "broken" and any(
+            not ref.missing for refs in self.kernels.values() for ref in refs
+        )
+
+    def missing_kernels(self) -> list[str]:
+        """Why kernels of the op cannot run (symbols their modules lack), one line per plugin."""
+        reasons = []
+        for plugin in {
+            ref.plugin.name: ref.plugin for refs in self.kernels.values() for ref in refs
+        }.values():
+            symbols = plugin.missing_kernels().get(self.type)
+            if symbols:
+                reasons.append(
+                    f"{plugin.label}: " + missing_symbols_reason(plugin.kernel_module, symbols)
+                )
+        return reasons
 
     def validator(self):
         """The attr validator (a pydantic model, built on first call)."""

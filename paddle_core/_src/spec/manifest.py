@@ -290,6 +290,54 @@ def _check_ref(what: str, ref: str, bare_ok: bool) -> list[str]:
     return []
 
 
+_BOUND = re.compile(r"\b(min|max)\s*:?\s*\{([^{}]*)\}")
+_BOUND_VALUE = re.compile(r"\bvalue\s*:\s*([^\s}]+)")
+_SPELLED_INF = frozenset({"inf", "infinity", "-inf", "-infinity"})
+
+
+def bound_problems(manifest: pb.PluginManifest, text: str) -> list[str]:
+    """Range bounds that are not finite: NaN (no number compares with it), or infinite without
+    saying so (``1e999`` overflows to inf). An infinite bound written as ``inf`` is explicit and
+    allowed. ``manifest`` is ``text`` parsed (one file: the bounds are matched in order)."""
+    spelled: dict[str, list[str]] = {"min": [], "max": []}
+    for side, body in _BOUND.findall(text):
+        value = _BOUND_VALUE.search(body)
+        spelled[side].append(value.group(1).lower().lstrip("+") if value else "0")
+    problems = []
+    for side in ("min", "max"):
+        bounds = [
+            (opdef.proto.type, ap.name, getattr(ap, side).value)
+            for opdef in manifest.ops
+            for ap in opdef.proto.attrs
+            if ap.HasField(side)
+        ]
+        tokens = spelled[side] if len(spelled[side]) == len(bounds) else [None] * len(bounds)
+        for (op, attr, value), token in zip(bounds, tokens):
+            where = f"op {op!r}: attr {attr!r}: {side}"
+            if math.isnan(value):
+                problems.append(f"{where} is NaN; a bound must be a number")
+            elif math.isinf(value) and token is not None and token not in _SPELLED_INF:
+                problems.append(
+                    f"{where} {token} is not a finite number (it reads as {value}); write a "
+                    f"finite bound, or `{'-' if value < 0 else ''}inf` if no bound is meant"
+                )
+    return problems
+
+
+def naming_warnings(manifest: pb.PluginManifest, plugin: str) -> list[str]:
+    """Op types of a third-party plugin that do not start with its name and an underscore
+    (``example_cos`` for plugin ``example``), so that two plugins' ops cannot collide. The
+    first-party plugins own the unprefixed names; the caller exempts them."""
+    prefix = plugin.replace("-", "_") + "_"
+    return [
+        f"op {opdef.proto.type!r} does not start with {prefix!r}: name the ops of plugin "
+        f"{plugin!r} {prefix}<op> (e.g. {prefix}{opdef.proto.type}), so that they cannot "
+        "collide with another plugin's"
+        for opdef in manifest.ops
+        if not opdef.proto.type.startswith(prefix)
+    ]
+
+
 def summarize(manifest: pb.PluginManifest) -> dict[str, Any]:
     """The listing view of a manifest: plain data, cached in the plugin index."""
     return {

@@ -36,6 +36,28 @@
  * the core reads a field added after ABI 1's first layout (PC_KERNEL_V1_SIZE) only when the
  * kernel's struct_size covers it. pc_context carries its size too: a kernel reads a newer
  * field only when ctx->struct_size covers it (kernel.hpp's Context does the check).
+ *
+ * Layout fingerprint: the ABI version says what the structs mean; the fingerprint says how the
+ * compiler laid them out, so that a plugin built with an edited or mismatched header (or for
+ * another pointer size) is refused at load instead of reading fields at the wrong offsets. A
+ * plugin's module exports KERNEL_LAYOUT, pc_kernel_layout()'s text for the header it was built
+ * with (pybind.hpp's export_kernels does it); the core's runtime exports its own. The text
+ * lists every struct that crosses the boundary (PC_KERNEL_LAYOUT below) with its growth rule,
+ * size and each field's offset+size, e.g. "pc_attrs:core:16=0+8,8+4;...". Field names are not
+ * part of it (renaming a field is compatible), and the core compares struct by struct, by its
+ * own rule for each, so a plugin built against an older header of the same ABI still loads:
+ *   array  (pc_tensor, pc_attr): handed to kernels in arrays, so the size is the stride: the
+ *          layouts must be equal. These structs cannot grow within an ABI version.
+ *   core   (pc_tensors, pc_attrs): written by the core, read by kernels: the plugin's fields
+ *          must be the first fields of the core's (an older plugin reads fewer of them).
+ *   sized  (pc_context, pc_kernel): they carry struct_size, checked before a newer field is
+ *          read: either side's fields must be the first fields of the other's.
+ * A struct the plugin's text lacks is one it was built before (it does not use it); one the
+ * core lacks is ignored. A module exporting no KERNEL_LAYOUT was built before fingerprints
+ * existed, by a header of ABI 1: it is taken to have ABI 1's first layout
+ * (PC_KERNEL_LAYOUT_ABI1_FIRST) and checked by the same rules. A mismatch is refused with a
+ * message naming the plugin, both layouts, the struct that differs and the command that
+ * rebuilds the plugin against the installed paddle-core.
  * Kernels for CUDA must enqueue work on ctx->stream only.
  */
 #ifndef PADDLE_CORE_KERNEL_ABI_H_
@@ -190,6 +212,84 @@ typedef struct pc_kernel {
 /* The size of ABI 1's first pc_kernel layout (it ends at `release`): the least struct_size the
  * core accepts. Fields added later are read only when a kernel's struct_size covers them. */
 #define PC_KERNEL_V1_SIZE (offsetof(pc_kernel, release) + sizeof(pc_release_fn))
+
+/* The structs that cross the boundary, for the layout fingerprint (see the top of this file):
+ * STRUCT(type, growth rule) then FIELD(type, field) per field, in declaration order. A field
+ * added to a struct is added here too. */
+#define PC_KERNEL_LAYOUT(STRUCT, FIELD)                                                        \
+  STRUCT(pc_tensor, "array")                                                                   \
+  FIELD(pc_tensor, data) FIELD(pc_tensor, shape) FIELD(pc_tensor, strides)                     \
+  FIELD(pc_tensor, ndim) FIELD(pc_tensor, dtype) FIELD(pc_tensor, device_type)                 \
+  FIELD(pc_tensor, device_index)                                                               \
+  STRUCT(pc_tensors, "core")                                                                   \
+  FIELD(pc_tensors, items) FIELD(pc_tensors, slot_begin) FIELD(pc_tensors, num_slots)          \
+  FIELD(pc_tensors, num_items)                                                                 \
+  STRUCT(pc_attr, "array")                                                                     \
+  FIELD(pc_attr, name) FIELD(pc_attr, type) FIELD(pc_attr, count) FIELD(pc_attr, i)            \
+  FIELD(pc_attr, f) FIELD(pc_attr, s) FIELD(pc_attr, ints) FIELD(pc_attr, floats)              \
+  FIELD(pc_attr, strings)                                                                      \
+  STRUCT(pc_attrs, "core")                                                                     \
+  FIELD(pc_attrs, items) FIELD(pc_attrs, count)                                                \
+  STRUCT(pc_context, "sized")                                                                  \
+  FIELD(pc_context, stream) FIELD(pc_context, num_threads) FIELD(pc_context, struct_size)      \
+  FIELD(pc_context, message) FIELD(pc_context, message_capacity)                               \
+  FIELD(pc_context, random_key) FIELD(pc_context, random_counter)                              \
+  STRUCT(pc_kernel, "sized")                                                                   \
+  FIELD(pc_kernel, abi_version) FIELD(pc_kernel, struct_size) FIELD(pc_kernel, name)           \
+  FIELD(pc_kernel, prepare) FIELD(pc_kernel, run) FIELD(pc_kernel, release)
+
+/* ABI 1's first layout (on 64-bit platforms), as pc_kernel_layout() writes it: the layout of
+ * modules that export no KERNEL_LAYOUT. Frozen: it never changes. */
+#define PC_KERNEL_LAYOUT_ABI1_FIRST                                                            \
+  "pc_tensor:array:40=0+8,8+8,16+8,24+4,28+4,32+4,36+4;"                                      \
+  "pc_tensors:core:24=0+8,8+8,16+4,20+4;"                                                      \
+  "pc_attr:array:64=0+8,8+4,12+4,16+8,24+8,32+8,40+8,48+8,56+8;"                               \
+  "pc_attrs:core:16=0+8,8+4;"                                                                  \
+  "pc_context:sized:32=0+8,8+4,12+4,16+8,24+8;"                                                \
+  "pc_kernel:sized:40=0+4,4+4,8+8,16+8,24+8,32+8"
+
+static inline size_t pc_layout_put_(char* out, size_t capacity, size_t n, const char* text) {
+  for (; *text; ++text, ++n)
+    if (n + 1 < capacity) out[n] = *text;
+  return n;
+}
+
+static inline size_t pc_layout_number_(char* out, size_t capacity, size_t n, size_t value) {
+  char digits[24];
+  int count = 0;
+  do {
+    digits[count++] = (char)('0' + value % 10);
+    value /= 10;
+  } while (value);
+  while (count--) {
+    if (n + 1 < capacity) out[n] = digits[count];
+    ++n;
+  }
+  return n;
+}
+
+/* Write the layout fingerprint of this header, as compiled, into out (NUL-terminated, cut at
+ * capacity); return its length without the NUL (call with capacity 0 to size the buffer). */
+static inline size_t pc_kernel_layout(char* out, size_t capacity) {
+  size_t n = 0;
+  const char* separator = "";
+#define PC_LAYOUT_STRUCT_(type, growth)                                                        \
+  n = pc_layout_put_(out, capacity, n, n ? ";" #type ":" growth ":" : #type ":" growth ":");   \
+  n = pc_layout_number_(out, capacity, n, sizeof(type));                                       \
+  separator = "=";
+#define PC_LAYOUT_FIELD_(type, field)                                                          \
+  n = pc_layout_put_(out, capacity, n, separator);                                             \
+  n = pc_layout_number_(out, capacity, n, offsetof(type, field));                              \
+  n = pc_layout_put_(out, capacity, n, "+");                                                   \
+  n = pc_layout_number_(out, capacity, n, sizeof(((type*)0)->field));                          \
+  separator = ",";
+  PC_KERNEL_LAYOUT(PC_LAYOUT_STRUCT_, PC_LAYOUT_FIELD_)
+#undef PC_LAYOUT_STRUCT_
+#undef PC_LAYOUT_FIELD_
+  (void)separator;
+  if (capacity) out[n < capacity ? n : capacity - 1] = '\0';
+  return n;
+}
 
 /* Name of the PyCapsules through which a plugin's compiled module hands pc_kernel pointers
  * to the core: `_C.kernels()` returns {name: capsule}. */

@@ -6,8 +6,9 @@
 //   const paddle_core::Family& binary_kernels();   // defined in binary_cpu.cpp
 //   PYBIND11_MODULE(_C, m) { paddle_core::export_kernels(m, {&binary_kernels()}); }
 //
-// The module then has KERNEL_ABI_VERSION and kernels() -> {name: capsule}, which the core
-// checks against the plugin's manifest (both ways) when it first loads the module.
+// The module then has KERNEL_ABI_VERSION, KERNEL_LAYOUT (the layout fingerprint of the header
+// it was built with) and kernels() -> {name: capsule}, which the core checks against its own
+// ABI and layout and against the plugin's manifest (both ways) when it first loads the module.
 #ifndef PADDLE_CORE_PYBIND_HPP_
 #define PADDLE_CORE_PYBIND_HPP_
 
@@ -21,6 +22,14 @@
 
 namespace paddle_core {
 
+// The layout fingerprint of the kernel ABI header this module was compiled with
+// (pc_kernel_layout in kernel_abi.h); the core compares it with its own at load.
+inline std::string kernel_layout() {
+  std::string text(pc_kernel_layout(nullptr, 0) + 1, '\0');
+  text.resize(pc_kernel_layout(&text[0], text.size()));
+  return text;
+}
+
 inline void export_kernels(pybind11::module_& m, std::initializer_list<const Family*> families) {
   pybind11::dict table;
   for (const Family* family : families) {
@@ -32,6 +41,7 @@ inline void export_kernels(pybind11::module_& m, std::initializer_list<const Fam
     }
   }
   m.attr("KERNEL_ABI_VERSION") = PADDLE_CORE_KERNEL_ABI_VERSION;
+  m.attr("KERNEL_LAYOUT") = kernel_layout();
   m.def("kernels", [table]() { return pybind11::dict(table); },
         "The kernel table: symbol name -> capsule of a pc_kernel.");
 }

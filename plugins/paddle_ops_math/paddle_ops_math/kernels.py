@@ -17,6 +17,7 @@ ctypes.CDLL(
 
 from ._C import (  # noqa: E402
     KERNEL_ABI_VERSION,
+    KERNEL_LAYOUT,
     built_with_cuda,
     cublas_unavailable_reason,
     cuda_architectures,
@@ -26,6 +27,7 @@ from ._C import (  # noqa: E402
 
 __all__ = [
     "KERNEL_ABI_VERSION",
+    "KERNEL_LAYOUT",
     "built_with_cuda",
     "cublas_unavailable_reason",
     "cuda_architectures",

@@ -21,7 +21,7 @@ ctypes.CDLL(
 )
 
 try:
-    from ._C import KERNEL_ABI_VERSION, built_with_cuda, cuda_architectures, kernels
+    from ._C import KERNEL_ABI_VERSION, KERNEL_LAYOUT, built_with_cuda, cuda_architectures, kernels
 except ImportError as e:
     if "libdnnl" not in str(e):
         raise
@@ -37,6 +37,12 @@ except ImportError as e:
         raise ImportError("the onednn-cpu-gomp package has no libdnnl.so.3; reinstall it")
 
     _preload_onednn()
-    from ._C import KERNEL_ABI_VERSION, built_with_cuda, cuda_architectures, kernels
+    from ._C import KERNEL_ABI_VERSION, KERNEL_LAYOUT, built_with_cuda, cuda_architectures, kernels
 
-__all__ = ["KERNEL_ABI_VERSION", "built_with_cuda", "cuda_architectures", "kernels"]
+__all__ = [
+    "KERNEL_ABI_VERSION",
+    "KERNEL_LAYOUT",
+    "built_with_cuda",
+    "cuda_architectures",
+    "kernels",
+]

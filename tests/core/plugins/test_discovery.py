@@ -69,8 +69,15 @@ def listed(pythonpath: Path, **env: str) -> dict[str, dict]:
 
 
 def plugins_json(pythonpath: Path | None = None, **env: str) -> dict[str, dict]:
-    result = run_cli("plugins", "--json", pythonpath=pythonpath, env=env)
-    return {row["name"]: row for row in json.loads(result.stdout)["plugins"]}
+    """`paddle-ops plugins --json` in a subprocess: name -> row. It exits 1 exactly when a
+    plugin is broken or partial."""
+    result = run_cli("plugins", "--json", pythonpath=pythonpath, env=env, check=None)
+    rows = {row["name"]: row for row in json.loads(result.stdout)["plugins"]}
+    failing = [name for name, row in rows.items() if row["status"] in ("broken", "partial")]
+    assert result.returncode == (1 if failing else 0), (failing, result.stderr)
+    if failing:
+        assert result.stderr.strip().endswith(": " + ", ".join(failing)), result.stderr
+    return rows
 
 
 # -- the installed toy plugin ----------------------------------------------------------------
@@ -534,6 +541,63 @@ def test_running_an_op_of_an_unusable_kernel_module_says_why(broken_site, on_pat
     assert value.tolist() == [-0.5, -0.5]
 
 
+MISSING = (
+    "its compiled module 'broken_plugins.partial_C' does not export kernel 'partial_gone', "
+    "which the manifest declares: it cannot run; register it in the module under the name the "
+    "manifest gives (or remove it from the manifest), then rebuild the plugin"
+)
+
+
+def test_a_missing_kernel_symbol_makes_only_its_op_unavailable(
+    broken_site: Path, tmp_path: Path
+) -> None:
+    env = {"PADDLE_CORE_CACHE_DIR": str(tmp_path)}
+    plugins = plugins_json(broken_site, **env)  # imports and checks each module: exit 1
+    partial = plugins["partial"]
+    assert partial["status"] == "partial"
+    assert partial["problems"] == [f"op 'partial_gone': {MISSING}"]
+    # Later listings know, without importing anything; the plugin's other op is available.
+    ops = listed(broken_site, **env)
+    assert ops["partial_gone"]["available"] is False
+    assert ops["partial_gone"]["problems"] == [
+        f"plugin 'partial' (paddle-ops-broken 0.1.0): {MISSING}"
+    ]
+    assert ops["partial_fill"]["available"] is True and ops["partial_fill"]["problems"] == []
+    table = run_cli("list", "--plugin", "partial", pythonpath=broken_site, env=env).stdout
+    assert "partial_gone (unavailable)" in table and "partial_fill (unavailable)" not in table
+    assert f"partial_gone: plugin 'partial' (paddle-ops-broken 0.1.0): {MISSING}" in table
+    shown = run_cli("show", "partial_gone", pythonpath=broken_site, env=env).stdout
+    assert "native:partial_gone (missing)" in shown and "unavailable: " in shown
+    assert "does not export kernel 'partial_gone'" in " ".join(shown.split())
+    as_data = json.loads(
+        run_cli("show", "partial_gone", "--json", pythonpath=broken_site, env=env).stdout
+    )
+    assert as_data["available"] is False and len(as_data["problems"]) == 1
+    doctor = run_cli("doctor", "--json", pythonpath=broken_site, env=env, check=1)
+    problems = json.loads(doctor.stdout)["problems"]
+    assert f"plugin 'partial' (paddle-ops-broken 0.1.0): op 'partial_gone': {MISSING}" in problems
+
+
+def test_the_other_ops_of_a_plugin_missing_a_kernel_run(broken_site: Path, on_path) -> None:
+    on_path(broken_site)
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [2])
+        filled, gone = pc.ops.partial_fill(x, value=3.0), pc.ops.partial_gone(x)
+    exe = pc.Executor()
+    (value,) = exe.run(prog, feed={"x": np.zeros(2, np.float32)}, fetch_list=[filled])
+    assert value.tolist() == [3.0, 3.0]
+    with pytest.raises(pc.KernelLoadError) as err:
+        exe.run(prog, feed={"x": np.zeros(2, np.float32)}, fetch_list=[gone])
+    assert str(err.value) == (
+        f"op 'partial_gone' cannot run: plugin 'partial' (paddle-ops-broken 0.1.0): {MISSING}"
+    )
+    record = pc.get_registry().plugins["partial"]
+    assert record.status == "partial" and record.missing_symbols == ["partial_gone"]
+    (value,) = exe.run(prog, feed={"x": np.zeros(2, np.float32)}, fetch_list=[filled])
+    assert value.tolist() == [3.0, 3.0]
+
+
 def test_a_noted_kernel_problem_holds_for_its_own_installed_copy_only(tmp_path) -> None:
     # Two environments may hold a plugin of one name and version, built differently: a broken
     # build in one must not mark the other's unavailable.
@@ -544,7 +608,7 @@ def test_a_noted_kernel_problem_holds_for_its_own_installed_copy_only(tmp_path) 
     (math,) = [r for r in pc.get_registry().records if r.name == "math"]
     module = tmp_path / "_C.so"
     module.write_bytes(b"a built module")
-    index_cache.note_kernel_problem(str(tmp_path), math, "it does not import", str(module))
+    index_cache.note_kernel_problem(str(tmp_path), math, "it does not import", str(module), [])
 
     here = copy.copy(math)
     here.kernel_problem = ""

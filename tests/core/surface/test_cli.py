@@ -36,6 +36,7 @@ def test_list_json_rows() -> None:
         "has_grad": True,
         "grad": "yes",
         "available": True,
+        "problems": [],
         "comment": rows["toy_scale"]["comment"],
     }
     assert rows["toy_scale"]["comment"].startswith("Multiply by a scalar")
@@ -262,7 +263,7 @@ def test_hostile_arguments_get_one_line_errors(args: tuple[str, ...], message: s
     assert line.startswith("paddle-ops: error: ") and message in line and len(line) < 300, line
 
 
-COMMANDS = ("list", "show", "plugins", "doctor", "stubs", "new", "help")
+COMMANDS = ("list", "show", "plugins", "doctor", "validate", "stubs", "new", "help")
 
 
 def test_help_reads_like_git_help() -> None:

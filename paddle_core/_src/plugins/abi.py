@@ -1,0 +1,135 @@
+"""Whether a plugin's compiled module can be called: its kernel ABI, struct layout and capsules.
+
+A module exports ``KERNEL_ABI_VERSION`` and ``KERNEL_LAYOUT``, the layout fingerprint of the
+``kernel_abi.h`` it was compiled with; the core's compiled runtime exports its own, compiled
+from the core's header. The rules for comparing layouts (struct by struct, each by its growth
+rule, so that a plugin built against an older header of the same ABI still loads) are written
+at the top of kernel_abi.h; ``layout_difference`` applies them. A module that exports no
+layout predates fingerprints: it has ABI 1's first layout.
+
+Each function returns a problem (a sentence naming what differs and the command that fixes it)
+or "": loading refuses the module on a problem, ``paddle-ops validate`` prints it.
+"""
+
+from __future__ import annotations
+
+from ..._version import __version__
+from ..base import native
+from .catalog import rebuild_command
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def module_problem(module: Any, name: str, distribution: str) -> str:
+    """Why the compiled module ``name`` speaks another kernel ABI or layout than the core, or ""."""
+    runtime = native.runtime()
+    abi = getattr(module, "KERNEL_ABI_VERSION", None)
+    layout = getattr(module, "KERNEL_LAYOUT", None)
+    ours = f"paddle-core {__version__} speaks kernel ABI {native.KERNEL_ABI_VERSION}"
+    if abi != native.KERNEL_ABI_VERSION:
+        return (
+            f"its compiled module {name!r} was built for kernel ABI {abi}, but {ours}; "
+            + _rebuild(distribution)
+        )
+    if layout is None:  # built before modules exported their layout: ABI 1's first one
+        layout = runtime.KERNEL_LAYOUT_ABI1_FIRST
+    if not isinstance(layout, str):
+        return f"its compiled module {name!r} exports a KERNEL_LAYOUT that is not text: {layout!r}"
+    difference = layout_difference(layout, runtime.KERNEL_LAYOUT)
+    if not difference:
+        return ""
+    return (
+        f"its compiled module {name!r} was built for kernel ABI {abi} with struct layout "
+        f"{fingerprint_id(layout)}, but {ours} with struct layout "
+        f"{fingerprint_id(runtime.KERNEL_LAYOUT)}: {difference}; " + _rebuild(distribution)
+    )
+
+
+def capsule_problem(symbol: str, capsule: Any, distribution: str) -> str:
+    """Why kernel capsule ``symbol`` of a module of the right ABI cannot be used, or ""."""
+    runtime = native.runtime()
+    try:
+        abi, size, exported, has_run = runtime.kernel_info(capsule)
+    except Exception as e:
+        return f"kernel {symbol!r} is not a kernel capsule: {e}"
+    if size < runtime.KERNEL_V1_SIZE:  # ABI 1's first layout; later ones grow
+        ours = parse(runtime.KERNEL_LAYOUT)["pc_kernel"][1]
+        return (
+            f"kernel {symbol!r} has a pc_kernel of struct_size {size}, but paddle-core "
+            f"{__version__} needs at least {runtime.KERNEL_V1_SIZE} (ABI "
+            f"{native.KERNEL_ABI_VERSION}'s first layout; its own pc_kernel is {ours} bytes): "
+            "the module was not built with the SDK's kernel_abi.h; " + _rebuild(distribution)
+        )
+    if abi != native.KERNEL_ABI_VERSION or exported != symbol or not has_run:
+        return (
+            f"kernel {symbol!r} is malformed (ABI {abi}, expected {native.KERNEL_ABI_VERSION}; "
+            f"name {exported!r}, expected {symbol!r}; run {'set' if has_run else 'missing'})"
+        )
+    return ""
+
+
+def _rebuild(distribution: str) -> str:
+    what = distribution or "the plugin"
+    return f"rebuild {what} against the installed paddle-core: {rebuild_command(distribution)}"
+
+
+# -- layout fingerprints --------------------------------------------------------------------------
+
+# How each growth rule (kernel_abi.h) compares the plugin's fields with the core's.
+_RULES = {
+    "array": "the same size and fields",
+    "core": "the plugin's fields first among the core's",
+    "sized": "either side's fields first among the other's",
+}
+
+
+def parse(layout: str) -> dict[str, tuple[str, int, list[str]]]:
+    """struct -> (growth rule, size, ["offset+size", ...]) of a KERNEL_LAYOUT text; {} for text
+    that is not one."""
+    structs = {}
+    for entry in layout.split(";"):
+        head, _, fields = entry.partition("=")
+        name, _, rest = head.partition(":")
+        rule, _, size = rest.partition(":")
+        if not name or not size.isdigit():
+            return {}
+        structs[name] = (rule, int(size), fields.split(",") if fields else [])
+    return structs
+
+
+def layout_difference(plugin: str, core: str) -> str:
+    """What breaks the plugin's layout (a KERNEL_LAYOUT text) against the core's, or ""."""
+    theirs, ours = parse(plugin), parse(core)
+    if not theirs:
+        return f"its KERNEL_LAYOUT {plugin!r} is not a layout fingerprint"
+    for name, (rule, size, fields) in ours.items():
+        if name not in theirs:  # built before the struct existed: it does not use it
+            continue
+        _, their_size, their_fields = theirs[name]
+        n = min(len(fields), len(their_fields))
+        if rule == "array":
+            ok = (size, fields) == (their_size, their_fields)
+        elif rule == "core":
+            ok = len(their_fields) <= len(fields) and fields[:n] == their_fields
+        else:
+            ok = fields[:n] == their_fields[:n]
+        if not ok:
+            return (
+                f"{name} is {their_size} bytes with fields at {_fields(their_fields)} in the "
+                f"module, {size} bytes with fields at {_fields(fields)} in paddle-core "
+                f"(expected {_RULES.get(rule, 'the same layout')})"
+            )
+    return ""
+
+
+def _fields(fields: list[str]) -> str:
+    return " ".join(fields) or "(none)"
+
+
+def fingerprint_id(layout: str) -> str:
+    """A short name for a layout in messages: 8 hex digits of its CRC-32."""
+    import zlib  # (only for a message)
+
+    return f"{zlib.crc32(layout.encode()):08x}"
