@@ -125,9 +125,12 @@ def grad_problems(
             seeds.append(w)
     weight_feed = {w.name: value for w, value in zip(seeds, weights)}
     wanted = [s for s in slots if wrt is None or s in wrt]
-    variables = [
-        v for s in wanted for v in (slots[s] if isinstance(slots[s], list) else [slots[s]])
-    ]
+    variables, labels = [], {}  # labels: "x", or "xs[1]" in a duplicable slot
+    for s in wanted:
+        many = isinstance(slots[s], list)
+        for k, v in enumerate(slots[s] if many else [slots[s]]):
+            variables.append(v)
+            labels[v.name] = f"{s}[{k}]" if many else s
     exe = Executor(device)
     try:
         grads = gradients(targets, variables, target_gradients=seeds)
@@ -152,14 +155,14 @@ def grad_problems(
         if got is None:
             if np.any(numeric != 0):
                 problems.append(
-                    f"no gradient for input {var.name!r}, but finite differences give "
+                    f"no gradient for input {labels[var.name]!r}, but finite differences give "
                     f"{mismatch(np.zeros_like(numeric), numeric, 0.0, 0.0)}"
                 )
             continue
         found = mismatch(got, numeric, rtol, atol)
         if found:
             problems.append(
-                f"gradient of input {var.name!r} (analytic vs finite differences): {found}"
+                f"gradient of input {labels[var.name]!r} (analytic vs finite differences): {found}"
             )
     return problems
 

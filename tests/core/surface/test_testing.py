@@ -109,6 +109,28 @@ def test_check_op_checks_real_attr_ranges() -> None:
     )
 
 
+def test_check_op_passes_on_duplicable_slots() -> None:
+    a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 1))
+    check_op(
+        "concat", {"xs": [a, b]}, {"axis": 1}, reference=lambda xs, axis: np.concatenate(xs, axis)
+    )
+    x = RNG.standard_normal((2, 4))
+    # split's num is declared in [0, 65536] and sections' items in [-1, inf): refused outside.
+    check_op(
+        "split", {"x": x}, {"num": 2, "axis": 1}, reference=lambda x, num, axis: np.split(x, 2, 1)
+    )
+    check_op("split", {"x": x}, {"num": 2}, reference=lambda x, num: {"outs": np.split(x, num)})
+
+
+def test_check_op_runs_integer_inputs_as_given_and_compares_them_exactly() -> None:
+    ints = np.arange(-3, 3, dtype=np.int32).reshape(2, 3)
+    check_op("scale", {"x": ints}, {"scale": 2.0}, reference=lambda x, scale: scale * x)
+    message = failure(
+        op_type="scale", inputs={"x": ints}, attrs={"scale": 2.0}, reference=lambda x, scale: x
+    )
+    assert "[reference] cpu int32: output 'out' vs the reference: 5 of 6" in message
+
+
 def test_check_op_without_a_reference_compares_dtypes_with_each_other() -> None:
     check_op("tanh", {"x": X})
 
@@ -178,9 +200,7 @@ def test_a_missing_grad_rule_fails_unless_grad_is_false(op_plugin) -> None:
 def test_a_wrong_grad_kernel_fails_the_grad_check(op_plugin) -> None:
     register_triple(op_plugin, triple_grad_cpu=lambda out_grad: 2 * out_grad)
     message = failure(op_type="triple", inputs={"x": X}, reference=triple)
-    assert "[grad] cpu float64: gradient of input 'x_0' (analytic vs finite differences)" in (
-        message
-    )
+    assert "[grad] cpu float64: gradient of input 'x' (analytic vs finite differences)" in (message)
     assert message.count("[") == 1  # the forward checks pass
 
 
