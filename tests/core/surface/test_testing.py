@@ -60,7 +60,7 @@ def register_triple(op_plugin, *, grad_rule="paddle_core.rules:default_grad", **
         "shape": pc.rules.unary,
         **replaced,
     }
-    return op_plugin(TRIPLE % grad_rule, **functions)
+    return op_plugin(TRIPLE % grad_rule, **{k: f for k, f in functions.items() if f is not None})
 
 
 def failure(**kwargs) -> str:
@@ -163,6 +163,46 @@ def test_an_unknown_op_fails_the_manifest_check() -> None:
     assert "[manifest]" in message and "unknown op 'scael'" in message
 
 
+def test_a_rule_that_does_not_resolve_fails_the_manifest_check(op_plugin) -> None:
+    register_triple(op_plugin, shape=None)  # (the manifest names "shape": the plugin lacks it)
+    message = failure(op_type="triple", inputs={"x": X})
+    assert "[manifest] its shape rule does not resolve" in message and "'shape'" in message
+
+
+def low_high_shape(ctx) -> None:
+    x = ctx.input("x")
+    ctx.set_output("low", x.shape, x.dtype)
+    ctx.set_output("high", x.shape, x.dtype)
+
+
+def test_a_reference_gives_several_outputs_as_a_tuple_or_a_dict(op_plugin) -> None:
+    op_plugin(
+        """
+        ops {
+          proto {
+            type: "low_high" comment: "Both bounds."
+            inputs { name: "x" comment: "x." } inputs { name: "y" comment: "y." }
+            outputs { name: "low" comment: "The smaller." }
+            outputs { name: "high" comment: "The larger." }
+          }
+          kernels { device: "cpu" dtypes: [FLOAT64] python: "low_high_cpu" }
+          shape_rule: "low_high_shape"
+          grad_rule: "paddle_core.rules:no_grad"
+        }""",
+        low_high_cpu=lambda x, y: (np.minimum(x, y), np.maximum(x, y)),
+        low_high_shape=low_high_shape,
+    )
+    y = RNG.standard_normal((2, 3))
+    check_op(
+        "low_high", {"x": X, "y": y}, reference=lambda x, y: (np.minimum(x, y), np.maximum(x, y))
+    )
+    check_op("low_high", {"x": X, "y": y}, reference=lambda x, y: {"high": np.maximum(x, y)})
+    message = failure(op_type="low_high", inputs={"x": X, "y": y}, reference=lambda x, y: (x, y))
+    assert (
+        "output 'low' vs the reference" in message and "output 'high' vs the reference" in message
+    )
+
+
 def test_a_wrong_reference_is_reported_for_every_dtype_with_its_largest_mismatch() -> None:
     message = failure(op_type="scale", inputs={"x": X}, attrs={"scale": 2.0}, reference=triple)
     assert message.startswith("check_op('scale'): 2 failed (reference)")
@@ -202,6 +242,16 @@ def test_a_wrong_grad_kernel_fails_the_grad_check(op_plugin) -> None:
     message = failure(op_type="triple", inputs={"x": X}, reference=triple)
     assert "[grad] cpu float64: gradient of input 'x' (analytic vs finite differences)" in (message)
     assert message.count("[") == 1  # the forward checks pass
+
+
+def test_a_failing_grad_kernel_fails_the_grad_check(op_plugin) -> None:
+    def triple_grad_cpu(out_grad):
+        raise ValueError("no gradient today")
+
+    register_triple(op_plugin, triple_grad_cpu=triple_grad_cpu)
+    message = failure(op_type="triple", inputs={"x": X}, reference=triple)
+    assert "[grad] cpu float64: computing the gradients failed: KernelRuntimeError" in message
+    assert "no gradient today" in message
 
 
 def test_an_unenforced_attr_range_fails_the_attrs_check(op_plugin, monkeypatch) -> None:
