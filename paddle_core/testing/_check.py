@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._src.base.device import Device
 from .._src.base.dtypes import DTYPES, FLOATING, canonical
 from .._src.base.errors import AttrError, KernelRuntimeError, PaddleCoreError
 from .._src.graph.program import Program
@@ -35,7 +36,7 @@ GRAD_TOLERANCES: dict[str, tuple[float, float, float]] = {
     "float32": (1e-3, 1e-2, 1e-2),  # only where a device declares no float64 kernel
 }
 CHECKS = ("manifest", "run", "shape rule", "reference", "grad", "save/load", "attrs")
-Run = tuple[str, str]  # (device, dtype)
+Run = tuple[Device, str]  # (device, dtype)
 
 
 class _Report:
@@ -46,12 +47,14 @@ class _Report:
         self.failures: list[tuple[str, str, str, str]] = []
         self.passed = 0
 
-    def fail(self, check: str, problem: str, device: str = "", dtype: str = "") -> None:
-        self.failures.append((check, device, dtype, problem))
+    def fail(self, check: str, problem: str, device: Device | None = None, dtype: str = "") -> None:
+        self.failures.append((check, str(device or ""), dtype, problem))
 
     def raise_if_failed(self) -> None:
-        if not self.failures:
-            return
+        if self.failures:
+            raise self.error()
+
+    def error(self) -> AssertionError:
         lines = [
             f"check_op({self.op!r}): {len(self.failures)} failed "
             f"({', '.join(sorted({f[0] for f in self.failures}, key=CHECKS.index))})"
@@ -59,7 +62,7 @@ class _Report:
         for check, device, dtype, problem in self.failures:
             where = " ".join(filter(None, [device, dtype]))
             lines.append(f"  [{check}] {where + ': ' if where else ''}{problem}")
-        raise AssertionError("\n".join(lines))
+        return AssertionError("\n".join(lines))
 
 
 def check_op(
@@ -89,9 +92,9 @@ def check_op(
         info = get_registry().op(op_type)
     except PaddleCoreError as e:
         report.fail("manifest", str(e))
-        report.raise_if_failed()
+        raise report.error() from None
     if not _check_manifest(report, info):
-        report.raise_if_failed()
+        raise report.error()
     arrays = {slot: _arrays(value) for slot, value in inputs.items() if value is not None}
     runs = _runs(report, info, arrays, devices, dtypes)
     results: dict[Run, dict[str, list[np.ndarray]]] = {}
@@ -170,25 +173,25 @@ def _runs(
     """(device, dtype) pairs to run: every available device with kernels for the op (or those
     asked for) times the floating dtypes its kernels declare there (or those asked for)."""
     if devices is None:
-        names = [
-            str(cls(0))
+        chosen_devices = [
+            cls(0)
             for name, cls in D.device_types().items()
             if info.dtypes_for(name) and cls.is_available(0)
         ]
     else:
-        names = []
+        chosen_devices = []
         for spec in devices:
             try:
-                name = str(D.get_device(spec))
-                names += [name] if name not in names else []
+                device = D.get_device(spec)
+                chosen_devices += [device] if device not in chosen_devices else []
             except PaddleCoreError as e:
                 report.fail("run", f"{e} (leave devices unset to test the available ones)")
     wanted = None if dtypes is None else [canonical(d) for d in dtypes]
     floating_inputs = any(_is_floating(a) for a in _flat(arrays))
     given = _kernel_dtype(info, arrays)
     runs = []
-    for device in names:
-        declared = info.dtypes_for(device.partition(":")[0])
+    for device in chosen_devices:
+        declared = info.dtypes_for(device.type)
         if not declared:
             report.fail("run", f"op {info.type!r} has no kernel on this device", device)
             continue
@@ -203,9 +206,9 @@ def _runs(
     if wanted is not None:
         for dtype in wanted:
             if not any(d == dtype for _, d in runs):
-                report.fail("run", f"no device tested declares a kernel for {dtype}", "", dtype)
+                report.fail("run", f"no device tested declares a kernel for {dtype}", None, dtype)
             elif not _numpy_has(dtype):
-                report.fail("run", f"NumPy cannot hold {dtype} (install ml_dtypes)", "", dtype)
+                report.fail("run", f"NumPy cannot hold {dtype} (install ml_dtypes)", None, dtype)
                 runs = [r for r in runs if r[1] != dtype]
     return runs
 
@@ -242,7 +245,7 @@ def _cast(arrays: dict[str, Any], dtype: str) -> dict[str, Any]:
 
 
 def _run_checked(
-    report: _Report, op_type: str, arrays: dict[str, Any], attrs: dict, device: str, dtype: str
+    report: _Report, op_type: str, arrays: dict[str, Any], attrs: dict, device: Device, dtype: str
 ) -> dict[str, list[np.ndarray]] | None:
     """Run the op; check what the kernel returned against the shapes and dtypes inferred when
     the op was appended. None when it did not run."""
@@ -289,7 +292,7 @@ def _check_reference(
     arrays: dict[str, Any],
     attrs: dict,
     got: dict[str, list[np.ndarray]],
-    device: str,
+    device: Device,
     dtype: str,
     results: dict[Run, dict[str, list[np.ndarray]]],
 ) -> None:
@@ -411,7 +414,7 @@ def _check_grad(
 
 
 def _check_save_load(
-    report: _Report, op_type: str, arrays: dict[str, Any], attrs: dict, device: str, dtype: str
+    report: _Report, op_type: str, arrays: dict[str, Any], attrs: dict, device: Device, dtype: str
 ) -> None:
     """Serialise the program, parse it back, run both: the same bytes and the same results."""
     prog, _, outputs, feed = build(op_type, arrays, attrs)
