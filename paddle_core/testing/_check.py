@@ -308,14 +308,16 @@ def _check_reference(
         try:
             expected = _expected(info, reference, arrays, attrs, got)
         except Exception as e:  # the user's reference: report whatever it raises
-            report.fail("reference", f"calling the reference raised {type(e).__name__}: {e}")
+            problem = f"calling the reference raised {type(e).__name__}: {e}"
+            report.fail("reference", problem, device, dtype)
             return
         source = "the reference"
     rtol, atol = TOLERANCES.get(dtype, (0.0, 0.0))
     for slot, wanted in expected.items():
         produced = got.get(slot)
         if produced is None:
-            report.fail("reference", f"{source} gives output {slot!r}, which the op did not")
+            problem = f"{source} gives output {slot!r}, which the op did not"
+            report.fail("reference", problem, device, dtype)
             continue
         if len(wanted) != len(produced):
             report.fail(

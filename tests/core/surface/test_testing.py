@@ -13,7 +13,7 @@ from paddle_core.proto import framework_pb2 as pb
 from paddle_core.testing import _run, check_grad, check_op
 from paddle_core.testing._check import outside_values
 
-pytest_plugins = ["paddle_core.testing.fixtures"]
+pytest_plugins = ["paddle_core.testing.fixtures", "pytester"]
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((2, 3))
@@ -341,3 +341,33 @@ def test_the_fixtures_give_an_isolated_registry(op_registry, op_plugin) -> None:
     assert "triple" not in op_registry
     name = register_triple(op_plugin)
     assert "triple" in pc.get_registry() and name.startswith("test_plugin_")
+
+
+FIXTURE_USER = '''
+import numpy as np
+import paddle_core as pc
+from paddle_core.testing import check_op
+
+pytest_plugins = ["paddle_core.testing.fixtures"]
+DOUBLE = """
+ops {
+  proto { type: "double2" comment: "2 * x." inputs { name: "x" } outputs { name: "out" } }
+  kernels { device: "cpu" dtypes: [FLOAT64] python: "double_cpu" }
+  shape_rule: "paddle_core.rules:unary"
+}"""
+
+
+def test_registers(op_plugin):
+    op_plugin(DOUBLE, double_cpu=lambda x: 2 * x)
+    check_op("double2", {"x": np.ones(3)}, reference=lambda x: 2 * x, grad=False)
+
+
+def test_leaves_nothing_behind(op_registry):
+    assert "double2" not in op_registry and "double2" not in pc.get_registry()
+'''
+
+
+def test_the_fixtures_work_in_a_users_test_session(pytester) -> None:
+    pytester.makepyfile(test_user=FIXTURE_USER)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
