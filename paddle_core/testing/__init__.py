@@ -33,7 +33,8 @@ and the largest mismatch), not only the first:
     With ``grad=True``, the gradients of the weighted sum of every floating output with
     respect to every floating input match central finite differences, on each device in the
     most precise floating dtype tested there (``GRAD_TOLERANCES``: float64 with eps 1e-6, rtol
-    1e-5, atol 1e-8; float32 only where a device has no float64 kernel). An op with floating
+    1e-5, atol 1e-8; float32, eps 1e-3, rtol and atol 1e-2, only where float64 is not tested:
+    a device without float64 kernels, or ``dtypes`` leaving it out). An op with floating
     inputs and no grad rule fails ("pass grad=False if it is not differentiable"); one that
     declares ``paddle_core.rules:no_grad`` (zero gradients) passes.
 ``save/load``

@@ -254,6 +254,15 @@ def test_a_failing_grad_kernel_fails_the_grad_check(op_plugin) -> None:
     assert "no gradient today" in message
 
 
+def test_gradients_are_checked_in_float32_where_float64_is_not_tested(op_plugin) -> None:
+    right = register_triple(op_plugin)
+    check_op("triple", {"x": X}, reference=triple, dtypes=["float32"])
+    pc.unregister_plugin(right)
+    register_triple(op_plugin, triple_grad_cpu=lambda out_grad: 2 * out_grad)
+    message = failure(op_type="triple", inputs={"x": X}, reference=triple, dtypes=["float32"])
+    assert "[grad] cpu float32: gradient of input 'x'" in message
+
+
 def test_an_unenforced_attr_range_fails_the_attrs_check(op_plugin, monkeypatch) -> None:
     register_triple(op_plugin)
     signature = pc.get_registry().op("triple").signature()
