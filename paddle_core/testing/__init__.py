@@ -51,7 +51,9 @@ has a kernel for the op: ``cpu``, and ``cuda`` where ``paddle_core.CUDA.is_avail
 floating input, one run on the inputs as given). Inputs of floating dtype are converted to
 the tested dtype, others are kept. A device asked for that is not available here is a
 failure: mark such tests and skip them where there is no GPU. Keep inputs small: the gradient
-check runs the op twice per input element.
+check runs the op twice per input element. Every run has a scope of its own, so an op declared
+``random`` draws the same numbers in each (finite differences and save/load compare like with
+like); test such an op without a reference, in one dtype.
 
 ``paddle_core.testing.fixtures`` has opt-in pytest fixtures (an isolated registry, in-process
 plugins from manifest text): ``pytest_plugins = ["paddle_core.testing.fixtures"]``.

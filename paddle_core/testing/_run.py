@@ -12,6 +12,7 @@ from .._src.graph.backward import gradients
 from .._src.graph.program import Program, program_guard
 from .._src.graph.variable import Variable
 from .._src.run.executor import Executor
+from .._src.run.scope import Scope
 
 
 def build(
@@ -50,7 +51,7 @@ def run_op(
     """Run one op; returns {output slot: [arrays]} (one array per variable of the slot)."""
     prog, _, outputs, feed = build(op_type, inputs, attrs)
     names = [(slot, v.name) for slot, vs in outputs.items() for v in vs]
-    values = Executor(device).run(prog, feed=feed, fetch_list=[n for _, n in names])
+    values = Executor(device).run(prog, feed=feed, fetch_list=[n for _, n in names], scope=Scope())
     result: dict[str, list[np.ndarray]] = {slot: [] for slot in outputs}
     for (slot, _), value in zip(names, values):
         result[slot].append(value)
@@ -134,11 +135,14 @@ def grad_problems(
     exe = Executor(device)
     grads = gradients(targets, variables, target_gradients=seeds)
     fetch = [g for g in grads if g is not None]
-    computed = exe.run(prog, feed={**feed, **weight_feed}, fetch_list=fetch) if fetch else []
+    # Each run on a scope of its own: a random op (``random: true``) draws the same numbers in
+    # every run, so that finite differences see a function of the inputs alone.
+    full_feed = {**feed, **weight_feed}
+    computed = exe.run(prog, feed=full_feed, fetch_list=fetch, scope=Scope()) if fetch else []
     analytic = dict(zip([v.name for v, g in zip(variables, grads) if g is not None], computed))
 
     def objective(values: dict[str, np.ndarray]) -> float:
-        outs = exe.run(prog, feed={**values, **weight_feed}, fetch_list=targets)
+        outs = exe.run(prog, feed={**values, **weight_feed}, fetch_list=targets, scope=Scope())
         return float(sum(np.sum(o.astype(np.float64) * w) for o, w in zip(outs, weights)))
 
     problems = []

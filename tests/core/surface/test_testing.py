@@ -109,6 +109,13 @@ def test_check_op_checks_real_attr_ranges() -> None:
     )
 
 
+def test_check_op_passes_on_a_random_op() -> None:
+    # Every run gets a scope of its own, so dropout draws one mask for all of them: finite
+    # differences and save/load compare like with like.
+    attrs = {"dropout_prob": 0.5, "dropout_implementation": "upscale_in_train"}
+    check_op("dropout", {"x": X}, attrs, dtypes=["float64"])
+
+
 def test_check_op_passes_on_duplicable_slots() -> None:
     a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 1))
     check_op(
