@@ -104,6 +104,8 @@ def grad_problems(
     prog, slots, outputs, feed = build(op_type, inputs, attrs)
     if output is None:
         chosen = [s for s, vs in outputs.items() if vs and vs[0].dtype in FLOATING]
+        if not chosen:  # integer or bool results only: nothing to differentiate
+            return []
     else:
         chosen = [output] if isinstance(output, str) else list(output)
     missing = [s for s in chosen if s not in outputs]
