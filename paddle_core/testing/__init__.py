@@ -26,7 +26,8 @@ and the largest mismatch), not only the first:
     returns an array (the first output), a tuple (outputs in slot order) or a dict {output
     slot: array}; only the outputs it gives are compared. Tolerances (rtol, atol) per tested
     dtype are in ``TOLERANCES``: float16 (1e-2, 1e-3), bfloat16 (5e-2, 1e-2), float32
-    (1e-5, 1e-5), float64 (1e-10, 1e-12); other dtypes must match exactly. Without a
+    (1e-5, 1e-5), float64 (1e-10, 1e-12); other dtypes must match exactly (a test of a less
+    precise op may loosen one with pytest's ``monkeypatch.setitem``). Without a
     reference, each run is compared with the first one (the most precise dtype on the first
     device).
 ``grad``

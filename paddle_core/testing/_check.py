@@ -211,6 +211,11 @@ def _runs(
             elif not _numpy_has(dtype):
                 report.fail("run", f"NumPy cannot hold {dtype} (install ml_dtypes)", None, dtype)
                 runs = [r for r in runs if r[1] != dtype]
+    if not runs and not report.failures:
+        declared = ", ".join(info.devices) or "none"
+        report.fail(
+            "run", f"no device here has a kernel for it (it declares kernels for: {declared})"
+        )
     return runs
 
 

@@ -295,6 +295,14 @@ def test_every_failure_is_listed_not_only_the_first(op_plugin) -> None:
     assert message.count("\n  [reference]") == 2 and message.count("\n  [grad]") == 1
 
 
+def test_an_op_with_no_kernel_on_any_device_here_is_a_failure(op_plugin) -> None:
+    op_plugin(TRIPLE.replace('device: "cpu"', 'device: "elsewhere"') % "", shape=pc.rules.unary)
+    message = failure(op_type="triple", inputs={"x": X}, grad=False)
+    assert (
+        "[run] no device here has a kernel for it (it declares kernels for: elsewhere)" in message
+    )
+
+
 def test_a_device_asked_for_that_is_not_here_is_a_failure() -> None:
     if pc.CUDA.is_available():
         pytest.skip("a CUDA device is available here")
