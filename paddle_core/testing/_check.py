@@ -46,7 +46,6 @@ class _Report:
     def __init__(self, op: str) -> None:
         self.op = op
         self.failures: list[tuple[str, str, str, str]] = []
-        self.passed = 0
 
     def fail(self, check: str, problem: str, device: Device | None = None, dtype: str = "") -> None:
         self.failures.append((check, str(device or ""), dtype, problem))
@@ -484,13 +483,15 @@ def outside_values(ap: pb.AttrProto) -> list[Any]:
         if not ap.HasField(side):
             continue
         bound = getattr(ap, side)
+        if math.isinf(bound.value) and (integer or not bound.exclusive):
+            continue  # nothing of the type lies beyond it
         if integer:
             step = -1 if side == "min" else 1
             edge = math.ceil(bound.value) if side == "min" else math.floor(bound.value)
             values.append(edge if bound.exclusive and edge == bound.value else edge + step)
         elif bound.exclusive:
             values.append(float(bound.value))
-        elif not math.isinf(bound.value):
+        else:
             values.append(math.nextafter(float(bound.value), away))
     if ap.HasField("choices"):
         allowed = list(getattr(ap.choices, A.CHOICES_FIELD[ap.type]))

@@ -337,6 +337,7 @@ def attr(text: str) -> pb.AttrProto:
         ('name: "a" type: FLOAT min { value: 0 } max { value: 1 exclusive: true }', [-5e-324, 1.0]),
         ('name: "a" type: FLOAT max { value: 1 }', [math.nextafter(1.0, math.inf)]),
         ('name: "a" type: FLOAT min { value: -inf }', []),
+        ('name: "a" type: INT max { value: inf exclusive: true }', []),
         ('name: "a" type: FLOAT max { value: inf exclusive: true }', [math.inf]),
         ('name: "a" type: STRING choices { strings: ["x", "y"] }', ["not_x_or_y"]),
         ('name: "a" type: INT choices { ints: [1, 4] }', [5]),
