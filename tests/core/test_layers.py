@@ -25,7 +25,9 @@ from conftest import ROOT
 PACKAGE = ROOT / "paddle_core"
 LAYERS = ("base", "spec", "plugins", "graph", "run", "model", "surface")
 BASE_MODULES = {"paddle_core._version", "paddle_core.proto"}  # leaves outside _src
-OPTIONAL = {"cupy"}  # imported only when a CUDA device is used
+# Imported only when needed: cupy when a CUDA device is used, pytest by the opt-in fixtures
+# (paddle_core.testing.fixtures), which only pytest loads.
+OPTIONAL = {"cupy", "pytest"}
 
 
 def module_name(path: Path) -> str:
