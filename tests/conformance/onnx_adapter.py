@@ -10,7 +10,8 @@ entry does not name is a gap, never silently dropped.
 `run_case` builds a one-op program from data variables of the case's exact shapes and dtypes,
 runs it on a shared CPU Executor and compares with ONNX's tolerances and exact dtypes. Outcomes:
 pass; wrong (ours differs); gap (we cannot run it; the reason is our error's first line); n/a
-(only for a reason written in `NOT_APPLICABLE`).
+(only for a reason written here: `NOT_APPLICABLE` per case, `Op.na` per op type). Where ONNX
+asks for more outputs than we give, the ones we give are still compared: wrong beats gap.
 """
 
 from __future__ import annotations
