@@ -54,6 +54,26 @@ def check_ops(program: Any, source: str | None = None) -> None:
         warn(_mismatch_message(what, ops, recorded, here), ProviderMismatchWarning)
 
 
+def requirements(program: Any) -> list[str]:
+    """What installing ``program``'s providers takes, as pip requirements: each recorded
+    distribution at the highest version recorded for it (``"paddle-ops-math>=0.1.0"``), by
+    name. Plugins registered from Python, and ops saved before providers were recorded, have
+    no distribution to name."""
+    wanted: dict[str, Provider] = {}
+    for block in program.blocks:
+        for op in block.ops:
+            p = op.provider
+            if p is None or not p.distribution:
+                continue
+            key = normalize(p.distribution)
+            if key not in wanted or _older(wanted[key].version, p.version):
+                wanted[key] = p
+    return [
+        f"{p.distribution}>={p.version}" if p.version else p.distribution
+        for _, p in sorted(wanted.items())
+    ]
+
+
 def _missing_message(registry: Any, missing: dict[str, Provider | None], what: str) -> str:
     if len(missing) == 1:
         ((op, provider),) = missing.items()

@@ -3,6 +3,7 @@ the package to install for the missing ones, and warns when another provider sta
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -11,7 +12,8 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import pythonpath_with
+from conftest import pythonpath_with, run_cli
+from google.protobuf import text_format
 
 import paddle_core as pc
 
@@ -296,26 +298,62 @@ def test_models_and_inference_models_check_their_ops(fake, tmp_path):
 
 def test_a_removed_pip_installed_plugin_fails_at_load_in_a_fresh_process(tmp_path):
     """paddle-ops-toy is really pip-installed for this test run; a fresh process whose path
-    lacks it stands for one after `pip uninstall paddle-ops-toy`."""
+    lacks it stands for one after `pip uninstall paddle-ops-toy`. The library and `paddle-ops
+    inspect` say the same."""
     path = tmp_path / "model.pb"
     pc.save_program(build_toy(), path)
     toy_site = os.path.dirname(os.path.dirname(pc.get_registry().plugins["toy"].manifest_path))
     pythonpath = [d for d in pythonpath_with().split(os.pathsep) if d and d != toy_site]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
+    without_toy = {"PYTHONPATH": os.pathsep.join(pythonpath)}
     script = "import sys, paddle_core as pc\npc.load_program(sys.argv[1])\n"
     result = subprocess.run(
-        [sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True
+        [sys.executable, "-c", script, str(path)],
+        env={**os.environ, **without_toy},
+        capture_output=True,
+        text=True,
     )
     assert result.returncode != 0
     v = toy_version()
-    assert result.stderr.rstrip().endswith(
-        f"paddle_core._src.base.errors.OpNotFoundError: the program {str(path)!r} uses 2 ops "
-        "that no loaded plugin provides:\n"
+    message = (
+        f"the program {str(path)!r} uses 2 ops that no loaded plugin provides:\n"
         f"  ops 'toy_scale', 'toy_relu': it is provided by paddle-ops-toy (the program was "
         f"saved with {v}); install it with `pip install 'paddle-ops-toy>={v}'`"
-    ), result.stderr
-    env["PYTHONPATH"] = os.pathsep.join([toy_site, *pythonpath])  # installed again: it loads
+    )
+    error = "paddle_core._src.base.errors.OpNotFoundError: "
+    assert result.stderr.rstrip().endswith(error + message), result.stderr
+    cli = run_cli("inspect", str(path), env=without_toy, check=1)
+    assert (cli.stdout, cli.stderr) == ("", f"paddle-ops: error: {message}\n")
+
+    # Installed again (this process's path has it): it loads, and says what it needs.
     result = subprocess.run(
-        [sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+    report = json.loads(run_cli("inspect", str(path), "--json").stdout)
+    assert report["requires"] == [f"paddle-ops-toy>={v}"]
+    toy = {"plugin": "toy", "distribution": "paddle-ops-toy", "version": v}
+    assert report["ops"] == [
+        {"block": 0, "type": "toy_scale", "provider": toy},
+        {"block": 0, "type": "toy_relu", "provider": toy},
+    ]
+
+
+def test_inspect_lists_ops_by_provider(tmp_path):
+    program = pc.Program()
+    with pc.program_guard(program):
+        x = pc.data("x", [2, 3])
+        y = pc.ops.toy_scale(x)
+        pc.layers.cond(pc.data("flag", [], "bool"), lambda: y, lambda: pc.ops.toy_relu(y))
+    desc = program.to_desc()
+    desc.blocks[0].ops[0].ClearField("provider")  # toy_scale: as saved before providers
+    path = tmp_path / "model.pbtxt"
+    path.write_text(text_format.MessageToString(desc))
+    out = run_cli("inspect", str(path)).stdout
+    v = toy_version()
+    assert out.startswith(f"{path}: 3 blocks, 3 ops\n")
+    rows = [line.split() for line in out.splitlines()]
+    assert ["(not", "recorded)", "toy_scale"] in rows, out
+    assert ["paddle-ops-toy", v, "toy", "toy_relu"] in rows, out
+    assert ["paddle-core", pc.__version__, "core", "cond_block"] in rows, out
+    requires = f"requires: paddle-core>={pc.__version__} paddle-ops-toy>={v}"
+    assert out.rstrip().endswith(requires), out

@@ -243,7 +243,7 @@ def test_usage_errors_exit_2() -> None:
     assert "invalid choice" in run_cli("frobnicate", check=2).stderr
 
 
-COMMANDS = ("list", "show", "plugins", "doctor", "stubs", "help")
+COMMANDS = ("list", "show", "inspect", "plugins", "doctor", "stubs", "help")
 
 
 def test_help_reads_like_git_help() -> None:
