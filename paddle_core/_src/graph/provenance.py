@@ -66,7 +66,8 @@ def requirements(program: Any) -> list[str]:
             if p is None or not p.distribution:
                 continue
             key = normalize(p.distribution)
-            if key not in wanted or _older(wanted[key].version, p.version):
+            known = wanted.get(key)
+            if known is None or not known.version or _older(known.version, p.version):
                 wanted[key] = p
     return [
         f"{p.distribution}>={p.version}" if p.version else p.distribution

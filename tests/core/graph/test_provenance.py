@@ -357,3 +357,18 @@ def test_inspect_lists_ops_by_provider(tmp_path):
     assert ["paddle-core", pc.__version__, "core", "cond_block"] in rows, out
     requires = f"requires: paddle-core>={pc.__version__} paddle-ops-toy>={v}"
     assert out.rstrip().endswith(requires), out
+
+
+def test_requirements_name_each_distribution_at_its_highest_recorded_version(fake):
+    from paddle_core._src.graph.provenance import requirements
+
+    desc = build().to_desc()
+    versions = iter(["0.0.9", "0.0.10"])  # toy_scale, then toy_relu (in a sub-block)
+    for block in desc.blocks:
+        for op in block.ops:
+            if op.provider.plugin == "toy":
+                op.provider.version = next(versions)
+    desc.blocks[2].ops[0].provider.distribution = "Paddle_Ops_Toy"  # another spelling
+    program = pc.Program.from_desc(desc)
+    # fake (registered from Python) has no distribution to install
+    assert requirements(program) == [f"paddle-core>={pc.__version__}", "Paddle_Ops_Toy>=0.0.10"]
