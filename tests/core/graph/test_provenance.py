@@ -358,6 +358,16 @@ def test_inspect_lists_ops_by_provider(tmp_path):
     requires = f"requires: paddle-core>={pc.__version__} paddle-ops-toy>={v}"
     assert out.rstrip().endswith(requires), out
 
+    desc.blocks[2].ops[0].provider.version = "99.0"  # saved with a newer toy than installed
+    path.write_text(text_format.MessageToString(desc))
+    result = run_cli("inspect", str(path))
+    assert result.stderr == (
+        f"paddle-ops: warning: the program {str(path)!r}: op 'toy_relu' was saved with "
+        f"paddle-ops-toy 99.0, but paddle-ops-toy {v} is installed, which is older; upgrade it "
+        "with `pip install 'paddle-ops-toy>=99.0'`\n"
+    )
+    assert result.stdout.rstrip().endswith("paddle-ops-toy>=99.0")
+
 
 def test_requirements_name_each_distribution_at_its_highest_recorded_version(fake):
     from paddle_core._src.graph.provenance import requirements
