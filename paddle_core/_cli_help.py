@@ -66,7 +66,7 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 OVERVIEW = """\
-Inspect the ops that installed paddle-core plugins provide.
+Inspect the ops that installed paddle-core plugins provide, and the saved programs using them.
 
 commands:
 {commands}
