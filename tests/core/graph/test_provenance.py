@@ -128,6 +128,29 @@ def test_a_program_saved_before_providers_were_recorded_still_loads():
     np.testing.assert_array_equal(out[0], np.full((1, 3), 4.0, np.float32))
 
 
+# The README's first program (pc.ops.scale of paddle-ops-math) as paddle-core saved it before
+# providers were recorded.
+OLD_SCALE_PROGRAM = (
+    b"\n\xab\x01\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x1a\x16\n\x01x\x10\t\x1a\x0b"
+    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x04(\x010\x01\x1a\x1c\n\x0bscale_0.out\x10"
+    b'\t\x1a\x0b\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x04"h\n\x05scale\x12\x06\n\x01x'
+    b'\x12\x01x\x1a\x12\n\x03out\x12\x0bscale_0.out"\x14\n\x05scale\x12\x0b\x08\x02\x19'
+    b'\x00\x00\x00\x00\x00\x00\x00@"\x13\n\x04bias\x12\x0b\x08\x02\x19\x00\x00\x00\x00\x00'
+    b'\x00\xf0?"\x18\n\x10bias_after_scale\x12\x04\x08\x04(\x01\x10\x01'
+)
+
+
+def test_bytes_a_core_without_providers_saved_load_and_run():
+    pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
+    program = pc.Program.parse(OLD_SCALE_PROGRAM)
+    (op,) = program.global_block().ops
+    assert (op.type, op.provider) == ("scale", None)
+    assert program.serialize() == OLD_SCALE_PROGRAM
+    feed = {"x": np.ones((2, 4), np.float32)}
+    (out,) = pc.Executor("cpu").run(program, feed=feed, fetch_list=["scale_0.out"])
+    np.testing.assert_array_equal(out, np.full((2, 4), 3.0, np.float32))
+
+
 def build_toy() -> pc.Program:
     p = pc.Program()
     with pc.program_guard(p):
