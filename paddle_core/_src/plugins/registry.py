@@ -18,6 +18,7 @@ Every conflict not settled by a preference is reported once per process as a
 
 from __future__ import annotations
 
+import shlex
 from collections import namedtuple
 
 from ..._version import __version__
@@ -349,6 +350,21 @@ class Registry:
         if provider is not None and provider.distribution:
             package, version = provider.distribution, provider.version
             saved = f" (the program was saved with {version})" if version else ""
+            # Installed, but in a version without the op, or unusable (its plugin of the
+            # recorded name first: a distribution may hold several).
+            same = [r for r in self.records if normalize(r.distribution) == normalize(package)]
+            same.sort(key=lambda r: r.name != provider.plugin)
+            record = same[0] if same else None
+            if record is not None and not record.loaded:
+                state = record.disabled or f"broken: {record.reason}"
+                return f": it is provided by {package}{saved}; {record.label} is {state}"
+            if record is not None:
+                pinned = shlex.quote(f"{package}=={version}") if version else package
+                return (
+                    f": it is provided by {package}{saved}, but not by the installed "
+                    f"{record.distribution} {record.version}; install the version the program "
+                    f"was saved with: `pip install {pinned}`"
+                )
             command = install_command(package, minimum=version)
             return f": it is provided by {package}{saved}; install it with `{command}`"
         if provider is not None:

@@ -227,6 +227,7 @@ def test_a_first_party_provider_gets_the_catalogs_command(monkeypatch, tmp_path)
     """The catalog knows where a first-party package comes from (the checkout's wheelhouse);
     the recorded version goes into the command where pip can honour it."""
     from paddle_core._src.plugins import catalog
+    from paddle_core._src.plugins.registry import Provider, Registry
 
     checkout = tmp_path / "checkout"
     (checkout / "plugins" / "paddle_ops_nn").mkdir(parents=True)
@@ -237,13 +238,12 @@ def test_a_first_party_provider_gets_the_catalogs_command(monkeypatch, tmp_path)
     monkeypatch.setitem(catalog._spelled, "paddle_ops_nn", "paddle-ops-nn")
     monkeypatch.setattr(catalog, "SOURCE", str(checkout))
     monkeypatch.chdir(checkout)
-    desc = build_toy().to_desc()
-    desc.blocks[0].ops[0].type = "gone_op"
-    desc.blocks[0].ops[0].provider.distribution = "paddle_ops_nn"  # as the metadata spells it
-    with pytest.raises(pc.OpNotFoundError) as err:
-        pc.Program.from_desc(desc)
-    assert str(err.value).endswith(
-        f"install it with `pip install --find-links dist 'paddle-ops-nn>={toy_version()}'`"
+    records = [r for r in pc.get_registry().records if r.distribution != "paddle-ops-nn"]
+    without_nn = Registry(records)
+    recorded = Provider("nn", "paddle_ops_nn", "0.1.0")  # as the metadata may spell it
+    assert without_nn.missing_reason("softmax", recorded) == (
+        ": it is provided by paddle_ops_nn (the program was saved with 0.1.0); install it with "
+        "`pip install --find-links dist 'paddle-ops-nn>=0.1.0'`"
     )
 
 
@@ -405,3 +405,19 @@ def test_requirements_name_each_distribution_at_its_highest_recorded_version(fak
     program = pc.Program.from_desc(desc)
     # fake (registered from Python) has no distribution to install
     assert requirements(program) == [f"paddle-core>={pc.__version__}", "Paddle_Ops_Toy>=0.0.10"]
+
+
+def test_an_op_the_installed_version_of_its_distribution_lacks():
+    """paddle-ops-toy is installed, but in a version without the op the program was saved
+    with: installing "a newer one" would change nothing, so the hint pins the saved version."""
+    desc = build_toy().to_desc()
+    desc.blocks[0].ops[1].type = "toy_retired"
+    desc.blocks[0].ops[1].provider.version = "0.0.1"
+    with pytest.raises(pc.OpNotFoundError) as err:
+        pc.Program.from_desc(desc)
+    assert str(err.value) == (
+        "the program uses op 'toy_retired', which no loaded plugin provides: it is provided by "
+        "paddle-ops-toy (the program was saved with 0.0.1), but not by the installed "
+        f"paddle-ops-toy {toy_version()}; install the version the program was saved with: "
+        "`pip install paddle-ops-toy==0.0.1`"
+    )
