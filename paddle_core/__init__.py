@@ -66,6 +66,7 @@ _EXPORTS = {
     "reload_registry": "_src.plugins.registry",
     "PluginConflictWarning": "_src.plugins.registry",
     "ConfigWarning": "_src.plugins.config",
+    "ProviderMismatchWarning": "_src.graph.provenance",
     # the kernel SDK
     "get_include": "_sdk",
     "get_cmake_dir": "_sdk",
@@ -152,6 +153,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
         default_startup_program,
         program_guard,
     )
+    from ._src.graph.provenance import ProviderMismatchWarning
     from ._src.graph.serialization import load_program, save_program
     from ._src.graph.shape_inference import ShapeContext
     from ._src.graph.variable import Initializer, Parameter, Variable

@@ -25,6 +25,18 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "grad rules, and the plugin that provides it.",
         [("paddle-ops show matmul", "one op"), ("paddle-ops show conv2d --json", "as data")],
     ),
+    "inspect": (
+        "show what a saved program uses: its ops and the packages that provide them",
+        "Loads a saved program (a ProgramDesc file, or text format for .pbtxt) as "
+        "pc.load_program does: ops that no loaded plugin provides fail it, each named with the "
+        "command that installs its package (exit status 1). Then lists its ops by the plugin "
+        "that provided them when the program was saved (distribution and version), and the "
+        "pip requirements that installing those takes elsewhere.",
+        [
+            ("paddle-ops inspect model.pb", "its ops and their providers"),
+            ("paddle-ops inspect model.pb --json", "the same as data (requires: pip lines)"),
+        ],
+    ),
     "plugins": (
         "list plugins and whether each loads (imports their code)",
         "One line per installed plugin: distribution, version, entry point, number of ops, and "
@@ -87,7 +99,7 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 OVERVIEW = """\
-Inspect the ops that installed paddle-core plugins provide.
+Inspect the ops that installed paddle-core plugins provide, and the saved programs using them.
 
 commands:
 {commands}
@@ -97,6 +109,7 @@ EXAMPLES = """\
 examples:
   paddle-ops list                       every op, one line each
   paddle-ops show scale                 one op: signature, attrs, kernels
+  paddle-ops inspect model.pb           the ops a saved program uses, and their packages
   paddle-ops doctor                     what is wrong with the installed plugins, if anything
   paddle-ops validate .                 check the plugin project here (after `pip install .`)
   paddle-ops list --plugin nn --json    one plugin's ops, as data

@@ -1,9 +1,9 @@
-"""The ``paddle-ops`` command: list ops, show one, inspect plugins, diagnose, validate a plugin
-package, write stubs, start a new op package.
+"""The ``paddle-ops`` command: list ops, show one, inspect a saved program, inspect plugins,
+diagnose, validate a plugin package, write stubs, start a new op package.
 
 Exit status: 0 on success; 1 with a one-line reason on stderr when the request fails (an
 unknown op, a broken or partial plugin found by ``plugins``, a problem found by ``doctor`` or
-``validate``); 2 for usage errors.
+``validate``; a saved program's missing ops one line each); 2 for usage errors.
 
 ``list`` reads only the plugin index (no plugin code, NumPy, pydantic or protobuf) and prints
 its table without rich: rich's import and layout cost ~45 ms, half of the time budget that
@@ -89,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="only ops with a kernel for this device type (cpu, cuda)")
     p = command("show", cmd_show)
     p.add_argument("op", help="the op type, e.g. matmul")
+    p = command("inspect", cmd_inspect)
+    p.add_argument("program", help="a saved program: protobuf, or text format (.pbtxt, .txt)")
     command("plugins", cmd_plugins)
     command("doctor", cmd_doctor)
     p = command("validate", cmd_validate)
@@ -374,6 +376,59 @@ def cmd_show(args: argparse.Namespace) -> int:
     if info.others:
         names = ", ".join(p.label for p in info.others)
         console.print(f"also declared by {names} (not used)", markup=False)
+    return 0
+
+
+# -- inspect -------------------------------------------------------------------------------------
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    # (protobuf, the graph layer: not for `list`)
+    from ._src.graph.provenance import requirements
+    from ._src.graph.serialization import load_program
+
+    program = load_program(args.program)  # an op no loaded plugin provides: exit status 1
+    ops = [
+        {
+            "block": block.idx,
+            "type": op.type,
+            "provider": None if op.provider is None else dict(op.provider._asdict()),
+        }
+        for block in program.blocks
+        for op in block.ops
+    ]
+    requires = requirements(program)
+    if args.json:
+        _dump(
+            {
+                "program": args.program,
+                "blocks": len(program.blocks),
+                "ops": ops,
+                "requires": requires,
+            }
+        )
+        return 0
+    # One row per provider, in order of first use: its distribution, version, plugin, op types.
+    groups: dict[Any, list[str]] = {}
+    for block in program.blocks:
+        for op in block.ops:
+            types = groups.setdefault(op.provider, [])
+            if op.type not in types:
+                types.append(op.type)
+    console = _console()
+    blocks, count = counted(len(program.blocks), "block"), counted(len(ops), "op")
+    console.print(f"{args.program}: {blocks}, {count}", markup=False)
+    table = _table("distribution", "version", "plugin", "ops")
+    for provider, types in groups.items():
+        if provider is None:
+            row = ("(not recorded)", "", "", ", ".join(types))
+        else:
+            dist = provider.distribution or "(registered from Python)"
+            row = (dist, provider.version, provider.plugin, ", ".join(types))
+        table.add_row(*row)
+    console.print(table)
+    if requires:
+        console.print("requires: " + " ".join(requires), markup=False)
     return 0
 
 

@@ -113,7 +113,7 @@ class OpProto(_message.Message):
     def __init__(self, type: _Optional[str] = ..., comment: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[VarProto, _Mapping]]] = ..., outputs: _Optional[_Iterable[_Union[VarProto, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[AttrProto, _Mapping]]] = ...) -> None: ...
 
 class OpDesc(_message.Message):
-    __slots__ = ("type", "inputs", "outputs", "attrs", "role")
+    __slots__ = ("type", "inputs", "outputs", "attrs", "role", "provider")
     class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         FORWARD: _ClassVar[OpDesc.Role]
@@ -136,17 +136,28 @@ class OpDesc(_message.Message):
         name: str
         value: AttrValue
         def __init__(self, name: _Optional[str] = ..., value: _Optional[_Union[AttrValue, _Mapping]] = ...) -> None: ...
+    class Provider(_message.Message):
+        __slots__ = ("plugin", "distribution", "version")
+        PLUGIN_FIELD_NUMBER: _ClassVar[int]
+        DISTRIBUTION_FIELD_NUMBER: _ClassVar[int]
+        VERSION_FIELD_NUMBER: _ClassVar[int]
+        plugin: str
+        distribution: str
+        version: str
+        def __init__(self, plugin: _Optional[str] = ..., distribution: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
     TYPE_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     ATTRS_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
     type: str
     inputs: _containers.RepeatedCompositeFieldContainer[OpDesc.Slot]
     outputs: _containers.RepeatedCompositeFieldContainer[OpDesc.Slot]
     attrs: _containers.RepeatedCompositeFieldContainer[OpDesc.Attr]
     role: OpDesc.Role
-    def __init__(self, type: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[OpDesc.Slot, _Mapping]]] = ..., outputs: _Optional[_Iterable[_Union[OpDesc.Slot, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[OpDesc.Attr, _Mapping]]] = ..., role: _Optional[_Union[OpDesc.Role, str]] = ...) -> None: ...
+    provider: OpDesc.Provider
+    def __init__(self, type: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[OpDesc.Slot, _Mapping]]] = ..., outputs: _Optional[_Iterable[_Union[OpDesc.Slot, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[OpDesc.Attr, _Mapping]]] = ..., role: _Optional[_Union[OpDesc.Role, str]] = ..., provider: _Optional[_Union[OpDesc.Provider, _Mapping]] = ...) -> None: ...
 
 class VarType(_message.Message):
     __slots__ = ()

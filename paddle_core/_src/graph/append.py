@@ -56,6 +56,7 @@ def append(
         attrs,
         sig.attr_types,
         block.program.op_role,
+        info.provider,
     )
     for vs in out_vars.values():
         for v in vs:

@@ -1,8 +1,8 @@
 """ProgramDesc -> Program: rebuilding the Python objects from the protobuf form, checked.
 
 The other direction is each class's ``to_desc``. Reading a desc is data only: no plugin code
-runs, and a program whose ops come from plugins that are not installed still loads (running it
-then says which op is missing).
+runs, and the registry is not consulted (``Program.from_desc`` checks the ops afterwards, see
+provenance.py; ``Program.clone`` needs no check).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from google.protobuf.message import DecodeError
 from ...proto import framework_pb2 as pb
 from ..base import dtypes as D
 from ..base.errors import PaddleCoreError, ProgramError
+from ..plugins.registry import Provider
 from ..spec.attrs import VALUE_FIELD, from_attr_value
 from .block import Block
 from .operator import ROLES, Operator, check_sub_blocks
@@ -100,6 +101,7 @@ def program_from_desc(cls: type, desc: Any) -> Any:
                 _attr_dict(odesc.attrs, f"op {odesc.type!r} in block {i}"),
                 {a.name: a.value.type for a in odesc.attrs},
                 ROLES[odesc.role],
+                _provider(odesc),
             )
             for name in op.input_names + op.output_names:
                 if block.find_var(name) is None:
@@ -125,6 +127,13 @@ def program_from_desc(cls: type, desc: Any) -> Any:
             prefix, n = m.group(1), int(m.group(2))
             program._name_counts[prefix] = max(program._name_counts.get(prefix, 0), n + 1)
     return program
+
+
+def _provider(odesc: Any) -> Provider | None:
+    if not odesc.HasField("provider"):  # saved before providers were recorded
+        return None
+    p = odesc.provider
+    return Provider(p.plugin, p.distribution, p.version)
 
 
 def _attr_dict(attrs: Any, owner: str) -> dict[str, Any]:

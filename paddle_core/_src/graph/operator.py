@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base.errors import AttrError, ProgramError, did_you_mean
-from ..plugins.registry import get_registry
+from ..plugins.registry import Provider, get_registry
 from ..spec.attrs import to_attr_value
 from .variable import attrs_text
 
@@ -41,7 +41,7 @@ class OpAttrs(dict):
 class Operator:
     """One op in a block: its type, the variable names bound to each slot, and its attrs."""
 
-    __slots__ = ("block", "type", "inputs", "outputs", "attrs", "attr_types", "role")
+    __slots__ = ("block", "type", "inputs", "outputs", "attrs", "attr_types", "role", "provider")
 
     def __init__(
         self,
@@ -52,6 +52,7 @@ class Operator:
         attrs: dict[str, Any],
         attr_types: dict[str, int],
         role: str = "forward",
+        provider: Provider | None = None,
     ) -> None:
         self.block = block
         self.type = type
@@ -62,6 +63,9 @@ class Operator:
         self.attrs = OpAttrs(attrs, type)
         self.attr_types = attr_types  # attr -> AttrType (shared with the op's registry entry)
         self.role = role  # one of ROLES
+        # Who provided the op's type when it was appended (a loaded op keeps what its program
+        # recorded; None for programs saved before providers were recorded).
+        self.provider = provider
 
     def input(self, slot: str) -> list[str]:
         return self.inputs.get(slot, [])
@@ -129,6 +133,9 @@ class Operator:
             desc.outputs.add(name=slot, vars=names)
         for name, value in self.attrs.items():
             to_attr_value(self.attr_types[name], value, desc.attrs.add(name=name).value)
+        if self.provider is not None:
+            p = desc.provider
+            p.plugin, p.distribution, p.version = self.provider
 
 
 def block_indices(op_type: str, attrs: dict[str, Any], names: tuple, program: Any) -> dict:

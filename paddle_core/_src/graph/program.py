@@ -20,6 +20,7 @@ from . import defaults
 from .block import Block
 from .desc import parse_program_desc, program_from_desc
 from .operator import ROLES
+from .provenance import check_ops
 from .shape_inference import ShapeContext, infer
 from .variable import Parameter, Variable
 
@@ -128,13 +129,20 @@ class Program:
         return self.to_desc().SerializeToString()
 
     @classmethod
-    def from_desc(cls, desc: Any) -> Program:
-        """Rebuild a program from a ProgramDesc. Reads data only: no plugin code runs."""
-        return program_from_desc(cls, desc)
+    def from_desc(cls, desc: Any, *, source: str | None = None) -> Program:
+        """Rebuild a program from a ProgramDesc. Reads data only: no plugin code runs.
+
+        Every op type must be provided by a loaded plugin: the missing ones raise one
+        OpNotFoundError naming each and the package to install (from the provider the program
+        recorded); an op provided by another distribution, or an older version, than the
+        recorded one gives a ProviderMismatchWarning. ``source`` (a path) names the program."""
+        program = program_from_desc(cls, desc)
+        check_ops(program, source)
+        return program
 
     @classmethod
     def parse(cls, data: bytes) -> Program:
-        """Rebuild a program from ``serialize()`` bytes."""
+        """Rebuild a program from ``serialize()`` bytes (checked like ``from_desc``)."""
         return cls.from_desc(parse_program_desc(data))
 
     @contextlib.contextmanager
@@ -157,7 +165,7 @@ class Program:
         ``is_test`` attr set to True (dropout, batch norm: inference mode). Running it never
         updates a parameter.
         """
-        program = Program.from_desc(self.to_desc())
+        program = program_from_desc(Program, self.to_desc())  # (its ops are known: no check)
         if for_test:
             _keep_forward(program)
         return program

@@ -24,8 +24,10 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shlex
 
 from ..base import built
+from .config import normalize
 
 
 def _load() -> dict:
@@ -48,6 +50,9 @@ KNOWN_PACKAGES: dict[str, tuple[str, ...]] = {
 DIRECTORIES: dict[str, str] = {
     name: entry["directory"] for name, entry in _CATALOG.get("packages", {}).items()
 }
+# Normalized name -> the catalog's spelling: a saved program records the spelling of the
+# installed distribution's metadata, which may differ ("paddle_ops_nn").
+_spelled = {normalize(name): name for name in DIRECTORIES}
 
 
 def provider_of(op: str) -> str | None:
@@ -58,19 +63,24 @@ def provider_of(op: str) -> str | None:
     return None
 
 
-def install_command(package: str) -> str:
-    """A shell command installing first-party ``package`` from where the user is: its wheel
-    from the clone's dist/ (``./dev wheels``), or its project directory (it builds against the
-    paddle-core installed here, so plain pip does)."""
+def install_command(package: str, minimum: str = "") -> str:
+    """A shell command installing ``package`` from where the user is: a first-party one from
+    the checkout the core was built from (when it still exists: its wheel in dist/ from
+    ``./dev wheels``, or its project directory, which builds against the paddle-core installed
+    here), else from an index. A ``minimum`` version makes it ask for that version or newer
+    (``'my-ops>=0.1'``), except where it builds the checkout's own project, which is what the
+    checkout holds."""
+    package = _spelled.get(normalize(package), package)
+    requirement = shlex.quote(f"{package}>={minimum}") if minimum else package
     directory = DIRECTORIES.get(package)
     if (
         not SOURCE
         or not directory
         or not os.path.isfile(os.path.join(SOURCE, directory, "pyproject.toml"))
     ):
-        return f"pip install {package}"
+        return f"pip install {requirement}"
     if _wheels(package):
-        return f"pip install --find-links {_shown(os.path.join(SOURCE, 'dist'))} {package}"
+        return f"pip install --find-links {_shown(os.path.join(SOURCE, 'dist'))} {requirement}"
     return f"pip install {_shown(os.path.join(SOURCE, directory), local=True)}"
 
 

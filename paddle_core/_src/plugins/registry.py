@@ -18,6 +18,9 @@ Every conflict not settled by a preference is reported once per process as a
 
 from __future__ import annotations
 
+import shlex
+from collections import namedtuple
+
 from ..._version import __version__
 from ..base.dtypes import DTYPES
 from ..base.errors import OpNotFoundError, brief, did_you_mean
@@ -33,6 +36,12 @@ if TYPE_CHECKING:
 
 class PluginConflictWarning(UserWarning):
     """Two plugins declare the same op or kernel; one was chosen by the conflict rule."""
+
+
+# Who provides an op type: the plugin's name, and the distribution and version that installed it
+# ("" for a plugin registered from Python). Each Operator keeps its op's, and saved programs
+# record it (OpDesc.provider), so that loading them elsewhere names the package to install.
+Provider = namedtuple("Provider", "plugin distribution version")
 
 
 class KernelRef:
@@ -111,6 +120,7 @@ class OpInfo:
         "index",
         "kernels",
         "others",
+        "provider",
         "_proto",
         "_opdef",
         "_attr_types",
@@ -126,6 +136,7 @@ class OpInfo:
         self.summary: dict[str, Any] = plugin.ops[index]
         self.type: str = self.summary["type"]
         self.others = others  # plugins whose declaration of this op lost the conflict
+        self.provider = Provider(plugin.name, plugin.distribution, plugin.version)
         # (device, dtype) -> candidate kernels, preferred first.
         self.kernels: dict[tuple[str, str], list[KernelRef]] = {}
         self._opdef = self._proto = self._attr_types = self._defaults = None
@@ -349,27 +360,60 @@ class Registry:
         except KeyError:
             raise OpNotFoundError(self.explain_missing(op), op=op) from None
 
-    def explain_missing(self, op: str) -> str:
-        message = f"unknown op {brief(repr(op))}"
+    def explain_missing(self, op: str, provider: Provider | None = None) -> str:
+        """Why ``op`` is not in the registry and what to do about it. ``provider`` is the
+        plugin recorded for it in a saved program, if any: it names the package to install."""
+        return f"unknown op {brief(repr(op))}" + self.missing_reason(op, provider)
+
+    def missing_reason(self, op: str, provider: Provider | None = None) -> str:
+        """The part of ``explain_missing`` after the op's name: ": it is provided by ...;
+        install it with `...`", or a did-you-mean, or a pointer to `paddle-ops list`."""
         for record in self.records:
             if any(s["type"] == op for s in record.ops) and not record.loaded:
                 state = record.disabled or f"broken: {record.reason}"
-                return f"{message}: it is provided by {record.label}, which is {state}"
-        hint = did_you_mean(op, self.ops)
-        if hint:
-            return message + hint
-        if self.settings.no_plugins:
-            return f"{message}: no plugin is loaded, since PADDLE_CORE_NO_PLUGINS is set"
+                return f": it is provided by {record.label}, which is {state}"
         # (reads the catalog: only when an op is missing)
         from .catalog import install_command, provider_of
 
+        if provider is not None and provider.distribution and self.settings.no_plugins:
+            return ": no plugin is loaded, since PADDLE_CORE_NO_PLUGINS is set"
+        if provider is not None and provider.distribution:
+            package, version = provider.distribution, provider.version
+            saved = f" (the program was saved with {version})" if version else ""
+            # Installed, but in a version without the op, or unusable (its plugin of the
+            # recorded name first: a distribution may hold several).
+            same = [r for r in self.records if normalize(r.distribution) == normalize(package)]
+            same.sort(key=lambda r: r.name != provider.plugin)
+            record = same[0] if same else None
+            if record is not None and not record.loaded:
+                state = record.disabled or f"broken: {record.reason}"
+                return f": it is provided by {package}{saved}; {record.label} is {state}"
+            if record is not None:
+                pinned = shlex.quote(f"{package}=={version}") if version else package
+                return (
+                    f": it is provided by {package}{saved}, but not by the installed "
+                    f"{record.distribution} {record.version}; install the version the program "
+                    f"was saved with: `pip install {pinned}`"
+                )
+            command = install_command(package, minimum=version)
+            return f": it is provided by {package}{saved}; install it with `{command}`"
+        if provider is not None:
+            return (
+                f": it was provided by plugin {provider.plugin!r}, registered from Python with "
+                "register_plugin; register it again before loading the program"
+            )
+        hint = did_you_mean(op, self.ops)
+        if hint:
+            return hint
+        if self.settings.no_plugins:
+            return ": no plugin is loaded, since PADDLE_CORE_NO_PLUGINS is set"
         package = provider_of(op)
         if package:
-            return f"{message}: it is provided by {package}; install it with `{install_command(package)}`"
+            return f": it is provided by {package}; install it with `{install_command(package)}`"
         if not self.ops:
             first = install_command("paddle-ops-math")
-            return f"{message}: no op plugin is installed (install one, e.g. `{first}`)"
-        return message + "; `paddle-ops list` shows the available ops"
+            return f": no op plugin is installed (install one, e.g. `{first}`)"
+        return "; `paddle-ops list` shows the available ops"
 
     def kernel_candidates(self, op: str, device: str, dtype: str) -> list[KernelRef]:
         return self.ops[op].kernels.get((device, dtype), [])

@@ -445,9 +445,47 @@ def _desc_with_unknown_op() -> pb.ProgramDesc:
     return desc
 
 
-def test_loading_an_op_no_plugin_provides(program):
+MYSTERY_MANIFEST = """
+ops {
+  proto {
+    type: "mystery_op"
+    comment: "Whatever a program saved elsewhere needs."
+    inputs { name: "src" comment: "Inputs." duplicable: true }
+    outputs { name: "dst" comment: "Output." }
+    attrs { name: "k" type: INT comment: "A number." }
+    attrs { name: "names" type: STRINGS comment: "Some names." }
+  }
+  kernels { device: "cpu" dtypes: [FLOAT32] python: "mystery_cpu" }
+  shape_rule: "paddle_core.rules:unary"
+}
+"""
+
+
+class MysteryOps:
+    """An in-process plugin providing mystery_op, so that a desc using it loads."""
+
+    def paddle_core_manifest(self):
+        return MYSTERY_MANIFEST
+
+    def mystery_cpu(self, src, **attrs):
+        return src[0]
+
+
+@pytest.fixture
+def mystery():
+    pc.register_plugin(MysteryOps(), name="mystery")
+
+
+def test_loading_an_op_no_plugin_provides():
+    """Refused at load, naming the op (see test_provenance.py for the package to install)."""
+    with pytest.raises(
+        pc.OpNotFoundError, match="uses op 'mystery_op', which no loaded plugin provides"
+    ):
+        pc.Program.from_desc(_desc_with_unknown_op())
+
+
+def test_loading_keeps_what_the_desc_holds(program, mystery):
     desc = _desc_with_unknown_op()
-    assert "mystery_op" not in pc.get_registry()
     q = pc.Program.from_desc(desc)
     (op,) = q.global_block().ops
     assert (op.type, op.inputs, op.outputs) == ("mystery_op", {"src": ["a"]}, {"dst": ["b"]})
@@ -455,7 +493,7 @@ def test_loading_an_op_no_plugin_provides(program):
     b = q.global_block().var("b")
     assert (b.shape, b.dtype, b.op) == ((3,), "int64", op)
     assert q.global_block().var("a").shape == (None, 3)
-    assert q.serialize() == desc.SerializeToString()
+    assert q.serialize() == desc.SerializeToString()  # no provider recorded: none made up
     with pc.program_guard(q):  # known ops can still be appended
         assert pc.ops.toy_relu(q.global_block().var("a")).shape == (None, 3)
 
@@ -498,7 +536,7 @@ def test_undeclared_variable():
     )
 
 
-def test_sub_block_sees_only_enclosing_variables():
+def test_sub_block_sees_only_enclosing_variables(mystery):
     desc = _desc_with_unknown_op()
     sub = desc.blocks.add(idx=1, parent_idx=0)
     sub.vars.add(name="local", dtype=pb.VarType.FLOAT32)

@@ -662,7 +662,7 @@ def test_a_loaded_program_gives_the_same_results(tmp_path, filename):
     assert want.shape == (6, 1)
 
 
-def test_running_a_loaded_program_whose_op_no_plugin_provides(tmp_path):
+def test_a_program_whose_op_no_plugin_provides_any_more(tmp_path):
     class Ephemeral:
         def paddle_core_manifest(self):
             return """
@@ -685,9 +685,11 @@ def test_running_a_loaded_program_whose_op_no_plugin_provides(tmp_path):
     pc.save_program(prog, tmp_path / "p.pb")
     pc.unregister_plugin(name)
 
-    loaded = pc.load_program(tmp_path / "p.pb")  # loading needs no plugin
+    with pytest.raises(pc.OpNotFoundError, match="uses op 'ephemeral_op'") as info:
+        pc.load_program(tmp_path / "p.pb")  # refused at load (see test_provenance.py)
+    assert info.value.op == "ephemeral_op"
     with pytest.raises(pc.OpNotFoundError, match="ephemeral_op") as info:
-        run(loaded, {"x": np.ones(2, np.float32)}, [y.name])
+        run(prog, {"x": np.ones(2, np.float32)}, [y.name])  # the program still in memory
     assert info.value.op == "ephemeral_op"
 
 

@@ -263,7 +263,7 @@ def test_hostile_arguments_get_one_line_errors(args: tuple[str, ...], message: s
     assert line.startswith("paddle-ops: error: ") and message in line and len(line) < 300, line
 
 
-COMMANDS = ("list", "show", "plugins", "doctor", "validate", "stubs", "new", "help")
+COMMANDS = ("list", "show", "inspect", "plugins", "doctor", "validate", "stubs", "new", "help")
 
 
 def test_help_reads_like_git_help() -> None:
