@@ -85,7 +85,7 @@ def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
-    others = {"argmax", "argmin", "clip", "where"}
+    others = {"argmax", "argmin", "clip", "where", "gather", "gather_grad", "one_hot"}
     assert declared == tested | set(REDUCE) | grads | others | set(LOGIC) | set(SHAPE_OPS)
 
 
@@ -542,3 +542,31 @@ def test_slice_grad_and_broadcast_to_grad_as_on_cpu(dtype):
         v, g = rand(rng, shape, dtype), rand(rng, target, dtype)
         (got,) = run_both("broadcast_to_grad", {"x": v, "out_grad": g}, {}, "x_grad")
         assert got.shape == v.shape
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_gather_and_one_hot_as_on_cpu(dtype):
+    rng = np.random.default_rng(29)
+    x = np.asarray(rng.integers(0, 9, (5, 4, 3))).astype(dtype)
+    for index, axis in [([4, -1, 0, 0], 0), ([[1, 3], [-4, 2]], 1), (2, -1)]:
+        index = np.asarray(index)
+        assert_matches(
+            run_cuda("gather", {"x": x, "index": index}, {"axis": axis}),
+            np.take(x, index, axis=axis),
+        )
+    with pytest.raises(pc.KernelError, match=r"index 5 \(at flat position 1\) is out of range"):
+        run_cuda("gather", {"x": x, "index": np.array([0, 5])}, {})
+    index = np.array([[0, 3], [2, 1]], np.int32)
+    got = run_cuda("one_hot", {"index": index}, {"depth": 4, "dtype": dtype})
+    assert_matches(got, (index[..., None] == np.arange(4)).astype(dtype))
+    with pytest.raises(pc.KernelError, match=r"index 4 \(at flat position 0\) is out of range"):
+        run_cuda("one_hot", {"index": np.array([4])}, {"depth": 4})
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gather_grad_as_on_cpu(dtype):
+    rng = np.random.default_rng(30)
+    x = rand(rng, (5, 4, 3), dtype)
+    index = np.array([[4, 0], [4, -1]])
+    g = rand(rng, (5, 2, 2, 3), dtype)
+    run_both("gather_grad", {"x": x, "index": index, "out_grad": g}, {"axis": 1}, "x_grad")

@@ -68,6 +68,21 @@ def test_without_a_driver_the_new_kernels_fail_with_cudas_message(name, ins, out
     assert message.startswith("CUDA kernel launch failed: "), message
 
 
+# The index kernels copy the index to the host to check it before they launch.
+INDEXED = [
+    ("gather_cuda", [float32(4, 3), int64(2)], [float32(2, 3)], {"axis": 0}),
+    ("gather_grad_cuda", [float32(4, 3), int64(2), float32(2, 3)], [float32(4, 3)], {"axis": 0}),
+    ("one_hot_cuda", [int64(2)], [float32(2, 5)], {"depth": 5}),
+]
+
+
+@pytest.mark.parametrize(("name", "ins", "outs", "attrs"), INDEXED, ids=[c[0] for c in INDEXED])
+def test_without_a_driver_the_index_kernels_fail_with_cudas_message(name, ins, outs, attrs):
+    status, message = prepare_and_run(name, Slots(*ins), Slots(*outs), attrs)
+    assert status == PC_ERROR
+    assert message.startswith("CUDA copy failed: "), message
+
+
 def test_an_empty_gradient_or_reduction_launches_nothing():
     ins = Slots(float32(0, 3), float32(3), float32(0, 3))
     assert prepare_and_run("add_grad_cuda", ins, Slots(float32(0, 3))) == (0, "")
