@@ -85,7 +85,7 @@ def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
-    others = {"argmax", "argmin", "clip", "where", "gather", "gather_grad", "one_hot"}
+    others = {"argmax", "argmin", "clip", "where", "cumsum", "gather", "gather_grad", "one_hot"}
     assert declared == tested | set(REDUCE) | grads | others | set(LOGIC) | set(SHAPE_OPS)
 
 
@@ -542,6 +542,17 @@ def test_slice_grad_and_broadcast_to_grad_as_on_cpu(dtype):
         v, g = rand(rng, shape, dtype), rand(rng, target, dtype)
         (got,) = run_both("broadcast_to_grad", {"x": v, "out_grad": g}, {}, "x_grad")
         assert got.shape == v.shape
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+def test_cumsum_as_on_cpu(dtype):
+    rng = np.random.default_rng(28)
+    for shape, axis in [((7,), 0), ((3, 4, 5), 1), ((3, 4, 5), -1), ((), 0), ((0, 3), 0)]:
+        x = rand(rng, shape, dtype)
+        for exclusive in (False, True):
+            for reverse in (False, True):
+                attrs = {"axis": axis, "exclusive": exclusive, "reverse": reverse}
+                run_both("cumsum", {"x": x}, attrs)
 
 
 @pytest.mark.parametrize("dtype", ALL)

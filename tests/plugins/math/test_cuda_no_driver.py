@@ -58,6 +58,12 @@ LAUNCHING = [  # kernel, inputs, outputs, attrs: each prepares, then launches (a
     ("max_grad_cuda", [float32(2, 3), float32(3), float32(3)], [float32(2, 3)], REDUCE),
     ("argmax_cuda", [float32(2, 3)], [int64(2)], {"axis": 1, "keepdim": False}),
     ("where_cuda", [np.zeros((2, 1), bool), float32(1, 3), float32(3)], [float32(2, 3)], {}),
+    (
+        "cumsum_cuda",
+        [float32(2, 3)],
+        [float32(2, 3)],
+        {"axis": 1, "exclusive": False, "reverse": True},
+    ),
 ]
 
 

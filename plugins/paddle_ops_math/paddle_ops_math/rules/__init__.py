@@ -10,6 +10,7 @@ from .fill import assign_grad, cast_grad, cast_shape, fill_constant_shape, scale
 from .index import gather_shape, one_hot_shape
 from .matmul import matmul_2d_shape, matmul_shape, rowwise_add_shape
 from .reduce import argmax_shape, extreme_shape, reduce_shape, sum_shape
+from .scan import cumsum_grad, cumsum_shape
 from .shape import (
     broadcast_to_grad_shape,
     broadcast_to_shape,
