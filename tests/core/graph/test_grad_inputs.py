@@ -32,6 +32,7 @@ CASES = {
     "broadcast_to": ({"x": ("float32", [1, 4])}, {"shape": [3, 4]}),
     "clip": ({"x": F4}, {"min": -0.5, "max": 0.5}),
     "slice": ({"x": F4}, {"axes": [1], "starts": [1], "ends": [3]}),
+    "tile": ({"x": F4}, {"repeat_times": [2, 1, 3]}),
     "gather": ({"x": F4, "index": ("int64", [2, 5])}, {"axis": 1}),
     "matmul": ({"x": F4, "y": ("float32", [4, 2])}, {}),
     "matmul_2d": ({"x": F4, "y": ("float32", [4, 2])}, {}),

@@ -52,6 +52,7 @@ CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
 LOGIC = ["isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"]
 SHAPE_OPS = ["reshape", "squeeze", "unsqueeze", "transpose", "concat", "split", "slice"]
 SHAPE_OPS += ["slice_grad", "broadcast_to", "expand", "broadcast_to_grad"]
+SHAPE_OPS += ["tile", "tile_grad", "tril", "triu"]
 MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad", "rowwise_add"]
 # The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
 UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
@@ -542,6 +543,29 @@ def test_slice_grad_and_broadcast_to_grad_as_on_cpu(dtype):
         v, g = rand(rng, shape, dtype), rand(rng, target, dtype)
         (got,) = run_both("broadcast_to_grad", {"x": v, "out_grad": g}, {}, "x_grad")
         assert got.shape == v.shape
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_tile_tril_and_triu(dtype):
+    rng = np.random.default_rng(26)
+    x = np.asarray(rng.integers(1, 9, (2, 3, 4))).astype(dtype)
+    for reps in ([2, 1, 3], [3], [2, 1, 1, 2], [0, 2], []):
+        assert_matches(run_cuda("tile", {"x": x}, {"repeat_times": reps}), np.tile(x, reps))
+    for diagonal in (-4, -1, 0, 2, 9):
+        assert_matches(run_cuda("tril", {"x": x}, {"diagonal": diagonal}), np.tril(x, diagonal))
+        assert_matches(run_cuda("triu", {"x": x}, {"diagonal": diagonal}), np.triu(x, diagonal))
+    empty = np.zeros((3, 0), dtype)
+    assert run_cuda("tril", {"x": empty}, {}).shape == (3, 0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_tile_grad_as_on_cpu(dtype):
+    rng = np.random.default_rng(27)
+    for shape, reps in [((2, 3), [2, 3]), ((3,), [2, 1, 2]), ((), [4]), ((2, 1), [0, 2])]:
+        x = rand(rng, shape, dtype)
+        g = rand(rng, np.tile(x, reps).shape, dtype)
+        (got,) = run_both("tile_grad", {"x": x, "out_grad": g}, {"repeat_times": reps}, "x_grad")
+        assert got.shape == x.shape
 
 
 @pytest.mark.parametrize("dtype", NUMBERS)

@@ -24,8 +24,11 @@ from .shape import (
     split_shape,
     squeeze_grad,
     squeeze_shape,
+    tile_shape,
     transpose_grad,
     transpose_shape,
+    triangle_grad,
+    triangle_shape,
     unsqueeze_grad,
     unsqueeze_shape,
 )
