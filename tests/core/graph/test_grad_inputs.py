@@ -26,7 +26,7 @@ CASES = {
     "erf": ({"x": F4}, {}),
     **{op: ({"x": F4}, {}) for op in ("sigmoid", "tanh", "square", "relu", "silu", "gelu")},
     **{op: ({"x": F4}, {}) for op in ("elu", "leaky_relu", "softplus", "softmax", "log_softmax")},
-    **{op: ({"x": F4, "y": F4}, {}) for op in ("add", "sub", "mul", "div", "pow")},
+    **{op: ({"x": F4, "y": F4}, {}) for op in ("add", "sub", "mul", "div", "pow", "mod")},
     **{op: ({"x": F4, "y": F4}, {}) for op in ("maximum", "minimum")},
     **{op: ({"x": F4}, {"axes": [1]}) for op in ("sum", "mean", "max", "min", "prod")},
     "broadcast_to": ({"x": ("float32", [1, 4])}, {"shape": [3, 4]}),

@@ -58,6 +58,7 @@ LAUNCHING = [  # kernel, inputs, outputs, attrs: each prepares, then launches (a
     ("max_grad_cuda", [float32(2, 3), float32(3), float32(3)], [float32(2, 3)], REDUCE),
     ("argmax_cuda", [float32(2, 3)], [int64(2)], {"axis": 1, "keepdim": False}),
     ("where_cuda", [np.zeros((2, 1), bool), float32(1, 3), float32(3)], [float32(2, 3)], {}),
+    ("mod_cuda", [float32(2, 3), float32(3)], [float32(2, 3)], {}),
     ("tile_cuda", [float32(2, 3)], [float32(4, 3)], {"repeat_times": [2, 1]}),
     ("tile_grad_cuda", [float32(2, 3), float32(4, 3)], [float32(2, 3)], {"repeat_times": [2, 1]}),
     ("tril_cuda", [float32(2, 3)], [float32(2, 3)], {"diagonal": 0}),
