@@ -1,4 +1,4 @@
-// Elementwise binary ops with NumPy broadcasting: add, sub, mul, div, pow, maximum, minimum.
+// Elementwise binary ops with NumPy broadcasting: add, sub, mul, div, pow, mod, maximum, minimum.
 //
 // Memory contract: inputs x, y and output out are C-contiguous; out has the broadcast shape
 // and x's dtype (checked in prepare). The formulas are functors.hpp's (shared with the CUDA
@@ -14,6 +14,7 @@ const pc::Family& binary_kernels() {
       pc::kernel<Binary<Mul, Numbers>>("mul"),
       pc::kernel<Binary<Div, Floats>>("div"),
       pc::kernel<Binary<Pow, Floats>>("pow"),
+      pc::kernel<Binary<Mod, Numbers>>("mod"),
       pc::kernel<Binary<Maximum, Numbers>>("maximum"),
       pc::kernel<Binary<Minimum, Numbers>>("minimum"),
   };

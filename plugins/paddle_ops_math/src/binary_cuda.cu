@@ -1,5 +1,5 @@
 // CUDA kernels of the elementwise binary ops with NumPy broadcasting: add, sub, mul, div, pow,
-// maximum, minimum. Same formulas (functors.hpp), checks and dtypes as binary_cpu.cpp. Also
+// mod, maximum, minimum. Same formulas (functors.hpp), checks and dtypes as binary_cpu.cpp. Also
 // the core's add_n (paddle_core/builtin/ops.pbtxt), which every backward uses to sum gradients.
 //
 // Memory contract: inputs x, y and output out are C-contiguous CUDA buffers; out has the
@@ -63,6 +63,7 @@ const pc::Family& binary_cuda_kernels() {
       pc::kernel<BinaryCuda<Mul, Numbers>>("mul_cuda"),
       pc::kernel<BinaryCuda<Div, Floats>>("div_cuda"),
       pc::kernel<BinaryCuda<Pow, Floats>>("pow_cuda"),
+      pc::kernel<BinaryCuda<Mod, Numbers>>("mod_cuda"),
       pc::kernel<BinaryCuda<Maximum, Numbers>>("maximum_cuda"),
       pc::kernel<BinaryCuda<Minimum, Numbers>>("minimum_cuda"),
       pc::kernel<AddNCuda>("add_n_cuda"),

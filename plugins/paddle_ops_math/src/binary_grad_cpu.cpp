@@ -1,4 +1,4 @@
-// Gradients of the elementwise binary ops: add_grad ... minimum_grad.
+// Gradients of the elementwise binary ops: add_grad ... minimum_grad, mod_grad.
 //
 // Memory contract: inputs x, y, out_grad and outputs x_grad (shape of x), y_grad (shape of y)
 // are C-contiguous float32/float64; out_grad has the broadcast shape. Either output may be
@@ -72,6 +72,7 @@ const pc::Family& binary_grad_kernels() {
       pc::kernel<BinaryGrad<GradMulX, GradMulY>>("mul_grad"),
       pc::kernel<BinaryGrad<GradDivX, GradDivY>>("div_grad"),
       pc::kernel<BinaryGrad<GradPowX, GradPowY>>("pow_grad"),
+      pc::kernel<BinaryGrad<GradOne, GradModY>>("mod_grad"),
       pc::kernel<BinaryGrad<GradMaxX, GradMaxY>>("maximum_grad"),
       pc::kernel<BinaryGrad<GradMinX, GradMinY>>("minimum_grad"),
   };

@@ -115,6 +115,7 @@ const pc::Family& binary_grad_cuda_kernels() {
       pc::kernel<BinaryGradCuda<GradMulX, GradMulY>>("mul_grad_cuda"),
       pc::kernel<BinaryGradCuda<GradDivX, GradDivY>>("div_grad_cuda"),
       pc::kernel<BinaryGradCuda<GradPowX, GradPowY>>("pow_grad_cuda"),
+      pc::kernel<BinaryGradCuda<GradOne, GradModY>>("mod_grad_cuda"),
       pc::kernel<BinaryGradCuda<GradMaxX, GradMaxY>>("maximum_grad_cuda"),
       pc::kernel<BinaryGradCuda<GradMinX, GradMinY>>("minimum_grad_cuda"),
   };

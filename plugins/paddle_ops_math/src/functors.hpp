@@ -75,6 +75,28 @@ struct Div {
 struct Pow {
   template <class T> PADDLE_CORE_HD T operator()(T a, T b) const { return std::pow(a, b); }
 };
+// NumPy's mod (np.mod, np.remainder, Python's %): the remainder of floor division, with the
+// sign of b. Floats as NumPy's npy_divmod (a zero result takes b's sign; b == 0 gives NaN);
+// integers: b == 0 gives 0, as NumPy does (with a warning there), and b == -1 gives 0 (the
+// minimum % -1 would overflow).
+struct Mod {
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == T(0) || b == T(-1)) return T(0);
+      const T r = a % b;
+      return r != T(0) && ((r < T(0)) != (b < T(0))) ? T(r + b) : r;
+    } else {
+      T r = std::fmod(a, b);
+      if (b == T(0)) return r;
+      if (r != T(0)) {
+        if ((b < T(0)) != (r < T(0))) r += b;
+      } else {
+        r = std::copysign(T(0), b);
+      }
+      return r;
+    }
+  }
+};
 struct Maximum {  // NaN-propagating, like np.maximum
   template <class T> PADDLE_CORE_HD T operator()(T a, T b) const { return a > b || a != a ? a : b; }
 };
@@ -291,6 +313,11 @@ struct GradPowX {  // d(x^y)/dx = y x^(y-1)
 struct GradPowY {  // d(x^y)/dy = x^y ln x
   template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const {
     return x == T(0) && y >= T(0) ? T(0) : g * std::pow(x, y) * std::log(x);
+  }
+};
+struct GradModY {  // d(x - y floor(x / y))/dy = -floor(x / y) (almost everywhere)
+  template <class T> PADDLE_CORE_HD T operator()(T x, T y, T g) const {
+    return -g * std::floor(x / y);
   }
 };
 struct GradMaxX {  // ties send the gradient to x, like the forward's choice of x

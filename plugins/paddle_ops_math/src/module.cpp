@@ -15,12 +15,14 @@ const paddle_core::Family& binary_kernels();
 const paddle_core::Family& binary_grad_kernels();
 const paddle_core::Family& compare_kernels();
 const paddle_core::Family& fill_kernels();
+const paddle_core::Family& index_kernels();
 const paddle_core::Family& logic_kernels();
 const paddle_core::Family& matmul_kernels();
 const paddle_core::Family& argreduce_kernels();
 const paddle_core::Family& extreme_kernels();
 const paddle_core::Family& reduce_kernels();
 const paddle_core::Family& reduce_grad_kernels();
+const paddle_core::Family& scan_kernels();
 const paddle_core::Family& shape_kernels();
 const paddle_core::Family& unary_kernels();
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
@@ -29,9 +31,11 @@ const paddle_core::Family& binary_cuda_kernels();
 const paddle_core::Family& binary_grad_cuda_kernels();
 const paddle_core::Family& compare_cuda_kernels();
 const paddle_core::Family& fill_cuda_kernels();
+const paddle_core::Family& index_cuda_kernels();
 const paddle_core::Family& logic_cuda_kernels();
 const paddle_core::Family& matmul_cuda_kernels();
 const paddle_core::Family& reduce_cuda_kernels();
+const paddle_core::Family& scan_cuda_kernels();
 const paddle_core::Family& shape_cuda_kernels();
 const paddle_core::Family& unary_cuda_kernels();
 const paddle_core::Family& unary_grad_cuda_kernels();
@@ -78,13 +82,15 @@ PYBIND11_MODULE(_C, m) {
   paddle_core::export_kernels(
       m, {&pom::argreduce_kernels(), &pom::binary_kernels(), &pom::binary_grad_kernels(),
           &pom::compare_kernels(), &pom::extreme_kernels(), &pom::fill_kernels(),
-          &pom::logic_kernels(), &pom::matmul_kernels(), &pom::reduce_kernels(),
-          &pom::reduce_grad_kernels(), &pom::shape_kernels(), &pom::unary_kernels(),
+          &pom::index_kernels(), &pom::logic_kernels(), &pom::matmul_kernels(),
+          &pom::reduce_kernels(), &pom::reduce_grad_kernels(), &pom::scan_kernels(),
+          &pom::shape_kernels(), &pom::unary_kernels(),
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
           &pom::binary_cuda_kernels(), &pom::binary_grad_cuda_kernels(),
-          &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(), &pom::logic_cuda_kernels(),
-          &pom::matmul_cuda_kernels(), &pom::reduce_cuda_kernels(), &pom::shape_cuda_kernels(),
-          &pom::unary_cuda_kernels(), &pom::unary_grad_cuda_kernels(),
+          &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(), &pom::index_cuda_kernels(),
+          &pom::logic_cuda_kernels(), &pom::matmul_cuda_kernels(), &pom::reduce_cuda_kernels(),
+          &pom::scan_cuda_kernels(), &pom::shape_cuda_kernels(), &pom::unary_cuda_kernels(),
+          &pom::unary_grad_cuda_kernels(),
 #endif
       });
 #ifdef PADDLE_OPS_MATH_WITH_CUDA

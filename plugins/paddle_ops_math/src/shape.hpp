@@ -267,6 +267,71 @@ inline std::vector<int64_t> check_broadcast_to_grad(const Slots& in, const Slots
   return broadcast_to_strides(x, g);
 }
 
+// tile (and tile_grad): x and out viewed as [r0, d0, r1, d1, ...], x's shape and
+// repeat_times aligned to the right with 1s in front of the shorter (numpy.tile). Returns the
+// dims of that view and x's strides along them (0 along the repeats); fails unless `o` is x
+// tiled (`what` names it) and every repeat is >= 0.
+struct TileView {
+  std::vector<int64_t> dims, src;
+};
+
+inline TileView plan_tile(const Attrs& attrs, const Tensor& x, const Tensor& o, const char* what) {
+  o.expect_dtype(x.dtype(), what);
+  std::vector<int64_t> reps = attrs.ints("repeat_times");
+  for (int64_t r : reps)
+    if (r < 0) fail("repeat_times must not be negative, got %lld", static_cast<long long>(r));
+  const size_t nd = std::max(reps.size(), static_cast<size_t>(x.ndim()));
+  reps.insert(reps.begin(), nd - reps.size(), 1);
+  std::vector<int64_t> xd = dims_of(x);
+  xd.insert(xd.begin(), nd - xd.size(), 1);
+  const std::vector<int64_t> xs = strides_of(xd);
+  bool fits = o.ndim() == static_cast<int32_t>(nd);
+  TileView v;
+  for (size_t k = 0; k < nd; ++k) {
+    fits = fits && o.dim(static_cast<int32_t>(k)) == xd[k] * reps[k];
+    v.dims.insert(v.dims.end(), {reps[k], xd[k]});
+    v.src.insert(v.src.end(), {0, xs[k]});
+  }
+  if (!fits) fail("%s %s is not x %s tiled", what, o.describe().c_str(), x.describe().c_str());
+  return v;
+}
+
+inline Copy check_tile(const Attrs& attrs, const Slots& in, const Slots& out) {
+  const TileView v = plan_tile(attrs, in(0), out(0), "out");
+  return plan_copy(v.dims, strides_of(v.dims), v.src, element_size(in(0)));
+}
+
+// tile_grad (inputs x, out_grad; output x_grad): the tile view of out_grad.
+inline TileView check_tile_grad(const Attrs& attrs, const Slots& in, const Slots& out) {
+  Tensor x = in(0), g = in(1), gx = out(0);
+  gx.expect_dtype(x.dtype(), "x_grad");
+  paddle_core::expect_same_shape(gx, x, "x_grad and x");
+  return plan_tile(attrs, x, g, "out_grad");
+}
+
+// tril, triu: x and out of one shape and dtype, at least 2-D. Returns [batch, rows, cols].
+struct Triangle {
+  int64_t batch = 0, rows = 0, cols = 0;
+};
+
+inline Triangle check_triangle(const Slots& in, const Slots& out) {
+  Tensor x = in(0), o = out(0);
+  paddle_core::expect_same_shape(x, o, "x and out");
+  o.expect_dtype(x.dtype(), "out");
+  if (x.ndim() < 2) fail("x %s must be at least 2-D (matrices)", x.describe().c_str());
+  element_size(x);
+  const int64_t rows = x.dim(-2), cols = x.dim(-1);
+  return {rows * cols == 0 ? 0 : x.numel() / (rows * cols), rows, cols};
+}
+
+// Where row i of a matrix splits: a tril keeps the elements before it and zeroes the rest, a
+// triu zeroes the elements before it and keeps the rest (j - i <= diagonal, j - i >= diagonal).
+PADDLE_CORE_HD inline int64_t triangle_split(bool lower, int64_t i, int64_t diagonal,
+                                             int64_t cols) {
+  const int64_t split = lower ? i + diagonal + 1 : i + diagonal;  // j < split: kept / zeroed
+  return split < 0 ? 0 : (split > cols ? cols : split);
+}
+
 }  // namespace pom
 
 #endif  // PADDLE_OPS_MATH_SHAPE_HPP_

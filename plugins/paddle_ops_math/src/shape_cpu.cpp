@@ -1,10 +1,11 @@
 // Shape ops: reshape (also squeeze and unsqueeze), transpose, concat, split, slice,
-// broadcast_to (also expand), and the grad kernels slice_grad and broadcast_to_grad.
+// broadcast_to (also expand), tile, tril and triu, and the grad kernels slice_grad,
+// broadcast_to_grad and tile_grad.
 //
 // Memory contract: C-contiguous tensors; outputs have the shapes the shape rules inferred, and
 // prepare checks them against the inputs and attrs, so every copy stays in bounds (empty
-// tensors copy nothing). Except for broadcast_to_grad, which sums, the kernels only move
-// elements: they copy raw elements of the dtype's size, with no per-dtype code. Inputs and
+// tensors copy nothing). Except for broadcast_to_grad and tile_grad, which sum, the kernels move
+// elements (tril and triu zero some): raw elements of the dtype's size, with no per-dtype code. Inputs and
 // outputs do not overlap; reshape alone may run in place (a no-op).
 #include <cstring>
 
@@ -229,6 +230,92 @@ class BroadcastToGrad {
   Fn fn_;
 };
 
+// tile: out = x repeated along each axis (numpy.tile).
+class Tile {
+ public:
+  Tile(const Attrs& attrs, const Slots& in, const Slots& out) : copy_(check_tile(attrs, in, out)) {}
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx.num_threads());
+  }
+
+ private:
+  Copy copy_;
+};
+
+// x_grad = out_grad summed over the tiles. Inputs: x (for its shape), out_grad; output: x_grad.
+// Walks out_grad in order, adding each element at its place in x (the tile view's strides).
+class TileGrad {
+ public:
+  TileGrad(const Attrs& attrs, const Slots& in, const Slots& out)
+      : view_(check_tile_grad(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+  }
+  void run(const Slots& in, const Slots& out, const Context&) const {
+    fn_(view_, in(1).data<void>(), in(1).numel(), out(0).data<void>(), out(0).numel());
+  }
+
+ private:
+  using Fn = void (*)(const TileView&, const void*, int64_t, void*, int64_t);
+  template <class T>
+  static void compute(const TileView& v, const void* gv, int64_t n, void* dxv, int64_t m) {
+    const T* g = static_cast<const T*>(gv);
+    T* dx = static_cast<T*>(dxv);
+    std::fill(dx, dx + m, T(0));
+    if (n == 0) return;
+    const int32_t nd = static_cast<int32_t>(v.dims.size());
+    std::vector<int64_t> idx(nd, 0);
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      dx[at] += g[i];
+      for (int32_t k = nd - 1; k >= 0; --k) {  // next index of the view, like an odometer
+        at += v.src[k];
+        if (++idx[k] < v.dims[k]) break;
+        at -= v.src[k] * v.dims[k];
+        idx[k] = 0;
+      }
+    }
+  }
+
+  TileView view_;
+  Fn fn_;
+};
+
+// tril (Lower) and triu: each row of each matrix is copied in part and zeroed in part, as raw
+// bytes of any dtype (zero bytes are 0, 0.0 and false).
+template <bool Lower> class TriangleKernel {
+ public:
+  TriangleKernel(const Attrs& attrs, const Slots& in, const Slots& out)
+      : shape_(check_triangle(in, out)),
+        diagonal_(attrs.i("diagonal")),
+        esize_(in(0).element_size()) {}
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const char* x = in(0).data<char>();
+    char* o = out(0).data<char>();
+    const int64_t rows = shape_.rows, cols = shape_.cols, width = cols * esize_;
+    parallel_for(shape_.batch * rows, ctx.num_threads(),
+                 std::max<int64_t>(1, kGrain / std::max<int64_t>(1, cols)),
+                 [&](int64_t lo, int64_t hi) {
+                   for (int64_t r = lo; r < hi; ++r) {
+                     const int64_t split = triangle_split(Lower, r % rows, diagonal_, cols);
+                     const int64_t cut = split * esize_;
+                     const char* s = x + r * width;
+                     char* d = o + r * width;
+                     if (Lower) {
+                       std::memcpy(d, s, static_cast<size_t>(cut));
+                       std::memset(d + cut, 0, static_cast<size_t>(width - cut));
+                     } else {
+                       std::memset(d, 0, static_cast<size_t>(cut));
+                       std::memcpy(d + cut, s + cut, static_cast<size_t>(width - cut));
+                     }
+                   }
+                 });
+  }
+
+ private:
+  Triangle shape_;
+  int64_t diagonal_, esize_;
+};
+
 }  // namespace
 
 const pc::Family& shape_kernels() {
@@ -241,6 +328,10 @@ const pc::Family& shape_kernels() {
       pc::kernel<SliceGrad>("slice_grad"),
       pc::kernel<BroadcastTo>("broadcast_to"),
       pc::kernel<BroadcastToGrad>("broadcast_to_grad"),
+      pc::kernel<Tile>("tile"),
+      pc::kernel<TileGrad>("tile_grad"),
+      pc::kernel<TriangleKernel<true>>("tril"),
+      pc::kernel<TriangleKernel<false>>("triu"),
   };
   return family;
 }

@@ -1,12 +1,12 @@
 // CUDA kernels of the shape ops: reshape (also squeeze and unsqueeze), transpose, concat,
-// split, slice, broadcast_to (also expand), slice_grad and broadcast_to_grad. Same checks and
-// copies (shape.hpp) and dtypes as shape_cpu.cpp's.
+// split, slice, broadcast_to (also expand), tile, tril, triu, slice_grad, broadcast_to_grad and
+// tile_grad. Same checks and copies (shape.hpp) and dtypes as shape_cpu.cpp's.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, outputs of the inferred shapes, inputs
 // and outputs do not overlap; reshape alone may run in place), all on the CUDA device of the
-// plan's stream. Except for broadcast_to_grad, which sums, the kernels only move elements of
-// the dtype's size: a contiguous copy is one cudaMemcpyAsync, any other a gather kernel with
-// one thread per element.
+// plan's stream. Except for broadcast_to_grad and tile_grad, which sum, the kernels only move
+// elements of the dtype's size (tril and triu zero some): a contiguous copy is one
+// cudaMemcpyAsync, any other a gather kernel with one thread per element.
 #include <vector>
 
 #include "cuda.cuh"
@@ -100,6 +100,51 @@ Copy reshape_copy(const Attrs&, const Slots& in, const Slots& out) {
 Copy broadcast_to_copy(const Attrs&, const Slots& in, const Slots& out) {
   return check_broadcast_to(in, out);
 }
+
+template <class U>
+__global__ void triangle_kernel(const U* x, U* out, int64_t n, int64_t rows, int64_t cols,
+                                int64_t diagonal, bool lower) {
+  for (int64_t e = first_index(); e < n; e += index_step()) {
+    const int64_t j = e % cols, i = e / cols % rows;
+    const bool before = j < triangle_split(lower, i, diagonal, cols);
+    out[e] = before == lower ? x[e] : U(0);
+  }
+}
+
+// tril (Lower) and triu: one thread per element, copied or zeroed (shape.hpp's split).
+template <bool Lower> class TriangleCuda {
+ public:
+  TriangleCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : shape_(check_triangle(in, out)), diagonal_(attrs.i("diagonal")) {
+    expect_cuda(in, out);
+    switch (in(0).element_size()) {
+      case 1: launch_ = &launch<uint8_t>; break;
+      case 2: launch_ = &launch<uint16_t>; break;
+      case 4: launch_ = &launch<uint32_t>; break;
+      default: launch_ = &launch<uint64_t>; break;
+    }
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const int64_t n = shape_.batch * shape_.rows * shape_.cols;
+    if (n == 0) return;
+    launch_(in(0).data<void>(), out(0).data<void>(), n, shape_, diagonal_, stream_of(ctx));
+    check_launch();
+  }
+
+ private:
+  using Launch = void (*)(const void*, void*, int64_t, const Triangle&, int64_t, cudaStream_t);
+  template <class U>
+  static void launch(const void* x, void* out, int64_t n, const Triangle& t, int64_t diagonal,
+                     cudaStream_t stream) {
+    const Grid g = grid_for(n);
+    triangle_kernel<U><<<g.blocks, g.threads, 0, stream>>>(
+        static_cast<const U*>(x), static_cast<U*>(out), n, t.rows, t.cols, diagonal, Lower);
+  }
+
+  Triangle shape_;
+  int64_t diagonal_;
+  Launch launch_ = nullptr;
+};
 
 std::vector<CudaCopy> to_cuda(const std::vector<Copy>& copies) {
   std::vector<CudaCopy> result;
@@ -222,6 +267,49 @@ class BroadcastToGradCuda {
   Launch launch_ = nullptr;
 };
 
+// x_grad = out_grad summed over the tiles: the tile view (shape.hpp) of out_grad, its repeat
+// dims summed, its x dims kept; one thread per element of x_grad, as broadcast_to_grad's.
+class TileGradCuda {
+ public:
+  TileGradCuda(const Attrs& attrs, const Slots& in, const Slots& out) {
+    const TileView v = check_tile_grad(attrs, in, out);
+    expect_cuda(in, out);
+    numel_ = in(0).numel();
+    const std::vector<int64_t> sg = strides_of(v.dims);
+    for (size_t k = v.dims.size(); k-- > 0;) {
+      const int64_t size = v.dims[k], strides[1] = {sg[k]};
+      if (v.src[k] == 0) walk_.count *= size;  // a repeat dim (0 repeats: nothing to sum)
+      if (size <= 1) continue;
+      (v.src[k] != 0 ? walk_.kept : walk_.summed).push(size, strides, "this gradient");
+    }
+    launch_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Launch {
+      return &launch<decltype(t)>;
+    });
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    if (numel_ == 0) return;
+    launch_(in(1).data<void>(), out(0).data<void>(), numel_, walk_, stream_of(ctx));
+    check_launch();
+  }
+
+ private:
+  using Launch = void (*)(const void*, void*, int64_t, const SumWalk&, cudaStream_t);
+  template <class T>
+  static void launch(const void* g, void* out, int64_t m, const SumWalk& w, cudaStream_t stream) {
+    const Grid grid = grid_for(m);
+    sum_back_kernel<T><<<grid.blocks, grid.threads, 0, stream>>>(static_cast<const T*>(g),
+                                                                 static_cast<T*>(out), m, w);
+  }
+
+  int64_t numel_ = 0;
+  SumWalk walk_;
+  Launch launch_ = nullptr;
+};
+
+Copy tile_copy(const Attrs& attrs, const Slots& in, const Slots& out) {
+  return check_tile(attrs, in, out);
+}
+
 }  // namespace
 
 const pc::Family& shape_cuda_kernels() {
@@ -234,6 +322,10 @@ const pc::Family& shape_cuda_kernels() {
       pc::kernel<SliceGradCuda>("slice_grad_cuda"),
       pc::kernel<CopyCuda<broadcast_to_copy>>("broadcast_to_cuda"),
       pc::kernel<BroadcastToGradCuda>("broadcast_to_grad_cuda"),
+      pc::kernel<CopyCuda<tile_copy>>("tile_cuda"),
+      pc::kernel<TileGradCuda>("tile_grad_cuda"),
+      pc::kernel<TriangleCuda<true>>("tril_cuda"),
+      pc::kernel<TriangleCuda<false>>("triu_cuda"),
   };
   return family;
 }

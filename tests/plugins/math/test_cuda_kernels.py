@@ -52,6 +52,7 @@ CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
 LOGIC = ["isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"]
 SHAPE_OPS = ["reshape", "squeeze", "unsqueeze", "transpose", "concat", "split", "slice"]
 SHAPE_OPS += ["slice_grad", "broadcast_to", "expand", "broadcast_to_grad"]
+SHAPE_OPS += ["tile", "tile_grad", "tril", "triu"]
 MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad", "rowwise_add"]
 # The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
 UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
@@ -85,7 +86,7 @@ def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
-    others = {"argmax", "argmin", "clip", "where"}
+    others = {"argmax", "argmin", "clip", "where", "cumsum", "gather", "gather_grad", "one_hot"}
     assert declared == tested | set(REDUCE) | grads | others | set(LOGIC) | set(SHAPE_OPS)
 
 
@@ -542,3 +543,65 @@ def test_slice_grad_and_broadcast_to_grad_as_on_cpu(dtype):
         v, g = rand(rng, shape, dtype), rand(rng, target, dtype)
         (got,) = run_both("broadcast_to_grad", {"x": v, "out_grad": g}, {}, "x_grad")
         assert got.shape == v.shape
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_tile_tril_and_triu(dtype):
+    rng = np.random.default_rng(26)
+    x = np.asarray(rng.integers(1, 9, (2, 3, 4))).astype(dtype)
+    for reps in ([2, 1, 3], [3], [2, 1, 1, 2], [0, 2], []):
+        assert_matches(run_cuda("tile", {"x": x}, {"repeat_times": reps}), np.tile(x, reps))
+    for diagonal in (-4, -1, 0, 2, 9):
+        assert_matches(run_cuda("tril", {"x": x}, {"diagonal": diagonal}), np.tril(x, diagonal))
+        assert_matches(run_cuda("triu", {"x": x}, {"diagonal": diagonal}), np.triu(x, diagonal))
+    empty = np.zeros((3, 0), dtype)
+    assert run_cuda("tril", {"x": empty}, {}).shape == (3, 0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_tile_grad_as_on_cpu(dtype):
+    rng = np.random.default_rng(27)
+    for shape, reps in [((2, 3), [2, 3]), ((3,), [2, 1, 2]), ((), [4]), ((2, 1), [0, 2])]:
+        x = rand(rng, shape, dtype)
+        g = rand(rng, np.tile(x, reps).shape, dtype)
+        (got,) = run_both("tile_grad", {"x": x, "out_grad": g}, {"repeat_times": reps}, "x_grad")
+        assert got.shape == x.shape
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+def test_cumsum_as_on_cpu(dtype):
+    rng = np.random.default_rng(28)
+    for shape, axis in [((7,), 0), ((3, 4, 5), 1), ((3, 4, 5), -1), ((), 0), ((0, 3), 0)]:
+        x = rand(rng, shape, dtype)
+        for exclusive in (False, True):
+            for reverse in (False, True):
+                attrs = {"axis": axis, "exclusive": exclusive, "reverse": reverse}
+                run_both("cumsum", {"x": x}, attrs)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_gather_and_one_hot_as_on_cpu(dtype):
+    rng = np.random.default_rng(29)
+    x = np.asarray(rng.integers(0, 9, (5, 4, 3))).astype(dtype)
+    for index, axis in [([4, -1, 0, 0], 0), ([[1, 3], [-4, 2]], 1), (2, -1)]:
+        index = np.asarray(index)
+        assert_matches(
+            run_cuda("gather", {"x": x, "index": index}, {"axis": axis}),
+            np.take(x, index, axis=axis),
+        )
+    with pytest.raises(pc.KernelError, match=r"index 5 \(at flat position 1\) is out of range"):
+        run_cuda("gather", {"x": x, "index": np.array([0, 5])}, {})
+    index = np.array([[0, 3], [2, 1]], np.int32)
+    got = run_cuda("one_hot", {"index": index}, {"depth": 4, "dtype": dtype})
+    assert_matches(got, (index[..., None] == np.arange(4)).astype(dtype))
+    with pytest.raises(pc.KernelError, match=r"index 4 \(at flat position 0\) is out of range"):
+        run_cuda("one_hot", {"index": np.array([4])}, {"depth": 4})
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gather_grad_as_on_cpu(dtype):
+    rng = np.random.default_rng(30)
+    x = rand(rng, (5, 4, 3), dtype)
+    index = np.array([[4, 0], [4, -1]])
+    g = rand(rng, (5, 2, 2, 3), dtype)
+    run_both("gather_grad", {"x": x, "index": index, "out_grad": g}, {"axis": 1}, "x_grad")

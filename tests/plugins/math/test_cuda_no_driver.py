@@ -58,6 +58,16 @@ LAUNCHING = [  # kernel, inputs, outputs, attrs: each prepares, then launches (a
     ("max_grad_cuda", [float32(2, 3), float32(3), float32(3)], [float32(2, 3)], REDUCE),
     ("argmax_cuda", [float32(2, 3)], [int64(2)], {"axis": 1, "keepdim": False}),
     ("where_cuda", [np.zeros((2, 1), bool), float32(1, 3), float32(3)], [float32(2, 3)], {}),
+    ("mod_cuda", [float32(2, 3), float32(3)], [float32(2, 3)], {}),
+    ("tile_cuda", [float32(2, 3)], [float32(4, 3)], {"repeat_times": [2, 1]}),
+    ("tile_grad_cuda", [float32(2, 3), float32(4, 3)], [float32(2, 3)], {"repeat_times": [2, 1]}),
+    ("tril_cuda", [float32(2, 3)], [float32(2, 3)], {"diagonal": 0}),
+    (
+        "cumsum_cuda",
+        [float32(2, 3)],
+        [float32(2, 3)],
+        {"axis": 1, "exclusive": False, "reverse": True},
+    ),
 ]
 
 
@@ -66,6 +76,21 @@ def test_without_a_driver_the_new_kernels_fail_with_cudas_message(name, ins, out
     status, message = prepare_and_run(name, Slots(*ins), Slots(*outs), attrs)
     assert status == PC_ERROR
     assert message.startswith("CUDA kernel launch failed: "), message
+
+
+# The index kernels copy the index to the host to check it before they launch.
+INDEXED = [
+    ("gather_cuda", [float32(4, 3), int64(2)], [float32(2, 3)], {"axis": 0}),
+    ("gather_grad_cuda", [float32(4, 3), int64(2), float32(2, 3)], [float32(4, 3)], {"axis": 0}),
+    ("one_hot_cuda", [int64(2)], [float32(2, 5)], {"depth": 5}),
+]
+
+
+@pytest.mark.parametrize(("name", "ins", "outs", "attrs"), INDEXED, ids=[c[0] for c in INDEXED])
+def test_without_a_driver_the_index_kernels_fail_with_cudas_message(name, ins, outs, attrs):
+    status, message = prepare_and_run(name, Slots(*ins), Slots(*outs), attrs)
+    assert status == PC_ERROR
+    assert message.startswith("CUDA copy failed: "), message
 
 
 def test_an_empty_gradient_or_reduction_launches_nothing():

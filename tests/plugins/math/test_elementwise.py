@@ -14,6 +14,7 @@ BINARY = {
     "mul": (np.multiply, NUMBERS),
     "div": (np.divide, FLOATS),
     "pow": (np.power, FLOATS),
+    "mod": (np.mod, NUMBERS),
     "maximum": (np.maximum, NUMBERS),
     "minimum": (np.minimum, NUMBERS),
 }
@@ -45,7 +46,7 @@ def inputs(rng, op, xs, ys, dtype):
     x, y = rand(rng, xs, dtype), rand(rng, ys, dtype)
     if op == "pow":
         x = np.abs(x) + np.asarray(0.5, dtype)  # real results only
-    if op == "div" or (op == "pow" and dtype in ("int32", "int64")):
+    if op in ("div", "mod") or (op == "pow" and dtype in ("int32", "int64")):
         y = np.where(y == 0, np.asarray(1, dtype), y)
     return x, y
 
@@ -142,3 +143,27 @@ def test_pow_gradients_at_zero_and_negative_bases_are_pytorchs(dtype):
     torch.pow(tx, ty).backward(torch.tensor(g))
     np.testing.assert_allclose(got["x_grad"][0], tx.grad.numpy(), rtol=1e-6, equal_nan=True)
     np.testing.assert_allclose(got["y_grad"][0], ty.grad.numpy(), rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mod_of_special_values_is_numpys(dtype):
+    """The sign of y, a zero with y's sign, NaN for y == 0 and for an infinite x, x itself (or
+    y's infinity) for an infinite y: NumPy's npy_divmod, case by case."""
+    special = [0.0, -0.0, 1.5, -1.5, 3.0, -3.0, 7.25, -7.25, np.inf, -np.inf, np.nan, 1e30, -1e-30]
+    x, y = np.meshgrid(np.array(special, dtype), np.array(special, dtype))
+    with np.errstate(all="ignore"):
+        want = np.mod(x, y)
+    got = run1("mod", {"x": x, "y": y})
+    np.testing.assert_array_equal(got, want)  # bit for bit, NaN in the same places
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_mod_is_numpys_and_by_zero_gives_zero(dtype):
+    info = np.iinfo(dtype)
+    special = np.array([0, 1, -1, 2, -2, 7, -7, info.max, info.min], dtype)
+    x, y = np.meshgrid(special, special)
+    with np.errstate(all="ignore"):
+        want = np.mod(x, y)  # 0 where y == 0 (NumPy warns), and for the minimum % -1
+    assert_matches(run1("mod", {"x": x, "y": y}), want)
+    assert (want[special == 0] == 0).all()

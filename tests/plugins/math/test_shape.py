@@ -433,3 +433,88 @@ def test_reshape_gradient_of_an_empty_input():
 
     (gx,) = grads_of(build, {"x": np.zeros((0, 3))}, ["x"])
     assert gx.shape == (0, 3)
+
+
+# -- tile, tril and triu ------------------------------------------------------------------------
+
+TILE = [  # x shape, repeat_times
+    ((2, 3), [2, 3]),
+    ((2, 3), [3]),  # fewer repeats than axes: 1s in front
+    ((3,), [2, 1, 2]),  # more: x gets leading axes
+    ((), [4]),
+    ((), []),
+    ((2, 3), []),
+    ((2, 3), [0, 2]),
+    ((0, 3), [2, 2]),
+    ((1, 4, 1), [3, 1, 5]),
+    ((300, 40), [2, 3]),  # large enough to split across threads
+]
+
+
+@pytest.mark.parametrize(("xs", "reps"), TILE)
+def test_tile(xs, reps):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run("tile", {"x": x}, {"repeat_times": reps})
+        assert_matches(got, np.tile(x, reps))
+
+
+@pytest.mark.parametrize(
+    ("xs", "reps"),
+    [((2, 3), [2, 3]), ((3,), [2, 1, 2]), ((), [3]), ((2, 1), [0, 2]), ((2, 2), [1])],
+)
+def test_tile_gradient(xs, reps):
+    check_grad("tile", {"x": r64(xs)}, {"repeat_times": reps})
+
+
+def test_tile_keeps_unknown_dimensions():
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [None, 3])
+        assert pc.ops.tile(x, repeat_times=[2, 1, 2]).shape == (2, None, 6)
+        assert pc.ops.tile(x, repeat_times=[0, 2]).shape == (0, 6)
+        with pytest.raises(pc.AttrError, match=r"op 'tile', attr 'repeat_times'"):
+            pc.ops.tile(x, repeat_times=[-1, 2])
+
+
+TRIANGLE = [  # x shape, diagonal
+    ((4, 4), 0),
+    ((3, 5), 1),
+    ((5, 3), -1),
+    ((2, 3, 4), 2),
+    ((2, 3, 4), -5),  # nothing kept by tril, everything by triu
+    ((2, 3, 4), 7),
+    ((0, 3), 0),
+    ((3, 0), 0),
+    ((2, 1, 1), 0),
+    ((5, 300, 70), 3),  # large enough to split across threads
+]
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+@pytest.mark.parametrize(("xs", "diagonal"), TRIANGLE)
+def test_tril_and_triu(op, xs, diagonal):
+    reference = np.tril if op == "tril" else np.triu
+    for dtype in ALL:
+        x = values(xs, dtype) if dtype == "bool" else values(xs, dtype) + np.asarray(1, dtype)
+        (got,) = run(op, {"x": x}, {"diagonal": diagonal})
+        assert_matches(got, reference(x, diagonal))
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+def test_tril_and_triu_default_to_the_main_diagonal(op):
+    x = values((3, 3), "float32") + 1
+    (got,) = run(op, {"x": x}, {})
+    assert_matches(got, (np.tril if op == "tril" else np.triu)(x))
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+@pytest.mark.parametrize(("xs", "diagonal"), [((3, 4), 0), ((2, 3, 3), -1), ((4, 2), 1)])
+def test_tril_and_triu_gradients(op, xs, diagonal):
+    check_grad(op, {"x": r64(xs)}, {"diagonal": diagonal})
+
+
+@pytest.mark.parametrize("op", ["tril", "triu"])
+def test_tril_and_triu_need_matrices(op):
+    with pc.program_guard(pc.Program()):
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}'.*x must be at least 2-D.*got 1-D"):
+            getattr(pc.ops, op)(pc.data("x", [3]))

@@ -7,8 +7,10 @@ Most grad rules are the core's ``paddle_core.rules:default_grad``: each op ``T``
 
 from .common import compare_shape, logical_shape, predicate_shape, where_grad, where_shape
 from .fill import assign_grad, cast_grad, cast_shape, fill_constant_shape, scale_grad
+from .index import gather_shape, one_hot_shape
 from .matmul import matmul_2d_shape, matmul_shape, rowwise_add_shape
 from .reduce import argmax_shape, extreme_shape, reduce_shape, sum_shape
+from .scan import cumsum_grad, cumsum_shape
 from .shape import (
     broadcast_to_grad_shape,
     broadcast_to_shape,
@@ -22,8 +24,11 @@ from .shape import (
     split_shape,
     squeeze_grad,
     squeeze_shape,
+    tile_shape,
     transpose_grad,
     transpose_shape,
+    triangle_grad,
+    triangle_shape,
     unsqueeze_grad,
     unsqueeze_shape,
 )

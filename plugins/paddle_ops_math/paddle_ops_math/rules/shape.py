@@ -2,8 +2,9 @@
 
 Shapes may hold None (unknown until run time): each rule keeps what it can and the executor
 checks the rest when it re-runs the rule on the fed shapes. Gradients compose the ops
-themselves (reshape back, the inverse permutation, split <-> concat, squeeze <-> unsqueeze);
-only slice and broadcast_to have grad kernels (slice_grad, broadcast_to_grad).
+themselves (reshape back, the inverse permutation, split <-> concat, squeeze <-> unsqueeze,
+tril / triu of the gradient); only slice, broadcast_to and tile have grad kernels (slice_grad,
+broadcast_to_grad, tile_grad).
 """
 
 from __future__ import annotations
@@ -305,4 +306,44 @@ def expand_grad(ctx):
             "broadcast_to_grad",
             {"x": ctx.input("x"), "out_grad": ctx.output_grad("out")},
             {"x_grad": gx},
+        )
+
+
+# -- tile ---------------------------------------------------------------------------------------
+
+
+def tile_shape(ctx):
+    """numpy.tile: x's shape and repeat_times aligned to the right (1s in front of the shorter),
+    multiplied (an unknown dimension stays unknown unless repeated 0 times)."""
+    x, reps = ctx.input("x"), list(ctx.attrs["repeat_times"])
+    rank = max(x.ndim, len(reps))
+    dims = [1] * (rank - x.ndim) + list(x.shape)
+    reps = [1] * (rank - len(reps)) + reps
+    out = [0 if r == 0 else (None if d is None else d * r) for d, r in zip(dims, reps)]
+    ctx.set_output("out", out, x.dtype)
+
+
+# -- tril and triu ------------------------------------------------------------------------------
+
+
+def triangle_shape(ctx):
+    """tril, triu: like x, which must hold matrices (at least 2-D)."""
+    x = ctx.input("x")
+    if x.ndim < 2:
+        ctx.fail(
+            f"x must be at least 2-D (matrices in its last two axes), got {x.ndim}-D "
+            f"{list(x.shape)}"
+        )
+    ctx.set_output("out", x.shape, x.dtype)
+
+
+def triangle_grad(ctx):
+    """tril / triu keep some elements and zero the rest: the gradient keeps the same ones."""
+    gx = ctx.input_grad("x")
+    if gx is not None:
+        ctx.append_op(
+            ctx.op.type,
+            {"x": ctx.output_grad("out")},
+            {"out": gx},
+            {"diagonal": ctx.attrs["diagonal"]},
         )
