@@ -211,6 +211,11 @@ TABLE: dict[str, Op] = {
     "Conv": conv("conv2d"),
     "ConvTranspose": conv("conv2d_transpose"),
     "Cos": unary("cos"),
+    "CumSum": Op(
+        "cumsum",
+        folded={1: lambda v: {"axis": int(scalar(v))}},
+        attrs={"exclusive": to("exclusive", bool), "reverse": to("reverse", bool)},
+    ),
     "Div": binary("div"),
     "Dropout": Op(
         "dropout",
@@ -224,6 +229,7 @@ TABLE: dict[str, Op] = {
     "Exp": unary("exp"),
     "Expand": Op("expand", folded={1: to("shape", ints)}),
     "Floor": unary("floor"),
+    "Gather": Op("gather", inputs=(0, 1), attrs={"axis": to("axis")}),
     "Gelu": Op("gelu", attrs={"approximate": lambda v: {"approximate": v == "tanh"}}),
     "Gemm": Op(
         "gemm",
@@ -259,6 +265,7 @@ TABLE: dict[str, Op] = {
     "MaxPool": pool("max"),
     "Mean": Op("mean_n", variadic=True),
     "Min": Op("minimum_n", variadic=True),
+    "Mod": Op("mod", inputs=(0, 1), attrs={"fmod": only(0)}),  # fmod=1 is C's fmod: a gap
     "Momentum": Op("momentum", na=TRAINING_OP),
     "Mul": binary("mul"),
     "Neg": unary("neg"),
@@ -312,6 +319,7 @@ TABLE: dict[str, Op] = {
     "Sum": Op("add_n", variadic=True),
     "Swish": Op("silu", attrs={"alpha": only(1.0)}),
     "Tanh": unary("tanh"),
+    "Tile": Op("tile", folded={1: to("repeat_times", ints)}),
     "Transpose": Op("transpose", attrs={"perm": to("perm")}),
     "Unsqueeze": Op("unsqueeze", folded={1: to("axes", ints)}, attrs={"axes": to("axes")}),
     "Where": Op("where", inputs=(0, 1, 2)),
@@ -363,6 +371,8 @@ NOT_APPLICABLE: dict[str, str] = {
     "test_reduce_max_empty_set*": "max of no elements is an error (reduce.pbtxt), as in NumPy",
     "test_reduce_min_empty_set": "min of no elements is an error (reduce.pbtxt), as in NumPy",
     "test_clip_min_greater_than_max": "clip's min must not exceed max (unary.pbtxt)",
+    "test_cumsum_2d_int32": "cumsum of int32 is int64, as in NumPy and PyTorch (scan.pbtxt)",
+    "test_cumsum_1d_int32_exclusive": "cumsum of int32 is int64, as in NumPy and PyTorch",
     # A variable is one dense tensor (framework.proto's VarDesc: a dtype and a shape).
     "test_identity_sequence": "a sequence value: our variables are tensors",
     "test_identity_opt": "an optional value: our variables are tensors",

@@ -25,6 +25,7 @@ from the host for fallback ops; native kernels run as one-step compiled plans (`
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 from typing import Any
@@ -33,7 +34,13 @@ import numpy as np
 
 from ..base import dtypes as D
 from ..base import native
-from ..base.errors import FeedError, KernelError, KernelRuntimeError, PaddleCoreError
+from ..base.errors import (
+    FeedError,
+    KernelError,
+    KernelRuntimeError,
+    PaddleCoreError,
+    ProgramError,
+)
 from ..base.host import ALIGNMENT, aligned_empty, host_array
 from ..graph.variable import format_shape
 from . import control
@@ -214,6 +221,22 @@ class CompiledRunner:
         self._failure = runtime.KernelFailure
         self._lock = threading.Lock()
 
+    def _check_fits_in_memory(self, arena: int) -> None:
+        """Refuse a run whose buffers (the arena of planned values, and each fetched value)
+        outgrow the memory available, naming the largest value: allocating would succeed
+        (Linux overcommits) and the process be killed once the kernels write the memory."""
+        available = _available_memory()
+        sizes = {n: self._nbytes(self.index[n]) for n in self.index}
+        total = arena + sum(sizes[n] for n in self.fetched)
+        if available and total > available:
+            name = max(sizes, key=sizes.get)
+            shape, dtype = self.layout[self.index[name]]
+            raise ProgramError(
+                f"running this program needs {total / 2**30:.1f} GiB of buffers at once, more "
+                f"than the {available / 2**30:.1f} GiB of memory available; the largest is "
+                f"{name!r} ({dtype}{format_shape(shape)}, {sizes[name] / 2**30:.1f} GiB)"
+            )
+
     def _bind_planned(
         self, planned: list[str], scratch: list[tuple[int, int]], reuse: bool
     ) -> tuple[MemoryPlan, Any]:
@@ -249,6 +272,7 @@ class CompiledRunner:
         pairs = inplace_pairs(steps, live, self.spec.shapes, shareable)
         offsets, size = assign_offsets(buffers, [(self.index[x], self.index[y]) for x, y in pairs])
         if self.device.host_memory:  # aligned here: views at multiples of 64 bytes stay aligned
+            self._check_fits_in_memory(size)
             raw = self.device.empty((size + ALIGNMENT,), "uint8")
             arena = aligned_empty((size,), "uint8", raw=raw)
         else:  # device allocations come aligned (Device.empty)
@@ -627,3 +651,19 @@ class PythonRunner:
         shared = set(self.spec.feed_names) | set(self.spec.persistable_inputs)
         shared |= set(self.spec.persistable_outputs)  # the caller's and the scope's arrays
         return [values[n].copy() if n in shared else values[n] for n in self.spec.fetch_names]
+
+
+def _available_memory() -> int:
+    """Bytes of memory the OS could give this process now (Linux's MemAvailable), else the
+    machine's physical memory, or 0 where the OS says neither."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
