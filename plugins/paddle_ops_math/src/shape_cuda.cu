@@ -226,15 +226,44 @@ __global__ void sum_back_kernel(const T* g, T* out, int64_t m, SumWalk w) {
   }
 }
 
-// x_grad = out_grad summed over the dims x was broadcast along: one thread per element of
-// x_grad, deterministic, no atomics.
-class BroadcastToGradCuda {
+// A gradient that sums out_grad (input 1) into x_grad (output 0) along a walk: the summed
+// dims of each element, one thread per element of x_grad, deterministic, no atomics. The
+// subclass's constructor fills walk_ and calls ready().
+class SumBackCuda {
+ public:
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    if (numel_ == 0) return;
+    launch_(in(1).data<void>(), out(0).data<void>(), numel_, walk_, stream_of(ctx));
+    check_launch();
+  }
+
+ protected:
+  void ready(int64_t numel, int32_t dtype) {
+    numel_ = numel;
+    launch_ = dispatch(dtype, Floats{}, [](auto t) -> Launch { return &launch<decltype(t)>; });
+  }
+  SumWalk walk_;
+
+ private:
+  using Launch = void (*)(const void*, void*, int64_t, const SumWalk&, cudaStream_t);
+  template <class T>
+  static void launch(const void* g, void* out, int64_t m, const SumWalk& w, cudaStream_t stream) {
+    const Grid grid = grid_for(m);
+    sum_back_kernel<T><<<grid.blocks, grid.threads, 0, stream>>>(static_cast<const T*>(g),
+                                                                 static_cast<T*>(out), m, w);
+  }
+
+  int64_t numel_ = 0;
+  Launch launch_ = nullptr;
+};
+
+// x_grad = out_grad summed over the dims x was broadcast along.
+class BroadcastToGradCuda : public SumBackCuda {
  public:
   BroadcastToGradCuda(const Attrs&, const Slots& in, const Slots& out) {
     const std::vector<int64_t> sx = check_broadcast_to_grad(in, out);
     expect_cuda(in, out);
     const Tensor g = in(1);
-    numel_ = in(0).numel();
     int64_t sg = 1;
     for (int32_t k = g.ndim() - 1; k >= 0; --k) {
       const int64_t size = g.dim(k);
@@ -245,36 +274,17 @@ class BroadcastToGradCuda {
       }
       sg *= size;
     }
-    launch_ = dispatch(g.dtype(), Floats{}, [](auto t) -> Launch { return &launch<decltype(t)>; });
+    ready(in(0).numel(), g.dtype());
   }
-  void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (numel_ == 0) return;
-    launch_(in(1).data<void>(), out(0).data<void>(), numel_, walk_, stream_of(ctx));
-    check_launch();
-  }
-
- private:
-  using Launch = void (*)(const void*, void*, int64_t, const SumWalk&, cudaStream_t);
-  template <class T>
-  static void launch(const void* g, void* out, int64_t m, const SumWalk& w, cudaStream_t stream) {
-    const Grid grid = grid_for(m);
-    sum_back_kernel<T><<<grid.blocks, grid.threads, 0, stream>>>(static_cast<const T*>(g),
-                                                                 static_cast<T*>(out), m, w);
-  }
-
-  int64_t numel_ = 0;
-  SumWalk walk_;
-  Launch launch_ = nullptr;
 };
 
 // x_grad = out_grad summed over the tiles: the tile view (shape.hpp) of out_grad, its repeat
-// dims summed, its x dims kept; one thread per element of x_grad, as broadcast_to_grad's.
-class TileGradCuda {
+// dims summed, its x dims kept.
+class TileGradCuda : public SumBackCuda {
  public:
   TileGradCuda(const Attrs& attrs, const Slots& in, const Slots& out) {
     const TileView v = check_tile_grad(attrs, in, out);
     expect_cuda(in, out);
-    numel_ = in(0).numel();
     const std::vector<int64_t> sg = strides_of(v.dims);
     for (size_t k = v.dims.size(); k-- > 0;) {
       const int64_t size = v.dims[k], strides[1] = {sg[k]};
@@ -282,28 +292,8 @@ class TileGradCuda {
       if (size <= 1) continue;
       (v.src[k] != 0 ? walk_.kept : walk_.summed).push(size, strides, "this gradient");
     }
-    launch_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Launch {
-      return &launch<decltype(t)>;
-    });
+    ready(in(0).numel(), in(0).dtype());
   }
-  void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (numel_ == 0) return;
-    launch_(in(1).data<void>(), out(0).data<void>(), numel_, walk_, stream_of(ctx));
-    check_launch();
-  }
-
- private:
-  using Launch = void (*)(const void*, void*, int64_t, const SumWalk&, cudaStream_t);
-  template <class T>
-  static void launch(const void* g, void* out, int64_t m, const SumWalk& w, cudaStream_t stream) {
-    const Grid grid = grid_for(m);
-    sum_back_kernel<T><<<grid.blocks, grid.threads, 0, stream>>>(static_cast<const T*>(g),
-                                                                 static_cast<T*>(out), m, w);
-  }
-
-  int64_t numel_ = 0;
-  SumWalk walk_;
-  Launch launch_ = nullptr;
 };
 
 Copy tile_copy(const Attrs& attrs, const Slots& in, const Slots& out) {
