@@ -101,8 +101,9 @@ def _shown(path: str, *, local: bool = False) -> str:
 def rebuild_command(distribution: str) -> str:
     """A command rebuilding installed ``distribution`` against the installed paddle-core: from
     the directory it was installed from (pip records it), else from its source distribution.
-    ``--no-build-isolation`` makes the build use the installed paddle-core's SDK."""
-    rebuild = "pip install --force-reinstall --no-deps --no-build-isolation"
+    Its build finds the SDK of the installed paddle-core by itself, with pip's build isolation
+    on (docs/writing-op-plugins.md, "How the build finds the SDK")."""
+    rebuild = "pip install --force-reinstall --no-deps"
     if not distribution:
         return f"{rebuild} <the plugin's project directory>"
     source = _installed_from(distribution)

@@ -83,7 +83,7 @@ def test_a_kernel_struct_smaller_than_the_first_layout_names_the_size_and_the_fi
     )
     assert problem.endswith(
         "rebuild tiny-ops against the installed paddle-core: pip install --force-reinstall "
-        "--no-deps --no-build-isolation --no-binary tiny-ops tiny-ops"
+        "--no-deps --no-binary tiny-ops tiny-ops"
     )
 
 
@@ -164,7 +164,7 @@ FORGED_PROBLEM = (
     "is 48 bytes with fields at 0+8 8+8 16+8 24+8 32+4 36+4 40+4 44+4 in the module, 40 bytes "
     "with fields at 0+8 8+8 16+8 24+4 28+4 32+4 36+4 in paddle-core (expected the same size "
     "and fields); rebuild paddle-core-forged-layout against the installed paddle-core: "
-    "pip install --force-reinstall --no-deps --no-build-isolation "
+    "pip install --force-reinstall --no-deps "
 )
 
 

@@ -505,7 +505,9 @@ def test_set_attr_never_redeclares_a_parameter():
 def test_a_run_that_outgrows_the_memory_available_is_refused_naming_its_largest_value():
     """4 TiB is within what one buffer may hold, but no machine running the suite has it:
     allocating would succeed (Linux overcommits) and the process be killed when written."""
-    prog, y = program(lambda: pc.ops.fill_constant(shape=[2**20, 2**20], dtype="float32", value=1.0))
+    prog, y = program(
+        lambda: pc.ops.fill_constant(shape=[2**20, 2**20], dtype="float32", value=1.0)
+    )
     with pytest.raises(
         pc.ProgramError, match=r"needs 4096\.0 GiB .* the largest is '.*' \(float32"
     ):

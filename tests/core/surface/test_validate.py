@@ -39,7 +39,7 @@ def test_each_kind_of_broken_plugin_is_one_line(broken_site: Path) -> None:
         "plugin 'abi_mismatch': its compiled module 'broken_plugins.abi_99_kernels' was built "
         "for kernel ABI 99, but paddle-core 0.1.0 speaks kernel ABI 1; rebuild "
         "paddle-ops-broken against the installed paddle-core: pip install --force-reinstall "
-        "--no-deps --no-build-isolation ",
+        "--no-deps ",
         "plugin 'bad_decl': op 'bad_default_op': attr 'p': default 1.5 is outside [0, 1]",
         "plugin 'missing_symbol': 'broken_plugins.good_rules' has no 'no_such_kernel' "
         "(the cpu kernel of op 'symbolless_op')",
