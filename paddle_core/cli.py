@@ -455,7 +455,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
     registry = get_registry()
     for record in registry.records:
-        check_plugin_code(record, registry.settings.cache_dir)
+        check_plugin_code(record, registry)
     rows = [plugin_json(r) for r in registry.records]
     failing = [r for r in registry.records if r.status in ("broken", "partial")]
     if args.json:

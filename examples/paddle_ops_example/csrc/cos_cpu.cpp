@@ -11,12 +11,16 @@ namespace {
 
 class Cos {
  public:
+  // The ops this kernel fits, checked against the manifest when the module loads: one
+  // input and one output slot of a tensor each ('1'), float32 or float64.
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = pc::Floats;
   Cos(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
       : scale_(attrs.f("scale")) {
     pc::expect_same_dtype(in(0), out(0), "x and out");
     pc::expect_same_shape(in(0), out(0), "x and out");
     // compute<float> or compute<double>; any other dtype fails here, naming it.
-    fn_ = pc::dispatch(in(0).dtype(), pc::Floats{},
+    fn_ = pc::dispatch(in(0).dtype(), DTypes{},
                        [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
@@ -38,13 +42,15 @@ class Cos {
 
 class CosGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};  // x, out_grad; x_grad
+  using DTypes = pc::Floats;
   CosGrad(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
       : scale_(attrs.f("scale")) {
     pc::expect_same_dtype(in(0), in(1), "x and out_grad");
     pc::expect_same_dtype(in(0), out(0), "x and x_grad");
     pc::expect_same_shape(in(0), in(1), "x and out_grad");
     pc::expect_same_shape(in(0), out(0), "x and x_grad");
-    fn_ = pc::dispatch(in(0).dtype(), pc::Floats{},
+    fn_ = pc::dispatch(in(0).dtype(), DTypes{},
                        [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 

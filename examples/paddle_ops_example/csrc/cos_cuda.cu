@@ -21,19 +21,23 @@ __global__ void cos_grad_kernel(const T* x, const T* g, T* dx, int64_t n, T scal
 
 class CosCuda {
  public:
+  // The ops this kernel fits, checked against the manifest when the module loads: one
+  // input and one output slot of a tensor each ('1'), float32 or float64.
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = pc::Floats;
   CosCuda(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
       : scale_(attrs.f("scale")) {
     pc::expect_cuda(in, out);
     pc::expect_same_dtype(in(0), out(0), "x and out");
     pc::expect_same_shape(in(0), out(0), "x and out");
-    pc::dispatch(in(0).dtype(), pc::Floats{}, [](auto) {});  // float32 or float64, or fail
+    pc::dispatch(in(0).dtype(), DTypes{}, [](auto) {});  // float32 or float64, or fail
   }
 
   void run(const pc::Slots& in, const pc::Slots& out, const pc::Context& ctx) const {
     const int64_t n = in(0).numel();
     if (n == 0) return;
     const pc::Grid grid = pc::grid_for(n);
-    pc::dispatch(in(0).dtype(), pc::Floats{}, [&](auto t) {
+    pc::dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
       using T = decltype(t);
       cos_kernel<<<grid.blocks, grid.threads, 0, pc::stream_of(ctx)>>>(
           in(0).data<T>(), out(0).data<T>(), n, static_cast<T>(scale_));
@@ -47,6 +51,8 @@ class CosCuda {
 
 class CosGradCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};  // x, out_grad; x_grad
+  using DTypes = pc::Floats;
   CosGradCuda(const pc::Attrs& attrs, const pc::Slots& in, const pc::Slots& out)
       : scale_(attrs.f("scale")) {
     pc::expect_cuda(in, out);
@@ -54,14 +60,14 @@ class CosGradCuda {
     pc::expect_same_dtype(in(0), out(0), "x and x_grad");
     pc::expect_same_shape(in(0), in(1), "x and out_grad");
     pc::expect_same_shape(in(0), out(0), "x and x_grad");
-    pc::dispatch(in(0).dtype(), pc::Floats{}, [](auto) {});
+    pc::dispatch(in(0).dtype(), DTypes{}, [](auto) {});
   }
 
   void run(const pc::Slots& in, const pc::Slots& out, const pc::Context& ctx) const {
     const int64_t n = in(0).numel();
     if (n == 0) return;
     const pc::Grid grid = pc::grid_for(n);
-    pc::dispatch(in(0).dtype(), pc::Floats{}, [&](auto t) {
+    pc::dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
       using T = decltype(t);
       cos_grad_kernel<<<grid.blocks, grid.threads, 0, pc::stream_of(ctx)>>>(
           in(0).data<T>(), in(1).data<T>(), out(0).data<T>(), n, static_cast<T>(scale_));

@@ -12,19 +12,19 @@
 namespace paddle_core {
 namespace {
 
-using AllNumbers = Types<float, double, int32_t, int64_t>;
-
 // out = value, with x's shape and dtype.
 class FillLike {
  public:
+  static constexpr Signature signature{"1", "1"};
+  using DTypes = Numbers;
   FillLike(const Attrs& attrs, const Slots& in, const Slots& out) : value_(attrs.f("value")) {
     expect_same_shape(in(0), out(0), "x and out");
     expect_same_dtype(in(0), out(0), "x and out");
-    dispatch(out(0).dtype(), AllNumbers{}, [](auto) {});
+    dispatch(out(0).dtype(), DTypes{}, [](auto) {});
   }
 
   void run(const Slots&, const Slots& out, const Context&) const {
-    dispatch(out(0).dtype(), AllNumbers{}, [&](auto t) {
+    dispatch(out(0).dtype(), DTypes{}, [&](auto t) {
       using T = decltype(t);
       T* o = out(0).data<T>();
       const T v = static_cast<T>(value_);
@@ -39,17 +39,19 @@ class FillLike {
 // out = xs[0] + xs[1] + ..., in order.
 class AddN {
  public:
+  static constexpr Signature signature{"+", "1"};
+  using DTypes = Numbers;
   AddN(const Attrs&, const Slots& in, const Slots& out) {
     if (in.size(0) < 1) fail("add_n needs at least one input");
     for (int32_t k = 0; k < in.size(0); ++k) {
       expect_same_shape(in(0, k), out(0), "xs and out");
       expect_same_dtype(in(0, k), out(0), "xs and out");
     }
-    dispatch(out(0).dtype(), AllNumbers{}, [](auto) {});
+    dispatch(out(0).dtype(), DTypes{}, [](auto) {});
   }
 
   void run(const Slots& in, const Slots& out, const Context&) const {
-    dispatch(out(0).dtype(), AllNumbers{}, [&](auto t) {
+    dispatch(out(0).dtype(), DTypes{}, [&](auto t) {
       using T = decltype(t);
       T* o = out(0).data<T>();
       const int64_t n = out(0).numel();

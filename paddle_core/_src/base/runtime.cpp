@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ const pc_kernel* kernel_of(const py::capsule& capsule) {
     throw std::invalid_argument(std::string("not a paddle-core kernel capsule: ") +
                                 (name ? name : "(unnamed)"));
   return capsule.get_pointer<const pc_kernel>();
+}
+
+// The most slots or dtypes a kernel's declaration may hold: more means a text that does not
+// end where it should (a forged table), refused instead of read on.
+constexpr size_t kMaxDeclared = 256;
+
+// A declared slot text, refusing one that does not end within kMaxDeclared characters.
+std::string bounded(const char* text) {
+  const size_t n = strnlen(text, kMaxDeclared + 1);
+  if (n > kMaxDeclared) throw std::invalid_argument("its slot declaration does not end");
+  return std::string(text, n);
 }
 
 // Raised to Python as paddle_core._runtime.KernelFailure(step index, message).
@@ -464,6 +476,31 @@ PYBIND11_MODULE(_runtime, m) {
       },
       py::arg("capsule"),
       "(abi_version, struct_size, name, has_run) of a kernel capsule, checked before use.");
+  m.def(
+      "kernel_signature",
+      [](py::capsule capsule) {
+        const pc_kernel* k = kernel_of(capsule);
+        // Fields after ABI 1's first layout, read only when the kernel's struct_size covers
+        // them; None where a kernel declares nothing (or was built before they existed).
+        auto covers = [k](size_t end) { return k->struct_size >= end; };
+        py::object inputs = py::none(), outputs = py::none(), dtypes = py::none();
+        if (covers(offsetof(pc_kernel, outputs) + sizeof k->outputs)) {
+          if (k->inputs != nullptr) inputs = py::str(bounded(k->inputs));
+          if (k->outputs != nullptr) outputs = py::str(bounded(k->outputs));
+        }
+        if (covers(offsetof(pc_kernel, dtypes) + sizeof k->dtypes) && k->dtypes != nullptr) {
+          py::list list;
+          for (size_t n = 0; k->dtypes[n] != 0; ++n) {
+            if (n == kMaxDeclared) throw std::invalid_argument("its dtypes list does not end");
+            list.append(k->dtypes[n]);
+          }
+          dtypes = std::move(list);
+        }
+        return py::make_tuple(inputs, outputs, dtypes);
+      },
+      py::arg("capsule"),
+      "(inputs, outputs, dtypes) a kernel declares it fits (kernel_abi.h, pc_kernel), each "
+      "None when not declared; checked against the manifest at load.");
   py::class_<Plan>(m, "Plan")
       .def(py::init<int32_t, uintptr_t>(), py::arg("num_threads"), py::arg("stream"))
       .def("add_buffer", &Plan::add_buffer, py::arg("shape"), py::arg("dtype"))

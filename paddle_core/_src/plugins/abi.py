@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..._version import __version__
 from ..base import native
+from ..base.dtypes import DTYPES
 from .catalog import rebuild_command
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
@@ -133,3 +134,78 @@ def fingerprint_id(layout: str) -> str:
     import zlib  # (only for a message)
 
     return f"{zlib.crc32(layout.encode()):08x}"
+
+
+# -- what a kernel fits ---------------------------------------------------------------------------
+
+# How many tensors a slot character stands for (kernel_abi.h, pc_kernel.inputs), and which of
+# an op's slot characters a kernel's handles: each count the op's allows is one the kernel's does.
+_COUNTS = {"1": "one tensor", "?": "none or one", "+": "one or more", "*": "any number"}
+_FITS = {"1": "1", "?": "1?", "+": "1+", "*": "1?+*"}
+_LEGEND = ", ".join(f"{c!r} {words}" for c, words in _COUNTS.items())
+
+
+def slot_text(slots: Any) -> str:
+    """An op's input (or output) VarProtos as a slot declaration: one character per slot."""
+    return "".join(
+        ("*" if s.dispensable else "+") if s.duplicable else ("?" if s.dispensable else "1")
+        for s in slots
+    )
+
+
+def signature_problem(symbol: str, capsule: Any, proto: Any, dtypes: Any) -> str:
+    """Why kernel ``symbol`` does not fit op ``proto`` with the ``dtypes`` (DataType values) a
+    manifest lists for it, by what the kernel declares it fits (kernel_abi.h, pc_kernel), or "".
+    A kernel that declares nothing is not checked."""
+    try:
+        inputs, outputs, accepted = native.runtime().kernel_signature(capsule)
+    except Exception as e:  # a forged table: texts or lists that do not end
+        return f"kernel {symbol!r} has a malformed declaration of what it fits: {e}"
+    found = []
+    sides = (("inputs", inputs, proto.inputs), ("outputs", outputs, proto.outputs))
+    for side, declared, slots in sides:
+        if declared is None:
+            continue
+        ours = slot_text(slots)
+        if declared.strip("1?+*"):
+            found.append(f"its {side} are declared as {declared!r}, which is not a slot text")
+        elif not _fits(declared, ours):
+            names = ", ".join(s.name for s in slots) or "none"
+            found.append(
+                f"its {side} are declared as {declared!r}, the op's are {ours!r} ({names})"
+            )
+    if accepted is not None:
+        missing = [d for d in dtypes if d not in accepted]
+        if missing:
+            found.append(
+                f"it handles dtypes {_dtype_names(accepted) or 'none'}, the manifest lists "
+                f"{_dtype_names(missing)} for it"
+            )
+    if not found:
+        return ""
+    return (
+        f"kernel {symbol!r} does not fit op {proto.type!r}: "
+        + "; ".join(found)
+        + f" (slots: {_LEGEND}); bind the op to a kernel that fits in the manifest, or correct "
+        "the kernel's declaration (kernel.hpp's signature and DTypes), then rebuild the plugin"
+    )
+
+
+def declares_fit(capsule: Any) -> bool:
+    """Whether a kernel declares its slots and dtypes (one that does not is not checked)."""
+    try:
+        return None not in native.runtime().kernel_signature(capsule)
+    except Exception:  # malformed: signature_problem says so
+        return True
+
+
+def _dtype_names(values: Any) -> str:
+    return ", ".join(DTYPES[d - 1] if 1 <= d <= len(DTYPES) else f"dtype {d}" for d in values)
+
+
+def _fits(kernel: str, op: str) -> bool:
+    """Whether an op's slots (a slot text) fit a kernel's: slot by slot, and trailing kernel
+    slots the op lacks must allow none."""
+    if len(op) > len(kernel):
+        return False
+    return all(o in _FITS[k] for o, k in zip(op, kernel)) and not kernel[len(op) :].strip("?*")

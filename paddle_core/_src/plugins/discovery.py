@@ -29,7 +29,8 @@ class PluginRecord:
     ``errors`` are found at discovery (unreadable or invalid manifest, incompatible core): such
     a plugin registers no ops. ``runtime_errors`` are found on first use (a rules module that
     raises, a missing Python kernel): its ops stay listed but cannot run. ``missing_symbols``
-    are native kernels its compiled module lacks: only the ops using them are affected.
+    are native kernels its compiled module lacks, ``refused_kernels`` kernels bound to an op
+    they do not fit: only the ops using them are affected.
     ``disabled`` is set from the user's settings. The manifest is kept serialised;
     ``manifest()`` parses it on demand so listing never needs protobuf.
     """
@@ -53,7 +54,15 @@ class PluginRecord:
         "manifest_b64",
         "kernel_problem",
     )
-    __slots__ = (*FIELDS, "missing_symbols", "disabled", "runtime_errors", "namespace", "_manifest")
+    __slots__ = (
+        *FIELDS,
+        "missing_symbols",
+        "refused_kernels",
+        "disabled",
+        "runtime_errors",
+        "namespace",
+        "_manifest",
+    )
 
     def __init__(self, name: str, distribution: str = "", version: str = "", **fields: Any):
         self.name = name
@@ -79,6 +88,9 @@ class PluginRecord:
         # kernels naming them are unavailable. Noted with kernel_problem by the process that
         # found them (index_cache.note_kernel_problem), not stored in the index itself.
         self.missing_symbols: list[str] = []
+        # [op, symbol, why] per kernel the manifest binds to an op it does not fit, by the
+        # kernel's own declaration (slots, dtypes): unavailable for that op. Noted likewise.
+        self.refused_kernels: list[list[str]] = []
         self.disabled: str | None = None  # "disabled by <the setting>", when the user did
         self.runtime_errors: list[str] = []
         # Where bare rule/kernel names resolve: None means import rules_module on first use;
@@ -94,16 +106,25 @@ class PluginRecord:
             found.append(self.kernel_problem)
         for op, symbols in self.missing_kernels().items():
             found.append(f"op {op!r}: " + missing_symbols_reason(self.kernel_module, symbols))
+        found += [f"op {op!r}: {why}" for op, _, why in self.refused_kernels]
         return found
 
     @property
     def status(self) -> str:
-        """'ok', 'disabled', 'broken', or 'partial' (some kernels are missing, the rest work)."""
+        """'ok', 'disabled', 'broken', or 'partial' (some kernels are missing or refused, the
+        rest work)."""
         if self.disabled:
             return "disabled"
         if self.errors or self.runtime_errors or self.kernel_problem:
             return "broken"
-        return "partial" if self.missing_symbols else "ok"
+        return "partial" if self.missing_symbols or self.refused_kernels else "ok"
+
+    def refusal(self, op: str, symbol: str) -> str:
+        """Why kernel ``symbol`` was refused for ``op`` (it does not fit), or ""."""
+        for refused_op, refused_symbol, why in self.refused_kernels:
+            if (refused_op, refused_symbol) == (op, symbol):
+                return why
+        return ""
 
     def missing_kernels(self) -> dict[str, list[str]]:
         """Op -> the symbols of its kernels (declared by this plugin) that its module lacks."""

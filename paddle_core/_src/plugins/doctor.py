@@ -17,7 +17,7 @@ from .discovery import PluginRecord
 from .registry import Registry, discover
 
 
-def check_plugin_code(record: PluginRecord, cache_dir: str | None) -> None:
+def check_plugin_code(record: PluginRecord, registry: Registry) -> None:
     """Import a loaded plugin's modules and resolve every name its manifest declares; problems
     are recorded against it (``record.problems``)."""
     if not record.loaded:
@@ -31,8 +31,9 @@ def check_plugin_code(record: PluginRecord, cache_dir: str | None) -> None:
     natives = [o.proto.type for o in manifest.ops if any(k.native for k in o.kernels)]
     natives += [p.op for p in manifest.kernel_packs if any(k.native for k in p.kernels)]
     if natives:
-        try:  # imports the module, checks its ABI and table
-            loading.kernel_table(record, natives[0], cache_dir)
+        try:  # imports the module, checks its ABI, its table and what its kernels fit
+            cache_dir = registry.settings.cache_dir
+            loading.kernel_table(record, natives[0], cache_dir, registry.proto_of)
         except KernelLoadError:
             pass  # recorded as the plugin's kernel problem
     if record.hooks_module:
@@ -44,7 +45,7 @@ def report(registry: Registry) -> dict[str, Any]:
     problems: list[str] = []
     warnings: list[str] = list(registry.settings_warnings)
     for record in registry.records:
-        check_plugin_code(record, registry.settings.cache_dir)
+        check_plugin_code(record, registry)
         if record.status in ("broken", "partial"):
             problems += [f"{record.label}: {p}" for p in record.problems]
         warnings += [f"{record.label}: {w}" for w in record.warnings]

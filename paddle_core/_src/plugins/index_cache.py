@@ -143,20 +143,27 @@ def _file_state(path: str) -> list[int] | None:
 
 
 def note_kernel_problem(
-    cache_dir: str, plugin: PluginRecord, problem: str, module: str, missing: list[str]
+    cache_dir: str,
+    plugin: PluginRecord,
+    problem: str,
+    module: str,
+    missing: list[str],
+    refused: list[list[str]] | None = None,
 ) -> None:
-    """Remember (or, with "" and no ``missing``, forget) why ``plugin``'s kernels cannot be
-    used: the ``problem`` of its whole module, or the declared symbols it is ``missing``. The
+    """Remember (or, with "" and nothing ``missing`` or ``refused``, forget) why ``plugin``'s
+    kernels cannot be used: the ``problem`` of its whole module, the declared symbols it is
+    ``missing``, or the kernels ``refused`` for ops they do not fit ([op, symbol, why]). The
     note holds for this distribution and version, installed where its manifest is (another
     environment's copy is another build), while the kernel ``module`` file is unchanged, so a
     rebuilt or reinstalled plugin gets a fresh try. Skipped if the cache is unwritable."""
     path = os.path.join(cache_dir, PROBLEMS_FILE)
     notes = _read(path) or {}
     key = _problem_key(plugin)
-    if problem or missing:
+    if problem or missing or refused:
         notes[key] = {
             "problem": problem,
             "missing": missing,
+            "refused": refused or [],
             "module": [module, _file_state(module)],
             "manifest": plugin.manifest_path,
         }
@@ -176,8 +183,13 @@ def apply_kernel_problems(cache_dir: str, records: list[PluginRecord]) -> None:
             module, state = note["module"]
             here = note["manifest"] == record.manifest_path
             if here and not record.kernel_problem and _file_state(module) == state:
-                record.kernel_problem = str(note["problem"])
-                record.missing_symbols = [str(s) for s in note.get("missing", ())]
+                problem = str(note["problem"])
+                missing = [str(s) for s in note.get("missing", ())]
+                refused = [[str(part) for part in r] for r in note.get("refused", ())]
+                if any(len(r) != 3 for r in refused):
+                    continue
+                record.kernel_problem, record.missing_symbols = problem, missing
+                record.refused_kernels = refused
         except (TypeError, KeyError, ValueError):
             continue  # no note, or a damaged one
 

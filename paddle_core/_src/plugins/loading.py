@@ -5,16 +5,17 @@ plugin's object) or "module:function"; ``resolve`` imports it. A plugin's compil
 exports ``KERNEL_ABI_VERSION``, ``KERNEL_LAYOUT`` and ``kernels() -> {symbol: capsule}`` (see
 paddle_core/include/paddle_core/pybind.hpp). The first time one of its native kernels is
 needed, the module is imported and checked once: the ABI version and struct layout against the
-core's (``abi``), each capsule with the compiled runtime, and the table against the manifest in
-both directions.
+core's (``abi``), each capsule with the compiled runtime, the table against the manifest in
+both directions, and each kernel's declaration of what it fits (slots, dtypes) against every op
+the manifest binds it to.
 
 Every failure is recorded against the plugin (``paddle-ops plugins`` shows it) and raised as
 an error naming the plugin, what was being loaded and why; other plugins are unaffected. A
 module that cannot be used at all makes every native kernel of the plugin unavailable; a
 declared symbol the module does not export makes only the kernels naming it unavailable (the
-plugin's ``missing_symbols``), the plugin's other ops run. Both are also noted in the on-disk
-index (when ``cache_dir`` is given), so that a later ``paddle-ops list`` marks the ops
-unavailable.
+plugin's ``missing_symbols``), the plugin's other ops run; so does a kernel bound to an op it
+does not fit (``refused_kernels``), for that op. All are also noted in the on-disk index (when
+``cache_dir`` is given), so that a later ``paddle-ops list`` marks the ops unavailable.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from .discovery import PluginRecord, missing_symbols_reason
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    # The OpProto of an op declared by another plugin (for kernel packs), or None.
+    ProtoOf = Callable[[str], Any]
 
 
 def resolve(plugin: PluginRecord, ref: str, what: str) -> Any:
@@ -91,34 +96,49 @@ def load_python(plugin: PluginRecord, op: str, device: str, ref: str) -> Any:
         raise KernelLoadError(str(e), op=op) from e.__cause__
 
 
-def load_native(plugin: PluginRecord, op: str, symbol: str, cache_dir: str | None) -> Any:
-    """The capsule of native kernel ``symbol``; KernelLoadError if it cannot be used."""
-    table = kernel_table(plugin, op, cache_dir)
+def load_native(
+    plugin: PluginRecord, op: str, symbol: str, cache_dir: str | None, proto_of: ProtoOf
+) -> Any:
+    """The capsule of native kernel ``symbol`` for ``op``; KernelLoadError if it cannot be used
+    (``proto_of`` gives the ops of other plugins that the plugin's kernel packs name)."""
+    table = kernel_table(plugin, op, cache_dir, proto_of)
     try:
-        return table[symbol]
+        capsule = table[symbol]
     except KeyError:
         reason = missing_symbols_reason(plugin.kernel_module, [symbol])
         raise KernelLoadError(f"op {op!r} cannot run: {plugin.label}: {reason}", op=op) from None
+    why = plugin.refusal(op, symbol)
+    if why:
+        raise KernelLoadError(f"op {op!r} cannot run: {plugin.label}: {why}", op=op)
+    return capsule
 
 
-def kernel_table(plugin: PluginRecord, op: str, cache_dir: str | None) -> dict[str, Any]:
+def kernel_table(
+    plugin: PluginRecord, op: str, cache_dir: str | None, proto_of: ProtoOf
+) -> dict[str, Any]:
     """The plugin's checked kernel table (imported and checked once per process)."""
     cached = _tables.get(id(plugin))
     if cached is not None and cached[0] is plugin:
         return cached[1]
-    table = _load_table(plugin, op, cache_dir)
+    table = _load_table(plugin, op, cache_dir, proto_of)
     _tables[id(plugin)] = (plugin, table)
     return table
 
 
 def _remember(
-    plugin: PluginRecord, problem: str, missing: list[str], cache_dir: str | None
+    plugin: PluginRecord,
+    problem: str,
+    missing: list[str],
+    refused: list[list[str]],
+    cache_dir: str | None,
 ) -> None:
-    """Set the plugin's kernel problem and missing symbols here and in the on-disk index."""
+    """Set the plugin's kernel problem, missing symbols and refused kernels here and in the
+    on-disk index."""
     plugin.kernel_problem, plugin.missing_symbols = problem, missing
+    plugin.refused_kernels = refused
     if cache_dir is not None and plugin.namespace is None:
         module = _module_file(plugin)
-        index_cache.note_kernel_problem(cache_dir, plugin, problem, module, missing)
+        index_cache.note_kernel_problem(cache_dir, plugin, problem, module, missing, refused)
 
 
 def _module_file(plugin: PluginRecord) -> str:
@@ -135,10 +155,12 @@ def _module_file(plugin: PluginRecord) -> str:
 _tables: dict[int, tuple[PluginRecord, dict[str, Any]]] = {}
 
 
-def _load_table(plugin: PluginRecord, op: str, cache_dir: str | None) -> dict[str, Any]:
+def _load_table(
+    plugin: PluginRecord, op: str, cache_dir: str | None, proto_of: ProtoOf
+) -> dict[str, Any]:
     def fail(problem: str) -> KernelLoadError:
-        if plugin.kernel_problem != problem or plugin.missing_symbols:
-            _remember(plugin, problem, [], cache_dir)
+        if plugin.kernel_problem != problem or plugin.missing_symbols or plugin.refused_kernels:
+            _remember(plugin, problem, [], [], cache_dir)
         return KernelLoadError(f"op {op!r} cannot run: {plugin.label}: {problem}", op=op)
 
     table, problem, undeclared = check_module(plugin)
@@ -151,8 +173,10 @@ def _load_table(plugin: PluginRecord, op: str, cache_dir: str | None) -> dict[st
         if warning not in plugin.warnings:
             plugin.warnings.append(warning)
     missing = sorted(declared_symbols(plugin) - set(table))  # only their ops are unavailable
-    if plugin.kernel_problem or missing != plugin.missing_symbols:  # news for the index
-        _remember(plugin, "", missing, cache_dir)
+    refused = refused_kernels(plugin, table, proto_of)  # unavailable for the ops they misfit
+    news = (plugin.kernel_problem, plugin.missing_symbols, plugin.refused_kernels)
+    if news != ("", missing, refused):  # for the index
+        _remember(plugin, "", missing, refused, cache_dir)
     return table
 
 
@@ -177,6 +201,29 @@ def check_module(plugin: PluginRecord) -> tuple[dict[str, Any], str, list[str]]:
         if problem:
             return {}, problem, []
     return table, "", sorted(set(table) - declared_symbols(plugin))
+
+
+def refused_kernels(
+    plugin: PluginRecord, table: dict[str, Any], proto_of: ProtoOf | None
+) -> list[list[str]]:
+    """[op, symbol, why] for each kernel of ``table`` that the plugin's manifest binds to an op
+    it does not fit, by the kernel's own declaration (``abi.signature_problem``). The ops of
+    kernel packs come from the manifest or, declared by another plugin, from ``proto_of``."""
+    manifest = plugin.manifest()
+    protos = {opdef.proto.type: opdef.proto for opdef in manifest.ops}
+    bound = [(opdef.proto.type, k) for opdef in manifest.ops for k in opdef.kernels]
+    bound += [(pack.op, k) for pack in manifest.kernel_packs for k in pack.kernels]
+    refused = []
+    for op, k in bound:
+        if k.WhichOneof("impl") != "native" or k.native not in table:
+            continue
+        proto = protos.get(op) or (proto_of(op) if proto_of is not None else None)
+        if proto is None:  # an op no loaded plugin declares: nothing binds the kernel to it
+            continue
+        why = abi.signature_problem(k.native, table[k.native], proto, k.dtypes)
+        if why:
+            refused.append([op, k.native, why])
+    return refused
 
 
 def declared_symbols(plugin: PluginRecord) -> set[str]:

@@ -63,11 +63,13 @@ class KernelRef:
 
     @property
     def missing(self) -> bool:
-        """Whether this native kernel is known not to load: its plugin's module is unusable, or
-        does not export the symbol."""
+        """Whether this native kernel is known not to load: its plugin's module is unusable,
+        does not export the symbol, or exports a kernel that does not fit the op."""
         plugin = self.plugin
         return self.impl == "native" and bool(
-            plugin.kernel_problem or self.ref in plugin.missing_symbols
+            plugin.kernel_problem
+            or self.ref in plugin.missing_symbols
+            or plugin.refusal(self.op, self.ref)
         )
 
     def load(self) -> Any:
@@ -75,8 +77,10 @@ class KernelRef:
         first use. Raises KernelLoadError naming plugin, op and symbol."""
         if self._loaded is None:
             if self.impl == "native":
-                cache_dir = get_registry().settings.cache_dir
-                self._loaded = loading.load_native(self.plugin, self.op, self.ref, cache_dir)
+                registry = get_registry()
+                self._loaded = loading.load_native(
+                    self.plugin, self.op, self.ref, registry.settings.cache_dir, registry.proto_of
+                )
             else:
                 self._loaded = loading.load_python(self.plugin, self.op, self.device, self.ref)
         return self._loaded
@@ -213,7 +217,8 @@ class OpInfo:
         )
 
     def missing_kernels(self) -> list[str]:
-        """Why kernels of the op cannot run (symbols their modules lack), one line per plugin."""
+        """Why kernels of the op cannot run (symbols their modules lack, kernels that do not
+        fit the op), one line per plugin and refused kernel."""
         reasons = []
         for plugin in {
             ref.plugin.name: ref.plugin for refs in self.kernels.values() for ref in refs
@@ -223,6 +228,9 @@ class OpInfo:
                 reasons.append(
                     f"{plugin.label}: " + missing_symbols_reason(plugin.kernel_module, symbols)
                 )
+            reasons += [
+                f"{plugin.label}: {why}" for op, _, why in plugin.refused_kernels if op == self.type
+            ]
         return reasons
 
     def validator(self):
@@ -349,6 +357,12 @@ class Registry:
 
     def __contains__(self, op: str) -> bool:
         return op in self.ops
+
+    def proto_of(self, op: str) -> Any:
+        """The OpProto of a declared op, or None: loading checks the kernels of a plugin's
+        kernel packs against ops other plugins declare."""
+        info = self.ops.get(op)
+        return info.proto if info is not None else None
 
     def op_types(self) -> list[str]:
         return sorted(self.ops)

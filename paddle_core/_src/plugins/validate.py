@@ -3,7 +3,8 @@
 Every check is the one the core runs when it discovers and loads a plugin: the manifest's
 (``discovery.record_from_manifest``: schema, declarations, defaults against ranges and
 choices, finite bounds, op naming), the compiled module's (``loading.check_module``: ABI,
-struct layout, kernel capsules) and the rules' (``loading.resolve``). Loading runs them
+struct layout, kernel capsules; ``loading.refused_kernels``: what each kernel declares it fits
+against the ops the manifest binds it to) and the rules' (``loading.resolve``). Loading runs them
 lazily and forgives what it can run without; validate runs them all at once and is strict:
 a declared kernel the module lacks (loading only marks its ops unavailable) and a kernel the
 module exports but the manifest does not declare (a warning when loading) are problems.
@@ -35,6 +36,7 @@ from .discovery import (
     read_manifest,
     record_from_manifest,
 )
+from .registry import get_registry
 
 
 class Report:
@@ -241,6 +243,19 @@ def _check_code(report: Report, record: PluginRecord) -> None:
     missing = sorted(declared - set(table))
     if missing:
         report.problems.append(f"{where}: " + missing_symbols_reason(record.kernel_module, missing))
+    # The registry (built only for kernel packs naming another plugin's ops) has their protos.
+    refused = loading.refused_kernels(record, table, lambda op: get_registry().proto_of(op))
+    report.problems += [f"{where}: op {op!r}: {why}" for op, _, why in refused]
+    unchecked = sorted(s for s, capsule in table.items() if not abi.declares_fit(capsule))
+    if unchecked:
+        one = len(unchecked) == 1
+        report.warnings.append(
+            f"{where}: {counted(len(unchecked), 'kernel')} {'declares' if one else 'declare'} no "
+            f"slots or dtypes, so the ops bound to {'it' if one else 'them'} are not checked "
+            f"against {'it' if one else 'them'}: {', '.join(unchecked)}; declare them in each "
+            "kernel class (kernel.hpp: `static constexpr pc::Signature signature`, "
+            "`using DTypes`)"
+        )
     if undeclared:
         one = len(undeclared) == 1
         report.problems.append(

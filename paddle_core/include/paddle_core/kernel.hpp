@@ -14,6 +14,11 @@
 // pick the template instance for a runtime dtype, the checks `expect_same_dtype` and
 // `expect_same_shape` for prepare, and element sizes (`pc_dtype_size`, Tensor::nbytes).
 //
+// A kernel class also says, once, which ops it fits: `static constexpr Signature signature`
+// (its input and output slots) and `using DTypes = ...` (the type list it dispatches over);
+// `kernel<K>` exports them and the core checks every manifest entry naming the kernel against
+// them at load (see "what a kernel fits" below).
+//
 // Includes only the C header and a few standard headers, so a kernel file compiles in seconds.
 #ifndef PADDLE_CORE_KERNEL_HPP_
 #define PADDLE_CORE_KERNEL_HPP_
@@ -61,6 +66,15 @@ class KernelError : public std::exception {
   throw KernelError(buffer);
 }
 
+// The 16-bit floats as storage (their bits), so that type lists such as a kernel's DTypes can
+// name them; arithmetic on them is up to the kernel (cuBLAS's bfloat16 GEMM, say).
+struct float16 {
+  uint16_t bits;
+};
+struct bfloat16 {
+  uint16_t bits;
+};
+
 // C++ type -> PC_* dtype.
 template <class T> struct DType;
 template <> struct DType<bool> { static constexpr int32_t value = PC_BOOL; };
@@ -69,6 +83,8 @@ template <> struct DType<int16_t> { static constexpr int32_t value = PC_INT16; }
 template <> struct DType<int32_t> { static constexpr int32_t value = PC_INT32; };
 template <> struct DType<int64_t> { static constexpr int32_t value = PC_INT64; };
 template <> struct DType<uint8_t> { static constexpr int32_t value = PC_UINT8; };
+template <> struct DType<float16> { static constexpr int32_t value = PC_FLOAT16; };
+template <> struct DType<bfloat16> { static constexpr int32_t value = PC_BFLOAT16; };
 template <> struct DType<float> { static constexpr int32_t value = PC_FLOAT32; };
 template <> struct DType<double> { static constexpr int32_t value = PC_FLOAT64; };
 
@@ -159,7 +175,12 @@ class Slots {
   explicit Slots(const pc_tensors* t) : t_(t) {}
 
   int32_t num_slots() const { return t_->num_slots; }
-  int32_t size(int32_t slot) const { return t_->slot_begin[slot + 1] - t_->slot_begin[slot]; }
+  // Tensors in `slot`; 0 for a slot the op does not have (a trailing optional one, see
+  // Signature).
+  int32_t size(int32_t slot) const {
+    if (slot < 0 || slot >= t_->num_slots) return 0;
+    return t_->slot_begin[slot + 1] - t_->slot_begin[slot];
+  }
   bool has(int32_t slot) const { return slot < t_->num_slots && size(slot) > 0; }
   // The k-th tensor of `slot` (k = 0 for plain slots). Checked: a kernel bound (by a wrong
   // manifest) to an op with fewer slots, or reading an unused dispensable slot, gets an error
@@ -279,10 +300,55 @@ template <class K> void release(void* state) { delete static_cast<K*>(state); }
 
 }  // namespace detail
 
+// -- what a kernel fits ----------------------------------------------------------------------
+//
+// Declared once per kernel class (or class template), as static members that `kernel<K>`
+// exports in the pc_kernel (kernel_abi.h says what the core checks):
+//   static constexpr pc::Signature signature{"11", "?"};  // a character per input, output slot
+//   using DTypes = List;                                  // the dtypes it dispatches over
+// Slot characters: '1' one tensor, '?' none or one, '+' one or more, '*' any number. Take
+// DTypes from the type list the class dispatches over (its template parameter, or a member
+// passed to dispatch), so that the declaration cannot drift from the code. A class declaring
+// neither exports none, and is not checked.
+struct Signature {
+  const char* inputs;
+  const char* outputs;
+};
+
+namespace detail {
+
+template <class K, class = void> struct SignatureOf {
+  static constexpr Signature value{nullptr, nullptr};
+};
+template <class K> struct SignatureOf<K, std::void_t<decltype(K::signature)>> {
+  static constexpr Signature value = K::signature;
+};
+
+// The PC_* dtypes of a type list, ending with 0 (static storage: the pc_kernel points at it).
+template <class List> struct DTypeList;
+template <class... Ts> struct DTypeList<Types<Ts...>> {
+  static constexpr int32_t values[] = {DType<Ts>::value..., 0};
+};
+template <class K, class = void> struct DTypesOf {
+  static constexpr const int32_t* value = nullptr;
+};
+template <class K> struct DTypesOf<K, std::void_t<typename K::DTypes>> {
+  static constexpr const int32_t* value = DTypeList<typename K::DTypes>::values;
+};
+
+}  // namespace detail
+
 // The table entry for kernel class K under `name` (the manifest's KernelDef.native).
 template <class K> constexpr pc_kernel kernel(const char* name) {
-  return pc_kernel{PADDLE_CORE_KERNEL_ABI_VERSION, sizeof(pc_kernel), name,
-                   &detail::prepare<K>, &detail::run<K>, &detail::release<K>};
+  return pc_kernel{PADDLE_CORE_KERNEL_ABI_VERSION,
+                   sizeof(pc_kernel),
+                   name,
+                   &detail::prepare<K>,
+                   &detail::run<K>,
+                   &detail::release<K>,
+                   detail::SignatureOf<K>::value.inputs,
+                   detail::SignatureOf<K>::value.outputs,
+                   detail::DTypesOf<K>::value};
 }
 
 // The kernels of one source file ("family"); each file ends with one of these and the

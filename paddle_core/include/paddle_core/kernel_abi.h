@@ -14,6 +14,12 @@
  *   run(state, inputs, outputs, ctx)               on every execution, with data.
  *   release(state)                                 when the plan is dropped.
  *
+ * What a kernel fits: besides its functions, a pc_kernel may declare the slots and dtypes of
+ * the ops it can be bound to (inputs, outputs, dtypes); the core checks them against the
+ * manifest when the module loads, so a manifest binding a kernel to an op of another arity
+ * or dtype is refused there, naming plugin, op and kernel, instead of failing (or reading out
+ * of bounds) at run time.
+ *
  * Errors: return PC_ERROR after writing a NUL-terminated reason into ctx->message (at most
  * ctx->message_capacity bytes, including the NUL). Never throw or abort across this
  * boundary; the core turns the reason into a Python exception naming the op.
@@ -207,6 +213,24 @@ typedef struct pc_kernel {
   pc_prepare_fn prepare;
   pc_run_fn run;
   pc_release_fn release;
+  /* Since struct_size covers them: the ops the kernel can be bound to. When its module loads,
+   * the core checks them against every op the manifest binds the kernel to, and refuses the
+   * kernel for an op that does not fit (the op is then unavailable, with a message naming
+   * plugin, op and kernel) instead of letting it read slots or dtypes it does not have. NULL
+   * (or a kernel built before the fields existed): not declared, not checked.
+   *
+   * inputs, outputs: one character per slot, in OpProto order, saying how many tensors the
+   * kernel handles there: '1' exactly one (a plain slot), '?' none or one (dispensable), '+'
+   * one or more (duplicable), '*' any number (duplicable and dispensable). An op's slot fits
+   * when every count it allows is one the kernel handles ('1' fits '?', '+' and '*'); the op
+   * may lack trailing slots the kernel declares '?' or '*' (they read as empty), but must not
+   * have slots the kernel does not declare. */
+  const char* inputs;
+  const char* outputs;
+  /* The PC_* dtypes the kernel handles as its op's kernel dtype (the first input's, or that of
+   * OpDef.kernel_dtype_input), ending with 0: every dtype the manifest lists for the kernel
+   * (KernelDef.dtypes) must be one of them. */
+  const int32_t* dtypes;
 } pc_kernel;
 
 /* The size of ABI 1's first pc_kernel layout (it ends at `release`): the least struct_size the
@@ -236,7 +260,8 @@ typedef struct pc_kernel {
   FIELD(pc_context, random_key) FIELD(pc_context, random_counter)                              \
   STRUCT(pc_kernel, "sized")                                                                   \
   FIELD(pc_kernel, abi_version) FIELD(pc_kernel, struct_size) FIELD(pc_kernel, name)           \
-  FIELD(pc_kernel, prepare) FIELD(pc_kernel, run) FIELD(pc_kernel, release)
+  FIELD(pc_kernel, prepare) FIELD(pc_kernel, run) FIELD(pc_kernel, release)                  \
+  FIELD(pc_kernel, inputs) FIELD(pc_kernel, outputs) FIELD(pc_kernel, dtypes)
 
 /* ABI 1's first layout (on 64-bit platforms), as pc_kernel_layout() writes it: the layout of
  * modules that export no KERNEL_LAYOUT. Frozen: it never changes. */

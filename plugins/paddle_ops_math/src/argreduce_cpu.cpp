@@ -10,9 +10,11 @@ namespace {
 // (arg_better, functors.hpp). Checks: reduce_plan.hpp's check_arg_reduce.
 template <bool Max> class ArgReduce {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Numbers;
   ArgReduce(const Attrs& attrs, const Slots& in, const Slots& out) {
     plan_ = check_arg_reduce(attrs, in, out);
-    fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -11,6 +11,8 @@ namespace pom {
 // comparisons (Bool = true).
 template <class F, class TypeList, bool Bool = false> class Binary {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = TypeList;
   Binary(const Attrs&, const Slots& in, const Slots& out) : plan_(check_binary(in, out, Bool)) {
     dispatch(in(0).dtype(), TypeList{}, [&](auto t) {
       using T = decltype(t);

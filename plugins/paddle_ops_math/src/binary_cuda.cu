@@ -14,13 +14,15 @@ namespace {
 // after the first two, each adding into out in place.
 class AddNCuda {
  public:
+  static constexpr pc::Signature signature{"+", "1"};
+  using DTypes = Numbers;
   AddNCuda(const Attrs&, const Slots& in, const Slots& out) : numel_(out(0).numel()) {
     check_add_n(in, out);
     expect_cuda(in, out);
     strides_.ndim = 1;
     strides_.dims[0] = numel_;
     strides_.a[0] = strides_.b[0] = 1;
-    launch_ = dispatch(out(0).dtype(), Numbers{}, [](auto t) -> Launch {
+    launch_ = dispatch(out(0).dtype(), DTypes{}, [](auto t) -> Launch {
       return &launch<decltype(t)>;
     });
   }

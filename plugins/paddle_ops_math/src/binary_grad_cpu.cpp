@@ -14,12 +14,14 @@ namespace {
 // x_grad = GX(x, y, out_grad), y_grad = GY(...), summed to the inputs' shapes (functors.hpp).
 template <class GX, class GY> class BinaryGrad {
  public:
+  static constexpr pc::Signature signature{"111", "??"};
+  using DTypes = Floats;
   BinaryGrad(const Attrs&, const Slots& in, const Slots& out) {
     check_binary_grad(in, out);
     Tensor x = in(0), y = in(1), g = in(2);
     ax_ = plan_broadcast(x, g, g);
     ay_ = plan_broadcast(y, g, g);
-    fn_ = dispatch(x.dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(x.dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

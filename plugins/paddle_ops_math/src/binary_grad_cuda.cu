@@ -63,13 +63,15 @@ __global__ void grad_sum_kernel(const T* x, const T* y, const T* g, T* out, int6
 // x_grad = sum GX(x, y, out_grad), y_grad = sum GY(x, y, out_grad).
 template <class GX, class GY> class BinaryGradCuda {
  public:
+  static constexpr pc::Signature signature{"111", "??"};
+  using DTypes = Floats;
   BinaryGradCuda(const Attrs&, const Slots& in, const Slots& out) {
     check_binary_grad(in, out);
     expect_cuda(in, out);
     const Tensor x = in(0), y = in(1), g = in(2);
     if (out.has(0)) walk_x_ = plan_walk(x, y, g, true);
     if (out.has(1)) walk_y_ = plan_walk(x, y, g, false);
-    dispatch(x.dtype(), Floats{}, [&](auto t) {
+    dispatch(x.dtype(), DTypes{}, [&](auto t) {
       using T = decltype(t);
       launch_x_ = &launch<GX, T>;
       launch_y_ = &launch<GY, T>;

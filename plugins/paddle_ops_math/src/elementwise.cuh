@@ -77,6 +77,8 @@ __global__ void binary_kernel(const T* a, const T* b, R* out, int64_t n, Strides
 // comparisons (Bool = true).
 template <class F, class TypeList, bool Bool = false> class BinaryCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = TypeList;
   BinaryCuda(const Attrs&, const Slots& in, const Slots& out) {
     const Broadcast plan = check_binary(in, out, Bool);
     numel_ = plan.numel;
@@ -129,6 +131,8 @@ __global__ void zip_kernel(const T* a, const T* b, T* out, int64_t n, F f) {
 // isnan, logical_not).
 template <class F, class TypeList, bool Bool = false> class UnaryCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = TypeList;
   UnaryCuda(const Attrs&, const Slots& in, const Slots& out) {
     if constexpr (Bool)
       check_predicate(in, out);

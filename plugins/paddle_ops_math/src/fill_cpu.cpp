@@ -13,11 +13,13 @@ namespace {
 // out = scale * x + bias, or scale * (x + bias) when bias_after_scale is false (ScaleBy).
 class Scale {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Numbers;
   Scale(const Attrs& attrs, const Slots& in, const Slots& out)
       : scale_(attrs.f("scale")), bias_(attrs.f("bias")) {
     check_unary(in, out);
     const bool after = attrs.b("bias_after_scale");
-    fn_ = dispatch(in(0).dtype(), Numbers{}, [&](auto t) -> Fn {
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [&](auto t) -> Fn {
       using T = decltype(t);
       return after ? &compute<ScaleBy<true>, T> : &compute<ScaleBy<false>, T>;
     });
@@ -44,9 +46,11 @@ class Scale {
 // out = x converted to the out tensor's dtype (the `dtype` attr, applied by the shape rule).
 class Cast {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   Cast(const Attrs&, const Slots& in, const Slots& out) {
     check_cast(in, out);
-    fn_ = dispatch(in(0).dtype(), AllTypes{}, [&](auto s) -> Fn {
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [&](auto s) -> Fn {
       return dispatch(out(0).dtype(), AllTypes{}, [](auto d) -> Fn {
         return &convert<decltype(s), decltype(d)>;
       });
@@ -73,8 +77,10 @@ class Cast {
 // out = value everywhere (fill_constant has no inputs; full_like takes its shape from x).
 class Fill {
  public:
+  static constexpr pc::Signature signature{"?", "1"};
+  using DTypes = AllTypes;
   Fill(const Attrs& attrs, const Slots&, const Slots& out) : value_(attrs.f("value")) {
-    fn_ = dispatch(out(0).dtype(), AllTypes{}, [](auto t) -> Fn { return &fill<decltype(t)>; });
+    fn_ = dispatch(out(0).dtype(), DTypes{}, [](auto t) -> Fn { return &fill<decltype(t)>; });
   }
   void run(const Slots&, const Slots& out, const Context& ctx) const {
     fn_(out(0).data<void>(), out(0).numel(), value_, ctx.num_threads());
@@ -94,9 +100,11 @@ class Fill {
 // out = x (a copy).
 class Assign {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   Assign(const Attrs&, const Slots& in, const Slots& out) {
     check_unary(in, out);
-    bytes_ = in(0).numel() * dispatch(in(0).dtype(), AllTypes{}, [](auto t) { return int64_t(sizeof(t)); });
+    bytes_ = in(0).numel() * dispatch(in(0).dtype(), DTypes{}, [](auto t) { return int64_t(sizeof(t)); });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const char* src = in(0).data<char>();

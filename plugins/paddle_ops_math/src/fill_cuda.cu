@@ -12,12 +12,14 @@ namespace {
 // out = scale * x + bias, or scale * (x + bias) when bias_after_scale is false.
 class ScaleCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Numbers;
   ScaleCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : scale_(attrs.f("scale")), bias_(attrs.f("bias")), numel_(in(0).numel()) {
     check_unary(in, out);
     expect_cuda(in, out);
     const bool after = attrs.b("bias_after_scale");
-    launch_ = dispatch(in(0).dtype(), Numbers{}, [&](auto t) -> Launch {
+    launch_ = dispatch(in(0).dtype(), DTypes{}, [&](auto t) -> Launch {
       using T = decltype(t);
       return after ? &launch<ScaleBy<true>, T> : &launch<ScaleBy<false>, T>;
     });
@@ -44,10 +46,12 @@ class ScaleCuda {
 // out = x converted to the out tensor's dtype.
 class CastCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   CastCuda(const Attrs&, const Slots& in, const Slots& out) : numel_(in(0).numel()) {
     check_cast(in, out);
     expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), AllTypes{}, [&](auto s) -> Launch {
+    launch_ = dispatch(in(0).dtype(), DTypes{}, [&](auto s) -> Launch {
       return dispatch(out(0).dtype(), AllTypes{},
                       [](auto d) -> Launch { return &launch<decltype(s), decltype(d)>; });
     });
@@ -77,10 +81,12 @@ template <class T> __global__ void fill_kernel(T* out, int64_t n, T value) {
 // out = value everywhere (fill_constant has no inputs; full_like takes its shape from x).
 class FillCuda {
  public:
+  static constexpr pc::Signature signature{"?", "1"};
+  using DTypes = AllTypes;
   FillCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : value_(attrs.f("value")), numel_(out(0).numel()) {
     expect_cuda(in, out);
-    launch_ = dispatch(out(0).dtype(), AllTypes{},
+    launch_ = dispatch(out(0).dtype(), DTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
   void run(const Slots&, const Slots& out, const Context& ctx) const {
@@ -104,6 +110,7 @@ class FillCuda {
 // fill_like: the fill, with out of x's shape and dtype (checked like the core's CPU kernel).
 class FillLikeCuda : public FillCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
   FillLikeCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : FillCuda(attrs, in, out) {
     check_unary(in, out);
@@ -113,11 +120,13 @@ class FillLikeCuda : public FillCuda {
 // out = x (a copy on the stream).
 class AssignCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   AssignCuda(const Attrs&, const Slots& in, const Slots& out) {
     check_unary(in, out);
     expect_cuda(in, out);
     bytes_ = in(0).numel() *
-             dispatch(in(0).dtype(), AllTypes{}, [](auto t) { return int64_t(sizeof(t)); });
+             dispatch(in(0).dtype(), DTypes{}, [](auto t) { return int64_t(sizeof(t)); });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     copy_async(out(0).data<void>(), in(0).data<void>(), bytes_, stream_of(ctx));

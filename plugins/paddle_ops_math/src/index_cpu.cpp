@@ -29,6 +29,8 @@ std::vector<int64_t> checked_positions(const Tensor& index, int64_t size, bool n
 // out[o, k, :] = x[o, index[k], :] around the axis; rows are copied as raw bytes, any dtype.
 class Gather {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = AllTypes;
   Gather(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_gather(attrs.i("axis"), in(0), in(1), out(0), "out")),
         row_(geo_.inner * in(0).element_size()) {
@@ -62,11 +64,13 @@ class Gather {
 // and in the same order whatever the thread count. Inputs: x (its shape), index, out_grad.
 class GatherGrad {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = Floats;
   GatherGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_gather(attrs.i("axis"), in(0), in(1), in(2), "out_grad")) {
     expect_same_shape(in(0), out(0), "x and x_grad");
     expect_same_dtype(in(0), out(0), "x and x_grad");
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -111,6 +115,8 @@ class GatherGrad {
 // out[..., j] = (j == index[...]) as out's dtype.
 class OneHot {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = IndexTypes;
   OneHot(const Attrs& attrs, const Slots& in, const Slots& out)
       : depth_(check_one_hot(attrs, in(0), out(0))) {
     fn_ = dispatch(out(0).dtype(), AllTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });

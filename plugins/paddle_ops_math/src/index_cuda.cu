@@ -50,6 +50,8 @@ __global__ void gather_kernel(const U* x, const I* index, U* out, int64_t n, int
 // out[o, k, :] = x[o, index[k], :], one thread per element, raw elements of any dtype.
 class GatherCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = AllTypes;
   GatherCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_gather(attrs.i("axis"), in(0), in(1), out(0), "out")) {
     expect_cuda(in, out);
@@ -104,12 +106,14 @@ __global__ void gather_grad_kernel(const T* g, const I* index, T* dx, int64_t co
 // x_grad = zeros of x's shape with out_grad's rows added at their indices.
 class GatherGradCuda {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = Floats;
   GatherGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_gather(attrs.i("axis"), in(0), in(1), in(2), "out_grad")) {
     paddle_core::expect_same_shape(in(0), out(0), "x and x_grad");
     paddle_core::expect_same_dtype(in(0), out(0), "x and x_grad");
     expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), Floats{}, [&](auto t) -> Launch {
+    launch_ = dispatch(in(0).dtype(), DTypes{}, [&](auto t) -> Launch {
       using T = decltype(t);
       return dispatch(in(1).dtype(), IndexTypes{},
                       [](auto i) -> Launch { return &launch<T, decltype(i)>; });
@@ -150,12 +154,14 @@ __global__ void one_hot_kernel(const I* index, T* out, int64_t n, int64_t depth)
 // out[..., j] = (j == index[...]), one thread per element of out.
 class OneHotCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = IndexTypes;
   OneHotCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : depth_(check_one_hot(attrs, in(0), out(0))) {
     expect_cuda(in, out);
     launch_ = dispatch(out(0).dtype(), AllTypes{}, [&](auto t) -> Launch {
       using T = decltype(t);
-      return dispatch(in(0).dtype(), IndexTypes{},
+      return dispatch(in(0).dtype(), DTypes{},
                       [](auto i) -> Launch { return &launch<T, decltype(i)>; });
     });
   }

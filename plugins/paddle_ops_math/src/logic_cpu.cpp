@@ -19,6 +19,8 @@ namespace {
 // functors.hpp's, shared with the CUDA kernels.
 template <class F, class TypeList> class Predicate {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = TypeList;
   Predicate(const Attrs&, const Slots& in, const Slots& out) {
     check_predicate(in, out);
     fn_ = dispatch(in(0).dtype(), TypeList{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
@@ -45,6 +47,8 @@ using AnyNumber = Types<float, double, int32_t, int64_t>;
 // dtype: elements are copied.
 class Where {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = AllTypes;
   Where(const Attrs&, const Slots& in, const Slots& out) {
     const Tensor o = out(0);
     strides_ = check_where(in, out);

@@ -39,6 +39,8 @@ __global__ void where_kernel(const bool* c, const E* x, const E* y, E* out, int6
 // out = cond ? x : y, each input broadcast to out's shape.
 class WhereCuda {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = AllTypes;
   WhereCuda(const Attrs&, const Slots& in, const Slots& out) : numel_(out(0).numel()) {
     const std::array<std::vector<int64_t>, 3> strides = check_where(in, out);
     expect_cuda(in, out);

@@ -37,9 +37,11 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A
 
 class Matmul {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   Matmul(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_matmul(attrs, in, out)) {
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -68,9 +70,11 @@ class Matmul {
 // accumulate into the operand's gradient.
 class MatmulGrad {
  public:
+  static constexpr pc::Signature signature{"111", "??"};
+  using DTypes = Floats;
   MatmulGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_matmul_grad(attrs, in, out)) {
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -121,9 +125,11 @@ class MatmulGrad {
 
 class Matmul2D {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   Matmul2D(const Attrs& attrs, const Slots& in, const Slots& out)
       : flat_(check_matmul_2d(attrs, in, out)) {
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     set_blas_threads(ctx.num_threads());
@@ -142,9 +148,11 @@ class Matmul2D {
 
 class Matmul2DGrad {
  public:
+  static constexpr pc::Signature signature{"111", "??"};
+  using DTypes = Floats;
   Matmul2DGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : flat_(check_matmul_2d_grad(attrs, in, out)) {
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     set_blas_threads(ctx.num_threads());

@@ -131,6 +131,8 @@ void expect_cublas_and_cuda(const Slots& in, const Slots& out, int64_t batches) 
 
 class MatmulCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = pc::Types<float, double, pc::bfloat16>;  // as precision_of allows
   MatmulCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_matmul(attrs, in, out)), precision_(precision_of(in(0).dtype(), true)) {
     expect_cublas_and_cuda(in, out, geo_.batches);
@@ -156,6 +158,8 @@ class MatmulCuda {
 // Broadcast batches accumulate into the operand's gradient, in batch order (deterministic).
 class MatmulGradCuda {
  public:
+  static constexpr pc::Signature signature{"111", "??"};
+  using DTypes = pc::Floats;
   MatmulGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_matmul_grad(attrs, in, out)), precision_(precision_of(in(0).dtype(), false)) {
     expect_cublas_and_cuda(in, out, geo_.batches);
@@ -227,6 +231,8 @@ class MatmulGradCuda {
 
 class Matmul2DCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = pc::Floats;
   Matmul2DCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : flat_(check_matmul_2d(attrs, in, out)), precision_(precision_of(in(0).dtype(), false)) {
     expect_cublas_and_cuda(in, out, 1);
@@ -247,6 +253,8 @@ class Matmul2DCuda {
 
 class Matmul2DGradCuda {
  public:
+  static constexpr pc::Signature signature{"111", "??"};
+  using DTypes = pc::Floats;
   Matmul2DGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : flat_(check_matmul_2d_grad(attrs, in, out)),
         precision_(precision_of(in(0).dtype(), false)) {

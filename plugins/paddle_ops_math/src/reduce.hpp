@@ -321,6 +321,8 @@ void reduce_columns(const Plan& p, const T* x, typename Op::Out* out, int32_t th
 // out = x reduced over `axes` (all when empty), keeping size-1 axes with `keepdim`.
 template <template <class> class Op, class TypeList> class Reduce {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = TypeList;
   Reduce(const Attrs& attrs, const Slots& in, const Slots& out) {
     plan_ = check_reduce(attrs, in, out);
     fn_ = dispatch(in(0).dtype(), TypeList{}, [&](auto t) -> Fn {

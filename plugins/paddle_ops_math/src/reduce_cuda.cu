@@ -143,6 +143,8 @@ unsigned blocks_for(int64_t outputs) {
 // out = x reduced over axes (all when empty), keeping size-1 axes with keepdim.
 template <template <class> class Op, class TypeList> class ReduceCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = TypeList;
   ReduceCuda(const Attrs& attrs, const Slots& in, const Slots& out) {
     const Plan plan = check_reduce(attrs, in, out);
     walk_ = walk_of(plan);
@@ -202,10 +204,12 @@ __global__ void reduce_grad_kernel(const T* x, const T* outs, const T* g, T* dx,
 // Inputs: x, [out,] out_grad; output: x_grad.
 template <template <class> class G, bool Mean = false> class ReduceGradCuda {
  public:
+  static constexpr pc::Signature signature{G<float>::kUsesOut ? "111" : "11", "1"};
+  using DTypes = Floats;
   ReduceGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : walk_(walk_of(check_reduce_grad(attrs, in, out, G<float>::kUsesOut))) {
     expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), Floats{},
+    launch_ = dispatch(in(0).dtype(), DTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
 
@@ -269,9 +273,11 @@ __global__ void arg_reduce_kernel(const T* x, int64_t* out, Walk w) {
 // argmax, argmin: int64 indices along one axis.
 template <bool Max> class ArgReduceCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Numbers;
   ArgReduceCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : walk_(walk_of(check_arg_reduce(attrs, in, out))) {
-    launch_ = dispatch(in(0).dtype(), Numbers{},
+    launch_ = dispatch(in(0).dtype(), DTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
     expect_cuda(in, out);
   }

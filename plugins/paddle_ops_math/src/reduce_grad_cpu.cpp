@@ -10,9 +10,11 @@ namespace {
 // The formulas (SumGrad, ExtremeGrad, ProdGrad) are functors.hpp's, shared with CUDA.
 template <template <class> class G, bool Mean = false> class ReduceGrad {
  public:
+  static constexpr pc::Signature signature{G<float>::kUsesOut ? "111" : "11", "1"};
+  using DTypes = Floats;
   ReduceGrad(const Attrs& attrs, const Slots& in, const Slots& out) {
     plan_ = check_reduce_grad(attrs, in, out, G<float>::kUsesOut);
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

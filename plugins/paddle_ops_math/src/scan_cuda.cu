@@ -38,12 +38,14 @@ __global__ void cumsum_kernel(const T* x, CumsumOut<T>* out, int64_t columns, in
 
 class CumsumCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Numbers;
   CumsumCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_cumsum(attrs, in(0), out(0))),
         exclusive_(attrs.b("exclusive")),
         reverse_(attrs.b("reverse")) {
     expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), Numbers{},
+    launch_ = dispatch(in(0).dtype(), DTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -114,6 +114,8 @@ void run_copy(const Copy& p, void* dst, const void* src, int32_t threads) {
 // reshape, squeeze, unsqueeze: the same elements in the same order, so one flat copy.
 class Reshape {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   Reshape(const Attrs&, const Slots& in, const Slots& out) : copy_(check_reshape(in, out)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     if (in(0).data<void>() == out(0).data<void>()) return;  // in place: nothing moves
@@ -127,6 +129,8 @@ class Reshape {
 // out = x with its axes permuted: out.dim(k) = x.dim(perm[k]); empty perm reverses them.
 class Transpose {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   Transpose(const Attrs& attrs, const Slots& in, const Slots& out)
       : copy_(check_transpose(attrs, in, out)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -140,6 +144,8 @@ class Transpose {
 // out = xs joined along axis.
 class Concat {
  public:
+  static constexpr pc::Signature signature{"+", "1"};
+  using DTypes = AllTypes;
   Concat(const Attrs& attrs, const Slots& in, const Slots& out)
       : copies_(plan_join(in, out(0), attrs.i("axis"), true)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -156,6 +162,8 @@ class Concat {
 // into those sizes).
 class Split {
  public:
+  static constexpr pc::Signature signature{"1", "+"};
+  using DTypes = AllTypes;
   Split(const Attrs& attrs, const Slots& in, const Slots& out)
       : copies_(plan_join(out, in(0), attrs.i("axis"), false)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -171,6 +179,8 @@ class Split {
 // out = x sliced.
 class Slice {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   Slice(const Attrs& attrs, const Slots& in, const Slots& out)
       : copy_(check_slice(attrs, in, out)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -185,6 +195,8 @@ class Slice {
 // Inputs: x (for its shape), out_grad; output: x_grad.
 class SliceGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = AllTypes;
   SliceGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : bytes_(in(0).nbytes()), copy_(check_slice_grad(attrs, in, out)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -202,6 +214,8 @@ class SliceGrad {
 // broadcast_to, expand: out = x repeated along its size-1 and missing leading dims.
 class BroadcastTo {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   BroadcastTo(const Attrs&, const Slots& in, const Slots& out)
       : copy_(check_broadcast_to(in, out)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -216,9 +230,11 @@ class BroadcastTo {
 // out_grad; output: x_grad.
 class BroadcastToGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   BroadcastToGrad(const Attrs&, const Slots& in, const Slots& out) {
     check_broadcast_to_grad(in, out);
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context&) const { fn_(in(1), out(0)); }
 
@@ -233,6 +249,8 @@ class BroadcastToGrad {
 // tile: out = x repeated along each axis (numpy.tile).
 class Tile {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   Tile(const Attrs& attrs, const Slots& in, const Slots& out) : copy_(check_tile(attrs, in, out)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx.num_threads());
@@ -246,9 +264,11 @@ class Tile {
 // Walks out_grad in order, adding each element at its place in x (the tile view's strides).
 class TileGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   TileGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : view_(check_tile_grad(attrs, in, out)) {
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context&) const {
     fn_(view_, in(1).data<void>(), in(1).numel(), out(0).data<void>(), out(0).numel());
@@ -284,6 +304,8 @@ class TileGrad {
 // bytes of any dtype (zero bytes are 0, 0.0 and false).
 template <bool Lower> class TriangleKernel {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   TriangleKernel(const Attrs& attrs, const Slots& in, const Slots& out)
       : shape_(check_triangle(in, out)),
         diagonal_(attrs.i("diagonal")),

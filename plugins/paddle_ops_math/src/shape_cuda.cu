@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda.cuh"
+#include "elementwise.hpp"
 #include "shape.hpp"
 
 namespace pom {
@@ -82,6 +83,8 @@ void run_copy(const CudaCopy& c, void* dst, const void* src, const Context& ctx)
 // reshape, transpose, slice, broadcast_to: out = one copy of x, planned by Check.
 template <Copy (*Check)(const Attrs&, const Slots&, const Slots&)> class CopyCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   CopyCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : copy_(to_cuda(Check(attrs, in, out))) {
     expect_cuda(in, out);
@@ -114,6 +117,8 @@ __global__ void triangle_kernel(const U* x, U* out, int64_t n, int64_t rows, int
 // tril (Lower) and triu: one thread per element, copied or zeroed (shape.hpp's split).
 template <bool Lower> class TriangleCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;
   TriangleCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : shape_(check_triangle(in, out)), diagonal_(attrs.i("diagonal")) {
     expect_cuda(in, out);
@@ -155,6 +160,8 @@ std::vector<CudaCopy> to_cuda(const std::vector<Copy>& copies) {
 // out = xs joined along axis: one copy per input.
 class ConcatCuda {
  public:
+  static constexpr pc::Signature signature{"+", "1"};
+  using DTypes = AllTypes;
   ConcatCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : copies_(to_cuda(plan_join(in, out(0), attrs.i("axis"), true))) {
     expect_cuda(in, out);
@@ -172,6 +179,8 @@ class ConcatCuda {
 // outs = x cut along axis: one copy per output.
 class SplitCuda {
  public:
+  static constexpr pc::Signature signature{"1", "+"};
+  using DTypes = AllTypes;
   SplitCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : copies_(to_cuda(plan_join(out, in(0), attrs.i("axis"), false))) {
     expect_cuda(in, out);
@@ -189,6 +198,8 @@ class SplitCuda {
 // x_grad = zeros of x's shape with out_grad written where the slice took its elements.
 class SliceGradCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = AllTypes;
   SliceGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : copy_(to_cuda(check_slice_grad(attrs, in, out))) {
     expect_cuda(in, out);
@@ -231,6 +242,7 @@ __global__ void sum_back_kernel(const T* g, T* out, int64_t m, SumWalk w) {
 // subclass's constructor fills walk_ and calls ready().
 class SumBackCuda {
  public:
+  using DTypes = Floats;
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     if (numel_ == 0) return;
     launch_(in(1).data<void>(), out(0).data<void>(), numel_, walk_, stream_of(ctx));
@@ -240,7 +252,7 @@ class SumBackCuda {
  protected:
   void ready(int64_t numel, int32_t dtype) {
     numel_ = numel;
-    launch_ = dispatch(dtype, Floats{}, [](auto t) -> Launch { return &launch<decltype(t)>; });
+    launch_ = dispatch(dtype, DTypes{}, [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
   SumWalk walk_;
 
@@ -260,6 +272,7 @@ class SumBackCuda {
 // x_grad = out_grad summed over the dims x was broadcast along.
 class BroadcastToGradCuda : public SumBackCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
   BroadcastToGradCuda(const Attrs&, const Slots& in, const Slots& out) {
     const std::vector<int64_t> sx = check_broadcast_to_grad(in, out);
     expect_cuda(in, out);
@@ -282,6 +295,7 @@ class BroadcastToGradCuda : public SumBackCuda {
 // dims summed, its x dims kept.
 class TileGradCuda : public SumBackCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
   TileGradCuda(const Attrs& attrs, const Slots& in, const Slots& out) {
     const TileView v = check_tile_grad(attrs, in, out);
     expect_cuda(in, out);

@@ -54,6 +54,8 @@ template <class F> void avx2_range(const void* xv, void* ov, int64_t lo, int64_t
 // out = F(x) for the dtypes in TypeList. Also serves neg_grad (x_grad = -out_grad).
 template <class F, class TypeList> class Unary {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = TypeList;
   Unary(const Attrs&, const Slots& in, const Slots& out) {
     check_unary(in, out);
     fn_ = dispatch(in(0).dtype(), TypeList{},
@@ -79,10 +81,12 @@ template <class F, class TypeList> class Unary {
 // out = min(max(x, min), max); NaN stays NaN (ClipTo, functors.hpp).
 class Clip {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Numbers;
   Clip(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")) {
     check_clip(attrs, in, out);
-    fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     fn_(*this, in(0), out(0), ctx.num_threads());
@@ -106,10 +110,12 @@ class Clip {
 // x_grad = out_grad where min <= x <= max, else 0 (ClipGradBy).
 class ClipGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   ClipGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")) {
     check_clip_grad(attrs, in, out);
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     fn_(*this, in, out(0), ctx.num_threads());
@@ -134,9 +140,11 @@ class ClipGrad {
 // x_grad = G(a, out_grad), G from functors.hpp; float dtypes.
 template <class G> class UnaryGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   UnaryGrad(const Attrs&, const Slots& in, const Slots& out) {
     check_unary_grad(in, out);
-    fn_ = dispatch(in(0).dtype(), Floats{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     fn_(in(0).data<void>(), in(1).data<void>(), out(0).data<void>(), out(0).numel(),

@@ -18,6 +18,8 @@ template <> ClipGradBy grad_functor<ClipGradBy>(const Attrs& attrs) {
 // x_grad = G(a, out_grad) elementwise.
 template <class G> class UnaryGradCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   UnaryGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : f_(grad_functor<G>(attrs)), numel_(out(0).numel()) {
     if constexpr (std::is_same_v<G, ClipGradBy>) {
@@ -26,7 +28,7 @@ template <class G> class UnaryGradCuda {
       check_unary_grad(in, out);
     }
     expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), Floats{},
+    launch_ = dispatch(in(0).dtype(), DTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
 
@@ -55,11 +57,13 @@ template <class G> class UnaryGradCuda {
 // out = clip(x, min, max) (ClipTo).
 class ClipCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Numbers;
   ClipCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")), numel_(in(0).numel()) {
     check_clip(attrs, in, out);
     expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), Numbers{},
+    launch_ = dispatch(in(0).dtype(), DTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
 

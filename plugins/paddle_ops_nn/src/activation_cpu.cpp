@@ -12,6 +12,8 @@ namespace {
 // out = F(x), elementwise, float32 and float64.
 template <class F> class Map {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Floats;
   Map(const Attrs& attrs, const Slots& in, const Slots& out) : f_(attrs) {
     check_map(in, out);
   }
@@ -34,6 +36,8 @@ template <class F> class Map {
 // x_grad = G(v, out_grad), elementwise, where v is the grad op's first input (x or out).
 template <class G> class GradMap {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   GradMap(const Attrs& attrs, const Slots& in, const Slots& out) : g_(attrs) {
     check_grad_map(in, out);
   }

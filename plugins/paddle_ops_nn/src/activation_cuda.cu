@@ -22,6 +22,8 @@ __global__ void grad_map_kernel(const T* v, const T* g, T* dx, int64_t n, G grad
 // out = F(x), elementwise, float32 and float64.
 template <class F> class MapCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Floats;
   MapCuda(const Attrs& attrs, const Slots& in, const Slots& out) : f_(attrs) {
     check_map(in, out);
     expect_cuda(in, out);
@@ -42,6 +44,8 @@ template <class F> class MapCuda {
 // x_grad = G(v, out_grad), elementwise, where v is the grad op's first input (x or out).
 template <class G> class GradMapCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   GradMapCuda(const Attrs& attrs, const Slots& in, const Slots& out) : g_(attrs) {
     check_grad_map(in, out);
     expect_cuda(in, out);

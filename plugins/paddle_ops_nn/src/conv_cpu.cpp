@@ -44,6 +44,8 @@ void zero(const Tensor& t) {
 
 class Conv2d {
  public:
+  static constexpr pc::Signature signature{"11?", "1"};
+  using DTypes = Floats;
   Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : shape_(conv_shape(attrs, in(kX), in(kFilter))) {
     check_operands(in, kBias, shape_.filters);
@@ -68,6 +70,8 @@ class Conv2d {
 // Outputs x_grad, filter_grad, bias_grad, each computed only when the program asks for it.
 class Conv2dGrad {
  public:
+  static constexpr pc::Signature signature{"111?", "???"};
+  using DTypes = Floats;
   Conv2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : shape_(conv_shape(attrs, in(kX), in(kFilter))) {
     check_operands(in, kGradBias, shape_.filters);
@@ -116,6 +120,8 @@ class Conv2dGrad {
 // that conv2d runs it backwards (window.hpp's conv_transpose_shape).
 class Conv2dTranspose {
  public:
+  static constexpr pc::Signature signature{"11?", "1"};
+  using DTypes = Floats;
   Conv2dTranspose(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : shape_(conv_transpose_shape(attrs, in(kX), in(kFilter), out(0))) {
     check_operands(in, kBias, shape_.channels);
@@ -141,6 +147,8 @@ class Conv2dTranspose {
 
 class Conv2dTransposeGrad {
  public:
+  static constexpr pc::Signature signature{"111?", "???"};
+  using DTypes = Floats;
   Conv2dTransposeGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : shape_(conv_transpose_shape(attrs, in(kX), in(kFilter), in(kOutGrad))) {
     check_operands(in, kGradBias, shape_.channels);

@@ -35,6 +35,8 @@ template <class I> int64_t checked_id(const I* ids, int64_t i, int64_t rows) {
 // out[..., :] = w[ids[...], :] (zeros for padding_idx).
 class Embedding {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   Embedding(const Attrs& attrs, const Slots& in, const Slots& out)
       : padding_(attrs.i("padding_idx")) {
     const Tensor ids = in(0), w = in(1), o = out(0);
@@ -74,6 +76,8 @@ class Embedding {
 // w_grad = zeros of w's shape, with out_grad's rows added at their ids (not padding_idx's).
 class EmbeddingGrad {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = Floats;
   EmbeddingGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : padding_(attrs.i("padding_idx")) {
     const Tensor ids = in(0), w = in(1), g = in(2), dw = out(0);

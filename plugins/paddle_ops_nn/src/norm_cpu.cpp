@@ -115,6 +115,8 @@ std::vector<double> channel_sums(const Planes& l, int32_t threads, F&& plane) {
 // normalise and stay as they are. saved_mean and saved_inv_std: the statistics used.
 class BatchNorm {
  public:
+  static constexpr pc::Signature signature{"11111", "11111"};
+  using DTypes = Floats;
   BatchNorm(const Attrs& attrs, const Slots& in, const Slots& out)
       : momentum_(attrs.f("momentum")), epsilon_(attrs.f("epsilon")), test_(attrs.b("is_test")) {
     const Tensor x = in(0);
@@ -214,6 +216,8 @@ class BatchNorm {
 //   (is_test, where the statistics are constants: x_grad = y_grad * scale * saved_inv_std).
 class BatchNormGrad {
  public:
+  static constexpr pc::Signature signature{"11111", "???"};
+  using DTypes = Floats;
   BatchNormGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : test_(attrs.b("is_test")) {
     const Tensor x = in(0);
@@ -315,6 +319,8 @@ template <class F> void for_rows(const Rows& s, int32_t threads, F&& f) {
 // y = (x - mean) / sqrt(variance + epsilon) * scale + bias per row; mean and variance kept.
 class LayerNorm {
  public:
+  static constexpr pc::Signature signature{"1??", "111"};
+  using DTypes = Floats;
   LayerNorm(const Attrs& attrs, const Slots& in, const Slots& out)
       : epsilon_(attrs.f("epsilon")) {
     const Tensor x = in(0);
@@ -374,6 +380,8 @@ class LayerNorm {
 //   scale_grad = sum over rows of y_grad * xhat, bias_grad = sum over rows of y_grad.
 class LayerNormGrad {
  public:
+  static constexpr pc::Signature signature{"1111?", "???"};
+  using DTypes = Floats;
   LayerNormGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : epsilon_(attrs.f("epsilon")) {
     const Tensor x = in(0);

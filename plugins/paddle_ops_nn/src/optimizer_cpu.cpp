@@ -8,6 +8,8 @@ namespace {
 
 class Sgd {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = Floats;
   Sgd(const Attrs&, const Slots& in, const Slots& out) { check_sgd(in, out); }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -26,6 +28,8 @@ class Sgd {
 
 class Momentum {
  public:
+  static constexpr pc::Signature signature{"1111", "11"};
+  using DTypes = Floats;
   Momentum(const Attrs& attrs, const Slots& in, const Slots& out)
       : mu_(attrs.f("mu")), nesterov_(attrs.b("use_nesterov")) {
     check_momentum(in, out);
@@ -53,6 +57,8 @@ class Momentum {
 
 template <bool kDecoupledDecay> class Adam {
  public:
+  static constexpr pc::Signature signature{"1111111", "11111"};
+  using DTypes = Floats;
   Adam(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs, kDecoupledDecay) {
     check_adam(in, out);
   }

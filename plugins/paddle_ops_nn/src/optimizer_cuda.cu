@@ -44,6 +44,8 @@ __global__ void adam_pows_kernel(AdamAttrs a, const T* b1_pow, const T* b2_pow, 
 
 class SgdCuda {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = Floats;
   SgdCuda(const Attrs&, const Slots& in, const Slots& out) {
     check_sgd(in, out);
     expect_cuda(in, out);
@@ -61,6 +63,8 @@ class SgdCuda {
 
 class MomentumCuda {
  public:
+  static constexpr pc::Signature signature{"1111", "11"};
+  using DTypes = Floats;
   MomentumCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : mu_(attrs.f("mu")), nesterov_(attrs.b("use_nesterov")) {
     check_momentum(in, out);
@@ -84,6 +88,8 @@ class MomentumCuda {
 
 template <bool kDecoupledDecay> class AdamCuda {
  public:
+  static constexpr pc::Signature signature{"1111111", "11111"};
+  using DTypes = Floats;
   AdamCuda(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs, kDecoupledDecay) {
     check_adam(in, out);
     expect_cuda(in, out);

@@ -113,6 +113,8 @@ std::unique_ptr<PoolEngine> engine_for(const Pooling& p, const Tensor& x, bool b
 
 class Pool2d {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Floats;
   Pool2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : p_(pooling_of(attrs, in(0))) {
     const Tensor x = in(0);
@@ -139,6 +141,8 @@ class Pool2d {
 
 class Pool2dGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   Pool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : p_(pooling_of(attrs, in(0))) {
     const Tensor x = in(0), g = in(1);

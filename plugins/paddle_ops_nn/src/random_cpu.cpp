@@ -14,6 +14,8 @@ namespace {
 
 class UniformRandom {
  public:
+  static constexpr pc::Signature signature{"", "1"};
+  using DTypes = Floats;
   UniformRandom(const Attrs& attrs, const Slots&, const Slots& out) : a_(attrs) {
     check_uniform(a_, out);
   }
@@ -35,6 +37,8 @@ class UniformRandom {
 
 template <bool kTruncated> class GaussianRandom {
  public:
+  static constexpr pc::Signature signature{"", "1"};
+  using DTypes = Floats;
   GaussianRandom(const Attrs& attrs, const Slots&, const Slots& out) : a_(attrs) {
     check_gaussian(out);
   }
@@ -58,6 +62,8 @@ template <bool kTruncated> class GaussianRandom {
 
 class Dropout {
  public:
+  static constexpr pc::Signature signature{"1", "11"};
+  using DTypes = Floats;
   Dropout(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs) {
     check_dropout(in, out);
   }
@@ -83,6 +89,8 @@ class Dropout {
 
 class DropoutGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   DropoutGrad(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs) {
     check_dropout_grad(in, out);
   }

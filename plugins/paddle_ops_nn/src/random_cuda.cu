@@ -38,6 +38,8 @@ __global__ void dropout_grad_kernel(const uint8_t* mask, const T* g, T scale, T*
 
 class UniformRandomCuda {
  public:
+  static constexpr pc::Signature signature{"", "1"};
+  using DTypes = Floats;
   UniformRandomCuda(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs) {
     check_uniform(a_, out);
     expect_cuda(in, out);
@@ -58,6 +60,8 @@ class UniformRandomCuda {
 
 template <bool kTruncated> class GaussianRandomCuda {
  public:
+  static constexpr pc::Signature signature{"", "1"};
+  using DTypes = Floats;
   GaussianRandomCuda(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs) {
     check_gaussian(out);
     expect_cuda(in, out);
@@ -79,6 +83,8 @@ template <bool kTruncated> class GaussianRandomCuda {
 
 class DropoutCuda {
  public:
+  static constexpr pc::Signature signature{"1", "11"};
+  using DTypes = Floats;
   DropoutCuda(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs) {
     check_dropout(in, out);
     expect_cuda(in, out);
@@ -101,6 +107,8 @@ class DropoutCuda {
 
 class DropoutGradCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   DropoutGradCuda(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs) {
     check_dropout_grad(in, out);
     expect_cuda(in, out);

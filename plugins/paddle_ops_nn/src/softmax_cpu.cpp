@@ -51,6 +51,8 @@ template <class F> void for_lanes(const Lanes& l, int32_t threads, F&& f) {
 // out = softmax(x) (or log_softmax(x)) along axis.
 template <bool Log> class Softmax {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Floats;
   Softmax(const Attrs& attrs, const Slots& in, const Slots& out)
       : lanes_(check_softmax(attrs, in, out)) {}
 
@@ -72,6 +74,8 @@ template <bool Log> class Softmax {
 
 template <bool Log> class SoftmaxGrad {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   SoftmaxGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : lanes_(check_softmax_grad(attrs, in, out)) {}
 
@@ -96,6 +100,8 @@ template <bool Log> class SoftmaxGrad {
 
 class CrossEntropy {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   CrossEntropy(const Attrs& attrs, const Slots& in, const Slots& out)
       : a_(attrs), lanes_(check_cross_entropy(a_, in, out)) {}
 
@@ -127,6 +133,8 @@ class CrossEntropy {
 
 class CrossEntropyGrad {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = Floats;
   CrossEntropyGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : a_(attrs), lanes_(check_cross_entropy_grad(a_, in, out)) {}
 
@@ -161,6 +169,8 @@ class CrossEntropyGrad {
 
 class SoftmaxWithCrossEntropy {
  public:
+  static constexpr pc::Signature signature{"11", "11"};
+  using DTypes = Floats;
   SoftmaxWithCrossEntropy(const Attrs& attrs, const Slots& in, const Slots& out)
       : a_(attrs), lanes_(check_softmax_with_cross_entropy(attrs, a_, in, out)) {}
 
@@ -193,6 +203,8 @@ class SoftmaxWithCrossEntropy {
 
 class SoftmaxWithCrossEntropyGrad {
  public:
+  static constexpr pc::Signature signature{"11??", "1"};
+  using DTypes = Floats;
   SoftmaxWithCrossEntropyGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : a_(attrs), p_(check_softmax_with_cross_entropy_grad(attrs, a_, in, out)) {}
 
@@ -227,6 +239,8 @@ class SoftmaxWithCrossEntropyGrad {
 // so k = 1 means argmax == label); total = rows; accuracy = correct / total (NaN with no rows).
 class Accuracy {
  public:
+  static constexpr pc::Signature signature{"11", "111"};
+  using DTypes = Floats;
   Accuracy(const Attrs& attrs, const Slots& in, const Slots& out)
       : k_(attrs.i("k")), lanes_(check_accuracy(k_, in, out)) {
     fn_ = dispatch(in(0).dtype(), Floats{},

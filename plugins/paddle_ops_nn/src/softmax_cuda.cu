@@ -101,6 +101,8 @@ inline const int64_t* hard_labels(const LossAttrs& a, const Slots& in) {
 
 template <bool Log> class SoftmaxCuda {
  public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Floats;
   SoftmaxCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : lanes_(check_softmax(attrs, in, out)) {
     expect_cuda(in, out);
@@ -120,6 +122,8 @@ template <bool Log> class SoftmaxCuda {
 
 template <bool Log> class SoftmaxGradCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   SoftmaxGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : lanes_(check_softmax_grad(attrs, in, out)) {
     expect_cuda(in, out);
@@ -139,6 +143,8 @@ template <bool Log> class SoftmaxGradCuda {
 
 class CrossEntropyCuda {
  public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
   CrossEntropyCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : a_(attrs), lanes_(check_cross_entropy(a_, in, out)) {
     expect_cuda(in, out);
@@ -160,6 +166,8 @@ class CrossEntropyCuda {
 
 class CrossEntropyGradCuda {
  public:
+  static constexpr pc::Signature signature{"111", "1"};
+  using DTypes = Floats;
   CrossEntropyGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : a_(attrs), lanes_(check_cross_entropy_grad(a_, in, out)) {
     expect_cuda(in, out);
@@ -181,6 +189,8 @@ class CrossEntropyGradCuda {
 
 class SoftmaxWithCrossEntropyCuda {
  public:
+  static constexpr pc::Signature signature{"11", "11"};
+  using DTypes = Floats;
   SoftmaxWithCrossEntropyCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : a_(attrs), lanes_(check_softmax_with_cross_entropy(attrs, a_, in, out)) {
     expect_cuda(in, out);
@@ -202,6 +212,8 @@ class SoftmaxWithCrossEntropyCuda {
 
 class SoftmaxWithCrossEntropyGradCuda {
  public:
+  static constexpr pc::Signature signature{"11??", "1"};
+  using DTypes = Floats;
   SoftmaxWithCrossEntropyGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : a_(attrs), p_(check_softmax_with_cross_entropy_grad(attrs, a_, in, out)) {
     expect_cuda(in, out);
@@ -226,6 +238,8 @@ class SoftmaxWithCrossEntropyGradCuda {
 // A label outside [0, C) counts as a miss here (the CPU kernel fails on it).
 class AccuracyCuda {
  public:
+  static constexpr pc::Signature signature{"11", "111"};
+  using DTypes = Floats;
   AccuracyCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : k_(attrs.i("k")), lanes_(check_accuracy(k_, in, out)) {
     expect_cuda(in, out);

@@ -79,7 +79,7 @@ def test_a_kernel_struct_smaller_than_the_first_layout_names_the_size_and_the_fi
     problem = abi.capsule_problem("tiny", object(), "tiny-ops")
     assert problem.startswith(
         "kernel 'tiny' has a pc_kernel of struct_size 24, but paddle-core 0.1.0 needs at least "
-        "40 (ABI 1's first layout; its own pc_kernel is 40 bytes)"
+        "40 (ABI 1's first layout; its own pc_kernel is 64 bytes)"
     )
     assert problem.endswith(
         "rebuild tiny-ops against the installed paddle-core: pip install --force-reinstall "
