@@ -24,11 +24,17 @@ ROOT = Path(__file__).resolve().parent.parent
 TEST_PACKAGES = ROOT / "tests" / "packages"  # test plugins, pip-installed by the tests
 
 
+# The PADDLE_CORE_* variables set when the run started, taken out of the environment for the
+# run (isolated_settings): test knobs such as PADDLE_CORE_FUZZ_SECONDS are read from here.
+OUTER_SETTINGS: dict[str, str] = {}
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every test (and every subprocess it starts) uses a private index cache and an empty
     config file; none of the user's own settings (PADDLE_CORE_*) leaks in."""
     saved = {k: v for k, v in os.environ.items() if k.startswith("PADDLE_CORE_")}
+    OUTER_SETTINGS.update(saved)
     for key in saved:
         del os.environ[key]
     os.environ["PADDLE_CORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("index-cache"))

@@ -1,27 +1,30 @@
-"""The fuzzer (fuzz_ops.py) over every installed op, in a child process so a crash or a hang
-is caught and reported with the case that caused it. A short, seeded run by default; set
-PADDLE_CORE_FUZZ_SECONDS (and PADDLE_CORE_FUZZ_SEED) for a long one."""
+"""The fuzzers, each in a child process so that a crash or a hang is caught and reported with
+the case that caused it: fuzz_ops.py over every installed op, fuzz_plugins.py over corrupted
+manifests and forged kernel modules installed as plugins. Short, seeded runs by default; set
+PADDLE_CORE_FUZZ_SECONDS (and PADDLE_CORE_FUZZ_SEED) for long ones."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import OUTER_SETTINGS
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
-FUZZER = Path(__file__).with_name("fuzz_ops.py")
+HERE = Path(__file__).parent
 
 
-def test_every_op_gives_a_result_or_a_typed_error_never_a_crash(tmp_path):
-    seconds = float(os.environ.get("PADDLE_CORE_FUZZ_SECONDS", "15"))
-    seed = os.environ.get("PADDLE_CORE_FUZZ_SEED", "0")
+def fuzz(tmp_path: Path, fuzzer: str) -> dict:
+    """Run ``fuzzer`` for the configured time; its JSON summary, or a failure naming the case
+    it died or hung on."""
+    seconds = float(OUTER_SETTINGS.get("PADDLE_CORE_FUZZ_SECONDS", "15"))
+    seed = OUTER_SETTINGS.get("PADDLE_CORE_FUZZ_SEED", "0")
     log = tmp_path / "fuzz.log"
-    command = [sys.executable, str(FUZZER), "--seconds", str(seconds), "--seed", seed]
+    command = [sys.executable, str(HERE / fuzzer), "--seconds", str(seconds), "--seed", seed]
     try:
         done = subprocess.run(
             [*command, "--log", str(log)],
@@ -31,10 +34,21 @@ def test_every_op_gives_a_result_or_a_typed_error_never_a_crash(tmp_path):
             timeout=seconds + 120,
         )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"the fuzzer hung on: {log.read_text().splitlines()[-1]}")
+        pytest.fail(f"{fuzzer} hung on: {log.read_text().splitlines()[-1]}")
     if done.returncode not in (0, 1):  # killed by a signal, or died
         last = log.read_text().splitlines()[-1] if log.exists() else "?"
-        pytest.fail(f"the fuzzer died ({done.returncode}) on: {last}\n{done.stderr[-2000:]}")
-    summary = json.loads(done.stdout.splitlines()[-1])
+        pytest.fail(f"{fuzzer} died ({done.returncode}) on: {last}\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_every_op_gives_a_result_or_a_typed_error_never_a_crash(tmp_path):
+    summary = fuzz(tmp_path, "fuzz_ops.py")
     assert summary["ran"] > 100, summary  # enough cases reach the kernels to mean something
+    assert summary["failures"] == [], json.dumps(summary, indent=1)
+
+
+def test_forged_plugins_are_recorded_problems_and_the_others_keep_working(tmp_path):
+    summary = fuzz(tmp_path, "fuzz_plugins.py")
+    # Enough cases get past discovery, and some to their kernels, to mean something.
+    assert summary["discovered"] > 10 and summary["ran"] > 0, summary
     assert summary["failures"] == [], json.dumps(summary, indent=1)

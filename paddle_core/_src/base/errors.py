@@ -14,6 +14,12 @@ class PaddleCoreError(Exception):
     """Base class of every error raised by paddle-core."""
 
 
+# What a plugin's code (a module imported, a rule, a Python kernel, a hook) may raise that the
+# core turns into a problem of that plugin: any Exception, and SystemExit, so that a plugin
+# calling sys.exit() cannot end the host. KeyboardInterrupt still stops it.
+PLUGIN_CODE_ERRORS = (Exception, SystemExit)
+
+
 class PluginError(PaddleCoreError):
     """A plugin could not be loaded or used. ``plugin`` is its name."""
 
@@ -98,6 +104,16 @@ class ConfigError(PaddleCoreError):
 def brief(text: str, limit: int = 80) -> str:
     """``text`` for an error message: a hostile 5,000-character value is cut, not echoed."""
     return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text)} characters)"
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut like ``brief``; a value whose repr raises is
+    named by its type instead of taking the message (and the error) down with it."""
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type(value).__name__} object>"
+    return brief(text, limit) if isinstance(text, str) else f"<{type(value).__name__} object>"
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

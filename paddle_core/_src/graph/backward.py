@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..base.errors import OpNotFoundError, ProgramError
+from ..base.errors import PLUGIN_CODE_ERRORS, OpNotFoundError, PaddleCoreError, ProgramError
 from ..plugins.registry import get_registry
 from .block import Block
 from .operator import Operator
@@ -347,7 +347,15 @@ def _apply_rules(forward: list[Operator], backward: _Backward, targets: set[Valu
                 f"op {op.type!r} ({', '.join(op.output_names)}) is not differentiable (its "
                 "plugin declares no grad rule), but gradients must flow through it"
             )
-        rule(GradContext(backward, index, op))
+        try:
+            rule(GradContext(backward, index, op))
+        except PaddleCoreError:
+            raise
+        except PLUGIN_CODE_ERRORS as e:  # a bug in the rule surfaces as our error, naming the op
+            raise ProgramError(
+                f"op {op.type!r} ({', '.join(op.output_names)}): its grad rule raised "
+                f"{type(e).__name__}: {e}"
+            ) from e
 
 
 def block_gradients(

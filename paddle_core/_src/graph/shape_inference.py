@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from ..base.dtypes import DTYPES, ITEMSIZE
-from ..base.errors import PluginError, ShapeError, counted
+from ..base.errors import PLUGIN_CODE_ERRORS, PluginError, ShapeError, counted
 from ..base.limits import MAX_RANK, shape_problem
 from .variable import Variable, format_shape
 
@@ -100,7 +100,7 @@ def infer(info: Any, ctx: ShapeContext) -> None:
         rule(ctx)
     except ShapeError:
         raise
-    except Exception as e:  # a bug in the rule still surfaces as our error, naming the op
+    except PLUGIN_CODE_ERRORS as e:  # a bug in the rule surfaces as our error, naming the op
         raise ShapeError(
             f"op {info.type!r}{ctx.describe_inputs()}: its shape rule raised "
             f"{type(e).__name__}: {e}",

@@ -10,17 +10,36 @@ from __future__ import annotations
 from typing import Any
 
 from ..base.device import Device
-from ..base.errors import DeviceError, did_you_mean
+from ..base.errors import PLUGIN_CODE_ERRORS, DeviceError, did_you_mean, shown
 from . import hooks
+from .registry import get_registry
 
 
 def device_types() -> dict[str, type[Device]]:
-    """Every registered device type, by name (the first registration of a name wins)."""
+    """Every registered device type, by name (the first registration of a name wins). A hook
+    implementation that raises or returns anything but Device subclasses is left out and
+    recorded against its plugin (``paddle-ops plugins`` shows it): the other devices work."""
     types: dict[str, type[Device]] = {}
-    for provided in hooks.plugin_manager().hook.paddle_core_device_types():
+    hook = hooks.plugin_manager().hook.paddle_core_device_types
+    for impl in reversed(hook.get_hookimpls()):  # pluggy's call order
+        try:
+            provided = list(impl.function())
+            ok = all(isinstance(c, type) and issubclass(c, Device) for c in provided)
+            problem = "" if ok else f"returned {shown(provided)}, not a list of Device classes"
+        except PLUGIN_CODE_ERRORS as e:
+            provided, problem = [], f"raised {type(e).__name__}: {e}"
+        if problem:
+            _record(impl.plugin_name, f"its paddle_core_device_types hook {problem}")
+            continue
         for cls in provided:
             types.setdefault(cls.type, cls)
     return types
+
+
+def _record(plugin: str, problem: str) -> None:
+    record = get_registry().plugins.get(plugin)
+    if record is not None and problem not in record.runtime_errors:
+        record.runtime_errors.append(problem)
 
 
 def get_device(spec: Any) -> Device:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 
 GROUP = "paddle_core.plugins"
+# The largest manifest file read (the first-party ones hold tens of kilobytes).
+MAX_MANIFEST_BYTES = 16 << 20
 
 
 class PluginRecord:
@@ -275,10 +277,11 @@ def scan(core_version: str) -> list[PluginRecord]:
 def read_entry_point(ep, core_version: str) -> PluginRecord:
     """The record of one entry point's plugin, its manifest read and checked; never raises."""
     dist = getattr(ep, "dist", None)
+    # Metadata without a Name or Version (damaged, or removed while being read) gives None.
     record = PluginRecord(
         ep.name,
-        distribution=dist.name if dist is not None else "",
-        version=dist.version if dist is not None else "",
+        distribution=(dist.name if dist is not None else "") or "",
+        version=(dist.version if dist is not None else "") or "",
         entry_point=ep.value,
     )
     try:
@@ -307,6 +310,14 @@ def read_manifest(record: PluginRecord, path: Path) -> list[tuple[str, str]]:
     if not files:
         raise ValueError(f"manifest directory {str(path)!r} holds no *.pbtxt file")
     record.manifest_files = [str(f) for f in files]
+    for f in files:  # a FIFO would block the read, /dev/zero never end it
+        if not f.is_file():
+            raise ValueError(f"manifest {str(f)!r} is not a regular file")
+        if f.stat().st_size > MAX_MANIFEST_BYTES:
+            raise ValueError(
+                f"manifest {str(f)!r} holds {f.stat().st_size} bytes, more than a manifest may "
+                f"({MAX_MANIFEST_BYTES})"
+            )
     return [(f.read_text(encoding="utf-8"), str(f)) for f in files]
 
 

@@ -21,7 +21,7 @@ from google.protobuf import text_format
 from ..._version import __version__
 from ..base.cpu import CPU
 from ..base.cuda import CUDA
-from ..base.errors import PluginError
+from ..base.errors import PLUGIN_CODE_ERRORS, PluginError
 from . import registry as R
 from .discovery import PluginRecord, record_from_manifest
 
@@ -107,7 +107,7 @@ def _register_hooks_modules() -> None:
         try:
             module = importlib.import_module(record.hooks_module)
             manager.register(module, name=record.name)
-        except Exception as e:
+        except PLUGIN_CODE_ERRORS as e:
             message = f"hooks module {record.hooks_module!r} failed: {type(e).__name__}: {e}"
             if message not in record.runtime_errors:
                 record.runtime_errors.append(message)

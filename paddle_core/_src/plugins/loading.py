@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..base.errors import KernelLoadError, PluginError
+from ..base.errors import PLUGIN_CODE_ERRORS, KernelLoadError, PluginError
 from . import abi, index_cache
 from .discovery import PluginRecord, missing_symbols_reason
 
@@ -50,7 +50,7 @@ def resolve(plugin: PluginRecord, ref: str, what: str) -> Any:
         else:
             module_name = plugin.rules_module
             owner, where = importlib.import_module(module_name), repr(module_name)
-    except Exception as e:
+    except PLUGIN_CODE_ERRORS as e:
         message = f"importing {module_name!r} raised {type(e).__name__}: {e}"
         _record(plugin, message)
         raise PluginError(
@@ -58,7 +58,7 @@ def resolve(plugin: PluginRecord, ref: str, what: str) -> Any:
         ) from e
     try:
         found = getattr(owner, attr)
-    except AttributeError:
+    except PLUGIN_CODE_ERRORS:  # absent, or a module __getattr__ that raises
         message = f"{where} has no {attr!r} (the {what})"
         _record(plugin, message)
         raise PluginError(f"{plugin.label}: {message}", plugin=plugin.name) from None
@@ -147,7 +147,7 @@ def _module_file(plugin: PluginRecord) -> str:
 
     try:
         spec = importlib.util.find_spec(plugin.kernel_module)
-    except Exception:  # its package fails to import: the problem itself
+    except PLUGIN_CODE_ERRORS:  # its package fails to import: the problem itself
         return ""
     return (spec.origin or "") if spec is not None else ""
 
@@ -187,14 +187,14 @@ def check_module(plugin: PluginRecord) -> tuple[dict[str, Any], str, list[str]]:
     name = plugin.kernel_module
     try:
         module = importlib.import_module(name)
-    except Exception as e:
+    except PLUGIN_CODE_ERRORS as e:
         return {}, f"its compiled module {name!r} failed to import: {type(e).__name__}: {e}", []
     problem = abi.module_problem(module, name, plugin.distribution)
     if problem:
         return {}, problem, []
     try:
         table = dict(module.kernels())
-    except Exception as e:
+    except PLUGIN_CODE_ERRORS as e:
         return {}, f"{name}.kernels() failed: {type(e).__name__}: {e}", []
     for symbol, capsule in table.items():
         problem = abi.capsule_problem(symbol, capsule, plugin.distribution)

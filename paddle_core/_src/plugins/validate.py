@@ -24,7 +24,7 @@ from typing import Any
 
 from ..._version import __version__
 from ..base import native
-from ..base.errors import PluginError, counted
+from ..base.errors import PLUGIN_CODE_ERRORS, PluginError, counted
 from ..spec.manifest import naming_warnings
 from . import abi, loading
 from .discovery import (
@@ -210,7 +210,7 @@ def _check_code(report: Report, record: PluginRecord) -> None:
     if record.hooks_module:
         try:
             importlib.import_module(record.hooks_module)
-        except Exception as e:
+        except PLUGIN_CODE_ERRORS as e:
             report.problems.append(
                 f"{where}: its hooks module {record.hooks_module!r} failed to import: "
                 f"{type(e).__name__}: {e}"

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..base.errors import (
+    PLUGIN_CODE_ERRORS,
     FeedError,
     KernelNotFoundError,
     PluginError,
@@ -152,7 +153,16 @@ def plan(
     manager = plugin_manager()
     if block_idx == 0 and manager.hook.paddle_core_transform_program.get_hookimpls():
         program = program.clone()  # passes rewrite a private copy, never the user's program
-        manager.hook.paddle_core_transform_program(program=program, device=device)
+        hook = manager.hook.paddle_core_transform_program
+        try:
+            hook(program=program, device=device)
+        except PLUGIN_CODE_ERRORS as e:
+            plugin = _hook_plugin(hook, e)
+            raise PluginError(
+                f"plugin {plugin!r}'s paddle_core_transform_program hook failed: "
+                f"{type(e).__name__}: {e}",
+                plugin=plugin,
+            ) from e
     block = program.block(block_idx)
     feed_names = [name for name, _, _ in signature]
     spec = PlanSpec(program, feed_names, fetch_names)
@@ -275,7 +285,7 @@ def _select(registry: Any, manager: Any, op: str, device: str, dtype: str) -> An
     hook = manager.hook.paddle_core_select_kernel
     try:
         kernel = hook(op=op, device=device, dtype=dtype, candidates=candidates)
-    except Exception as e:
+    except PLUGIN_CODE_ERRORS as e:
         plugin = _hook_plugin(hook, e)
         raise PluginError(
             f"plugin {plugin!r}'s paddle_core_select_kernel hook failed for op {op!r} "

@@ -35,6 +35,7 @@ import numpy as np
 from ..base import dtypes as D
 from ..base import native
 from ..base.errors import (
+    PLUGIN_CODE_ERRORS,
     FeedError,
     KernelError,
     KernelRuntimeError,
@@ -515,7 +516,7 @@ def _flat(step: Step, result: Any) -> list[Any]:
 def _call_kernel(step: Step, fn: Any, args: list[Any], attrs: dict[str, Any]) -> Any:
     try:
         return fn(*args, **attrs)
-    except Exception as e:
+    except PLUGIN_CODE_ERRORS as e:
         if step.sub_specs is not None and isinstance(e, PaddleCoreError):
             raise  # a control-flow step's errors name its op and blocks already
         raise KernelRuntimeError(
