@@ -6,7 +6,7 @@ imports neither NumPy nor protobuf at import time, so listing paths stay light.
 
 from __future__ import annotations
 
-from .errors import PaddleCoreError, did_you_mean
+from .errors import PaddleCoreError, did_you_mean, shown
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ def canonical(dtype: Any) -> str:
             import numpy as np  # (only for non-str dtypes: listing never needs NumPy)
 
             name = np.dtype(dtype).name
-        except TypeError:
-            name = repr(dtype)
+        except Exception:  # not a dtype, or a hostile object
+            name = shown(dtype)
         if name in _TO_ENUM:
             return name
     raise PaddleCoreError(

@@ -126,6 +126,8 @@ def did_you_mean(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> s
     share a long prefix (PADDLE_CORE_*) need a higher ``cutoff`` to leave the unrelated out."""
     import difflib  # (only when there is a mistake to explain)
 
+    if not isinstance(word, str):  # a hostile value: nothing is close to it
+        return ""
     close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=cutoff)
     if not close:
         return ""

@@ -6,6 +6,7 @@ checked, so their int64 element and byte counts cannot either.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 MAX_RANK = 64  # dimensions per tensor: NumPy's own limit
 MAX_BYTES = 1 << 48  # one buffer: far beyond any machine's memory, far below int64 overflow
 MAX_THREADS = 4096  # an executor's num_threads
+MAX_LIST_ITEMS = 1 << 20  # items of a list attr: read up to this many from what is given
 
 
 def shape_problem(shape: Sequence, itemsize: int = 1) -> str | None:
@@ -25,6 +27,18 @@ def shape_problem(shape: Sequence, itemsize: int = 1) -> str | None:
     return None
 
 
+def take(values: object, limit: int) -> list | None:
+    """The items of a list a user gave, at most ``limit`` + 1 of them (so a range(10**12) or an
+    endless iterator is refused for its length, not built); None for a str, bytes, set or
+    mapping, for what is not iterable and for what raises while iterated."""
+    if isinstance(values, (str, bytes, set, frozenset)) or hasattr(values, "keys"):
+        return None  # iterable, but not a list: a set has no order, a mapping gives its keys
+    try:
+        return list(itertools.islice(values, limit + 1))  # type: ignore[call-overload]
+    except Exception:  # not iterable (a 0-d NumPy array has __iter__ too), or hostile
+        return None
+
+
 def as_dim(value: object) -> int | None:
     """One dimension as given by a user: an int (NumPy's too) >= 0, or None / -1 for unknown;
     None when it is none of these (floats and bools are not dimensions)."""
@@ -34,6 +48,6 @@ def as_dim(value: object) -> int | None:
         return None
     try:
         d = operator.index(value)
-    except TypeError:
+    except Exception:  # not an integer, or a hostile __index__
         return None
     return d if d >= -1 else None

@@ -8,9 +8,10 @@ and only then is an Operator added. Any failure raises before the block changes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..base.errors import OpInputError, ShapeError, counted, did_you_mean
+from ..base.errors import OpInputError, ShapeError, counted, did_you_mean, shown
 from .operator import Operator, block_indices, check_sub_blocks
 from .shape_inference import ShapeContext, check_spec, infer
 from .variable import Parameter, Variable, format_shape
@@ -35,9 +36,16 @@ def append(
     if name is not None and (type(name) is not str or not name):
         raise OpInputError(
             f"op {info.type!r}: name must be a non-empty string (it names the outputs), got "
-            f"{type(name).__name__} {name!r}",
+            f"{type(name).__name__} {shown(name)}",
             op=info.type,
         )
+    for what, given in (("inputs", inputs), ("outputs", outputs)):
+        if type(given) is not dict and given is not None and not isinstance(given, Mapping):
+            raise OpInputError(
+                f"op {info.type!r}: {what} must be a dict of slot name -> Variable (or list "
+                f"of Variables), got {type(given).__name__} {shown(given)}",
+                op=info.type,
+            )
     sig = info._signature or info.signature()
     if sig.block_attrs:
         attrs = block_indices(info.type, attrs, sig.block_attrs, block.program)
@@ -109,7 +117,7 @@ def _bind_inputs(
             if key not in sig.input_names and value is not None:
                 names = [s[0] for s in sig.inputs]
                 raise OpInputError(
-                    f"op {op_type!r} has no input {key!r}{did_you_mean(key, names)}; "
+                    f"op {op_type!r} has no input {shown(key)}{did_you_mean(key, names)}; "
                     f"its inputs are: {', '.join(names) or 'none'}",
                     op=op_type,
                 )
@@ -184,7 +192,8 @@ def _given_outputs(
     for key in given:
         if key not in names:
             raise OpInputError(
-                f"op {op_type!r} has no output {key!r}{did_you_mean(key, names)}", op=op_type
+                f"op {op_type!r} has no output {shown(key)}{did_you_mean(key, names)}",
+                op=op_type,
             )
     dispensable = {slot for slot, _, optional in sig.outputs if optional}
     bound = []

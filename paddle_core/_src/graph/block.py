@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..base.errors import ProgramError, did_you_mean
+from ..base.errors import ProgramError, did_you_mean, shown
 from ..plugins.registry import get_registry
 from . import defaults
 from .append import append
 from .operator import Operator
-from .variable import Initializer, Parameter, Variable, valid_dtype, valid_shape
+from .variable import (
+    Initializer,
+    Parameter,
+    Variable,
+    format_shape,
+    valid_dtype,
+    valid_shape,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: programs build on blocks
@@ -108,7 +115,7 @@ class Block:
         dims = valid_shape(shape, f"parameter {name!r}")
         if None in dims:
             raise ProgramError(
-                f"parameter {name!r}: every dimension must be known, got {list(shape)}"
+                f"parameter {name!r}: every dimension must be known, got {format_shape(dims)}"
             )
         param = Parameter(
             block,
@@ -120,12 +127,17 @@ class Block:
             optimize_attrs=optimize_attrs,
         )
         if initializer is not None:
+            if not isinstance(initializer, Initializer):
+                raise ProgramError(
+                    f"parameter {name!r}: initializer must be a paddle_core.Initializer (e.g. "
+                    f"pc.initializer.Constant(0.0)), got {type(initializer).__name__}"
+                )
             append_initializer(param, initializer, defaults.startup.global_block())
         return block._add_var(param)  # type: ignore[return-value]
 
     def _check_new(self, name: str) -> None:
         if not isinstance(name, str) or not name:
-            raise ProgramError(f"variable names must be non-empty strings, got {name!r}")
+            raise ProgramError(f"variable names must be non-empty strings, got {shown(name)}")
         if name in self.vars:
             raise ProgramError(f"block {self.idx} already has a variable named {name!r}")
 
@@ -149,7 +161,8 @@ class Block:
         (duplicable slots). Outputs not given are created, named uniquely.
         """
         info = get_registry().op(type)
-        return append(self, info, inputs or {}, attrs or {}, outputs)[0]
+        inputs, attrs = _given(inputs), _given(attrs)
+        return append(self, info, inputs, attrs, outputs)[0]
 
     def prepend_op(
         self,
@@ -160,7 +173,8 @@ class Block:
     ) -> Operator:
         """Like ``append_op``, inserting the op first (e.g. initializers, loaders)."""
         info = get_registry().op(type)
-        return append(self, info, inputs or {}, attrs or {}, outputs, position=0)[0]
+        inputs, attrs = _given(inputs), _given(attrs)
+        return append(self, info, inputs, attrs, outputs, position=0)[0]
 
     def remove_op(self, index: int) -> Operator:
         op = self.ops.pop(index)
@@ -185,6 +199,12 @@ class Block:
         lines += ["  " + v._describe() for v in self.vars.values()]
         lines += ["  " + op._describe() for op in self.ops]
         return lines
+
+
+def _given(mapping: Any) -> Any:
+    """An optional inputs or attrs argument: {} for None (not for any false value: a NumPy
+    array has no truth value); appending checks the rest."""
+    return {} if mapping is None else mapping
 
 
 def append_initializer(var: Variable, initializer: Initializer, startup: Block) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base.errors import AttrError, ProgramError, did_you_mean
+from ..base.errors import AttrError, ProgramError, did_you_mean, shown
 from ..plugins.registry import Provider, get_registry
 from ..spec.attrs import to_attr_value
 from .variable import attrs_text
@@ -74,6 +74,8 @@ class Operator:
         return self.outputs.get(slot, [])
 
     def attr(self, name: str) -> Any:
+        if type(name) is not str:  # before hashing it: a hostile key could raise anything
+            raise ProgramError(f"op {self.type!r}: attr names are strings, got {shown(name)}")
         try:
             return self.attrs[name]
         except KeyError:

@@ -8,21 +8,43 @@ the provider each op recorded: see provenance.py).
 from __future__ import annotations
 
 import os
+import stat
 
 from google.protobuf import text_format
 
 from ...proto import framework_pb2 as pb
-from ..base.errors import ProgramError
+from ..base.errors import ProgramError, shown
 from .desc import parse_program_desc
 from .program import Program
 
+# The largest program file read: protobuf parses no message beyond 2 GiB.
+MAX_PROGRAM_BYTES = 2**31 - 1
 
-def _text_path(path: str | os.PathLike) -> bool:
-    return os.fspath(path).endswith((".pbtxt", ".txt"))
+
+def _path(path: object, doing: str) -> str:
+    """``path`` as text; ProgramError unless it is a str or os.PathLike naming one (an int
+    would be taken by open() as a file descriptor: 0 is stdin)."""
+    try:
+        text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    except Exception:  # a __fspath__ that raises
+        text = None
+    if not isinstance(text, str) or not text or "\0" in text:
+        raise ProgramError(
+            f"cannot {doing}: the path must be a non-empty str or os.PathLike without NUL "
+            f"characters, got {shown(path)}"
+        )
+    return text
+
+
+def _text_path(path: str) -> bool:
+    return path.endswith((".pbtxt", ".txt"))
 
 
 def save_program(program: Program, path: str | os.PathLike) -> None:
     """Write ``program`` to ``path``: protobuf binary, or text format for ``.pbtxt``/``.txt``."""
+    if not isinstance(program, Program):
+        raise ProgramError(f"save_program expects a Program, got {type(program).__name__}")
+    path = _path(path, "save the program")
     desc = program.to_desc()
     if _text_path(path):
         data = text_format.MessageToString(desc).encode("utf-8")
@@ -32,28 +54,32 @@ def save_program(program: Program, path: str | os.PathLike) -> None:
         with open(path, "wb") as f:
             f.write(data)
     except OSError as e:
-        raise ProgramError(
-            f"cannot save the program to {os.fspath(path)!r}: {e.strerror}"
-        ) from None
+        raise ProgramError(f"cannot save the program to {path!r}: {e.strerror}") from None
 
 
 def load_program(path: str | os.PathLike) -> Program:
     """Read a program written by ``save_program``. Raises OpNotFoundError naming every op no
     loaded plugin provides, with the package to install (see ``Program.from_desc``)."""
+    path = _path(path, "load a program")
     try:
+        # Only a regular file: a FIFO would block the open, /dev/zero never end.
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ProgramError(f"cannot load a program from {path!r}: it is not a regular file")
+        if info.st_size > MAX_PROGRAM_BYTES:
+            raise ProgramError(
+                f"cannot load a program from {path!r}: it holds {info.st_size} bytes, more "
+                f"than a program can ({MAX_PROGRAM_BYTES})"
+            )
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(MAX_PROGRAM_BYTES + 1)
     except OSError as e:
-        raise ProgramError(
-            f"cannot load a program from {os.fspath(path)!r}: {e.strerror}"
-        ) from None
+        raise ProgramError(f"cannot load a program from {path!r}: {e.strerror}") from None
     if _text_path(path):
         desc = pb.ProgramDesc()
         try:
             text_format.Parse(data.decode("utf-8"), desc)
         except (text_format.ParseError, UnicodeDecodeError) as e:
-            raise ProgramError(
-                f"{os.fspath(path)!r} is not a program in text format: {e}"
-            ) from None
-        return Program.from_desc(desc, source=os.fspath(path))
-    return Program.from_desc(parse_program_desc(data, os.fspath(path)), source=os.fspath(path))
+            raise ProgramError(f"{path!r} is not a program in text format: {e}") from None
+        return Program.from_desc(desc, source=path)
+    return Program.from_desc(parse_program_desc(data, path), source=path)

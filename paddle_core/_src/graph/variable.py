@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import dtypes as D
-from ..base.errors import PaddleCoreError, ProgramError
-from ..base.limits import MAX_RANK, as_dim, shape_problem
+from ..base.errors import PaddleCoreError, ProgramError, shown
+from ..base.limits import MAX_RANK, as_dim, shape_problem, take
 from ..spec.attrs import infer_attr_value
 
 TYPE_CHECKING = False
@@ -27,18 +27,22 @@ def valid_shape(shape: Sequence[int | None] | None, what: str) -> Shape:
     """A shape as a tuple (None for unknown dimensions); ProgramError naming ``what``."""
     if shape is None:
         return ()
-    try:
-        shape = list(shape) if not isinstance(shape, (str, bytes)) else None
-    except TypeError:
-        shape = None
+    given = shape
+    shape = take(shape, MAX_RANK)
     if shape is None:
-        raise ProgramError(f"{what}: shape must be a list of ints or None") from None
+        raise ProgramError(f"{what}: shape must be a list of ints or None, got {shown(given)}")
     if len(shape) > MAX_RANK:  # before looking at each dimension
-        raise ProgramError(f"{what}: shape {shape_problem(shape)}")
+        try:
+            count = str(len(given))
+        except Exception:  # an iterator
+            count = f"more than {MAX_RANK}"
+        raise ProgramError(
+            f"{what}: shape has {count} dimensions; at most {MAX_RANK} are supported"
+        )
     dims = tuple(as_dim(d) for d in shape)
     if None in dims:
         raise ProgramError(
-            f"{what}: dimensions must be ints >= 0, or None / -1 for unknown; got {list(shape)}"
+            f"{what}: dimensions must be ints >= 0, or None / -1 for unknown; got {shown(shape)}"
         )
     dims = tuple(None if d == -1 else d for d in dims)
     problem = shape_problem(dims)

@@ -58,7 +58,7 @@ def get_device(spec: Any) -> Device:
             )
         device = types[name](int(index or 0))
     else:
-        raise DeviceError(f"a device must be a Device or a string like 'cuda:0', got {spec!r}")
+        raise DeviceError(f"a device must be a Device or a string like 'cuda:0', got {shown(spec)}")
     reason = type(device).unavailable_reason(device.index)
     if reason:
         raise DeviceError(f"device {device.type}:{device.index} is not available: {reason}")

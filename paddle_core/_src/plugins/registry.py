@@ -23,7 +23,7 @@ from collections import namedtuple
 
 from ..._version import __version__
 from ..base.dtypes import DTYPES
-from ..base.errors import OpNotFoundError, brief, did_you_mean
+from ..base.errors import OpNotFoundError, brief, did_you_mean, shown
 from ..base.warn import warn
 from . import discovery, index_cache, loading
 from .config import ConfigWarning, Settings, load_settings, normalize
@@ -369,6 +369,8 @@ class Registry:
 
     def op(self, op: str) -> OpInfo:
         """The OpInfo for ``op``; OpNotFoundError says what to do when it is missing."""
+        if type(op) is not str:  # before hashing it: a hostile value could raise anything
+            raise OpNotFoundError(f"op types are strings, got {shown(op)}", op=shown(op))
         try:
             return self.ops[op]
         except KeyError:

@@ -62,11 +62,11 @@ def validate(target: str) -> Report:
     """Validate a project directory (one holding pyproject.toml) or an installed distribution."""
     report = Report(target)
     path = Path(target)
-    if path.name == "pyproject.toml" and path.is_file():
+    if path.name == "pyproject.toml" and _exists(path.is_file):
         path = path.parent
-    if path.is_dir() and (path / "pyproject.toml").is_file():
+    if _exists(path.is_dir) and _exists((path / "pyproject.toml").is_file):
         _validate_project(report, path)
-    elif os.sep in target or target.startswith(".") or path.is_dir():
+    elif os.sep in target or target.startswith(".") or _exists(path.is_dir):
         report.problems.append(
             "no pyproject.toml here; expected a plugin project directory or the name of an "
             "installed distribution"
@@ -74,6 +74,15 @@ def validate(target: str) -> Report:
     else:
         _validate_distribution(report, target)
     return report
+
+
+def _exists(check: Any) -> bool:
+    """``path.is_dir()`` or ``is_file()``, False where the path cannot even be looked at (a
+    name too long for the file system)."""
+    try:
+        return check()
+    except OSError:
+        return False
 
 
 def _validate_project(report: Report, path: Path) -> None:

@@ -16,8 +16,16 @@ from typing import Any
 import numpy as np
 
 from ..base.dtypes import ITEMSIZE, canonical, name_of
-from ..base.errors import ConfigError, FeedError, PaddleCoreError, ProgramError, did_you_mean
-from ..base.limits import MAX_BYTES, MAX_THREADS
+from ..base.errors import (
+    ConfigError,
+    FeedError,
+    PaddleCoreError,
+    ProgramError,
+    brief,
+    did_you_mean,
+    shown,
+)
+from ..base.limits import MAX_BYTES, MAX_LIST_ITEMS, MAX_THREADS, take
 from ..base.warn import warn
 from ..graph.program import Program, default_main_program
 from ..graph.variable import Variable, format_shape
@@ -50,7 +58,7 @@ def _check_setting(name: str, value: Any, low: int, high: int, none_ok: bool = F
     if type(value) is not int or not low <= value <= high:
         raise ConfigError(
             f"Executor: {name} must be an int in [{low}, {high}]"
-            f"{' or None' if none_ok else ''}, got {value!r}"
+            f"{' or None' if none_ok else ''}, got {shown(value)}"
         )
 
 
@@ -70,7 +78,9 @@ class Executor:
         _check_setting("num_threads", num_threads, 1, MAX_THREADS, none_ok=True)
         _check_setting("cache_size", cache_size, 1, 2**31 - 1)
         if type(reuse_memory) is not bool:
-            raise ConfigError(f"Executor: reuse_memory must be True or False, got {reuse_memory!r}")
+            raise ConfigError(
+                f"Executor: reuse_memory must be True or False, got {shown(reuse_memory)}"
+            )
         self.num_threads = num_threads or default_num_threads()  # for kernels that thread
         self.cache_size = cache_size
         # Whether values whose lifetimes within a run do not overlap share memory (off: each
@@ -101,6 +111,10 @@ class Executor:
         """
         if type(fetch_list) is not list:
             fetch_list = _fetch_items(fetch_list)
+        if type(return_numpy) is not bool:
+            raise ConfigError(
+                f"Executor.run: return_numpy must be True or False, got {shown(return_numpy)}"
+            )
         program = default_main_program() if program is None else program
         feed = {} if feed is None else feed
         scope = scope if scope is not None else global_scope()
@@ -200,7 +214,8 @@ class _RepeatedCall:
             or hooks.generation != self.plugins[1]
             or type(feed) is not dict
             or len(feed) != len(self.feed_specs)
-            or fetch_list != self.fetch_list
+            or len(fetch_list) != len(self.fetch_list)
+            or not all(map(_same_fetch, fetch_list, self.fetch_list))
         ):
             return False
         specs = self.feed_specs
@@ -211,6 +226,12 @@ class _RepeatedCall:
             if value.dtype is not spec[0] or value.shape != spec[1]:
                 return False
         return True
+
+
+def _same_fetch(a: Any, b: Any) -> bool:
+    """Whether two fetch-list items are the same: one Variable, or equal names. (Not ==: an
+    item may be anything a caller passed, a NumPy array whose == has no truth value.)"""
+    return a is b or (type(a) is str and type(b) is str and a == b)
 
 
 def feed_array(block: Any, name: str, value: Any) -> Any:
@@ -241,7 +262,7 @@ def _feed_items(feed: Any) -> list[tuple[str, Any]]:
         )
     for name in feed:
         if not isinstance(name, str):
-            raise FeedError(f"feed keys must be variable names (str), got {name!r}")
+            raise FeedError(f"feed keys must be variable names (str), got {shown(name)}")
     return list(feed.items())
 
 
@@ -251,12 +272,13 @@ def _fetch_items(fetch_list: Any) -> list[Any]:
         return []
     if isinstance(fetch_list, (str, Variable)):
         return [fetch_list]
-    if isinstance(fetch_list, dict) or not hasattr(fetch_list, "__iter__"):
+    items = take(fetch_list, MAX_LIST_ITEMS)
+    if items is None or len(items) > MAX_LIST_ITEMS:
         raise FeedError(
             "fetch_list must be a list of Variables or names (or one of them), got "
-            f"{type(fetch_list).__name__} {fetch_list!r}"
+            f"{type(fetch_list).__name__} {shown(fetch_list)}"
         )
-    return list(fetch_list)
+    return items
 
 
 def _feed_var(block: Any, name: str) -> Variable:
@@ -280,8 +302,10 @@ def _to_array(name: str, var: Variable, value: Any) -> Any:
         )
     try:
         array = np.asarray(value)
-    except (ValueError, TypeError) as e:  # ragged nested lists, unconvertible objects
-        raise FeedError(f"feed {name!r} is not an array of numbers: {e}") from None
+    except Exception as e:  # ragged nested lists, unconvertible or hostile objects, no memory
+        raise FeedError(
+            f"feed {name!r} is not an array of numbers: {type(e).__name__}: {brief(str(e))}"
+        ) from None
     # Lists and scalars take the variable's dtype, unless that loses meaning.
     try:
         target = np.dtype(var.dtype)

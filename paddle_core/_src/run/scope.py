@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..base.errors import FeedError, ProgramError, did_you_mean
+from ..base.errors import FeedError, ProgramError, did_you_mean, shown
 
 
 class WriteClock:
@@ -49,6 +49,8 @@ class Scope:
 
     def find_var(self, name: str) -> Any | None:
         """The value of ``name`` here or in an ancestor, or None."""
+        if type(name) is not str:  # before hashing it: a hostile value could raise anything
+            raise ProgramError(f"Scope.find_var: names are strings, got {shown(name)}")
         scope: Scope | None = self
         while scope is not None:
             value = scope._values.get(name)
@@ -68,7 +70,7 @@ class Scope:
         """Set ``name`` in this scope (shadowing an ancestor's value). What a program reads is
         checked against its declaration when the program runs."""
         if type(name) is not str or not name:
-            raise ProgramError(f"Scope.set_var: names are non-empty strings, got {name!r}")
+            raise ProgramError(f"Scope.set_var: names are non-empty strings, got {shown(name)}")
         self._values[name] = value
         self._stamps[name] = CLOCK.tick()
 

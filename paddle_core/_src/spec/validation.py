@@ -11,13 +11,15 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic import BeforeValidator, ConfigDict, Field
 
 from ...proto import framework_pb2 as pb
-from ..base.errors import AttrError, brief, did_you_mean
+from ..base.errors import AttrError, did_you_mean, shown
+from ..base.limits import MAX_LIST_ITEMS, take
 from . import attrs as A
 from .opdoc import expectation
 
@@ -39,7 +41,7 @@ def _as_int(value: Any) -> int:
         raise ValueError("not an int")
     try:
         return operator.index(value)  # int and NumPy integers
-    except TypeError:
+    except Exception:  # not an integer, or a hostile __index__
         raise ValueError("not an int") from None
 
 
@@ -52,6 +54,8 @@ def _as_float(value: Any) -> float:
         return float(value)
     except OverflowError:  # an int beyond float's range
         raise ValueError("too large for a float") from None
+    except Exception:  # a hostile __float__
+        raise ValueError("not a number") from None
 
 
 def _as_str(value: Any) -> str:
@@ -76,13 +80,12 @@ def _as_block(value: Any) -> int:
 
 
 def _as_list(value: Any) -> list:
-    # Strings, mappings and sets are iterable but not lists: a set has no defined order.
-    if isinstance(value, (str, bytes, set, frozenset)) or hasattr(value, "keys"):
+    items = take(value, MAX_LIST_ITEMS)
+    if items is None:
         raise ValueError("not a list")
-    try:
-        return list(value)
-    except TypeError:  # not iterable, or a 0-d NumPy array (which has __iter__)
-        raise ValueError("not a list") from None
+    if len(items) > MAX_LIST_ITEMS:
+        raise ValueError(f"more than {MAX_LIST_ITEMS} items")
+    return items
 
 
 _SCALAR = {
@@ -164,13 +167,21 @@ class AttrValidator:
         self.block_attrs = tuple(ap.name for ap in info.proto.attrs if ap.type == pb.BLOCK)
 
     def validate(self, given: dict[str, Any]) -> dict[str, Any]:
+        if type(given) is not dict and not isinstance(given, Mapping):
+            raise AttrError(
+                f"op {self.op!r}: attrs must be a dict of attr name -> value, got "
+                f"{type(given).__name__} {shown(given)}",
+                op=self.op,
+                attr="",
+            )
         for name in given:
             if type(name) is not str:
                 raise AttrError(
                     f"op {self.op!r}: attr names must be strings, got "
-                    f"{type(name).__name__} {name!r}; its attrs are: {', '.join(self._names)}",
+                    f"{type(name).__name__} {shown(name)}; its attrs are: "
+                    f"{', '.join(self._names)}",
                     op=self.op,
-                    attr=str(name),
+                    attr=shown(name),
                 )
         try:
             values = self._validate(given).__dict__.values()
@@ -197,11 +208,11 @@ class AttrValidator:
                 attr=name,
             )
         value = given.get(name)
-        got = f"{type(value).__name__} {brief(repr(value))}"
+        got = f"{type(value).__name__} {shown(value)}"
         if ap.type in A.LIST_TYPES and len(first["loc"]) > 1:
             index = first["loc"][1]
             item = first["input"]  # the element as given (``value`` may be a set or an iterator)
-            got += f" (item {index}: {type(item).__name__} {item!r})"
+            got += f" (item {index}: {type(item).__name__} {shown(item)})"
         hint = ""
         if ap.HasField("choices") and isinstance(value, str):
             hint = did_you_mean(value, A.from_attr_value(ap.choices))
