@@ -43,6 +43,9 @@ VARIABLES = (
     "PADDLE_CORE_CONFIG",
     "PADDLE_CORE_NUM_THREADS",  # the executor's threads (run/executor.py)
     "PADDLE_CORE_VENV",  # the virtual environment of the checkout's ./dev script
+    "PADDLE_CORE_SANITIZE_VENV",  # and of its `./dev sanitize`
+    "PADDLE_CORE_FUZZ_SECONDS",  # how long the test suite's fuzzers run (tests/fuzz)
+    "PADDLE_CORE_FUZZ_SEED",
 )
 # The config file's sections and their keys (None: any key; [prefer] is keyed by op types).
 SECTIONS: dict[str, tuple[str, ...] | None] = {"plugins": ("allow", "disable"), "prefer": None}

@@ -31,12 +31,16 @@ bool use_avx2() {
 
 // -- forward ops: the functors of functors.hpp ------------------------------------------------
 
-// The float32 AVX2+FMA loop of functor F, or nullptr where it has none.
+// The float32 AVX2+FMA loop of functor F: Avx2<F>::loop, where F has one. (A type test, not a
+// comparison of a function's address with nullptr: GCC does not take that as a constant
+// expression under -fsanitize=undefined, and the sanitizer build must compile.)
 using Avx2Loop = void (*)(const float* x, float* out, int64_t n);
-template <class F> constexpr Avx2Loop avx2_loop = nullptr;
-template <> constexpr Avx2Loop avx2_loop<Exp> = &avx2::exp_f32;
-template <> constexpr Avx2Loop avx2_loop<Tanh> = &avx2::tanh_f32;
-template <> constexpr Avx2Loop avx2_loop<Sigmoid> = &avx2::sigmoid_f32;
+template <class F> struct Avx2 {};
+template <> struct Avx2<Exp> { static constexpr Avx2Loop loop = &avx2::exp_f32; };
+template <> struct Avx2<Tanh> { static constexpr Avx2Loop loop = &avx2::tanh_f32; };
+template <> struct Avx2<Sigmoid> { static constexpr Avx2Loop loop = &avx2::sigmoid_f32; };
+template <class F, class = void> constexpr bool has_avx2 = false;
+template <class F> constexpr bool has_avx2<F, std::void_t<decltype(Avx2<F>::loop)>> = true;
 
 // out[lo, hi) = f(x[lo, hi)), on untyped pointers to the whole tensors.
 using RangeFn = void (*)(const void* x, void* out, int64_t lo, int64_t hi);
@@ -48,7 +52,7 @@ template <class F, class T> void map_range(const void* xv, void* ov, int64_t lo,
 }
 
 template <class F> void avx2_range(const void* xv, void* ov, int64_t lo, int64_t hi) {
-  avx2_loop<F>(static_cast<const float*>(xv) + lo, static_cast<float*>(ov) + lo, hi - lo);
+  Avx2<F>::loop(static_cast<const float*>(xv) + lo, static_cast<float*>(ov) + lo, hi - lo);
 }
 
 // out = F(x) for the dtypes in TypeList. Also serves neg_grad (x_grad = -out_grad).
@@ -60,7 +64,7 @@ template <class F, class TypeList> class Unary {
     check_unary(in, out);
     fn_ = dispatch(in(0).dtype(), TypeList{},
                    [](auto t) -> RangeFn { return &map_range<F, decltype(t)>; });
-    if constexpr (avx2_loop<F> != nullptr) {
+    if constexpr (has_avx2<F>) {
       if (in(0).dtype() == PC_FLOAT32 && use_avx2()) fn_ = &avx2_range<F>;
     }
   }
