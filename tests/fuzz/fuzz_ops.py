@@ -24,6 +24,7 @@ import time
 import traceback
 
 import numpy as np
+from hostile import WARM_UP, resident_mb
 
 import paddle_core as pc
 from paddle_core._src.base.dtypes import ITEMSIZE
@@ -168,6 +169,7 @@ def main() -> int:
     ops = [registry.op(t) for t in registry.op_types() if registry.op(t).plugin.name != "toy"]
     counts = {"cases": 0, "appended": 0, "ran": 0, "typed_or_ok": 0, "raw": 0, "mismatch": 0}
     failures = []
+    warm = 0.0
     deadline = time.monotonic() + args.seconds
     with open(args.log, "w", encoding="utf-8") as log:
         while time.monotonic() < deadline:
@@ -176,6 +178,8 @@ def main() -> int:
             log.write(case.describe() + "\n")
             log.flush()
             counts["cases"] += 1
+            if counts["cases"] == WARM_UP:
+                warm = resident_mb()
             try:
                 problem = run_case(rng, case, bool(getattr(info.opdef, "random", False)), counts)
             except Exception as e:  # the property's failure: a raw exception
@@ -189,6 +193,8 @@ def main() -> int:
             else:
                 counts["mismatch"] += 1
                 failures.append({"case": case.describe(), "mismatch": problem})
+    # Resident memory grown since the warm-up: what the cases kept (None: too few cases to say).
+    counts["rss_growth_mb"] = round(resident_mb() - warm, 1) if warm else None
     print(json.dumps({**counts, "failures": failures[:20]}))
     return 1 if failures else 0
 

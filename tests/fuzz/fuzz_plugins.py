@@ -33,6 +33,7 @@ import traceback
 from pathlib import Path
 
 import numpy as np
+from hostile import WARM_UP, resident_mb
 
 INTS = ["-1", "0", "1", "2", "7", "64", "65", "2147483647", "-2147483648", "99999999999999999999"]
 FLOATS = ["nan", "inf", "-inf", "1e308", "-0.0", "0.5", "1e-320"]
@@ -405,6 +406,7 @@ def main() -> int:
         "others_broken": 0,
     }
     failures = []
+    warm = 0.0
     deadline = time.monotonic() + args.seconds
     try:
         with open(args.log, "w", encoding="utf-8") as log:
@@ -413,6 +415,8 @@ def main() -> int:
                 log.write(json.dumps(case) + "\n")
                 log.flush()
                 counts["cases"] += 1
+                if counts["cases"] == WARM_UP:
+                    warm = resident_mb()
                 fuzzer.install(case)
                 try:
                     fuzzer.exercise(case, counts)
@@ -432,6 +436,8 @@ def main() -> int:
                     failures.append({"case": case, "others": problem})
     finally:
         shutil.rmtree(site, ignore_errors=True)
+    # Resident memory grown since the warm-up: what the cases kept (None: too few cases to say).
+    counts["rss_growth_mb"] = round(resident_mb() - warm, 1) if warm else None
     print(json.dumps({**counts, "failures": failures[:20]}))
     return 1 if failures else 0
 
