@@ -49,7 +49,6 @@ from .memory import Live, MemoryPlan, aligned, assign_offsets, inplace_pairs, li
 from .planning import PlanSpec, Step
 from .scope import Scope
 
-
 # Set in a child process made by fork(): see _after_fork_in_child.
 _forked = False
 
