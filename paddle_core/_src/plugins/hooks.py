@@ -79,7 +79,7 @@ class CoreHooks:
 
 _manager: pluggy.PluginManager | None = None
 # Bumped whenever register_plugin/unregister_plugin change the hooks, so that executors drop
-# plans prepared under the old ones.
+# plans prepared under the old ones (and in a child process after fork: run/executor.py).
 generation = 0
 
 
