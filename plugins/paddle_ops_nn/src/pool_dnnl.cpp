@@ -1,7 +1,10 @@
-// The oneDNN pooling engine (float32), on the caller's plain NCHW layout (no reorders). The
-// gradient of max pooling needs the forward pass's workspace (where each maximum was): the
-// backward engine runs the forward pass again into its own buffers first, so pool2d_grad
-// needs nothing from pool2d but x.
+// The oneDNN pooling engine (float32). The primitives compute in x's layout, the caller's:
+// plain NCHW, or blocked (layout.hpp) between blocked ops; out (and out_grad) is converted only
+// where the op's layout for it differs from x's (a blocked out of a plain x). The gradient of
+// max pooling needs the forward pass's workspace (where each maximum was): the backward engine
+// runs the forward pass again into its own buffers first, so pool2d_grad needs nothing from
+// pool2d but x.
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -15,10 +18,12 @@ using namespace onednn;
 
 class DnnlPool final : public PoolEngine {
  public:
-  DnnlPool(const Pooling& p, int64_t batch, int64_t channels, bool backward, int threads) {
+  DnnlPool(const Pooling& p, int64_t batch, int64_t channels, bool backward, int threads,
+           Layouts layout) {
     ThreadCount count(threads);
-    const memory::desc src = f32({batch, channels, p.h.in, p.w.in}, tag::nchw);
-    const memory::desc dst = f32({batch, channels, p.h.out, p.w.out}, tag::nchw);
+    const dims src_dims{batch, channels, p.h.in, p.w.in}, dst_dims{batch, channels, p.h.out, p.w.out};
+    const memory::desc src = activation(src_dims, layout.x), dst = activation(dst_dims, layout.x);
+    const memory::desc out = activation(dst_dims, layout.out);  // the caller's out, out_grad
     const auto algo = p.max         ? dnnl::algorithm::pooling_max
                       : p.exclusive ? dnnl::algorithm::pooling_avg_exclude_padding
                                     : dnnl::algorithm::pooling_avg_include_padding;
@@ -33,24 +38,28 @@ class DnnlPool final : public PoolEngine {
     forward_ = dnnl::pooling_forward(fwd);
     forward_scratch_ = memory(fwd.scratchpad_desc(), cpu());
     x_ = memory(src, cpu(), DNNL_MEMORY_NONE);
-    y_ = memory(dst, cpu(), DNNL_MEMORY_NONE);
-    if (!backward) return;
+    if (!backward) {
+      y_.emplace(out, dst);
+      return;
+    }
     const dnnl::pooling_backward::primitive_desc bwd(cpu(), algo, src, dst, strides, kernel,
                                                      dilation, pad_l, pad_r, fwd, attr);
     backward_ = dnnl::pooling_backward(bwd);
     backward_scratch_ = memory(bwd.scratchpad_desc(), cpu());
-    y_ = memory(dst, cpu());  // the recomputed forward result, not wanted
-    if (p.max) workspace_ = memory(fwd.workspace_desc(), cpu());
-    dy_ = memory(dst, cpu(), DNNL_MEMORY_NONE);
+    if (p.max) {
+      recomputed_ = memory(dst, cpu());  // the forward result, not wanted
+      workspace_ = memory(fwd.workspace_desc(), cpu());
+    }
+    dy_.emplace(out, dst);
     dx_ = memory(src, cpu(), DNNL_MEMORY_NONE);
   }
 
   void forward(const void* x, void* y, int threads) const override {
     ThreadCount count(threads);
     x_.set_data_handle(const_cast<void*>(x));
-    y_.set_data_handle(y);
-    forward_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_},
+    forward_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_->target(y)},
                                {DNNL_ARG_SCRATCHPAD, forward_scratch_}});
+    y_->store(stream_);
     stream_.wait();
   }
 
@@ -58,13 +67,13 @@ class DnnlPool final : public PoolEngine {
     ThreadCount count(threads);
     if (workspace_) {
       x_.set_data_handle(const_cast<void*>(x));
-      forward_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_},
+      forward_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, recomputed_},
                                  {DNNL_ARG_WORKSPACE, *workspace_},
                                  {DNNL_ARG_SCRATCHPAD, forward_scratch_}});
     }
-    dy_.set_data_handle(const_cast<void*>(dy));
     dx_.set_data_handle(dx);
-    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, dy_}, {DNNL_ARG_DIFF_SRC, dx_},
+    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, dy_->load(stream_, dy)},
+                                         {DNNL_ARG_DIFF_SRC, dx_},
                                          {DNNL_ARG_SCRATCHPAD, backward_scratch_}};
     if (workspace_) args[DNNL_ARG_WORKSPACE] = *workspace_;
     backward_.execute(stream_, args);
@@ -74,17 +83,18 @@ class DnnlPool final : public PoolEngine {
  private:
   mutable dnnl::stream stream_{cpu()};
   dnnl::primitive forward_, backward_;
-  memory forward_scratch_, backward_scratch_;
+  memory forward_scratch_, backward_scratch_, recomputed_;
   std::optional<memory> workspace_;
-  mutable memory x_, y_, dy_, dx_;
+  mutable memory x_, dx_;
+  mutable std::optional<Operand> y_, dy_;  // out and out_grad, in the caller's layout
 };
 
 }  // namespace
 
 std::unique_ptr<PoolEngine> make_dnnl_pool(const Pooling& p, int64_t batch, int64_t channels,
-                                           bool backward, int threads) {
+                                           bool backward, int threads, Layouts layout) {
   try {
-    return std::make_unique<DnnlPool>(p, batch, channels, backward, threads);
+    return std::make_unique<DnnlPool>(p, batch, channels, backward, threads, layout);
   } catch (const dnnl::error& e) {
     fail("oneDNN has no pooling for this shape: %s", e.what());
   }
