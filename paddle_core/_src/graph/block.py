@@ -159,8 +159,7 @@ class Block:
         attrs: dict[str, Any] | None = None,
     ) -> Operator:
         """Like ``append_op``, inserting the op first (e.g. initializers, loaders)."""
-        info = get_registry().op(type)
-        return append(self, info, inputs or {}, attrs or {}, outputs, position=0)[0]
+        return self.insert_op(0, type, inputs, outputs, attrs)
 
     def insert_op(
         self,
