@@ -151,12 +151,18 @@ class _Propagation:
             for op_type, slot in self.readers.get(name, ())
         )
 
+    def _stable(self, name: str) -> bool:
+        """Whether ``name`` holds one value all through the run (fed or only read, or written
+        once before it is read), so that one conversion of it serves every reader."""
+        writes = self.writers.get(name, 0)
+        return writes == 0 or (writes == 1 and not self.block.var(name).persistable)
+
     def _shared(self, name: str) -> bool:
         """Whether several blockable ops read ``name`` as their x (a fed image read by a conv2d
         and its gradient): one conversion then serves them all."""
         specs = {**FORWARD, **GRAD}
         uses = [t for t, slot in self.readers.get(name, ()) if t in specs and specs[t].x == slot]
-        return len(uses) > 1 and self._fits(name)
+        return len(uses) > 1 and self._fits(name) and self._stable(name)
 
     # -- rewriting -----------------------------------------------------------------------
 
@@ -242,13 +248,15 @@ class _Propagation:
         return self.twin[name]
 
     def _to_blocked(self, name: str, consumer: Any) -> tuple[str, list[Any]]:
-        """A blocked copy of NCHW ``name`` (made once, before its first reader) and the
-        conversion to place before ``consumer`` (none if made already)."""
+        """A blocked copy of NCHW ``name`` and the conversion to place before ``consumer``
+        (none where one made for an earlier reader serves: ``name`` holds one value)."""
         made = self.converted.get(name)
         if made is not None:
             return made, []
-        self.converted[name] = self._name(name)
-        return self.converted[name], [self._reorder(consumer, name, self.converted[name], self.b)]
+        copy = self._name(name)
+        if self._stable(name):
+            self.converted[name] = copy
+        return copy, [self._reorder(consumer, name, copy, self.b)]
 
     def _reorder(self, beside: Any, x: str, out: str, b: int) -> Any:
         """A reorder_layout op (x to out, in channel_block b) in ``beside``'s role, made outside

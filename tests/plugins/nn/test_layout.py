@@ -406,3 +406,28 @@ def test_the_switches_turn_propagation_off(propagation):
         finally:
             onednn.set_enabled(True)
         assert blocked_ops(ops) == [] and reorders(ops) == []
+
+
+def test_a_value_rewritten_between_two_readers_is_converted_for_each(block):
+    """x is read by two conv2d, and rewritten in place between them: each reads its own value
+    (one conversion for both would hand the second the old one)."""
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.standard_normal((2, 16, 6, 6)).astype(np.float32)}
+    got = {}
+    for propagate in (True, False):
+        prog, startup = pc.Program(), pc.Program()
+        with pc.program_guard(prog, startup):
+            x = pc.data("x", [None, 16, 6, 6])
+            h = pc.ops.scale(x, scale=1.0)
+            a = pc.ops.relu(pc.layers.conv2d(h, 16, 3, bias_attr=False))
+            prog.global_block().append_op("scale", {"x": h}, {"out": h}, {"scale": -2.0})
+            b = pc.ops.relu(pc.layers.conv2d(h, 16, 3, bias_attr=False))
+        previous = onednn.set_layout_propagation(propagate)
+        try:
+            scope, exe = pc.Scope(), pc.Executor()
+            exe.run(startup, scope=scope)
+            got[propagate] = exe.run(prog, feed=feed, fetch_list=[a, b], scope=scope)
+        finally:
+            onednn.set_layout_propagation(previous)
+    for x, y in zip(got[True], got[False], strict=True):
+        np.testing.assert_array_equal(x, y)
