@@ -186,7 +186,7 @@ class Block:
         shape-inferred as ``append_op`` checks a new op. The op keeps its place, role and
         identity, so a planner can tell it from ops a pass inserted. Raises like
         ``append_op``; then the op is unchanged."""
-        if op.block is not self or not any(o is op for o in self.ops):
+        if op.block is not self:
             raise ProgramError(f"op {op.type!r} is not an op of block {self.idx}")
         info = get_registry().op(op.type)
         duplicable = {slot for slot, dup, _, _ in info.signature().inputs if dup}
