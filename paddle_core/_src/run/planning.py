@@ -30,7 +30,7 @@ from ..base.warn import warn
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer, shape_fits
 from ..graph.variable import format_shape
 from ..plugins.devices import get_device
-from ..plugins.hooks import plugin_manager
+from ..plugins.hooks import passes_apply, plugin_manager
 from ..plugins.registry import KernelRef, get_registry
 from .control import CONTROL_OPS, plan_sub_blocks
 
@@ -142,19 +142,28 @@ def plan(
     """Plan a run of ``program`` on ``device`` for feeds ``signature`` ((name, shape, dtype),
     sorted by name) and ``fetch_names``.
 
-    ``select(block, fed)`` picks the ops to run from the (possibly transformed) global block,
-    in block order; by default ``prune``. Ops keep the random keys of their places in the
-    block whichever are picked.
+    ``select(block, fed, origins)`` picks the ops to run from the (possibly transformed)
+    global block, in block order; by default ``prune``. ``origins`` is None where no pass
+    rewrote the block, else each op's index in the program before the passes (None for an op
+    a pass inserted). Ops keep the random keys of their places in the block whichever are
+    picked.
 
     ``block_idx`` plans a sub-block instead (control flow, ``control.py``: the program is
     then the outer plan's, already transformed); ``carried`` are fed variables its ops may
     write (a while body's loop-carried ones), at the shapes they are fed."""
     manager = plugin_manager()
-    if block_idx == 0 and manager.hook.paddle_core_transform_program.get_hookimpls():
-        program = program.clone()  # passes rewrite a private copy, never the user's program
-        manager.hook.paddle_core_transform_program(program=program, device=device)
-    block = program.block(block_idx)
     feed_names = [name for name, _, _ in signature]
+    origins = None
+    if block_idx == 0 and passes_apply(program, device, feed_names, fetch_names):
+        program = program.clone()  # passes rewrite a private copy, never the user's program
+        before = {id(op): i for i, op in enumerate(program.global_block().ops)}
+        manager.hook.paddle_core_transform_program(
+            program=program, device=device, feed_names=feed_names, fetch_names=fetch_names
+        )
+        origins = [before.get(id(op)) for op in program.global_block().ops]
+        if origins == list(range(len(before))):
+            origins = None  # (ops rebound in place, none inserted or removed)
+    block = program.block(block_idx)
     spec = PlanSpec(program, feed_names, fetch_names)
     spec.shapes = {name: (tuple(shape), dtype) for name, shape, dtype in signature}
     registry = get_registry()
@@ -162,7 +171,10 @@ def plan(
     fed = set(feed_names)
     available = set(fed)
     # Carried values are fed, but the ops writing them are needed all the same.
-    ops = prune(block, fetch_names, fed - carried) if select is None else select(block, set(fed))
+    if select is None:
+        ops = prune(block, fetch_names, fed - carried)
+    else:
+        ops = select(block, set(fed), origins)
     for op in ops:
         for name in op.input_names:
             if name not in available:

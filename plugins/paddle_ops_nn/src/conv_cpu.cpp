@@ -4,7 +4,9 @@
 //
 // Memory contract: x [N, C, H, W]; conv2d's filter [K, C / groups, kh, kw], out
 // [N, K, OH, OW]; conv2d_transpose's filter [C, K / groups, kh, kw], out [N, K, OH, OW];
-// bias [K]; every gradient the shape of its input. All checked in prepare (window.hpp).
+// bias [K]; every gradient the shape of its input. conv2d with channel_block b (float32 on
+// oneDNN only): out and out_grad blocked [N, K / b, OH, OW, b], x and x_grad plain or blocked
+// (layout.hpp). All checked in prepare (window.hpp).
 #include <cstring>
 
 #include "conv.hpp"
@@ -13,9 +15,14 @@
 namespace pon {
 
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
-                                             bool bias, int threads) {
+                                             bool bias, int threads, Layouts layout) {
   if constexpr (kOnednnBuilt)
-    if (dtype == PC_FLOAT32 && onednn_enabled()) return make_dnnl_conv(shape, passes, bias, threads);
+    if (dtype == PC_FLOAT32 && onednn_enabled())
+      return make_dnnl_conv(shape, passes, bias, threads, layout);
+  if (layout.x != 0 || layout.out != 0)
+    fail("channel_block %d (blocked tensors) needs float32 computed by oneDNN, but %s; leave "
+         "channel_block 0 (the layout pass sets it only where oneDNN computes)",
+         layout.out, dtype != PC_FLOAT32 ? "the tensors are not float32" : "oneDNN is not enabled");
   return make_gemm_conv(shape, dtype, passes);
 }
 
@@ -42,15 +49,23 @@ void zero(const Tensor& t) {
   if (t.numel() > 0) std::memset(t.data<void>(), 0, static_cast<size_t>(t.nbytes()));
 }
 
+// out's activation: [N, K, OH, OW] in the op's channel_block layout.
+Activation conv_out(const ConvShape& s, int block, const char* what) {
+  return output_activation(s.batch, s.filters, s.h.out, s.w.out, block, what);
+}
+
 class Conv2d {
  public:
   Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : shape_(conv_shape(attrs, in(kX), in(kFilter))) {
+      : block_(channel_block_of(attrs)),
+        x_(activation_of(in(kX), block_, "x")),
+        shape_(conv_shape(attrs, x_, in(kFilter))) {
     check_operands(in, kBias, shape_.filters);
     expect_same_dtype(in(kX), out(0), "x and out");
-    expect_shape(out(0), {shape_.batch, shape_.filters, shape_.h.out, shape_.w.out}, "out");
+    expect_shape(out(0), conv_out(shape_, block_, "out").dims(), "out");
     if (!empty(shape_))
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), kForward, in.has(kBias), ctx.num_threads());
+      engine_ = make_conv_engine(shape_, in(kX).dtype(), kForward, in.has(kBias), ctx.num_threads(),
+                                 {x_.block, block_});
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -61,6 +76,8 @@ class Conv2d {
   }
 
  private:
+  int block_;
+  Activation x_;
   ConvShape shape_;
   std::unique_ptr<ConvEngine> engine_;
 };
@@ -69,20 +86,23 @@ class Conv2d {
 class Conv2dGrad {
  public:
   Conv2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : shape_(conv_shape(attrs, in(kX), in(kFilter))) {
+      : block_(channel_block_of(attrs)),
+        x_(activation_of(in(kX), block_, "x")),
+        shape_(conv_shape(attrs, x_, in(kFilter))) {
     check_operands(in, kGradBias, shape_.filters);
     const Tensor g = in(kOutGrad);
     expect_same_dtype(in(kX), g, "x and out_grad");
-    expect_shape(g, {shape_.batch, shape_.filters, shape_.h.out, shape_.w.out}, "out_grad");
+    expect_shape(g, conv_out(shape_, block_, "out_grad").dims(), "out_grad");
     check_grads(in, out);
     if (out.has(2) && !in.has(kGradBias)) fail("bias_grad is asked for, but the op has no bias");
     const unsigned passes = (out.has(0) ? kBackwardData : 0) |
                             (out.has(1) || out.has(2) ? kBackwardWeights : 0);
     if (!empty(shape_) && passes)
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), passes, out.has(2), ctx.num_threads());
+      engine_ = make_conv_engine(shape_, in(kX).dtype(), passes, out.has(2), ctx.num_threads(),
+                                 {x_.block, block_});
   }
 
-  // Each gradient output has its input's shape and dtype.
+  // Each gradient output has its input's shape and dtype (x_grad: x's layout too).
   static void check_grads(const Slots& in, const Slots& out) {
     const char* names[] = {"x and x_grad", "filter and filter_grad", "bias and bias_grad"};
     const int inputs[] = {kX, kFilter, kGradBias};
@@ -108,6 +128,8 @@ class Conv2dGrad {
   }
 
  private:
+  int block_;
+  Activation x_;
   ConvShape shape_;
   std::unique_ptr<ConvEngine> engine_;
 };

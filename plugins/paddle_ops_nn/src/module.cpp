@@ -11,6 +11,7 @@ namespace pon {
 const paddle_core::Family& activation_kernels();
 const paddle_core::Family& conv_kernels();
 const paddle_core::Family& embedding_kernels();
+const paddle_core::Family& layout_kernels();
 const paddle_core::Family& norm_kernels();
 const paddle_core::Family& optimizer_kernels();
 const paddle_core::Family& pool_kernels();
@@ -29,7 +30,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled kernels of paddle-ops-nn: CPU, and CUDA when built with a toolkit.";
   paddle_core::export_kernels(
       m, {&pon::activation_kernels(), &pon::conv_kernels(), &pon::embedding_kernels(),
-          &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
+          &pon::layout_kernels(), &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
           &pon::random_kernels(), &pon::softmax_kernels(),
 #ifdef PADDLE_OPS_NN_WITH_CUDA
           &pon::activation_cuda_kernels(), &pon::optimizer_cuda_kernels(),
@@ -45,4 +46,5 @@ PYBIND11_MODULE(_C, m) {
   m.attr("ONEDNN_BUILT") = pon::kOnednnBuilt;
   m.def("onednn_enabled", &pon::onednn_enabled);
   m.def("set_onednn_enabled", &pon::set_onednn_enabled, pybind11::arg("enabled"));
+  m.def("onednn_channel_block", &pon::onednn_channel_block);
 }

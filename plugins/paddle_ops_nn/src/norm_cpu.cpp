@@ -2,8 +2,10 @@
 //
 // Memory contract: every tensor is C-contiguous with x's float dtype; prepare checks each shape
 // run indexes. batch_norm: x is [N, C, ...], viewed as N * C planes of `inner` elements (plane
-// p = (n, c) starts at p * inner); scale, bias, the running and saved statistics are [C]; y and
-// x_grad are x's shape. mean_out and variance_out may share mean's and variance's buffers
+// p = (n, c) starts at p * inner), or with channel_block b blocked (layout.hpp) as
+// [N, C / b, ..., b]: N * C / b tiles of inner * b elements, plane (n, c) being lane c % b of
+// tile (n, c / b); scale, bias, the running and saved statistics are [C]; y, y_grad and x_grad
+// are x's shape (and layout). mean_out and variance_out may share mean's and variance's buffers
 // (declared inplace): each element is read before it is written. layer_norm: x is viewed as
 // [rows, cols], split at begin_norm_axis; scale and bias (either may be absent) are [cols],
 // mean and variance [rows]. Grad outputs are each optional (only those the backward needs).
@@ -12,12 +14,13 @@
 // double, so float32 keeps its precision when the mean is large against the spread. Work is
 // split by channels or planes (batch_norm), rows (layer_norm) or columns (layer_norm's scale
 // and bias gradients); every sum is taken in one fixed order, so results do not depend on the
-// thread count.
+// thread count, nor (batch_norm) on the layout: a blocked x gives the plain one's bits.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
-#include "common.hpp"
+#include "layout.hpp"
 
 namespace pon {
 namespace {
@@ -53,20 +56,80 @@ void expect_epsilon(double epsilon) {
 
 struct Planes {
   int64_t batch = 1, channels = 1, inner = 1;
+  int block = 0;  // channels per tile of a blocked x; 0: plain
 
   int64_t count() const { return batch * channels; }
   int64_t per_channel() const { return batch * inner; }
 };
 
-// x's planes; fails unless x is [N, C, ...] of a float dtype.
-Planes planes_of(const Tensor& x) {
+// x's planes; fails unless x is [N, C, ...] of a float dtype, or with channel_block b,
+// [N, C / b, ..., b].
+Planes planes_of(const Tensor& x, int block) {
   dispatch(x.dtype(), Floats{}, [](auto) {});
   if (x.ndim() < 2) fail("x must be [N, C, ...] (rank >= 2), got %s", x.describe().c_str());
   Planes l;
   l.batch = x.dim(0);
   l.channels = x.dim(1);
   for (int32_t k = 2; k < x.ndim(); ++k) l.inner *= x.dim(k);
+  if (block != 0) {
+    if (x.ndim() < 3 || x.dim(-1) != block)
+      fail("x must be blocked with channel_block %d, [N, C / %d, ..., %d], got %s", block, block,
+           block, x.describe().c_str());
+    l.block = block;
+    l.channels *= block;
+    l.inner /= block;
+  }
   return l;
+}
+
+// Calls f(std::integral_constant<int, b>) for a blocked layout's b (8 or 16), so the loops over
+// a tile's lanes have a constant trip count and vectorise.
+template <class F> void with_block(int block, F&& f) {
+  if (block == 8) f(std::integral_constant<int, 8>{});
+  else f(std::integral_constant<int, 16>{});
+}
+
+// sum_of for each of the B lanes of a blocked tile at once: out[j] is sum_of(n, f(., j)), its
+// additions in sum_of's order, so each lane's sum has the plain layout's bits.
+template <int B, class F> void lane_sums(int64_t n, F&& f, double* out) {
+  double s0[B] = {}, s1[B] = {}, s2[B] = {}, s3[B] = {};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < B; ++j) {
+      s0[j] += f(i, j);
+      s1[j] += f(i + 1, j);
+      s2[j] += f(i + 2, j);
+      s3[j] += f(i + 3, j);
+    }
+  for (; i < n; ++i)
+    for (int j = 0; j < B; ++j) s0[j] += f(i, j);
+  for (int j = 0; j < B; ++j) out[j] = (s0[j] + s1[j]) + (s2[j] + s3[j]);
+}
+
+// f(cb, begin) for every tile of a blocked x (channels cb * b .., elements [begin, begin +
+// inner * b)), split across threads.
+template <class F> void for_tiles(const Planes& l, int32_t threads, F&& f) {
+  const int64_t blocks = l.channels / l.block, size = l.inner * l.block;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(size, 1));
+  parallel_for(l.batch * blocks, threads, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) f(t % blocks, t * size);
+  });
+}
+
+// channel_sums for a blocked x: tile(cb, begin, acc) adds the K sums of each of its lanes j
+// (channel cb * b + j, in lane_sums) into acc[j * K + k]; the totals add each channel's planes
+// in the order of the batch, as channel_sums does.
+template <int K, class F>
+std::vector<double> tile_sums(const Planes& l, int32_t threads, F&& tile) {
+  const int64_t b = l.block, blocks = l.channels / b;
+  std::vector<double> partial(l.count() * K, 0.0);  // per plane, tile by tile
+  for_tiles(l, threads, [&](int64_t cb, int64_t begin) {
+    tile(cb, begin, &partial[begin / l.inner * K]);
+  });
+  std::vector<double> total(l.channels * K, 0.0);
+  for (int64_t t = 0; t < l.batch * blocks; ++t)
+    for (int64_t j = 0; j < b * K; ++j) total[(t % blocks) * b * K + j] += partial[t * b * K + j];
+  return total;
 }
 
 // f(c, begin) for every plane (channel c, elements [begin, begin + inner)), split across
@@ -118,7 +181,7 @@ class BatchNorm {
   BatchNorm(const Attrs& attrs, const Slots& in, const Slots& out)
       : momentum_(attrs.f("momentum")), epsilon_(attrs.f("epsilon")), test_(attrs.b("is_test")) {
     const Tensor x = in(0);
-    l_ = planes_of(x);
+    l_ = planes_of(x, channel_block_of(attrs));
     const int64_t c = l_.channels;
     static const char* const kInputs[] = {"x", "scale", "bias", "mean", "variance"};
     for (int32_t k = 1; k < 5; ++k) expect_vector(in(k), x, c, kInputs[k], "x's channels");
@@ -169,16 +232,37 @@ class BatchNorm {
       }
     } else {
       const double count = static_cast<double>(l.per_channel());
-      const std::vector<double> sums =
-          channel_sums<1>(l, threads, [&](int64_t, int64_t b, double* acc) {
-            *acc += sum_of(inner, [&](int64_t i) { return double(x[b + i]); });
+      std::vector<double> sums, squares;
+      if (l.block == 0) {
+        sums = channel_sums<1>(l, threads, [&](int64_t, int64_t b, double* acc) {
+          *acc += sum_of(inner, [&](int64_t i) { return double(x[b + i]); });
+        });
+      } else {
+        with_block(l.block, [&](auto B) {
+          sums = tile_sums<1>(l, threads, [&](int64_t, int64_t b, double* acc) {
+            lane_sums<B>(inner, [&](int64_t i, int j) { return double(x[b + i * B + j]); }, acc);
           });
+        });
+      }
       for (int64_t c = 0; c < channels; ++c) mean[c] = sums[c] / count;
-      const std::vector<double> squares =
-          channel_sums<1>(l, threads, [&](int64_t c, int64_t b, double* acc) {
-            const double m = mean[c];
-            *acc += sum_of(inner, [&](int64_t i) { return (x[b + i] - m) * (x[b + i] - m); });
+      if (l.block == 0) {
+        squares = channel_sums<1>(l, threads, [&](int64_t c, int64_t b, double* acc) {
+          const double m = mean[c];
+          *acc += sum_of(inner, [&](int64_t i) { return (x[b + i] - m) * (x[b + i] - m); });
+        });
+      } else {
+        with_block(l.block, [&](auto B) {
+          squares = tile_sums<1>(l, threads, [&](int64_t cb, int64_t b, double* acc) {
+            const double* m = &mean[cb * B];
+            lane_sums<B>(
+                inner,
+                [&](int64_t i, int j) {
+                  return (x[b + i * B + j] - m[j]) * (x[b + i * B + j] - m[j]);
+                },
+                acc);
           });
+        });
+      }
       const double keep = momentum_;
       for (int64_t c = 0; c < channels; ++c) {
         var[c] = squares[c] / count;
@@ -196,9 +280,20 @@ class BatchNorm {
       saved_inv_std[c] = static_cast<T>(inv_std);
       factor[c] = static_cast<T>(scale[c] * inv_std);
     }
-    for_planes(l, threads, [&](int64_t c, int64_t b) {
-      const T mh = hi[c], ml = lo[c], f = factor[c], beta = bias[c];
-      for (int64_t i = b; i < b + inner; ++i) y[i] = ((x[i] - mh) - ml) * f + beta;
+    if (l.block == 0) {
+      for_planes(l, threads, [&](int64_t c, int64_t b) {
+        const T mh = hi[c], ml = lo[c], f = factor[c], beta = bias[c];
+        for (int64_t i = b; i < b + inner; ++i) y[i] = ((x[i] - mh) - ml) * f + beta;
+      });
+      return;
+    }
+    with_block(l.block, [&](auto B) {
+      for_tiles(l, threads, [&](int64_t cb, int64_t b) {
+        const T *mh = &hi[cb * B], *ml = &lo[cb * B], *f = &factor[cb * B];
+        const T* beta = bias + cb * B;
+        for (int64_t i = b; i < b + inner * B; i += B)
+          for (int j = 0; j < B; ++j) y[i + j] = ((x[i + j] - mh[j]) - ml[j]) * f[j] + beta[j];
+      });
     });
   }
 
@@ -217,7 +312,7 @@ class BatchNormGrad {
   BatchNormGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : test_(attrs.b("is_test")) {
     const Tensor x = in(0);
-    l_ = planes_of(x);
+    l_ = planes_of(x, channel_block_of(attrs));
     const int64_t c = l_.channels;
     expect_vector(in(1), x, c, "scale", "x's channels");
     expect_vector(in(2), x, c, "saved_mean", "x's channels");
@@ -256,11 +351,26 @@ class BatchNormGrad {
     // Per channel: sum(y_grad) and sum(y_grad * (x - mean)).
     std::vector<double> sums(channels * 2);
     if (!test_ || dscale != nullptr || dbias != nullptr) {
-      sums = channel_sums<2>(l, threads, [&](int64_t c, int64_t b, double* acc) {
-        const double m = mean[c];
-        acc[0] += sum_of(inner, [&](int64_t i) { return double(dy[b + i]); });
-        acc[1] += sum_of(inner, [&](int64_t i) { return dy[b + i] * (x[b + i] - m); });
-      });
+      if (l.block == 0) {
+        sums = channel_sums<2>(l, threads, [&](int64_t c, int64_t b, double* acc) {
+          const double m = mean[c];
+          acc[0] += sum_of(inner, [&](int64_t i) { return double(dy[b + i]); });
+          acc[1] += sum_of(inner, [&](int64_t i) { return dy[b + i] * (x[b + i] - m); });
+        });
+      } else {
+        with_block(l.block, [&](auto B) {
+          sums = tile_sums<2>(l, threads, [&](int64_t cb, int64_t b, double* acc) {
+            double m[B], s[B], sx[B];
+            for (int j = 0; j < B; ++j) m[j] = mean[cb * B + j];
+            lane_sums<B>(inner, [&](int64_t i, int j) { return double(dy[b + i * B + j]); }, s);
+            lane_sums<B>(
+                inner,
+                [&](int64_t i, int j) { return dy[b + i * B + j] * (x[b + i * B + j] - m[j]); },
+                sx);
+            for (int j = 0; j < B; ++j) acc[2 * j] += s[j], acc[2 * j + 1] += sx[j];
+          });
+        });
+      }
       for (int64_t c = 0; c < channels; ++c) {
         if (dbias != nullptr) dbias[c] = static_cast<T>(sums[2 * c]);
         if (dscale != nullptr) dscale[c] = static_cast<T>(sums[2 * c + 1] * inv_std[c]);
@@ -276,9 +386,21 @@ class BatchNormGrad {
       b[c] = static_cast<T>(test_ ? 0.0 : -ai * sums[2 * c + 1] * inv * inv / count);
       d[c] = static_cast<T>(test_ ? 0.0 : -ai * sums[2 * c] / count);
     }
-    for_planes(l, threads, [&](int64_t c, int64_t begin) {
-      const T m = mean[c], ac = a[c], bc = b[c], dc = d[c];
-      for (int64_t i = begin; i < begin + inner; ++i) dx[i] = ac * dy[i] + bc * (x[i] - m) + dc;
+    if (l.block == 0) {
+      for_planes(l, threads, [&](int64_t c, int64_t begin) {
+        const T m = mean[c], ac = a[c], bc = b[c], dc = d[c];
+        for (int64_t i = begin; i < begin + inner; ++i) dx[i] = ac * dy[i] + bc * (x[i] - m) + dc;
+      });
+      return;
+    }
+    with_block(l.block, [&](auto B) {
+      for_tiles(l, threads, [&](int64_t cb, int64_t begin) {
+        const T* m = mean + cb * B;
+        const T *ac = &a[cb * B], *bc = &b[cb * B], *dc = &d[cb * B];
+        for (int64_t i = begin; i < begin + inner * B; i += B)
+          for (int j = 0; j < B; ++j)
+            dx[i + j] = ac[j] * dy[i + j] + bc[j] * (x[i + j] - m[j]) + dc[j];
+      });
     });
   }
 

@@ -27,25 +27,25 @@ struct Pooling {
   }
 };
 
-inline Pooling pooling_of(const Attrs& attrs, const Tensor& x) {
-  expect_nchw(x, "x");
+inline Pooling pooling_of(const Attrs& attrs, const Activation& x) {
   Pooling p;
   const std::string type = attrs.s("pooling_type");
   if (type != "max" && type != "avg") fail("pooling_type must be 'max' or 'avg', got '%s'", type.c_str());
   p.max = type == "max";
   p.exclusive = attrs.b("exclusive");
   if (attrs.b("global_pooling")) {
-    p.h = axis_of(x.dim(2), std::max<int64_t>(x.dim(2), 1), 1, 0, 0, 1);
-    p.w = axis_of(x.dim(3), std::max<int64_t>(x.dim(3), 1), 1, 0, 0, 1);
+    p.h = axis_of(x.h, std::max<int64_t>(x.h, 1), 1, 0, 0, 1);
+    p.w = axis_of(x.w, std::max<int64_t>(x.w, 1), 1, 0, 0, 1);
     p.h.out = p.w.out = 1;
-    if (x.dim(2) == 0 || x.dim(3) == 0) fail("global pooling of an empty plane %s", x.describe().c_str());
+    if (x.h == 0 || x.w == 0)
+      fail("global pooling of an empty plane %lldx%lld", (long long)x.h, (long long)x.w);
     return p;
   }
   const auto k = pair_attr(attrs, "ksize", 1), s = pair_attr(attrs, "strides", 1);
   const auto pad = padding_attr(attrs);
   const bool ceil_mode = attrs.b("ceil_mode");
-  p.h = axis_of(x.dim(2), k[0], s[0], pad[0], pad[1], 1);
-  p.w = axis_of(x.dim(3), k[1], s[1], pad[2], pad[3], 1);
+  p.h = axis_of(x.h, k[0], s[0], pad[0], pad[1], 1);
+  p.w = axis_of(x.w, k[1], s[1], pad[2], pad[3], 1);
   for (const Axis* a : {&p.h, &p.w})
     if (a->pad_before >= a->kernel || a->pad_after >= a->kernel)
       fail("padding (%lld, %lld) must be smaller than the window (%lld)", (long long)a->pad_before,
@@ -62,10 +62,11 @@ class PoolEngine {
   virtual void backward(const void* x, const void* dy, void* dx, int threads) const = 0;
 };
 
-// float32 pooling of x [batch, channels, H, W] through oneDNN, for forward or backward
-// (pool_dnnl.cpp, built with oneDNN only).
+// float32 pooling of x [batch, channels, H, W] through oneDNN, for forward or backward, x
+// (and x_grad) and out (and out_grad) in the layouts `layout` gives (pool_dnnl.cpp, built with
+// oneDNN only).
 std::unique_ptr<PoolEngine> make_dnnl_pool(const Pooling& p, int64_t batch, int64_t channels,
-                                           bool backward, int threads);
+                                           bool backward, int threads, Layouts layout);
 
 }  // namespace pon
 

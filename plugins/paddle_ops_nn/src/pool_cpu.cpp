@@ -3,12 +3,15 @@
 // across threads).
 //
 // Memory contract: x [N, C, H, W]; out and out_grad [N, C, OH, OW] with OH from window.hpp's
-// window_count; x_grad x's shape. Checked in prepare. Each window holds at least one input
-// element (padding is smaller than the window, and ceil_mode drops a window of padding only),
-// so a maximum and an average always exist.
+// window_count; x_grad x's shape. With channel_block b, out and out_grad are blocked
+// [N, C / b, OH, OW, b] and x and x_grad plain or blocked (layout.hpp); the loops then work on
+// plain copies. Checked in prepare. Each window holds at least one input element (padding is
+// smaller than the window, and ceil_mode drops a window of padding only), so a maximum and an
+// average always exist.
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "engine.hpp"
 #include "pool.hpp"
@@ -103,36 +106,64 @@ bool has_nan(const Tensor& x, int threads) {
 }
 
 // oneDNN's engine for a float32 x with elements where oneDNN is enabled, else none (the loops).
-std::unique_ptr<PoolEngine> engine_for(const Pooling& p, const Tensor& x, bool backward,
-                                       const Context& ctx) {
+std::unique_ptr<PoolEngine> engine_for(const Pooling& p, const Tensor& x, const Activation& a,
+                                       Layouts layout, bool backward, const Context& ctx) {
   if constexpr (kOnednnBuilt)
     if (x.dtype() == PC_FLOAT32 && x.numel() > 0 && onednn_enabled())
-      return make_dnnl_pool(p, x.dim(0), x.dim(1), backward, ctx.num_threads());
+      return make_dnnl_pool(p, a.n, a.c, backward, ctx.num_threads(), layout);
   return nullptr;
+}
+
+// What the loops read: a blocked input as a plain copy (in `copy`), a plain one as it is.
+template <class T>
+const T* plain_input(const Activation& a, const T* data, std::vector<T>& copy, int threads) {
+  if (a.block == 0) return data;
+  copy.resize(static_cast<size_t>(a.n * a.c * a.plane()));
+  to_plain(a, data, copy.data(), threads);
+  return copy.data();
+}
+
+// Where the loops write a result of layout `a`: its buffer, or for a blocked one a plain copy
+// that `finish` then blocks into it.
+template <class T> T* plain_output(const Activation& a, T* data, std::vector<T>& copy) {
+  if (a.block == 0) return data;
+  copy.resize(static_cast<size_t>(a.n * a.c * a.plane()));
+  return copy.data();
+}
+
+template <class T> void finish(const Activation& a, const std::vector<T>& copy, T* data, int threads) {
+  if (a.block != 0) to_blocked(a, copy.data(), data, threads);
 }
 
 class Pool2d {
  public:
   Pool2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : p_(pooling_of(attrs, in(0))) {
+      : x_(activation_of(in(0), channel_block_of(attrs), "x")), p_(pooling_of(attrs, x_)) {
     const Tensor x = in(0);
     dispatch(x.dtype(), Floats{}, [](auto) {});
     expect_same_dtype(x, out(0), "x and out");
-    expect_shape(out(0), {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out");
-    engine_ = engine_for(p_, x, false, ctx);
+    out_ = output_activation(x_.n, x_.c, p_.h.out, p_.w.out, channel_block_of(attrs), "out");
+    expect_shape(out(0), out_.dims(), "out");
+    engine_ = engine_for(p_, x, x_, {x_.block, out_.block}, false, ctx);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor x = in(0);
-    if (engine_ && !(p_.max && has_nan(x, ctx.num_threads())))
-      return engine_->forward(x.data<void>(), out(0).data<void>(), ctx.num_threads());
+    const int threads = ctx.num_threads();
+    if (engine_ && !(p_.max && has_nan(x, threads)))
+      return engine_->forward(x.data<void>(), out(0).data<void>(), threads);
     dispatch(x.dtype(), Floats{}, [&](auto t) {
       using T = decltype(t);
-      pool(p_, x.data<T>(), out(0).data<T>(), x.dim(0) * x.dim(1), ctx.num_threads());
+      std::vector<T> xs, ys;
+      const T* xp = plain_input(x_, x.data<T>(), xs, threads);
+      T* yp = plain_output(out_, out(0).data<T>(), ys);
+      pool(p_, xp, yp, x_.n * x_.c, threads);
+      finish(out_, ys, out(0).data<T>(), threads);
     });
   }
 
  private:
+  Activation x_, out_;
   Pooling p_;
   std::unique_ptr<PoolEngine> engine_;
 };
@@ -140,29 +171,35 @@ class Pool2d {
 class Pool2dGrad {
  public:
   Pool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : p_(pooling_of(attrs, in(0))) {
+      : x_(activation_of(in(0), channel_block_of(attrs), "x")), p_(pooling_of(attrs, x_)) {
     const Tensor x = in(0), g = in(1);
     dispatch(x.dtype(), Floats{}, [](auto) {});
     expect_same_dtype(x, g, "x and out_grad");
-    expect_shape(g, {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out_grad");
+    out_ = output_activation(x_.n, x_.c, p_.h.out, p_.w.out, channel_block_of(attrs), "out_grad");
+    expect_shape(g, out_.dims(), "out_grad");
     expect_same_shape(x, out(0), "x and x_grad");
     expect_same_dtype(x, out(0), "x and x_grad");
-    engine_ = engine_for(p_, x, true, ctx);
+    engine_ = engine_for(p_, x, x_, {x_.block, out_.block}, true, ctx);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor x = in(0);
-    if (engine_ && !(p_.max && has_nan(x, ctx.num_threads())))
-      return engine_->backward(x.data<void>(), in(1).data<void>(), out(0).data<void>(),
-                               ctx.num_threads());
+    const int threads = ctx.num_threads();
+    if (engine_ && !(p_.max && has_nan(x, threads)))
+      return engine_->backward(x.data<void>(), in(1).data<void>(), out(0).data<void>(), threads);
     dispatch(x.dtype(), Floats{}, [&](auto t) {
       using T = decltype(t);
-      pool_grad(p_, x.data<T>(), in(1).data<T>(), out(0).data<T>(), x.dim(0) * x.dim(1),
-                ctx.num_threads());
+      std::vector<T> xs, gs, dxs;
+      const T* xp = plain_input(x_, x.data<T>(), xs, threads);
+      const T* gp = plain_input(out_, in(1).data<T>(), gs, threads);
+      T* dxp = plain_output(x_, out(0).data<T>(), dxs);
+      pool_grad(p_, xp, gp, dxp, x_.n * x_.c, threads);
+      finish(x_, dxs, out(0).data<T>(), threads);
     });
   }
 
  private:
+  Activation x_, out_;  // x (and x_grad), out_grad
   Pooling p_;
   std::unique_ptr<PoolEngine> engine_;
 };
