@@ -25,23 +25,9 @@ template <class F> void for_windows(const Pooling& p, F&& f) {
     for (int64_t ow = 0; ow < p.w.out; ++ow) {
       int64_t w0, w1;
       Pooling::range(p.w, ow, &w0, &w1);
-      const int64_t count = p.exclusive ? (h1 - h0) * (w1 - w0) : p.h.kernel * p.w.kernel;
-      f(oh * p.w.out + ow, h0, h1, w0, w1, count);
+      f(oh * p.w.out + ow, h0, h1, w0, w1, p.divisor(h0, h1, w0, w1));
     }
   }
-}
-
-// Where a window's first maximum is (the flat index in the plane); a NaN is the maximum (the
-// first NaN), as in NumPy's and PyTorch's max.
-template <class T>
-int64_t argmax(const T* plane, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
-  int64_t best = h0 * width + w0;
-  for (int64_t ih = h0; ih < h1; ++ih)
-    for (int64_t iw = w0; iw < w1; ++iw) {
-      const T v = plane[ih * width + iw], b = plane[best];
-      if (v > b || (v != v && b == b)) best = ih * width + iw;
-    }
-  return best;
 }
 
 template <class T> void pool(const Pooling& p, const T* x, T* y, int64_t planes, int threads) {
@@ -52,7 +38,7 @@ template <class T> void pool(const Pooling& p, const T* x, T* y, int64_t planes,
       T* out = y + c * p.out_plane();
       for_windows(p, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t count) {
         if (p.max) {
-          out[o] = plane[argmax(plane, p.w.in, h0, h1, w0, w1)];
+          out[o] = plane[window_argmax(plane, p.w.in, h0, h1, w0, w1)];
           return;
         }
         T sum = 0;
@@ -75,7 +61,7 @@ void pool_grad(const Pooling& p, const T* x, const T* dy, T* dx, int64_t planes,
       T* d = dx + c * p.in_plane();
       for_windows(p, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t count) {
         if (p.max) {
-          d[argmax(plane, p.w.in, h0, h1, w0, w1)] += g[o];
+          d[window_argmax(plane, p.w.in, h0, h1, w0, w1)] += g[o];
           return;
         }
         const T share = g[o] / static_cast<T>(count);
@@ -114,12 +100,8 @@ std::unique_ptr<PoolEngine> engine_for(const Pooling& p, const Tensor& x, bool b
 class Pool2d {
  public:
   Pool2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : p_(pooling_of(attrs, in(0))) {
-    const Tensor x = in(0);
-    dispatch(x.dtype(), Floats{}, [](auto) {});
-    expect_same_dtype(x, out(0), "x and out");
-    expect_shape(out(0), {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out");
-    engine_ = engine_for(p_, x, false, ctx);
+      : p_(check_pool2d(attrs, in, out)) {
+    engine_ = engine_for(p_, in(0), false, ctx);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -140,14 +122,8 @@ class Pool2d {
 class Pool2dGrad {
  public:
   Pool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : p_(pooling_of(attrs, in(0))) {
-    const Tensor x = in(0), g = in(1);
-    dispatch(x.dtype(), Floats{}, [](auto) {});
-    expect_same_dtype(x, g, "x and out_grad");
-    expect_shape(g, {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out_grad");
-    expect_same_shape(x, out(0), "x and x_grad");
-    expect_same_dtype(x, out(0), "x and x_grad");
-    engine_ = engine_for(p_, x, true, ctx);
+      : p_(check_pool2d_grad(attrs, in, out)) {
+    engine_ = engine_for(p_, in(0), true, ctx);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
