@@ -1,6 +1,6 @@
 """The benchmarks follow one rule for the packages they compare against (they are not run here:
-they time things). Every package beyond the standard library, NumPy and paddle-core comes from
-``timing.optional``, which says what is skipped and how to install it, so that no benchmark
+they time things). Every package beyond the standard library, NumPy, paddle-core and this
+project's plugins comes from ``timing.optional``, which says what is skipped and how to install it, so that no benchmark
 fails for want of PyTorch, ONNX Runtime, threadpoolctl, SciPy or scikit-learn."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pytest
 from conftest import ROOT
 
 BENCH = ROOT / "bench"
-ALLOWED = {"__future__", "numpy", "paddle_core", "timing", *sys.stdlib_module_names}
+ALLOWED = {"__future__", "numpy", "paddle_core", "paddle_ops_math", "paddle_ops_nn", "timing"}
+ALLOWED |= set(sys.stdlib_module_names)
 
 
 def imports(path) -> list[tuple[int, str]]:
