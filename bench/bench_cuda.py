@@ -171,6 +171,7 @@ def bench_train(cupy, torch, repeat: int) -> None:
     wc = cupy.random.standard_normal((64, 64, 3, 3), dtype=cupy.float32) * 0.05
     gc = cupy.random.standard_normal(shape, dtype=cupy.float32)
     feed = {"x": xc, "w": wc, "g": gc}
+    before = cudnn.engines_prepared()
     try:
         ours = timed(pc.Executor("cuda:0"), prog, feed, fetch, sync, repeat)
     except pc.PaddleCoreError as e:
@@ -192,14 +193,14 @@ def bench_train(cupy, torch, repeat: int) -> None:
             theirs = steady(both, repeat)
         finally:
             flags.allow_tf32, flags.deterministic = saved
-    report(f"conv2d fwd+bwd ({conv_engine()}) vs PyTorch", ours, "PyTorch", theirs)
+    report(f"conv2d fwd+bwd ({engines_since(before)}) vs PyTorch", ours, "PyTorch", theirs)
 
 
-def conv_engine() -> str:
-    """What computes the CUDA convolutions here: cuDNN, or the plugin's own kernels."""
-    if cudnn.is_available() and cudnn.is_enabled():
-        return "cuDNN"
-    return "own kernels, no cuDNN"
+def engines_since(before: dict[str, int]) -> str:
+    """Which engines computed the CUDA convolutions prepared since ``before``: cuDNN, or the
+    plugin's own kernels (cuDNN missing, switched off, or not taking the convolution)."""
+    after = cudnn.engines_prepared()
+    return " and ".join(name for name in after if after[name] > before[name]) or "no engine"
 
 
 def main() -> None:

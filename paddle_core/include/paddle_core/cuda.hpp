@@ -117,12 +117,13 @@ inline std::string site_packages_of(const void* address) {
   return path;
 }
 
-// dlopen `name` (a soname or a path) with `flags`; on failure, add "\n  name: why" to `tried`
-// (for the message that lists what was tried) and return nullptr.
+// dlopen `name` (a soname or a path) with `flags`; on failure, add a line saying why (dlerror's
+// message, which names the file) to `tried`, for the message that lists what was tried, and
+// return nullptr.
 inline void* open_library(const std::string& name, int flags, std::string& tried) {
   if (void* library = dlopen(name.c_str(), flags)) return library;
   const char* why = dlerror();
-  tried += "\n  " + name + ": " + (why != nullptr ? why : "not found");
+  tried += "\n  " + (why != nullptr ? std::string(why) : name + ": not found");
   return nullptr;
 }
 

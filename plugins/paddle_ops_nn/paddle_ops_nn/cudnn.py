@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from . import _C, _kernels  # noqa: F401  (_kernels loads oneDNN where _C cannot find it)
 
-__all__ = ["is_available", "is_enabled", "set_enabled", "unavailable_reason"]
+__all__ = ["engines_prepared", "is_available", "is_enabled", "set_enabled", "unavailable_reason"]
 
 
 def unavailable_reason() -> str | None:
@@ -42,3 +42,10 @@ def set_enabled(enabled: bool) -> bool:
     previous = is_enabled()
     _C.set_cudnn_enabled(bool(enabled))
     return previous
+
+
+def engines_prepared() -> dict[str, int]:
+    """How many CUDA convolution kernels prepared in this process computed on each engine:
+    ``{"cudnn": n, "own kernels": m}`` (an empty convolution needs none)."""
+    cudnn, own = _C.conv_engines_prepared()
+    return {"cudnn": cudnn, "own kernels": own}

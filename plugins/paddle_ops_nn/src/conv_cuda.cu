@@ -9,6 +9,8 @@
 // gradient and the bias's are sums over the batch and the image, one block per element of dw
 // (or per channel) adding in double with a fixed-order block sum. No atomics anywhere: every
 // run gives the same bits. cuDNN's algorithms are chosen deterministic too (cudnn_cuda.cu).
+#include <atomic>
+
 #include "conv_checks.hpp"
 #include "conv_cuda.cuh"
 
@@ -150,11 +152,19 @@ template <class T> class DirectConv final : public CudaConvEngine {
   ConvShape s_;
 };
 
+// How many engines of each kind kernels have prepared in this process (cuDNN's, the direct
+// one), so that tests and benchmarks can tell which computed a convolution.
+std::atomic<int64_t> cudnn_engines{0}, direct_engines{0};
+
 // cuDNN's engine where it serves, else the direct one (nullptr for no passes).
 std::unique_ptr<CudaConvEngine> engine_for(const ConvPlan& plan, int32_t dtype,
                                            const Context& ctx) {
   if (!plan.passes) return nullptr;
-  if (auto cudnn = make_cudnn_conv(plan.shape, dtype, plan.passes, stream_of(ctx))) return cudnn;
+  if (auto cudnn = make_cudnn_conv(plan.shape, dtype, plan.passes, stream_of(ctx))) {
+    ++cudnn_engines;
+    return cudnn;
+  }
+  ++direct_engines;
   return dispatch(dtype, Floats{}, [&](auto t) -> std::unique_ptr<CudaConvEngine> {
     return std::make_unique<DirectConv<decltype(t)>>(plan.shape);
   });
@@ -309,6 +319,11 @@ class Conv2dTransposeGradCuda : ConvCudaKernel {
 };
 
 }  // namespace
+
+void conv_engines_prepared(int64_t* cudnn, int64_t* direct) {
+  *cudnn = cudnn_engines.load();
+  *direct = direct_engines.load();
+}
 
 const pc::Family& conv_cuda_kernels() {
   static const pc::Family family = {

@@ -27,6 +27,7 @@ const paddle_core::Family& pool_cuda_kernels();
 const paddle_core::Family& random_cuda_kernels();
 const paddle_core::Family& softmax_cuda_kernels();
 const char* cudnn_unavailable_reason();
+void conv_engines_prepared(int64_t* cudnn, int64_t* direct);
 bool cudnn_enabled();
 void set_cudnn_enabled(bool enabled);
 #endif
@@ -67,7 +68,13 @@ PYBIND11_MODULE(_C, m) {
 #ifdef PADDLE_OPS_NN_WITH_CUDA
   m.def("cudnn_enabled", &pon::cudnn_enabled);
   m.def("set_cudnn_enabled", &pon::set_cudnn_enabled, pybind11::arg("enabled"));
+  m.def("conv_engines_prepared", [] {
+    int64_t cudnn = 0, direct = 0;
+    pon::conv_engines_prepared(&cudnn, &direct);
+    return pybind11::make_tuple(cudnn, direct);
+  });
 #else
+  m.def("conv_engines_prepared", [] { return pybind11::make_tuple(0, 0); });
   m.def("cudnn_enabled", [] { return false; });
   m.def("set_cudnn_enabled", [](bool) {}, pybind11::arg("enabled"));
 #endif

@@ -295,30 +295,41 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.usefixtures("conv_engine")
+def check_engine(engine: str, before: dict[str, int], attrs: dict) -> None:
+    """The convolutions since ``before`` ran on the engine asked for: cuDNN where it serves
+    (padding the same on both sides), else the plugin's own kernels."""
+    after = nn_cudnn.engines_prepared()
+    used = {name for name, count in after.items() if count > before[name]}
+    symmetric = len(attrs.get("paddings", [0, 0])) == 2
+    assert used == {"cudnn" if engine == "cudnn" and symmetric else "own kernels"}, after
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("case", range(len(CONV_CASES)))
-def test_conv2d_and_its_gradient(case, dtype):
+def test_conv2d_and_its_gradient(case, dtype, conv_engine):
     x_shape, w_shape, attrs = CONV_CASES[case]
     x, w, b = rand(x_shape, dtype), rand(w_shape, dtype), rand(w_shape[:1], dtype)
+    before = nn_cudnn.engines_prepared()
     for inputs in ({"x": x, "filter": w}, {"x": x, "filter": w, "bias": b}):
         on_both("conv2d", inputs, attrs, SUM_TOLERANCE)
         (out,) = run_op("conv2d", inputs, attrs)["out"]
         on_both("conv2d_grad", {**inputs, "out_grad": rand(out.shape, dtype)}, attrs, SUM_TOLERANCE)
+    check_engine(conv_engine, before, attrs)
 
 
-@pytest.mark.usefixtures("conv_engine")
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("case", range(len(CONV_CASES)))
-def test_conv2d_transpose_and_its_gradient(case, dtype):
+def test_conv2d_transpose_and_its_gradient(case, dtype, conv_engine):
     _, w_shape, attrs = CONV_CASES[case]
     groups = attrs.get("groups", 1)
     x, w = rand((2, w_shape[0], 5, 4), dtype), rand(w_shape, dtype)
     inputs = {"x": x, "filter": w, "bias": rand((w_shape[1] * groups,), dtype)}
+    before = nn_cudnn.engines_prepared()
     on_both("conv2d_transpose", inputs, attrs, SUM_TOLERANCE)
     (out,) = run_op("conv2d_transpose", inputs, attrs)["out"]
     grad_inputs = {**inputs, "out_grad": rand(out.shape, dtype)}
     on_both("conv2d_transpose_grad", grad_inputs, attrs, SUM_TOLERANCE)
+    check_engine(conv_engine, before, attrs)
 
 
 @pytest.mark.usefixtures("conv_engine")

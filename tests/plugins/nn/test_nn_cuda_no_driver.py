@@ -201,8 +201,11 @@ def test_without_cudnn_the_convolutions_prepare_on_their_own_kernels():
     if reason is None:
         nn_cudnn.set_enabled(False)  # where it is installed, switched off
     ins, outs, attrs = WITH_ATTRS["conv2d_grad_cuda"]
+    before = nn_cudnn.engines_prepared()
     status, message, kernel, state, *_ = prepare_kernel(
         nn_kernels, "conv2d_grad_cuda", Slots(*ins), Slots(*outs), attrs
     )
     assert status == 0, message
     kernel.release(state)
+    after = nn_cudnn.engines_prepared()
+    assert after == {"cudnn": before["cudnn"], "own kernels": before["own kernels"] + 1}
