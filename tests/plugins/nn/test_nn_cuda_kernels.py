@@ -21,6 +21,7 @@ from paddle_core.testing import run_op
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 from paddle_ops_nn import _kernels as nn_kernels
 from paddle_ops_nn import cudnn as nn_cudnn
+from paddle_ops_nn import onednn as nn_onednn
 
 pytestmark = [
     pytest.mark.gpu,
@@ -377,19 +378,34 @@ POOL_CASES = [
 ]
 
 
+@pytest.fixture
+def cpu_loops():
+    """The CPU's pooling on its loops, not oneDNN: the arithmetic the CUDA kernels share
+    (pool.hpp), so that the two devices give the same bits."""
+    previous = nn_onednn.set_enabled(False)
+    yield
+    nn_onednn.set_enabled(previous)
+
+
+@pytest.mark.usefixtures("cpu_loops")
 @pytest.mark.parametrize("exclusive", [True, False])
 @pytest.mark.parametrize("pooling_type", ["max", "avg"])
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("case", range(len(POOL_CASES)))
-def test_pool2d_and_its_gradient(case, dtype, pooling_type, exclusive):
+def test_pool2d_and_its_gradient_are_the_cpu_loops_numbers(case, dtype, pooling_type, exclusive):
     attrs = {**POOL_CASES[case], "pooling_type": pooling_type, "exclusive": exclusive}
     x = rand((2, 3, 9, 7), dtype)
     x[0, 0, 2, 2] = x[0, 0, 2, 3]  # a tie: the first maximum takes the gradient
     x[1, 1, 4, 4] = np.nan  # NaN is the maximum, as on the CPU
     x[1, 2, 0, :] = -np.inf
     (out,) = run_op("pool2d", {"x": x}, attrs)["out"]
-    on_both("pool2d", {"x": x}, attrs)
-    on_both("pool2d_grad", {"x": x, "out_grad": rand(out.shape, dtype)}, attrs)
+    for op, inputs in (
+        ("pool2d", {"x": x}),
+        ("pool2d_grad", {"x": x, "out_grad": rand(out.shape, dtype)}),
+    ):
+        cpu, gpu = run_op(op, inputs, attrs), run_op(op, inputs, attrs, device="cuda:0")
+        for slot, (want,) in cpu.items():
+            np.testing.assert_array_equal(gpu[slot][0], want)  # the same additions, in order
 
 
 def test_pool2d_of_empty_tensors():
