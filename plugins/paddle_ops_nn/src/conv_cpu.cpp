@@ -6,10 +6,10 @@
 // [N, K, OH, OW]; conv2d_transpose's filter [C, K / groups, kh, kw], out [N, K, OH, OW];
 // bias [K]; every gradient the shape of its input. conv2d with channel_block b (float32 on
 // oneDNN only): out and out_grad blocked [N, K / b, OH, OW, b], x and x_grad plain or blocked
-// (layout.hpp). All checked in prepare (window.hpp).
+// (layout.hpp). All checked in prepare (conv_checks.hpp, shared with the CUDA kernels).
 #include <cstring>
 
-#include "conv.hpp"
+#include "conv_checks.hpp"
 #include "engine.hpp"
 
 namespace pon {
@@ -28,44 +28,17 @@ std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dty
 
 namespace {
 
-// Input slots: the forward ops' x, filter, bias; the grad ops' x, filter, out_grad, bias
-// (dispensable inputs come last). Grad outputs: x_grad, filter_grad, bias_grad.
-enum Slot { kX = 0, kFilter = 1, kBias = 2, kOutGrad = 2, kGradBias = 3 };
-
-// Dtypes and the bias's shape, common to the four kernels.
-void check_operands(const Slots& in, int bias_slot, int64_t out_channels) {
-  const Tensor x = in(kX);
-  dispatch(x.dtype(), Floats{}, [](auto) {});
-  expect_same_dtype(x, in(kFilter), "x and filter");
-  if (in.has(bias_slot)) {
-    expect_same_dtype(x, in(bias_slot), "x and bias");
-    expect_shape(in(bias_slot), {out_channels}, "bias");
-  }
-}
-
-bool empty(const ConvShape& s) { return s.batch == 0 || s.channels == 0 || s.filters == 0; }
-
 void zero(const Tensor& t) {
   if (t.numel() > 0) std::memset(t.data<void>(), 0, static_cast<size_t>(t.nbytes()));
 }
 
-// out's activation: [N, K, OH, OW] in the op's channel_block layout.
-Activation conv_out(const ConvShape& s, int block, const char* what) {
-  return output_activation(s.batch, s.filters, s.h.out, s.w.out, block, what);
-}
-
 class Conv2d {
  public:
-  Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : block_(channel_block_of(attrs)),
-        x_(activation_of(in(kX), block_, "x")),
-        shape_(conv_shape(attrs, x_, in(kFilter))) {
-    check_operands(in, kBias, shape_.filters);
-    expect_same_dtype(in(kX), out(0), "x and out");
-    expect_shape(out(0), conv_out(shape_, block_, "out").dims(), "out");
-    if (!empty(shape_))
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), kForward, in.has(kBias), ctx.num_threads(),
-                                 {x_.block, block_});
+  Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
+    const ConvPlan plan = check_conv2d(attrs, in, out);
+    if (plan.passes)
+      engine_ = make_conv_engine(plan.shape, in(kX).dtype(), plan.passes, in.has(kBias),
+                                 ctx.num_threads(), plan.layout);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -76,41 +49,17 @@ class Conv2d {
   }
 
  private:
-  int block_;
-  Activation x_;
-  ConvShape shape_;
   std::unique_ptr<ConvEngine> engine_;
 };
 
 // Outputs x_grad, filter_grad, bias_grad, each computed only when the program asks for it.
 class Conv2dGrad {
  public:
-  Conv2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : block_(channel_block_of(attrs)),
-        x_(activation_of(in(kX), block_, "x")),
-        shape_(conv_shape(attrs, x_, in(kFilter))) {
-    check_operands(in, kGradBias, shape_.filters);
-    const Tensor g = in(kOutGrad);
-    expect_same_dtype(in(kX), g, "x and out_grad");
-    expect_shape(g, conv_out(shape_, block_, "out_grad").dims(), "out_grad");
-    check_grads(in, out);
-    if (out.has(2) && !in.has(kGradBias)) fail("bias_grad is asked for, but the op has no bias");
-    const unsigned passes = (out.has(0) ? kBackwardData : 0) |
-                            (out.has(1) || out.has(2) ? kBackwardWeights : 0);
-    if (!empty(shape_) && passes)
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), passes, out.has(2), ctx.num_threads(),
-                                 {x_.block, block_});
-  }
-
-  // Each gradient output has its input's shape and dtype (x_grad: x's layout too).
-  static void check_grads(const Slots& in, const Slots& out) {
-    const char* names[] = {"x and x_grad", "filter and filter_grad", "bias and bias_grad"};
-    const int inputs[] = {kX, kFilter, kGradBias};
-    for (int slot = 0; slot < 3; ++slot)
-      if (out.has(slot) && in.has(inputs[slot])) {
-        expect_same_shape(in(inputs[slot]), out(slot), names[slot]);
-        expect_same_dtype(in(inputs[slot]), out(slot), names[slot]);
-      }
+  Conv2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
+    const ConvPlan plan = check_conv2d_grad(attrs, in, out);
+    if (plan.passes)
+      engine_ = make_conv_engine(plan.shape, in(kX).dtype(), plan.passes, out.has(2),
+                                 ctx.num_threads(), plan.layout);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -128,9 +77,6 @@ class Conv2dGrad {
   }
 
  private:
-  int block_;
-  Activation x_;
-  ConvShape shape_;
   std::unique_ptr<ConvEngine> engine_;
 };
 
@@ -138,12 +84,11 @@ class Conv2dGrad {
 // that conv2d runs it backwards (window.hpp's conv_transpose_shape).
 class Conv2dTranspose {
  public:
-  Conv2dTranspose(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : shape_(conv_transpose_shape(attrs, in(kX), in(kFilter), out(0))) {
-    check_operands(in, kBias, shape_.channels);
-    expect_same_dtype(in(kX), out(0), "x and out");
-    if (!empty(shape_))
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), kBackwardData, false, ctx.num_threads());
+  Conv2dTranspose(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
+    const ConvPlan plan = check_conv2d_transpose(attrs, in, out);
+    shape_ = plan.shape;
+    if (plan.passes)
+      engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -163,15 +108,11 @@ class Conv2dTranspose {
 
 class Conv2dTransposeGrad {
  public:
-  Conv2dTransposeGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : shape_(conv_transpose_shape(attrs, in(kX), in(kFilter), in(kOutGrad))) {
-    check_operands(in, kGradBias, shape_.channels);
-    expect_same_dtype(in(kX), in(kOutGrad), "x and out_grad");
-    Conv2dGrad::check_grads(in, out);
-    if (out.has(2) && !in.has(kGradBias)) fail("bias_grad is asked for, but the op has no bias");
-    const unsigned passes = (out.has(0) ? kForward : 0) | (out.has(1) ? kBackwardWeights : 0);
-    if (!empty(shape_) && passes)
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), passes, false, ctx.num_threads());
+  Conv2dTransposeGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
+    const ConvPlan plan = check_conv2d_transpose_grad(attrs, in, out);
+    shape_ = plan.shape;
+    if (plan.passes)
+      engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -3,15 +3,19 @@ batch_norm on blocked tensors (channel_block) against their NCHW results; and th
 (paddle_ops_nn/layout.py), networks run with and without it: forward values, fetched inner
 activations, gradients and training steps are the same bits, with an op of another kind in the
 middle, values fed or fetched inside a chain, a value read twice (its gradient summed), the
-Model's expressions, and 16-channel blocks (AVX-512's) on any CPU."""
+Model's expressions, and 16-channel blocks (AVX-512's) on any CPU; and for CPU plans only (a
+plan for another device keeps NCHW, its ops falling back to the CPU's kernels included)."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
 from op_helpers import FLOATS, check_grad, pc, run1, run_op
 
 onednn = pytest.importorskip("paddle_ops_nn.onednn", reason="paddle-ops-nn is not installed")
+layout = pytest.importorskip("paddle_ops_nn.layout")
 needs_onednn = pytest.mark.skipif(
     not onednn.channel_block(), reason="no oneDNN with a blocked layout in this build or CPU"
 )
@@ -237,13 +241,15 @@ def batches(count, image_shape=(3, 16, 16), batch=4):
     ]
 
 
-def train(propagate, net=cnn, steps=3, fetch=lambda loss, inner: [loss, inner], feeds=None):
+def train(
+    propagate, net=cnn, steps=3, fetch=lambda loss, inner: [loss, inner], feeds=None, device="cpu"
+):
     """``steps`` training steps with propagation on or off: (fetched values per step, the
     scope's persistable values, the types and channel blocks of the plan's ops)."""
     previous = onednn.set_layout_propagation(propagate)
     try:
         main, startup, loss, inner = training(net)
-        scope, exe = pc.Scope(), pc.Executor(num_threads=1)
+        scope, exe = pc.Scope(), pc.Executor(device, num_threads=1)
         exe.run(startup, scope=scope)
         fetch_list = fetch(loss, inner)
         fetched = []
@@ -431,3 +437,34 @@ def test_a_value_rewritten_between_two_readers_is_converted_for_each(block):
             onednn.set_layout_propagation(previous)
     for x, y in zip(got[True], got[False], strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+class HostOnly(pc.CPU):
+    """The host under another name, with no kernels of its own: every op of its plans falls
+    back to the CPU's kernels, as the ops of a CUDA plan without CUDA kernels do."""
+
+    type = "host_only"
+    kernel_device_type = 64  # PC_DEVICE_FIRST_PLUGIN
+    fallback = "cpu"
+    __str__ = pc.Device.__str__
+
+
+class HostOnlyPlugin:
+    @pc.hookimpl
+    def paddle_core_device_types(self):
+        return [HostOnly]
+
+
+def test_the_pass_runs_for_cpu_plans_only(block, propagation):
+    """A plan for another device keeps NCHW even where its ops fall back to the CPU's kernels
+    (so a CUDA plan never holds a reorder_layout, nor a channel_block its kernels refuse)."""
+    pc.register_plugin(HostOnlyPlugin(), name="host_only")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # each op: "running it on CPU"
+        other = train(True, device="host_only")
+    assert blocked_ops(other[2]) == [] and reorders(other[2]) == []
+    assert_same_bits(other, train(False))
+    main = training(cnn)[0]
+    assert layout.paddle_core_wants_transform(main, pc.get_device("cpu"))
+    for device in (pc.get_device("host_only"), pc.CUDA):  # CUDA: its type, without a GPU
+        assert not layout.paddle_core_wants_transform(main, device)
