@@ -23,7 +23,9 @@ struct ConvPlan {
   unsigned passes = 0;  // ConvPass bits; none when the convolution is empty (see empty())
   Layouts layout;       // the channel blocks of x (and x_grad) and out (and out_grad); 0: NCHW
 
-  // No image, channel or filter: the outputs are zeros (or empty) and no engine is needed.
+  // No image, channel or filter: no engine is needed. The outputs are zeros or empty, but for
+  // a convolution over no input channels, whose out is its bias (and bias_grad the sums of
+  // out_grad): the kernels compute those without an engine.
   bool empty() const { return shape.batch == 0 || shape.channels == 0 || shape.filters == 0; }
 };
 

@@ -8,6 +8,7 @@
 // oneDNN only): out and out_grad blocked [N, K / b, OH, OW, b], x and x_grad plain or blocked
 // (layout.hpp). All checked in prepare (conv_checks.hpp, shared with the CUDA kernels).
 #include <cstring>
+#include <vector>
 
 #include "conv_checks.hpp"
 #include "engine.hpp"
@@ -32,44 +33,81 @@ void zero(const Tensor& t) {
   if (t.numel() > 0) std::memset(t.data<void>(), 0, static_cast<size_t>(t.nbytes()));
 }
 
+// out = bias per channel (zeros without one), in out's layout `a`: a convolution with no
+// engine (conv_checks.hpp's empty()), which over no input channels gives its bias. A blocked
+// out gets it through a plain copy (this is no case to make fast).
+void bias_only(const Slots& in, int32_t bias_slot, const Tensor& out, const Activation& a,
+               int threads) {
+  zero(out);
+  if (!in.has(bias_slot) || out.numel() == 0) return;
+  const void* b = in(bias_slot).data<void>();
+  if (a.block == 0)
+    return add_channel_bias(out.dtype(), b, out.data<void>(), a.n, a.c, a.plane(), threads);
+  dispatch(out.dtype(), Floats{}, [&](auto t) {
+    using T = decltype(t);
+    std::vector<T> plain(static_cast<size_t>(out.numel()), T(0));
+    add_channel_bias(out.dtype(), b, plain.data(), a.n, a.c, a.plane(), threads);
+    to_blocked(a, plain.data(), out.data<T>(), threads);
+  });
+}
+
+// db = the sums of dy (layout `a`) per channel, over N, H and W, where no engine gives them.
+void bias_grad_only(const Tensor& dy, const Tensor& db, const Activation& a, int threads) {
+  if (a.block == 0)
+    return channel_bias_grad(dy.dtype(), dy.data<void>(), db.data<void>(), a.n, a.c, a.plane(),
+                             threads);
+  dispatch(dy.dtype(), Floats{}, [&](auto t) {
+    using T = decltype(t);
+    std::vector<T> plain(static_cast<size_t>(dy.numel()));
+    to_plain(a, dy.data<T>(), plain.data(), threads);
+    channel_bias_grad(dy.dtype(), plain.data(), db.data<void>(), a.n, a.c, a.plane(), threads);
+  });
+}
+
 class Conv2d {
  public:
-  Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
-    const ConvPlan plan = check_conv2d(attrs, in, out);
-    if (plan.passes)
-      engine_ = make_conv_engine(plan.shape, in(kX).dtype(), plan.passes, in.has(kBias),
-                                 ctx.num_threads(), plan.layout);
+  Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
+      : plan_(check_conv2d(attrs, in, out)) {
+    if (plan_.passes)
+      engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, in.has(kBias),
+                                 ctx.num_threads(), plan_.layout);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_) return zero(out(0));
+    if (!engine_)
+      return bias_only(in, kBias, out(0), conv_out(plan_.shape, plan_.layout.out, "out"),
+                       ctx.num_threads());
     engine_->forward(in(kX).data<void>(), in(kFilter).data<void>(),
                      in.has(kBias) ? in(kBias).data<void>() : nullptr, out(0).data<void>(),
                      ctx.num_threads());
   }
 
  private:
+  ConvPlan plan_;
   std::unique_ptr<ConvEngine> engine_;
 };
 
 // Outputs x_grad, filter_grad, bias_grad, each computed only when the program asks for it.
 class Conv2dGrad {
  public:
-  Conv2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
-    const ConvPlan plan = check_conv2d_grad(attrs, in, out);
-    if (plan.passes)
-      engine_ = make_conv_engine(plan.shape, in(kX).dtype(), plan.passes, out.has(2),
-                                 ctx.num_threads(), plan.layout);
+  Conv2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
+      : plan_(check_conv2d_grad(attrs, in, out)) {
+    if (plan_.passes)
+      engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, out.has(2),
+                                 ctx.num_threads(), plan_.layout);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_) {
-      for (int slot = 0; slot < 3; ++slot)
-        if (out.has(slot)) zero(out(slot));
-      return;
-    }
     const int threads = ctx.num_threads();
     const void* g = in(kOutGrad).data<void>();
+    if (!engine_) {
+      for (int slot = 0; slot < 2; ++slot)
+        if (out.has(slot)) zero(out(slot));
+      if (out.has(2))
+        bias_grad_only(in(kOutGrad), out(2),
+                       conv_out(plan_.shape, plan_.layout.out, "out_grad"), threads);
+      return;
+    }
     if (out.has(0)) engine_->backward_data(g, in(kFilter).data<void>(), out(0).data<void>(), threads);
     if (out.has(1) || out.has(2))
       engine_->backward_weights(in(kX).data<void>(), g, out.has(1) ? out(1).data<void>() : nullptr,
@@ -77,6 +115,7 @@ class Conv2dGrad {
   }
 
  private:
+  ConvPlan plan_;
   std::unique_ptr<ConvEngine> engine_;
 };
 
@@ -91,12 +130,16 @@ class Conv2dTranspose {
       engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
   }
 
+  // Without an engine (an empty convolution), out is zeros plus the bias: over x's no
+  // channels, the bias alone.
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_) return zero(out(0));
     const Tensor o = out(0);
-    engine_->backward_data(in(kX).data<void>(), in(kFilter).data<void>(), o.data<void>(),
-                           ctx.num_threads());
-    if (in.has(kBias))
+    if (!engine_)
+      zero(o);
+    else
+      engine_->backward_data(in(kX).data<void>(), in(kFilter).data<void>(), o.data<void>(),
+                             ctx.num_threads());
+    if (in.has(kBias) && o.numel() > 0)
       add_channel_bias(o.dtype(), in(kBias).data<void>(), o.data<void>(), shape_.batch,
                        shape_.channels, shape_.in_plane(), ctx.num_threads());
   }

@@ -249,10 +249,14 @@ class Conv2dCuda : ConvCudaKernel {
   Conv2dCuda(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : ConvCudaKernel(check_conv2d(plain_only(attrs), in, out), in, out, ctx) {}
 
+  // Without an engine (an empty convolution), out is zeros plus the bias: over no input
+  // channels, the bias alone (as on the CPU).
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_) return zero(out(0), ctx);  // an empty convolution: zeros, as on the CPU
-    engine_->forward(in(kX).data<void>(), in(kFilter).data<void>(), out(0).data<void>(),
-                     stream_of(ctx));
+    if (!engine_)
+      zero(out(0), ctx);
+    else
+      engine_->forward(in(kX).data<void>(), in(kFilter).data<void>(), out(0).data<void>(),
+                       stream_of(ctx));
     if (in.has(kBias)) add_bias(in(kBias), out(0), plan_.shape.out_plane(), ctx);
   }
 };
@@ -280,8 +284,9 @@ class Conv2dGradCuda : ConvCudaKernel {
     grad_output(plan_, kBackwardWeights, out, 1, ctx, [&](void* dw) {
       engine_->backward_weights(in(kX).data<void>(), g, dw, stream);
     });
+    // The sums of out_grad, also for an empty convolution (over no input channels, out is the
+    // bias; no image or filter: zeros or nothing), as on the CPU.
     if (!out.has(2)) return;
-    if (plan_.empty()) return zero(out(2), ctx);  // as on the CPU
     bias_grad(in(kOutGrad), out(2), plan_.shape.batch, plan_.shape.out_plane(), ctx);
   }
 };
@@ -294,9 +299,11 @@ class Conv2dTransposeCuda : ConvCudaKernel {
       : ConvCudaKernel(check_conv2d_transpose(attrs, in, out), in, out, ctx) {}
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_) return zero(out(0), ctx);  // an empty convolution: zeros, as on the CPU
-    engine_->backward_data(in(kX).data<void>(), in(kFilter).data<void>(), out(0).data<void>(),
-                           stream_of(ctx));
+    if (!engine_)
+      zero(out(0), ctx);  // plus the bias below: over x's no channels, the bias alone
+    else
+      engine_->backward_data(in(kX).data<void>(), in(kFilter).data<void>(), out(0).data<void>(),
+                             stream_of(ctx));
     if (in.has(kBias)) add_bias(in(kBias), out(0), plan_.shape.in_plane(), ctx);
   }
 };

@@ -152,6 +152,22 @@ def test_max_pooling_of_blocked_tensors_keeps_nans(propagation):
     assert np.isnan(got[0, 3, :2, :2]).all() and np.isnan(got).sum() == 4
 
 
+@pytest.mark.parametrize("b", BLOCKS)
+def test_a_blocked_convolution_over_no_input_channels_gives_its_bias(b):
+    """No engine computes it (an empty convolution): out is the bias in out's blocked layout,
+    bias_grad the sums of the blocked out_grad."""
+    x, bias = np.zeros((2, 0, 5, 5), np.float32), RNG.standard_normal(b).astype(np.float32)
+    inputs = {"x": x, "filter": np.zeros((b, 0, 3, 3), np.float32), "bias": bias}
+    want = np.broadcast_to(bias[:, None, None], (2, b, 3, 3))
+    np.testing.assert_array_equal(run1("conv2d", inputs, {"channel_block": b}), blocked(want, b))
+    g = RNG.standard_normal((2, b, 3, 3)).astype(np.float32)
+    grads = run_op("conv2d_grad", {**inputs, "out_grad": blocked(g, b)}, {"channel_block": b})
+    plain_grads = run_op("conv2d_grad", {**inputs, "out_grad": g})
+    np.testing.assert_array_equal(grads["bias_grad"][0], plain_grads["bias_grad"][0])
+    want = g.sum(axis=(0, 2, 3), dtype=np.float64).astype(np.float32)  # summed in double
+    np.testing.assert_allclose(grads["bias_grad"][0], want, rtol=1e-6)
+
+
 def test_blocked_tensors_that_do_not_fit_are_refused():
     x = np.zeros((2, 8, 5, 5), np.float32)
     with pytest.raises(pc.ShapeError, match="out has 12 channels, which channel_block 8 does"):

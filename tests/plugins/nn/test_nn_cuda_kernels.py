@@ -352,6 +352,17 @@ def test_conv2d_of_an_empty_batch_and_of_no_channels():
     on_both("conv2d", {"x": rand((2, 0, 5, 5), "float32"), "filter": rand((4, 0, 3, 3), "float32")})
 
 
+@pytest.mark.usefixtures("conv_engine")
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_convolution_over_no_input_channels_gives_its_bias_as_on_the_cpu(dtype):
+    x, bias = rand((2, 0, 5, 5), dtype), rand((4,), dtype)
+    for op, w_shape in (("conv2d", (4, 0, 3, 3)), ("conv2d_transpose", (0, 4, 3, 3))):
+        inputs = {"x": x, "filter": rand(w_shape, dtype), "bias": bias}
+        (out,) = run_op(op, inputs, device="cuda:0")["out"]
+        np.testing.assert_array_equal(out, np.broadcast_to(bias[:, None, None], out.shape))
+        on_both(f"{op}_grad", {**inputs, "out_grad": rand(out.shape, dtype)}, None, SUM_TOLERANCE)
+
+
 @pytest.mark.parametrize("op", ["conv2d", "pool2d", "batch_norm"])
 def test_onednns_blocked_layout_is_refused_on_the_gpu(op):
     # (the layout pass sets channel_block for CPU plans only: a CUDA plan never holds one)
