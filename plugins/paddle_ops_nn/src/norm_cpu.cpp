@@ -78,10 +78,12 @@ template <class F> void for_tiles(const Planes& l, int32_t threads, F&& f) {
 
 // channel_sums for a blocked x: tile(cb, begin, acc) adds the K sums of each of its lanes j
 // (channel cb * b + j, in lane_sums) into acc[j * K + k]; the totals add each channel's planes
-// in the order of the batch, as channel_sums does.
+// in the order of the batch, as channel_sums does. Planes of no elements sum to zeros (a tile's
+// plane index is begin / inner).
 template <int K, class F>
 std::vector<double> tile_sums(const Planes& l, int32_t threads, F&& tile) {
   const int64_t b = l.block, blocks = l.channels / b;
+  if (l.inner == 0) return std::vector<double>(l.channels * K, 0.0);
   std::vector<double> partial(l.count() * K, 0.0);  // per plane, tile by tile
   for_tiles(l, threads, [&](int64_t cb, int64_t begin) {
     tile(cb, begin, &partial[begin / l.inner * K]);

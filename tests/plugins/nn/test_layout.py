@@ -168,6 +168,21 @@ def test_a_blocked_convolution_over_no_input_channels_gives_its_bias(b):
     np.testing.assert_allclose(grads["bias_grad"][0], want, rtol=1e-6)
 
 
+@pytest.mark.parametrize("b", BLOCKS)
+def test_batch_norm_grad_of_blocked_planes_with_no_elements(b):
+    """Their sums are zeros, as for NCHW planes (a division by the plane's size once ended the
+    process)."""
+    x, v = np.zeros((2, 2 * b, 0, 3), np.float32), np.ones(2 * b, np.float32)
+    inputs = {"x": x, "scale": v, "saved_mean": v, "saved_inv_std": v, "y_grad": x}
+    want = run_op("batch_norm_grad", inputs)
+    blocked_inputs = {**inputs, "x": blocked(x, b), "y_grad": blocked(x, b)}
+    got = run_op("batch_norm_grad", blocked_inputs, {"channel_block": b})
+    for slot in ("scale_grad", "bias_grad"):
+        np.testing.assert_array_equal(got[slot][0], want[slot][0])
+        assert not got[slot][0].any()
+    assert got["x_grad"][0].shape == (2, 2, 0, 3, b)
+
+
 def test_blocked_tensors_that_do_not_fit_are_refused():
     x = np.zeros((2, 8, 5, 5), np.float32)
     with pytest.raises(pc.ShapeError, match="out has 12 channels, which channel_block 8 does"):
