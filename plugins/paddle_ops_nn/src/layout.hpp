@@ -4,6 +4,9 @@
 // layout pass (paddle_ops_nn/layout.py) keeps such tensors between conv2d, pool2d and
 // batch_norm, which take a `channel_block` attr: b (8 or 16), or 0 for plain NCHW. The buffer
 // has the logical tensor's size (C is a multiple of b), so the core plans it like any other.
+// Only the CPU kernels take blocked tensors: the CUDA kernels, which share these headers'
+// checks, refuse a channel_block other than 0 first (plain_only), and the pass runs for CPU
+// plans only.
 #ifndef PADDLE_OPS_NN_LAYOUT_HPP_
 #define PADDLE_OPS_NN_LAYOUT_HPP_
 
@@ -53,6 +56,19 @@ inline int channel_block_of(const Attrs& attrs) {
   return static_cast<int>(b);
 }
 
+// `attrs`, for a kernel that takes plain NCHW tensors only (the CUDA kernels): fails unless
+// channel_block is 0. The blocked layout is oneDNN's, and the layout pass sets it for CPU plans
+// only.
+inline const Attrs& plain_only(const Attrs& attrs) {
+  const int b = channel_block_of(attrs);
+  if (b != 0)
+    fail("channel_block %d is oneDNN's blocked layout, which only the CPU kernels take; the "
+         "CUDA kernels take NCHW tensors (channel_block 0, as the layout pass leaves it for a "
+         "CUDA plan)",
+         b);
+  return attrs;
+}
+
 // t as an activation: 4-D is plain NCHW; 5-D is blocked, allowed only when the op's
 // channel_block `block` is set and t's last axis is that block.
 inline Activation activation_of(const Tensor& t, int block, const char* what) {
@@ -80,6 +96,7 @@ inline Activation output_activation(int64_t n, int64_t c, int64_t h, int64_t w, 
   return a;
 }
 
+#if !defined(__CUDACC__)  // (parallel loops: CPU files only, as in common.hpp)
 // Copies between plain NCHW and nChw{b}c (a.block), for T of any size; parallel over the
 // (image, channel block) tiles, each a transpose of [b, H * W] into [H * W, b].
 template <class T> void to_blocked(const Activation& a, const T* plain, T* blocked, int threads) {
@@ -107,6 +124,8 @@ template <class T> void to_plain(const Activation& a, const T* blocked, T* plain
                  }
                });
 }
+
+#endif  // !defined(__CUDACC__)
 
 }  // namespace pon
 

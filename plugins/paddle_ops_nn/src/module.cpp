@@ -18,11 +18,19 @@ const paddle_core::Family& pool_kernels();
 const paddle_core::Family& random_kernels();
 const paddle_core::Family& softmax_kernels();
 #ifdef PADDLE_OPS_NN_WITH_CUDA
-// One family per CUDA source file (src/<family>_cuda.cu).
+// One family per CUDA source file (src/<family>_cuda.cu; cudnn_cuda.cu loads cuDNN).
 const paddle_core::Family& activation_cuda_kernels();
+const paddle_core::Family& conv_cuda_kernels();
+const paddle_core::Family& embedding_cuda_kernels();
+const paddle_core::Family& norm_cuda_kernels();
 const paddle_core::Family& optimizer_cuda_kernels();
+const paddle_core::Family& pool_cuda_kernels();
 const paddle_core::Family& random_cuda_kernels();
 const paddle_core::Family& softmax_cuda_kernels();
+const char* cudnn_unavailable_reason();
+void conv_engines_prepared(int64_t* cudnn, int64_t* direct);
+bool cudnn_enabled();
+void set_cudnn_enabled(bool enabled);
 #endif
 }  // namespace pon
 
@@ -33,7 +41,9 @@ PYBIND11_MODULE(_C, m) {
           &pon::layout_kernels(), &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
           &pon::random_kernels(), &pon::softmax_kernels(),
 #ifdef PADDLE_OPS_NN_WITH_CUDA
-          &pon::activation_cuda_kernels(), &pon::optimizer_cuda_kernels(),
+          &pon::activation_cuda_kernels(), &pon::conv_cuda_kernels(),
+          &pon::embedding_cuda_kernels(), &pon::norm_cuda_kernels(),
+          &pon::optimizer_cuda_kernels(), &pon::pool_cuda_kernels(),
           &pon::random_cuda_kernels(), &pon::softmax_cuda_kernels(),
 #endif
       });
@@ -41,6 +51,33 @@ PYBIND11_MODULE(_C, m) {
   paddle_core::export_cuda_build(m, PADDLE_OPS_NN_CUDA_ARCHITECTURES);
 #else
   paddle_core::export_cuda_build(m, nullptr);
+#endif
+  // cuDNN, behind paddle_ops_nn.cudnn.
+  m.def(
+      "cudnn_unavailable_reason",
+      []() -> pybind11::object {
+#ifdef PADDLE_OPS_NN_WITH_CUDA
+        const char* reason = pon::cudnn_unavailable_reason();
+        if (reason == nullptr) return pybind11::none();
+        return pybind11::str(reason);
+#else
+        return pybind11::str("paddle-ops-nn was built without CUDA kernels");
+#endif
+      },
+      "Why the CUDA convolution kernels cannot use cuDNN (what to install), or None when they "
+      "can. Loads it on the first call.");
+#ifdef PADDLE_OPS_NN_WITH_CUDA
+  m.def("cudnn_enabled", &pon::cudnn_enabled);
+  m.def("set_cudnn_enabled", &pon::set_cudnn_enabled, pybind11::arg("enabled"));
+  m.def("conv_engines_prepared", [] {
+    int64_t cudnn = 0, direct = 0;
+    pon::conv_engines_prepared(&cudnn, &direct);
+    return pybind11::make_tuple(cudnn, direct);
+  });
+#else
+  m.def("conv_engines_prepared", [] { return pybind11::make_tuple(0, 0); });
+  m.def("cudnn_enabled", [] { return false; });
+  m.def("set_cudnn_enabled", [](bool) {}, pybind11::arg("enabled"));
 #endif
   // The oneDNN switch behind paddle_ops_nn.onednn.
   m.attr("ONEDNN_BUILT") = pon::kOnednnBuilt;

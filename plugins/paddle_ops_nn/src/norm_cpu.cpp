@@ -20,18 +20,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "layout.hpp"
+#include "norm.hpp"
 
 namespace pon {
 namespace {
-
-// Fail unless t is a vector [n] of x's dtype.
-void expect_vector(const Tensor& t, const Tensor& x, int64_t n, const char* what,
-                   const char* of) {
-  if (t.dtype() != x.dtype() || t.ndim() != 1 || t.dim(0) != n)
-    fail("%s must be %s[%lld] (%s), got %s", what, pc::dtype_name(x.dtype()),
-         static_cast<long long>(n), of, t.describe().c_str());
-}
 
 // The sum of f(i) for i in [0, n), in double, as four interleaved partial sums (independent
 // additions pipeline; the order is fixed, so the result is too).
@@ -48,39 +40,7 @@ template <class F> double sum_of(int64_t n, F&& f) {
   return (s0 + s1) + (s2 + s3);
 }
 
-void expect_epsilon(double epsilon) {
-  if (!(epsilon > 0)) fail("epsilon must be above 0, got %g", epsilon);
-}
-
 // -- batch_norm ------------------------------------------------------------------------------
-
-struct Planes {
-  int64_t batch = 1, channels = 1, inner = 1;
-  int block = 0;  // channels per tile of a blocked x; 0: plain
-
-  int64_t count() const { return batch * channels; }
-  int64_t per_channel() const { return batch * inner; }
-};
-
-// x's planes; fails unless x is [N, C, ...] of a float dtype, or with channel_block b,
-// [N, C / b, ..., b].
-Planes planes_of(const Tensor& x, int block) {
-  dispatch(x.dtype(), Floats{}, [](auto) {});
-  if (x.ndim() < 2) fail("x must be [N, C, ...] (rank >= 2), got %s", x.describe().c_str());
-  Planes l;
-  l.batch = x.dim(0);
-  l.channels = x.dim(1);
-  for (int32_t k = 2; k < x.ndim(); ++k) l.inner *= x.dim(k);
-  if (block != 0) {
-    if (x.ndim() < 3 || x.dim(-1) != block)
-      fail("x must be blocked with channel_block %d, [N, C / %d, ..., %d], got %s", block, block,
-           block, x.describe().c_str());
-    l.block = block;
-    l.channels *= block;
-    l.inner /= block;
-  }
-  return l;
-}
 
 // Calls f(std::integral_constant<int, b>) for a blocked layout's b (8 or 16), so the loops over
 // a tile's lanes have a constant trip count and vectorise.
@@ -118,10 +78,12 @@ template <class F> void for_tiles(const Planes& l, int32_t threads, F&& f) {
 
 // channel_sums for a blocked x: tile(cb, begin, acc) adds the K sums of each of its lanes j
 // (channel cb * b + j, in lane_sums) into acc[j * K + k]; the totals add each channel's planes
-// in the order of the batch, as channel_sums does.
+// in the order of the batch, as channel_sums does. Planes of no elements sum to zeros (a tile's
+// plane index is begin / inner).
 template <int K, class F>
 std::vector<double> tile_sums(const Planes& l, int32_t threads, F&& tile) {
   const int64_t b = l.block, blocks = l.channels / b;
+  if (l.inner == 0) return std::vector<double>(l.channels * K, 0.0);
   std::vector<double> partial(l.count() * K, 0.0);  // per plane, tile by tile
   for_tiles(l, threads, [&](int64_t cb, int64_t begin) {
     tile(cb, begin, &partial[begin / l.inner * K]);
@@ -179,25 +141,9 @@ std::vector<double> channel_sums(const Planes& l, int32_t threads, F&& plane) {
 class BatchNorm {
  public:
   BatchNorm(const Attrs& attrs, const Slots& in, const Slots& out)
-      : momentum_(attrs.f("momentum")), epsilon_(attrs.f("epsilon")), test_(attrs.b("is_test")) {
-    const Tensor x = in(0);
-    l_ = planes_of(x, channel_block_of(attrs));
-    const int64_t c = l_.channels;
-    static const char* const kInputs[] = {"x", "scale", "bias", "mean", "variance"};
-    for (int32_t k = 1; k < 5; ++k) expect_vector(in(k), x, c, kInputs[k], "x's channels");
-    expect_same_shape(x, out(0), "x and y");
-    expect_same_dtype(x, out(0), "x and y");
-    static const char* const kOutputs[] = {"y", "mean_out", "variance_out", "saved_mean",
-                                           "saved_inv_std"};
-    for (int32_t k = 1; k < 5; ++k) expect_vector(out(k), x, c, kOutputs[k], "x's channels");
-    expect_epsilon(epsilon_);
-    if (!(momentum_ >= 0 && momentum_ <= 1))
-      fail("momentum must be in [0, 1], got %g", momentum_);
-    if (!test_ && c > 0 && l_.per_channel() == 0)
-      fail("x %s has no elements per channel to take the batch's statistics from (is_test is "
-           "false)",
-           x.describe().c_str());
-    fn_ = dispatch(x.dtype(), Floats{},
+      : momentum_(attrs.f("momentum")), epsilon_(attrs.f("epsilon")), test_(attrs.b("is_test")),
+        l_(check_batch_norm(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &BatchNorm::compute<decltype(t)>; });
   }
 
@@ -266,33 +212,30 @@ class BatchNorm {
       const double keep = momentum_;
       for (int64_t c = 0; c < channels; ++c) {
         var[c] = squares[c] / count;
-        mean_out[c] = static_cast<T>(keep * running_mean[c] + (1 - keep) * mean[c]);
-        var_out[c] = static_cast<T>(keep * running_var[c] + (1 - keep) * var[c]);
+        mean_out[c] = static_cast<T>(running_update(keep, running_mean[c], mean[c]));
+        var_out[c] = static_cast<T>(running_update(keep, running_var[c], var[c]));
       }
     }
-    // The mean as a sum of two T (hi + lo): x - hi is exact near the mean, so y keeps T's
-    // precision even where the mean is large against the spread.
-    std::vector<T> hi(channels), lo(channels), factor(channels);
+    std::vector<Normalize<T>> normalize;
+    normalize.reserve(channels);
     for (int64_t c = 0; c < channels; ++c) {
-      const double inv_std = 1 / std::sqrt(var[c] + epsilon_);
-      saved_mean[c] = hi[c] = static_cast<T>(mean[c]);
-      lo[c] = static_cast<T>(mean[c] - hi[c]);
+      const double inv_std = inv_std_of(var[c], epsilon_);
+      normalize.emplace_back(mean[c], scale[c] * inv_std, bias[c]);
+      saved_mean[c] = normalize[c].hi;
       saved_inv_std[c] = static_cast<T>(inv_std);
-      factor[c] = static_cast<T>(scale[c] * inv_std);
     }
     if (l.block == 0) {
       for_planes(l, threads, [&](int64_t c, int64_t b) {
-        const T mh = hi[c], ml = lo[c], f = factor[c], beta = bias[c];
-        for (int64_t i = b; i < b + inner; ++i) y[i] = ((x[i] - mh) - ml) * f + beta;
+        const Normalize<T> n = normalize[c];
+        for (int64_t i = b; i < b + inner; ++i) y[i] = n(x[i]);
       });
       return;
     }
     with_block(l.block, [&](auto B) {
       for_tiles(l, threads, [&](int64_t cb, int64_t b) {
-        const T *mh = &hi[cb * B], *ml = &lo[cb * B], *f = &factor[cb * B];
-        const T* beta = bias + cb * B;
+        const Normalize<T>* n = &normalize[cb * B];
         for (int64_t i = b; i < b + inner * B; i += B)
-          for (int j = 0; j < B; ++j) y[i + j] = ((x[i + j] - mh[j]) - ml[j]) * f[j] + beta[j];
+          for (int j = 0; j < B; ++j) y[i + j] = n[j](x[i + j]);
       });
     });
   }
@@ -310,22 +253,8 @@ class BatchNorm {
 class BatchNormGrad {
  public:
   BatchNormGrad(const Attrs& attrs, const Slots& in, const Slots& out)
-      : test_(attrs.b("is_test")) {
-    const Tensor x = in(0);
-    l_ = planes_of(x, channel_block_of(attrs));
-    const int64_t c = l_.channels;
-    expect_vector(in(1), x, c, "scale", "x's channels");
-    expect_vector(in(2), x, c, "saved_mean", "x's channels");
-    expect_vector(in(3), x, c, "saved_inv_std", "x's channels");
-    expect_same_shape(x, in(4), "x and y_grad");
-    expect_same_dtype(x, in(4), "x and y_grad");
-    if (out.has(0)) {
-      expect_same_shape(x, out(0), "x and x_grad");
-      expect_same_dtype(x, out(0), "x and x_grad");
-    }
-    if (out.has(1)) expect_vector(out(1), x, c, "scale_grad", "x's channels");
-    if (out.has(2)) expect_vector(out(2), x, c, "bias_grad", "x's channels");
-    fn_ = dispatch(x.dtype(), Floats{},
+      : test_(attrs.b("is_test")), l_(check_batch_norm_grad(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &BatchNormGrad::compute<decltype(t)>; });
   }
 
@@ -377,29 +306,23 @@ class BatchNormGrad {
       }
     }
     if (dx == nullptr) return;
-    // x_grad = a * y_grad + b * (x - mean) + d per channel.
-    std::vector<T> a(channels), b(channels), d(channels);
+    std::vector<BatchNormGradAt<T>> grad;
+    grad.reserve(channels);
     const double count = static_cast<double>(l.per_channel());
-    for (int64_t c = 0; c < channels; ++c) {
-      const double inv = inv_std[c], ai = double(scale[c]) * inv;
-      a[c] = static_cast<T>(ai);
-      b[c] = static_cast<T>(test_ ? 0.0 : -ai * sums[2 * c + 1] * inv * inv / count);
-      d[c] = static_cast<T>(test_ ? 0.0 : -ai * sums[2 * c] / count);
-    }
+    for (int64_t c = 0; c < channels; ++c)
+      grad.emplace_back(test_, mean[c], scale[c], inv_std[c], sums[2 * c], sums[2 * c + 1], count);
     if (l.block == 0) {
       for_planes(l, threads, [&](int64_t c, int64_t begin) {
-        const T m = mean[c], ac = a[c], bc = b[c], dc = d[c];
-        for (int64_t i = begin; i < begin + inner; ++i) dx[i] = ac * dy[i] + bc * (x[i] - m) + dc;
+        const BatchNormGradAt<T> at = grad[c];
+        for (int64_t i = begin; i < begin + inner; ++i) dx[i] = at(dy[i], x[i]);
       });
       return;
     }
     with_block(l.block, [&](auto B) {
       for_tiles(l, threads, [&](int64_t cb, int64_t begin) {
-        const T* m = mean + cb * B;
-        const T *ac = &a[cb * B], *bc = &b[cb * B], *dc = &d[cb * B];
+        const BatchNormGradAt<T>* at = &grad[cb * B];
         for (int64_t i = begin; i < begin + inner * B; i += B)
-          for (int j = 0; j < B; ++j)
-            dx[i + j] = ac[j] * dy[i + j] + bc[j] * (x[i + j] - m[j]) + dc[j];
+          for (int j = 0; j < B; ++j) dx[i + j] = at[j](dy[i + j], x[i + j]);
       });
     });
   }
@@ -410,21 +333,6 @@ class BatchNormGrad {
 };
 
 // -- layer_norm ------------------------------------------------------------------------------
-
-struct Rows {
-  int64_t rows = 1, cols = 1;
-};
-
-// x as [rows, cols], split at begin_norm_axis; fails unless the axis is in [1, rank).
-Rows rows_of(const Tensor& x, int64_t axis) {
-  dispatch(x.dtype(), Floats{}, [](auto) {});
-  if (axis < 1 || axis >= x.ndim())
-    fail("begin_norm_axis %lld is out of range for x %s: it must be in [1, %d)",
-         static_cast<long long>(axis), x.describe().c_str(), x.ndim());
-  Rows r;
-  for (int32_t k = 0; k < x.ndim(); ++k) (k < axis ? r.rows : r.cols) *= x.dim(k);
-  return r;
-}
 
 // f(r, begin) for every row r (elements [begin, begin + cols)), split across threads.
 template <class F> void for_rows(const Rows& s, int32_t threads, F&& f) {
@@ -438,17 +346,8 @@ template <class F> void for_rows(const Rows& s, int32_t threads, F&& f) {
 class LayerNorm {
  public:
   LayerNorm(const Attrs& attrs, const Slots& in, const Slots& out)
-      : epsilon_(attrs.f("epsilon")) {
-    const Tensor x = in(0);
-    s_ = rows_of(x, attrs.i("begin_norm_axis"));
-    expect_epsilon(epsilon_);
-    if (in.has(1)) expect_vector(in(1), x, s_.cols, "scale", "a row's size");
-    if (in.has(2)) expect_vector(in(2), x, s_.cols, "bias", "a row's size");
-    expect_same_shape(x, out(0), "x and y");
-    expect_same_dtype(x, out(0), "x and y");
-    expect_vector(out(1), x, s_.rows, "mean", "the number of rows");
-    expect_vector(out(2), x, s_.rows, "variance", "the number of rows");
-    fn_ = dispatch(x.dtype(), Floats{},
+      : epsilon_(attrs.f("epsilon")), s_(check_layer_norm(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &LayerNorm::compute<decltype(t)>; });
   }
 
@@ -473,15 +372,8 @@ class LayerNorm {
       const double v = sum_of(cols, [&](int64_t j) { return (x[b + j] - m) * (x[b + j] - m); }) / d;
       mean[r] = static_cast<T>(m);
       var[r] = static_cast<T>(v);
-      // The mean as hi + lo, as in batch_norm.
-      const T mh = static_cast<T>(m), ml = static_cast<T>(m - mh);
-      const T inv = static_cast<T>(1 / std::sqrt(v + epsilon_));
-      for (int64_t j = 0; j < cols; ++j) {
-        T h = ((x[b + j] - mh) - ml) * inv;
-        if (scale != nullptr) h *= scale[j];
-        if (bias != nullptr) h += bias[j];
-        y[b + j] = h;
-      }
+      const Normalize<T> n(m, inv_std_of(v, epsilon_), T(0));
+      for (int64_t j = 0; j < cols; ++j) y[b + j] = layer_norm_at(n, x[b + j], scale, bias, j);
     });
   }
 
@@ -497,22 +389,8 @@ class LayerNorm {
 class LayerNormGrad {
  public:
   LayerNormGrad(const Attrs& attrs, const Slots& in, const Slots& out)
-      : epsilon_(attrs.f("epsilon")) {
-    const Tensor x = in(0);
-    s_ = rows_of(x, attrs.i("begin_norm_axis"));
-    expect_epsilon(epsilon_);
-    expect_vector(in(1), x, s_.rows, "mean", "the number of rows");
-    expect_vector(in(2), x, s_.rows, "variance", "the number of rows");
-    expect_same_shape(x, in(3), "x and y_grad");
-    expect_same_dtype(x, in(3), "x and y_grad");
-    if (in.has(4)) expect_vector(in(4), x, s_.cols, "scale", "a row's size");
-    if (out.has(0)) {
-      expect_same_shape(x, out(0), "x and x_grad");
-      expect_same_dtype(x, out(0), "x and x_grad");
-    }
-    if (out.has(1)) expect_vector(out(1), x, s_.cols, "scale_grad", "a row's size");
-    if (out.has(2)) expect_vector(out(2), x, s_.cols, "bias_grad", "a row's size");
-    fn_ = dispatch(x.dtype(), Floats{},
+      : epsilon_(attrs.f("epsilon")), s_(check_layer_norm_grad(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &LayerNormGrad::compute<decltype(t)>; });
   }
 
@@ -537,20 +415,15 @@ class LayerNormGrad {
     if (dx != nullptr) {
       const double d = static_cast<double>(cols);
       for_rows(s_, threads, [&](int64_t r, int64_t b) {
-        const double m = mean[r], inv = 1 / std::sqrt(double(var[r]) + eps);
+        const double m = mean[r], inv = inv_std_of(var[r], eps);
         const auto g = [&](int64_t j) {
           return scale != nullptr ? double(dy[b + j]) * scale[j] : double(dy[b + j]);
         };
         const double sum_g = sum_of(cols, g);
         const double sum_gx = sum_of(cols, [&](int64_t j) { return g(j) * (x[b + j] - m); }) * inv;
-        // x_grad = inv * g - inv * sum_g / D - xhat * inv * sum_gx / D.
-        const T mt = static_cast<T>(m), it = static_cast<T>(inv);
-        const T shift = static_cast<T>(-inv * sum_g / d);
-        const T tilt = static_cast<T>(-inv * inv * sum_gx / d);
-        for (int64_t j = 0; j < cols; ++j) {
-          const T gj = scale != nullptr ? dy[b + j] * scale[j] : dy[b + j];
-          dx[b + j] = it * gj + shift + tilt * (x[b + j] - mt);
-        }
+        const LayerNormGradAt<T> at(m, inv, sum_g, sum_gx, d);
+        for (int64_t j = 0; j < cols; ++j)
+          dx[b + j] = at(scale != nullptr ? dy[b + j] * scale[j] : dy[b + j], x[b + j]);
       });
     }
     if (dscale == nullptr && dbias == nullptr) return;
@@ -559,7 +432,7 @@ class LayerNormGrad {
     parallel_for(cols, threads, grain, [&](int64_t lo, int64_t hi) {
       std::vector<double> acc_scale(hi - lo), acc_bias(hi - lo);
       for (int64_t r = 0; r < rows; ++r) {
-        const double m = mean[r], inv = 1 / std::sqrt(double(var[r]) + eps);
+        const double m = mean[r], inv = inv_std_of(var[r], eps);
         const T* xr = x + r * cols;
         const T* gr = dy + r * cols;
         for (int64_t j = lo; j < hi; ++j) {

@@ -16,7 +16,11 @@ namespace pon {
 struct Axis {
   int64_t in = 0, out = 0, kernel = 1, stride = 1, pad_before = 0, pad_after = 0, dilation = 1;
 
-  int64_t span() const { return dilation * (kernel - 1) + 1; }
+  PADDLE_CORE_HD int64_t span() const { return dilation * (kernel - 1) + 1; }
+  // The input position of tap j of window o (outside [0, in): padding).
+  PADDLE_CORE_HD int64_t position(int64_t o, int64_t j) const {
+    return o * stride - pad_before + j * dilation;
+  }
   // The pad after that makes exactly `out` windows (negative: the last inputs are unused).
   int64_t exact_pad_after() const { return (out - 1) * stride + span() - in - pad_before; }
 };
@@ -26,8 +30,8 @@ struct ConvShape {
   int64_t batch = 0, channels = 0, filters = 0, groups = 1;
   Axis h, w;
 
-  int64_t in_plane() const { return h.in * w.in; }
-  int64_t out_plane() const { return h.out * w.out; }
+  PADDLE_CORE_HD int64_t in_plane() const { return h.in * w.in; }
+  PADDLE_CORE_HD int64_t out_plane() const { return h.out * w.out; }
   // Rows of one group's unrolled input (im2col): its channels times the kernel's taps.
   int64_t taps() const { return channels / groups * h.kernel * w.kernel; }
 };

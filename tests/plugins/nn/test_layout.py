@@ -3,15 +3,19 @@ batch_norm on blocked tensors (channel_block) against their NCHW results; and th
 (paddle_ops_nn/layout.py), networks run with and without it: forward values, fetched inner
 activations, gradients and training steps are the same bits, with an op of another kind in the
 middle, values fed or fetched inside a chain, a value read twice (its gradient summed), the
-Model's expressions, and 16-channel blocks (AVX-512's) on any CPU."""
+Model's expressions, and 16-channel blocks (AVX-512's) on any CPU; and for CPU plans only (a
+plan for another device keeps NCHW, its ops falling back to the CPU's kernels included)."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
 from op_helpers import FLOATS, check_grad, pc, run1, run_op
 
 onednn = pytest.importorskip("paddle_ops_nn.onednn", reason="paddle-ops-nn is not installed")
+layout = pytest.importorskip("paddle_ops_nn.layout")
 needs_onednn = pytest.mark.skipif(
     not onednn.channel_block(), reason="no oneDNN with a blocked layout in this build or CPU"
 )
@@ -148,6 +152,37 @@ def test_max_pooling_of_blocked_tensors_keeps_nans(propagation):
     assert np.isnan(got[0, 3, :2, :2]).all() and np.isnan(got).sum() == 4
 
 
+@pytest.mark.parametrize("b", BLOCKS)
+def test_a_blocked_convolution_over_no_input_channels_gives_its_bias(b):
+    """No engine computes it (an empty convolution): out is the bias in out's blocked layout,
+    bias_grad the sums of the blocked out_grad."""
+    x, bias = np.zeros((2, 0, 5, 5), np.float32), RNG.standard_normal(b).astype(np.float32)
+    inputs = {"x": x, "filter": np.zeros((b, 0, 3, 3), np.float32), "bias": bias}
+    want = np.broadcast_to(bias[:, None, None], (2, b, 3, 3))
+    np.testing.assert_array_equal(run1("conv2d", inputs, {"channel_block": b}), blocked(want, b))
+    g = RNG.standard_normal((2, b, 3, 3)).astype(np.float32)
+    grads = run_op("conv2d_grad", {**inputs, "out_grad": blocked(g, b)}, {"channel_block": b})
+    plain_grads = run_op("conv2d_grad", {**inputs, "out_grad": g})
+    np.testing.assert_array_equal(grads["bias_grad"][0], plain_grads["bias_grad"][0])
+    want = g.sum(axis=(0, 2, 3), dtype=np.float64).astype(np.float32)  # summed in double
+    np.testing.assert_allclose(grads["bias_grad"][0], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("b", BLOCKS)
+def test_batch_norm_grad_of_blocked_planes_with_no_elements(b):
+    """Their sums are zeros, as for NCHW planes (a division by the plane's size once ended the
+    process)."""
+    x, v = np.zeros((2, 2 * b, 0, 3), np.float32), np.ones(2 * b, np.float32)
+    inputs = {"x": x, "scale": v, "saved_mean": v, "saved_inv_std": v, "y_grad": x}
+    want = run_op("batch_norm_grad", inputs)
+    blocked_inputs = {**inputs, "x": blocked(x, b), "y_grad": blocked(x, b)}
+    got = run_op("batch_norm_grad", blocked_inputs, {"channel_block": b})
+    for slot in ("scale_grad", "bias_grad"):
+        np.testing.assert_array_equal(got[slot][0], want[slot][0])
+        assert not got[slot][0].any()
+    assert got["x_grad"][0].shape == (2, 2, 0, 3, b)
+
+
 def test_blocked_tensors_that_do_not_fit_are_refused():
     x = np.zeros((2, 8, 5, 5), np.float32)
     with pytest.raises(pc.ShapeError, match="out has 12 channels, which channel_block 8 does"):
@@ -237,13 +272,15 @@ def batches(count, image_shape=(3, 16, 16), batch=4):
     ]
 
 
-def train(propagate, net=cnn, steps=3, fetch=lambda loss, inner: [loss, inner], feeds=None):
+def train(
+    propagate, net=cnn, steps=3, fetch=lambda loss, inner: [loss, inner], feeds=None, device="cpu"
+):
     """``steps`` training steps with propagation on or off: (fetched values per step, the
     scope's persistable values, the types and channel blocks of the plan's ops)."""
     previous = onednn.set_layout_propagation(propagate)
     try:
         main, startup, loss, inner = training(net)
-        scope, exe = pc.Scope(), pc.Executor(num_threads=1)
+        scope, exe = pc.Scope(), pc.Executor(device, num_threads=1)
         exe.run(startup, scope=scope)
         fetch_list = fetch(loss, inner)
         fetched = []
@@ -431,3 +468,34 @@ def test_a_value_rewritten_between_two_readers_is_converted_for_each(block):
             onednn.set_layout_propagation(previous)
     for x, y in zip(got[True], got[False], strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+class HostOnly(pc.CPU):
+    """The host under another name, with no kernels of its own: every op of its plans falls
+    back to the CPU's kernels, as the ops of a CUDA plan without CUDA kernels do."""
+
+    type = "host_only"
+    kernel_device_type = 64  # PC_DEVICE_FIRST_PLUGIN
+    fallback = "cpu"
+    __str__ = pc.Device.__str__
+
+
+class HostOnlyPlugin:
+    @pc.hookimpl
+    def paddle_core_device_types(self):
+        return [HostOnly]
+
+
+def test_the_pass_runs_for_cpu_plans_only(block, propagation):
+    """A plan for another device keeps NCHW even where its ops fall back to the CPU's kernels
+    (so a CUDA plan never holds a reorder_layout, nor a channel_block its kernels refuse)."""
+    pc.register_plugin(HostOnlyPlugin(), name="host_only")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # each op: "running it on CPU"
+        other = train(True, device="host_only")
+    assert blocked_ops(other[2]) == [] and reorders(other[2]) == []
+    assert_same_bits(other, train(False))
+    main = training(cnn)[0]
+    assert layout.paddle_core_wants_transform(main, pc.get_device("cpu"))
+    for device in (pc.get_device("host_only"), pc.CUDA):  # CUDA: its type, without a GPU
+        assert not layout.paddle_core_wants_transform(main, device)
