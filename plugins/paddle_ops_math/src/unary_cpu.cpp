@@ -3,7 +3,9 @@
 //
 // Memory contract: x (or the grad op's inputs) and out are C-contiguous with equal shapes and
 // dtypes (checked in prepare); out may alias x. Integer abs, neg and square wrap around like
-// NumPy's (abs and neg of the minimum give the minimum).
+// NumPy's (abs and neg of the minimum give the minimum; neg of an unsigned x is 2^bits - x).
+// float16 and bfloat16 compute in float32 and round once: forward ops a chunk at a time
+// (map_range), gradients on widened copies (AsFloat32).
 //
 // The formulas (forward, clip, gradients) are functors.hpp's, shared with the CUDA kernels.
 // float32 exp, tanh and sigmoid run the AVX2+FMA loops of unary_avx2.cpp instead when the CPU
@@ -44,7 +46,17 @@ using RangeFn = void (*)(const void* x, void* out, int64_t lo, int64_t hi);
 template <class F, class T> void map_range(const void* xv, void* ov, int64_t lo, int64_t hi) {
   const T* x = static_cast<const T*>(xv);
   T* out = static_cast<T*>(ov);
-  for (int64_t i = lo; i < hi; ++i) out[i] = F{}(x[i]);
+  if constexpr (is_half_float_v<T>) {  // in float32, a chunk at a time
+    float buf[kHalfChunk];
+    for (int64_t i = lo; i < hi; i += kHalfChunk) {
+      const int64_t m = std::min(kHalfChunk, hi - i);
+      widen(x + i, buf, m);
+      for (int64_t j = 0; j < m; ++j) buf[j] = F{}(buf[j]);
+      narrow(buf, out + i, m);
+    }
+  } else {
+    for (int64_t i = lo; i < hi; ++i) out[i] = F{}(x[i]);
+  }
 }
 
 template <class F> void avx2_range(const void* xv, void* ov, int64_t lo, int64_t hi) {
@@ -82,7 +94,7 @@ class Clip {
   Clip(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")) {
     check_clip(attrs, in, out);
-    fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), AllNumbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     fn_(*this, in(0), out(0), ctx.num_threads());
@@ -92,11 +104,12 @@ class Clip {
   using Fn = void (*)(const Clip&, const Tensor&, const Tensor&, int32_t);
   template <class T>
   static void compute(const Clip& self, const Tensor& x, const Tensor& out, int32_t threads) {
-    const ClipTo<T> f = clip_to<T>(self.min_, self.max_);
+    using C = compute_t<T>;  // float16, bfloat16: clipped in float32 (exact: x or a bound)
+    const ClipTo<C> f = clip_to<C>(self.min_, self.max_);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
     parallel_for(x.numel(), threads, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = f(src[i]);
+      for (int64_t i = b; i < e; ++i) dst[i] = static_cast<T>(f(static_cast<C>(src[i])));
     });
   }
   double min_, max_;
@@ -161,36 +174,36 @@ template <class G> class UnaryGrad {
 
 const pc::Family& unary_kernels() {
   static const pc::Family family = {
-      pc::kernel<Unary<Abs, Numbers>>("abs"),
-      pc::kernel<Unary<Neg, Numbers>>("neg"),
-      pc::kernel<Unary<Exp, Floats>>("exp"),
-      pc::kernel<Unary<Log, Floats>>("log"),
-      pc::kernel<Unary<Sqrt, Floats>>("sqrt"),
-      pc::kernel<Unary<Rsqrt, Floats>>("rsqrt"),
-      pc::kernel<Unary<Square, Numbers>>("square"),
-      pc::kernel<Unary<Sin, Floats>>("sin"),
-      pc::kernel<Unary<Cos, Floats>>("cos"),
-      pc::kernel<Unary<Tanh, Floats>>("tanh"),
-      pc::kernel<Unary<Sigmoid, Floats>>("sigmoid"),
-      pc::kernel<Unary<Floor, Floats>>("floor"),
-      pc::kernel<Unary<Ceil, Floats>>("ceil"),
-      pc::kernel<Unary<Round, Floats>>("round"),
-      pc::kernel<Unary<Sign, Numbers>>("sign"),
-      pc::kernel<Unary<Erf, Floats>>("erf"),
+      pc::kernel<Unary<Abs, AllNumbers>>("abs"),
+      pc::kernel<Unary<Neg, AllNumbers>>("neg"),
+      pc::kernel<Unary<Exp, AllFloats>>("exp"),
+      pc::kernel<Unary<Log, AllFloats>>("log"),
+      pc::kernel<Unary<Sqrt, AllFloats>>("sqrt"),
+      pc::kernel<Unary<Rsqrt, AllFloats>>("rsqrt"),
+      pc::kernel<Unary<Square, AllNumbers>>("square"),
+      pc::kernel<Unary<Sin, AllFloats>>("sin"),
+      pc::kernel<Unary<Cos, AllFloats>>("cos"),
+      pc::kernel<Unary<Tanh, AllFloats>>("tanh"),
+      pc::kernel<Unary<Sigmoid, AllFloats>>("sigmoid"),
+      pc::kernel<Unary<Floor, AllFloats>>("floor"),
+      pc::kernel<Unary<Ceil, AllFloats>>("ceil"),
+      pc::kernel<Unary<Round, AllFloats>>("round"),
+      pc::kernel<Unary<Sign, AllNumbers>>("sign"),
+      pc::kernel<Unary<Erf, AllFloats>>("erf"),
       pc::kernel<Clip>("clip"),
-      pc::kernel<UnaryGrad<AbsGrad>>("abs_grad"),
-      pc::kernel<Unary<Neg, Floats>>("neg_grad"),
-      pc::kernel<UnaryGrad<ExpGrad>>("exp_grad"),
-      pc::kernel<UnaryGrad<LogGrad>>("log_grad"),
-      pc::kernel<UnaryGrad<SqrtGrad>>("sqrt_grad"),
-      pc::kernel<UnaryGrad<RsqrtGrad>>("rsqrt_grad"),
-      pc::kernel<UnaryGrad<SquareGrad>>("square_grad"),
-      pc::kernel<UnaryGrad<SinGrad>>("sin_grad"),
-      pc::kernel<UnaryGrad<CosGrad>>("cos_grad"),
-      pc::kernel<UnaryGrad<TanhGrad>>("tanh_grad"),
-      pc::kernel<UnaryGrad<SigmoidGrad>>("sigmoid_grad"),
-      pc::kernel<UnaryGrad<ErfGrad>>("erf_grad"),
-      pc::kernel<ClipGrad>("clip_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<AbsGrad>>>("abs_grad"),
+      pc::kernel<Unary<Neg, AllFloats>>("neg_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<ExpGrad>>>("exp_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<LogGrad>>>("log_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<SqrtGrad>>>("sqrt_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<RsqrtGrad>>>("rsqrt_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<SquareGrad>>>("square_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<SinGrad>>>("sin_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<CosGrad>>>("cos_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<TanhGrad>>>("tanh_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<SigmoidGrad>>>("sigmoid_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<ErfGrad>>>("erf_grad"),
+      pc::kernel<AsFloat32<ClipGrad>>("clip_grad"),
   };
   return family;
 }
