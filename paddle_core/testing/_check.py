@@ -405,8 +405,7 @@ def _check_grad(
         common = {"wrt": floating, "seed": 0, "device": device}
         checked = _report_grads(
             report,
-            device,
-            dtype,
+            (device, dtype),
             grad_problems,
             info.type,
             _cast(arrays, dtype),
@@ -425,8 +424,7 @@ def _check_grad(
             rtol, atol = TOLERANCES[low]
             _report_grads(
                 report,
-                device,
-                low,
+                (device, low),
                 lower_precision_grad_problems,
                 info.type,
                 _cast(arrays, low),
@@ -439,16 +437,16 @@ def _check_grad(
 
 
 def _report_grads(
-    report: _Report, device: Device, dtype: str, check: Callable[..., list[str]], *args, **kwargs
+    report: _Report, run: Run, check: Callable[..., list[str]], *args, **kwargs
 ) -> bool:
     """Run one gradient check and record its problems (or the error computing them) against
-    (device, dtype); True when there were none."""
+    ``run`` (device, dtype); True when there were none."""
     try:
         problems = check(*args, **kwargs)
     except PaddleCoreError as e:
         problems = [f"computing the gradients failed: {type(e).__name__}: {e}"]
     for problem in problems:
-        report.fail("grad", problem, device, dtype)
+        report.fail("grad", problem, *run)
     return not problems
 
 
