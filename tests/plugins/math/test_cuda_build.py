@@ -75,9 +75,9 @@ def test_a_manifest_part_with_only_kernel_packs_merges():
     record = record_from_manifest(PluginRecord("math"), parts, pc.__version__)
     assert record.errors == []
     packs = {p["op"]: p["kernels"] for p in record.kernel_packs}
-    assert packs["add"] == [
-        ["cuda", ["float32", "float64", "int32", "int64"], "native", "add_cuda"]
-    ]
+    numbers = ["float32", "float64", "float16", "bfloat16"]
+    numbers += [f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)]
+    assert packs["add"] == [["cuda", numbers, "native", "add_cuda"]]
 
 
 # -- the build -----------------------------------------------------------------------------------
