@@ -174,6 +174,9 @@ class VarType(_message.Message):
         BFLOAT16: _ClassVar[VarType.DataType]
         FLOAT32: _ClassVar[VarType.DataType]
         FLOAT64: _ClassVar[VarType.DataType]
+        UINT16: _ClassVar[VarType.DataType]
+        UINT32: _ClassVar[VarType.DataType]
+        UINT64: _ClassVar[VarType.DataType]
     DATA_TYPE_UNSPECIFIED: VarType.DataType
     BOOL: VarType.DataType
     INT8: VarType.DataType
@@ -185,6 +188,9 @@ class VarType(_message.Message):
     BFLOAT16: VarType.DataType
     FLOAT32: VarType.DataType
     FLOAT64: VarType.DataType
+    UINT16: VarType.DataType
+    UINT32: VarType.DataType
+    UINT64: VarType.DataType
     def __init__(self) -> None: ...
 
 class ParameterInfo(_message.Message):

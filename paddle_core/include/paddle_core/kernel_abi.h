@@ -83,7 +83,10 @@ enum {
   PC_FLOAT16 = 7,
   PC_BFLOAT16 = 8,
   PC_FLOAT32 = 9,
-  PC_FLOAT64 = 10
+  PC_FLOAT64 = 10,
+  PC_UINT16 = 11,
+  PC_UINT32 = 12,
+  PC_UINT64 = 13
 };
 
 /* Bytes per element of a PC_* dtype; 0 for a value that is none of them. This is the one
@@ -95,13 +98,16 @@ static inline size_t pc_dtype_size(int32_t dtype) {
     case PC_UINT8:
       return 1;
     case PC_INT16:
+    case PC_UINT16:
     case PC_FLOAT16:
     case PC_BFLOAT16:
       return 2;
     case PC_INT32:
+    case PC_UINT32:
     case PC_FLOAT32:
       return 4;
     case PC_INT64:
+    case PC_UINT64:
     case PC_FLOAT64:
       return 8;
     default:

@@ -12,7 +12,8 @@ template <bool Max> class ArgReduce {
  public:
   ArgReduce(const Attrs& attrs, const Slots& in, const Slots& out) {
     plan_ = check_arg_reduce(attrs, in, out);
-    fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), Join<Floats, AllInts>{},
+                   [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -75,8 +76,8 @@ template <bool Max> class ArgReduce {
 
 const pc::Family& argreduce_kernels() {
   static const pc::Family family = {
-      pc::kernel<ArgReduce<true>>("argmax"),
-      pc::kernel<ArgReduce<false>>("argmin"),
+      pc::kernel<AsFloat32<ArgReduce<true>>>("argmax"),
+      pc::kernel<AsFloat32<ArgReduce<false>>>("argmin"),
   };
   return family;
 }

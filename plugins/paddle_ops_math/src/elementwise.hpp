@@ -92,9 +92,8 @@ inline Broadcast check_binary(const Slots& in, const Slots& out, bool bool_out) 
   return plan_broadcast(x, y, o);
 }
 
-// The dtypes of cast, fill and assign (fill.pbtxt): every one but float16 and bfloat16.
-using AllTypes = paddle_core::Types<float, double, int32_t, int64_t, bool, uint8_t, int8_t,
-                                    int16_t>;
+// The dtypes of cast, fill and assign (fill.pbtxt): every one.
+using paddle_core::AllTypes;
 
 // Check a unary op's x and out: one shape, one dtype (also scale and assign).
 inline void check_unary(const Slots& in, const Slots& out) {

@@ -2,7 +2,9 @@
 //
 // Memory contract: C-contiguous tensors; outputs have the shapes the shape rules inferred
 // (checked in prepare, with the CUDA kernels' checks: elementwise.hpp). The formulas of scale
-// and of conversions are functors.hpp's (ScaleBy, convert_to), shared with fill_cuda.cu.
+// and of conversions are functors.hpp's (ScaleBy, convert_to), shared with fill_cuda.cu. Every
+// dtype; float16 and bfloat16 scale in float32, and cast to and from float32 with the vector
+// conversions of half.hpp.
 #include <cstring>
 
 #include "common.hpp"
@@ -17,7 +19,7 @@ class Scale {
       : scale_(attrs.f("scale")), bias_(attrs.f("bias")) {
     check_unary(in, out);
     const bool after = attrs.b("bias_after_scale");
-    fn_ = dispatch(in(0).dtype(), Numbers{}, [&](auto t) -> Fn {
+    fn_ = dispatch(in(0).dtype(), AllNumbers{}, [&](auto t) -> Fn {
       using T = decltype(t);
       return after ? &compute<ScaleBy<true>, T> : &compute<ScaleBy<false>, T>;
     });
@@ -33,8 +35,8 @@ class Scale {
     const F f{self.scale_, self.bias_};
     const T* x = static_cast<const T*>(xv);
     T* out = static_cast<T*>(ov);
-    parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) out[i] = f(x[i]);
+    parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {  // 16-bit floats in float32
+      for (int64_t i = lo; i < hi; ++i) out[i] = static_cast<T>(f(static_cast<compute_t<T>>(x[i])));
     });
   }
   double scale_, bias_;
@@ -58,12 +60,17 @@ class Cast {
 
  private:
   using Fn = void (*)(const void*, void*, int64_t, int32_t);
-  template <class S, class D> static void convert(const void* sv, void* dv, int64_t n, int32_t threads) {
+  template <class S, class D>
+  static void convert(const void* sv, void* dv, int64_t n, int32_t threads) {
     const S* src = static_cast<const S*>(sv);
     D* dst = static_cast<D*>(dv);
     parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        dst[i] = convert_to<D>(src[i]);
+      if constexpr (std::is_same_v<S, float> && is_half_float_v<D>) {
+        narrow(src + lo, dst + lo, hi - lo);  // the vector conversions (half.hpp)
+      } else if constexpr (is_half_float_v<S> && std::is_same_v<D, float>) {
+        widen(src + lo, dst + lo, hi - lo);
+      } else {
+        for (int64_t i = lo; i < hi; ++i) dst[i] = convert_to<D>(src[i]);
       }
     });
   }

@@ -17,7 +17,7 @@ class ScaleCuda {
     check_unary(in, out);
     expect_cuda(in, out);
     const bool after = attrs.b("bias_after_scale");
-    launch_ = dispatch(in(0).dtype(), Numbers{}, [&](auto t) -> Launch {
+    launch_ = dispatch(in(0).dtype(), AllNumbers{}, [&](auto t) -> Launch {
       using T = decltype(t);
       return after ? &launch<ScaleBy<true>, T> : &launch<ScaleBy<false>, T>;
     });

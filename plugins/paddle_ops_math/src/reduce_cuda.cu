@@ -18,9 +18,12 @@
 namespace pom {
 namespace {
 
+using pc::AllFloats;
+using pc::AllInts;
+using pc::compute_t;
 using pc::dispatch;
 using pc::Floats;
-using pc::Numbers;
+using pc::Join;
 
 // The plan as the GPU walks it, passed by value: the kept dims (one position per output
 // element, in out's order) and the reduced dims (the elements of one output), innermost
@@ -55,8 +58,11 @@ __device__ inline int64_t offset(const DimWalk<1>& d, int64_t i) {
 
 constexpr int kThreads = 256;
 
-// The folds, on the device. Floats accumulate in double; integers in uint64 (wrapping).
-template <class T> using Wide = std::conditional_t<std::is_integral_v<T>, int64_t, T>;
+// The folds, on the device. Floats accumulate in double (float16 and bfloat16 too); integers
+// in uint64 (wrapping), and sum and prod give int64, or uint64 for unsigned ones (as NumPy).
+template <class T>
+using Wide = std::conditional_t<std::is_integral_v<T>,
+                                std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>, T>;
 template <class T> using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
 
 template <class T> struct SumOp {
@@ -83,22 +89,24 @@ template <class T> struct ProdOp {
   __device__ static A join(A a, A b) { return a * b; }
   __device__ static Out finish(A a, int64_t) { return static_cast<Out>(a); }
 };
-template <class T, bool Max> struct ExtremeOp {  // NaN propagates (functors.hpp's Maximum)
+// NaN propagates (functors.hpp's Maximum); bool is any (max) and all (min). float16 and
+// bfloat16 compare as float32, exactly.
+template <class T, bool Max> struct ExtremeOp {
   using Out = T;
-  using A = T;
+  using A = compute_t<T>;
   using F = std::conditional_t<Max, Maximum, Minimum>;
   static constexpr bool kHasIdentity = false;  // the identity only starts idle threads
-  __device__ static T identity() {
-    using L = std::numeric_limits<T>;
-    if constexpr (std::is_integral_v<T>) {
+  __device__ static A identity() {
+    using L = std::numeric_limits<A>;
+    if constexpr (std::is_integral_v<A>) {
       return Max ? L::lowest() : L::max();
     } else {
       return Max ? -L::infinity() : L::infinity();
     }
   }
-  __device__ static T step(T a, T v) { return F{}(v, a); }
-  __device__ static T join(T a, T b) { return F{}(a, b); }
-  __device__ static T finish(T a, int64_t) { return a; }
+  __device__ static A step(A a, T v) { return F{}(static_cast<A>(v), a); }
+  __device__ static A join(A a, A b) { return F{}(a, b); }
+  __device__ static T finish(A a, int64_t) { return static_cast<T>(a); }
 };
 template <class T> using MaxOp = ExtremeOp<T, true>;
 template <class T> using MinOp = ExtremeOp<T, false>;
@@ -135,6 +143,11 @@ __global__ void reduce_kernel(const T* x, typename Op::Out* out, Walk w) {
     __syncthreads();  // slots[0] is read before the next output overwrites it
   }
 }
+
+// The dtypes, as the CPU kernels': sum, prod, argmax and argmin take every number; max and
+// min bool too.
+using ArgTypes = Join<AllFloats, AllInts>;
+using ExtremeTypes = Join<ArgTypes, pc::Types<bool>>;
 
 unsigned blocks_for(int64_t outputs) {
   return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(outputs, 1), 65536));
@@ -176,17 +189,19 @@ template <template <class> class Op, class TypeList> class ReduceCuda {
 
 // x_grad of one output's elements: the block builds the output's Stat (see, then join in a
 // fixed tree), then each thread writes the gradients of its elements.
+// G is the formula in compute_t<T> (float32 for float16 and bfloat16, as the CPU's AsFloat32).
 template <class G, class T>
 __global__ void reduce_grad_kernel(const T* x, const T* outs, const T* g, T* dx, Walk w, G grad) {
   using Stat = typename G::Stat;
+  using C = compute_t<T>;
   Stat* slots = block_slots<Stat>();
   for (int64_t o = blockIdx.x; o < w.outputs; o += gridDim.x) {
     const int64_t base = offset(w.kept, o);
-    const T ov = outs != nullptr ? outs[o] : T(0), gv = g[o];
+    const C ov = outs != nullptr ? C(outs[o]) : C(0), gv = C(g[o]);
     Stat s{};
     if constexpr (G::kStats) {
       for (int64_t r = threadIdx.x; r < w.count; r += kThreads)
-        grad.see(s, x[base + offset(w.reduced, r)], ov);
+        grad.see(s, C(x[base + offset(w.reduced, r)]), ov);
       slots[threadIdx.x] = s;
       tree_join(slots, [](Stat& a, const Stat& b) { G::join(a, b); });
       s = slots[0];
@@ -194,7 +209,7 @@ __global__ void reduce_grad_kernel(const T* x, const T* outs, const T* g, T* dx,
     }
     for (int64_t r = threadIdx.x; r < w.count; r += kThreads) {
       const int64_t i = base + offset(w.reduced, r);
-      dx[i] = grad.grad(s, x[i], ov, gv);
+      dx[i] = static_cast<T>(grad.grad(s, C(x[i]), ov, gv));
     }
   }
 }
@@ -205,7 +220,7 @@ template <template <class> class G, bool Mean = false> class ReduceGradCuda {
   ReduceGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : walk_(walk_of(check_reduce_grad(attrs, in, out, G<float>::kUsesOut))) {
     expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), Floats{},
+    launch_ = dispatch(in(0).dtype(), AllFloats{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
 
@@ -224,8 +239,9 @@ template <template <class> class G, bool Mean = false> class ReduceGradCuda {
   template <class T>
   static void launch(const void* x, const void* outs, const void* g, void* dx, const Walk& w,
                      cudaStream_t stream) {
-    G<T> grad{};
-    if constexpr (Mean) grad.scale = static_cast<T>(1.0 / static_cast<double>(w.count));
+    using C = compute_t<T>;
+    G<C> grad{};
+    if constexpr (Mean) grad.scale = static_cast<C>(1.0 / static_cast<double>(w.count));
     reduce_grad_kernel<<<blocks_for(w.outputs), kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<const T*>(outs), static_cast<const T*>(g),
         static_cast<T*>(dx), w, grad);
@@ -271,7 +287,7 @@ template <bool Max> class ArgReduceCuda {
  public:
   ArgReduceCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : walk_(walk_of(check_arg_reduce(attrs, in, out))) {
-    launch_ = dispatch(in(0).dtype(), Numbers{},
+    launch_ = dispatch(in(0).dtype(), ArgTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
     expect_cuda(in, out);
   }
@@ -298,11 +314,11 @@ template <bool Max> class ArgReduceCuda {
 
 const pc::Family& reduce_cuda_kernels() {
   static const pc::Family family = {
-      pc::kernel<ReduceCuda<SumOp, Numbers>>("sum_cuda"),
-      pc::kernel<ReduceCuda<MeanOp, Floats>>("mean_cuda"),
-      pc::kernel<ReduceCuda<ProdOp, Numbers>>("prod_cuda"),
-      pc::kernel<ReduceCuda<MaxOp, Numbers>>("max_cuda"),
-      pc::kernel<ReduceCuda<MinOp, Numbers>>("min_cuda"),
+      pc::kernel<ReduceCuda<SumOp, ArgTypes>>("sum_cuda"),
+      pc::kernel<ReduceCuda<MeanOp, AllFloats>>("mean_cuda"),
+      pc::kernel<ReduceCuda<ProdOp, ArgTypes>>("prod_cuda"),
+      pc::kernel<ReduceCuda<MaxOp, ExtremeTypes>>("max_cuda"),
+      pc::kernel<ReduceCuda<MinOp, ExtremeTypes>>("min_cuda"),
       pc::kernel<ReduceGradCuda<SumGrad>>("sum_grad_cuda"),
       pc::kernel<ReduceGradCuda<SumGrad, true>>("mean_grad_cuda"),
       pc::kernel<ReduceGradCuda<ExtremeGrad>>("max_grad_cuda"),

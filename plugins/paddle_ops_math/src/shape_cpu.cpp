@@ -327,9 +327,9 @@ const pc::Family& shape_kernels() {
       pc::kernel<Slice>("slice"),
       pc::kernel<SliceGrad>("slice_grad"),
       pc::kernel<BroadcastTo>("broadcast_to"),
-      pc::kernel<BroadcastToGrad>("broadcast_to_grad"),
+      pc::kernel<AsFloat32<BroadcastToGrad>>("broadcast_to_grad"),
       pc::kernel<Tile>("tile"),
-      pc::kernel<TileGrad>("tile_grad"),
+      pc::kernel<AsFloat32<TileGrad>>("tile_grad"),
       pc::kernel<TriangleKernel<true>>("tril"),
       pc::kernel<TriangleKernel<false>>("triu"),
   };

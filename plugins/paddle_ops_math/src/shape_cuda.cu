@@ -15,6 +15,7 @@
 namespace pom {
 namespace {
 
+using pc::compute_t;
 using pc::dispatch;
 using pc::Floats;
 
@@ -216,13 +217,13 @@ __global__ void sum_back_kernel(const T* g, T* out, int64_t m, SumWalk w) {
   for (int64_t t = first_index(); t < m; t += index_step()) {
     int64_t at[1] = {0};
     w.kept.offsets(t, at);
-    T acc = T(0);
+    compute_t<T> acc = 0;  // float16, bfloat16: summed in float32, as the CPU kernel does
     for (int64_t r = 0; r < w.count; ++r) {
       int64_t j[1] = {at[0]};
       w.summed.offsets(r, j);
-      acc += g[j[0]];
+      acc += static_cast<compute_t<T>>(g[j[0]]);
     }
-    out[t] = acc;
+    out[t] = static_cast<T>(acc);
   }
 }
 
@@ -240,7 +241,8 @@ class SumBackCuda {
  protected:
   void ready(int64_t numel, int32_t dtype) {
     numel_ = numel;
-    launch_ = dispatch(dtype, Floats{}, [](auto t) -> Launch { return &launch<decltype(t)>; });
+    launch_ = dispatch(dtype, pc::AllFloats{},
+                       [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
   SumWalk walk_;
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, NUMBERS, assert_matches, check_grad, rand, run1
+from op_helpers import FLOATS, HALVES, NUMBERS, assert_matches, check_grad, rand, run1
+
+from paddle_core._src.base.dtypes import DTYPES
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
-ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+ALL = list(DTYPES)  # every dtype: bool, int8 ... uint64, float16, bfloat16, float32, float64
 
 
 @pytest.mark.parametrize("dtype", NUMBERS)
@@ -38,6 +40,8 @@ def test_cast_like_numpy_astype(src, dst):
     )
     if src in ("int8", "int16"):
         x = np.random.default_rng(1).integers(-5, 6, (7, 3)).astype(src)
+    if dst.startswith("uint") and x.dtype.kind not in "ub":  # in range: C leaves the rest open
+        x = np.abs(x)
     assert_matches(run1("cast", {"x": x}, {"dtype": dst}), x.astype(dst))
 
 
@@ -123,21 +127,28 @@ def test_a_kernel_rejecting_its_inputs_at_prepare_is_a_clean_error():
     assert "do not broadcast" in message and err.value.op == "add"
 
 
-@pytest.mark.parametrize("src", FLOATS)
-@pytest.mark.parametrize("dst", ["int8", "int16", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("src", FLOATS + HALVES)
+@pytest.mark.parametrize("dst", [d for d in DTYPES if "int" in d] + ["bool"])
 def test_casting_floats_no_integer_holds_gives_defined_values(src, dst):
     """NaN, infinities and out-of-range values (undefined behaviour for a plain C++ cast) give
     what x86 gives and NumPy on x86 shows: the minimum for signed types; unsigned types wrap
-    around through int64; bool is "not zero"."""
-    x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 300.7, -1.5], src)
+    around through int64 (uint64 also holds [2^63, 2^64) as it is; NaN gives 0, where NumPy on
+    x86 shows 2^63); bool is "not zero"."""
+    values = [np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 1e19, 300.7, -1.5]
+    with np.errstate(all="ignore"):
+        x = np.array(values).astype(src)
+        wide = x.astype(np.float64)
     if dst == "bool":
-        want = x != 0
-    elif dst == "uint8":
-        in_int64 = np.abs(np.nan_to_num(x, nan=np.inf)) < 2.0**63
-        want = np.where(in_int64, np.trunc(np.where(in_int64, x, 0)), 0).astype(np.int64)
-        want = want.astype(np.uint8)
+        want = x.astype(np.float64) != 0
+    elif dst.startswith("uint"):
+        in_int64 = np.abs(np.nan_to_num(wide, nan=np.inf)) < 2.0**63
+        want = np.where(in_int64, np.trunc(np.where(in_int64, wide, 0)), 0).astype(np.int64)
+        want = want.astype(dst)
+        if dst == "uint64":
+            upper = (wide >= 2.0**63) & (wide < 2.0**64)
+            want[upper] = np.trunc(wide[upper]).astype(np.uint64)
     else:
         info = np.iinfo(dst)
-        fits = (x >= info.min) & (x < -float(info.min))  # NaN compares false
-        want = np.where(fits, np.trunc(np.where(fits, x, 0)), info.min).astype(dst)
+        fits = (wide >= info.min) & (wide < -float(info.min))  # NaN compares false
+        want = np.where(fits, np.trunc(np.where(fits, wide, 0)), info.min).astype(dst)
     assert_matches(run1("cast", {"x": x}, {"dtype": dst}), want)

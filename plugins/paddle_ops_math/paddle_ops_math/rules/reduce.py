@@ -36,18 +36,25 @@ def _reduce(ctx, axes, dtype: str | None = None, *, needs_elements: bool = False
     ctx.set_output("out", shape, dtype or x.dtype)
 
 
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+# sum and prod of the integers narrower than 64 bits: int64, or uint64 for unsigned ones
+# (NumPy's; the kernels' Wide<T>).
+WIDENED = {f"{sign}int{bits}": f"{sign}int64" for sign in ("", "u") for bits in (8, 16, 32)}
+
+
 def reduce_shape(ctx) -> None:
-    """mean: x's shape reduced over axes, x's dtype (float32 or float64)."""
+    """mean: x's shape reduced over axes, x's dtype (a floating one)."""
     x = ctx.input("x")
-    if x.dtype not in ("float32", "float64"):
-        ctx.fail(f"x must be float32 or float64, got {x.dtype} (cast it first)")
+    if x.dtype not in FLOATS:
+        ctx.fail(f"x must be one of {', '.join(FLOATS)}, got {x.dtype} (cast it first)")
     _reduce(ctx, _axes(ctx, x.ndim, ctx.attrs["axes"]))
 
 
 def sum_shape(ctx) -> None:
-    """sum, prod: like reduce_shape, but int32 accumulates into int64 (like NumPy and PyTorch)."""
+    """sum, prod: like reduce_shape, but integers accumulate into int64, or uint64 for unsigned
+    ones (like NumPy)."""
     x = ctx.input("x")
-    _reduce(ctx, _axes(ctx, x.ndim, ctx.attrs["axes"]), "int64" if x.dtype == "int32" else None)
+    _reduce(ctx, _axes(ctx, x.ndim, ctx.attrs["axes"]), WIDENED.get(x.dtype))
 
 
 def extreme_shape(ctx) -> None:
