@@ -50,13 +50,18 @@ def int64(*shape: int) -> np.ndarray:
     return np.zeros(shape, np.int64)
 
 
-REDUCE = {"axes": [0], "keepdim": False}
+REDUCE = {"axes": [0], "keepdim": False, "noop_with_empty_axes": False}
 LAUNCHING = [  # kernel, inputs, outputs, attrs: each prepares, then launches (and fails here)
     ("add_grad_cuda", [float32(2, 3), float32(3), float32(2, 3)], [float32(2, 3), float32(3)], {}),
     ("exp_grad_cuda", [float32(2, 3), float32(2, 3)], [float32(2, 3)], {}),
     ("sum_cuda", [float32(2, 3)], [float32(3)], REDUCE),
     ("max_grad_cuda", [float32(2, 3), float32(3), float32(3)], [float32(2, 3)], REDUCE),
-    ("argmax_cuda", [float32(2, 3)], [int64(2)], {"axis": 1, "keepdim": False}),
+    (
+        "argmax_cuda",
+        [float32(2, 3)],
+        [int64(2)],
+        {"axis": 1, "keepdim": False, "select_last_index": True},
+    ),
     ("where_cuda", [np.zeros((2, 1), bool), float32(1, 3), float32(3)], [float32(2, 3)], {}),
     ("mod_cuda", [float32(2, 3), float32(3)], [float32(2, 3)], {}),
     ("tile_cuda", [float32(2, 3)], [float32(4, 3)], {"repeat_times": [2, 1]}),
