@@ -11,6 +11,7 @@
 
 #include "cuda.cuh"
 #include "elementwise.hpp"
+#include "host_index.cuh"
 #include "index.hpp"
 
 namespace pom {
@@ -25,12 +26,7 @@ void check_device_index(const Tensor& index, int64_t size, bool negative, const 
                         cudaStream_t stream) {
   const int64_t n = index.numel();
   if (n == 0) return;
-  std::vector<char> host(static_cast<size_t>(index.nbytes()));
-  cudaError_t error = cudaMemcpyAsync(host.data(), index.data<void>(), host.size(),
-                                      cudaMemcpyDeviceToHost, stream);
-  if (error == cudaSuccess) error = cudaStreamSynchronize(stream);
-  if (error != cudaSuccess)
-    fail("CUDA copy failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+  const std::vector<char> host = host_copy(index, stream);
   dispatch(index.dtype(), IndexTypes{}, [&](auto t) {
     using I = decltype(t);
     check_positions(reinterpret_cast<const I*>(host.data()), n, size, negative, range, nullptr);

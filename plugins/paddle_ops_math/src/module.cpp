@@ -37,8 +37,10 @@ const paddle_core::Family& fill_cuda_kernels();
 const paddle_core::Family& index_cuda_kernels();
 const paddle_core::Family& logic_cuda_kernels();
 const paddle_core::Family& matmul_cuda_kernels();
+const paddle_core::Family& pad_cuda_kernels();
 const paddle_core::Family& reduce_cuda_kernels();
 const paddle_core::Family& scan_cuda_kernels();
+const paddle_core::Family& scatter_cuda_kernels();
 const paddle_core::Family& shape_cuda_kernels();
 const paddle_core::Family& unary_cuda_kernels();
 const paddle_core::Family& unary_grad_cuda_kernels();
@@ -92,9 +94,9 @@ PYBIND11_MODULE(_C, m) {
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
           &pom::binary_cuda_kernels(), &pom::binary_grad_cuda_kernels(),
           &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(), &pom::index_cuda_kernels(),
-          &pom::logic_cuda_kernels(), &pom::matmul_cuda_kernels(), &pom::reduce_cuda_kernels(),
-          &pom::scan_cuda_kernels(), &pom::shape_cuda_kernels(), &pom::unary_cuda_kernels(),
-          &pom::unary_grad_cuda_kernels(),
+          &pom::logic_cuda_kernels(), &pom::matmul_cuda_kernels(), &pom::pad_cuda_kernels(),
+          &pom::reduce_cuda_kernels(), &pom::scan_cuda_kernels(), &pom::scatter_cuda_kernels(),
+          &pom::shape_cuda_kernels(), &pom::unary_cuda_kernels(), &pom::unary_grad_cuda_kernels(),
 #endif
       });
 #ifdef PADDLE_OPS_MATH_WITH_CUDA

@@ -12,6 +12,16 @@
 namespace pom {
 namespace {
 
+// Where each position of a row of out (along the last axis) comes from in x's row, -1 for the
+// value: the same for every row. x is at least 1-D.
+std::vector<int64_t> last_axis_sources(const PadGeometry& g) {
+  const int32_t last = g.ndim - 1;
+  std::vector<int64_t> column(static_cast<size_t>(g.out_dims[last]));
+  for (size_t o = 0; o < column.size(); ++o)
+    column[o] = pad_source(static_cast<int64_t>(o), g.before[last], g.x_dims[last], g.mode);
+  return column;
+}
+
 // out's element e = x at pad.hpp's source(e), or the value. Rows of out's last axis in
 // parallel; a row's source along the other axes is found once.
 class Pad {
@@ -40,12 +50,8 @@ class Pad {
       out[0] = x[0];
       return;
     }
-    const int32_t last = g.ndim - 1;
-    const int64_t width = g.out_dims[last];
-    // The last axis's sources, the same for every row.
-    std::vector<int64_t> column(static_cast<size_t>(width));
-    for (int64_t o = 0; o < width; ++o)
-      column[o] = pad_source(o, g.before[last], g.x_dims[last], g.mode);
+    const int64_t width = g.out_dims[g.ndim - 1];
+    const std::vector<int64_t> column = last_axis_sources(g);
     parallel_for(n / width, threads, std::max<int64_t>(1, kGrain / width),
                  [&](int64_t lo, int64_t hi) {
                    for (int64_t r = lo; r < hi; ++r) {
@@ -95,11 +101,8 @@ class PadGrad {
       dx[0] = grad[0];
       return;
     }
-    const int32_t last = g.ndim - 1;
-    const int64_t width = g.out_dims[last];
-    std::vector<int64_t> column(static_cast<size_t>(width));
-    for (int64_t o = 0; o < width; ++o)
-      column[o] = pad_source(o, g.before[last], g.x_dims[last], g.mode);
+    const int64_t width = g.out_dims[g.ndim - 1];
+    const std::vector<int64_t> column = last_axis_sources(g);
     for (int64_t r = 0; r < n / width; ++r) {
       const int64_t src = g.row_source(r);
       if (src < 0) continue;

@@ -67,6 +67,13 @@ LAUNCHING = [  # kernel, inputs, outputs, attrs: each prepares, then launches (a
     ("tile_cuda", [float32(2, 3)], [float32(4, 3)], {"repeat_times": [2, 1]}),
     ("tile_grad_cuda", [float32(2, 3), float32(4, 3)], [float32(2, 3)], {"repeat_times": [2, 1]}),
     ("tril_cuda", [float32(2, 3)], [float32(2, 3)], {"diagonal": 0}),
+    ("range_cuda", [], [float32(5)], {"start": 0.0, "delta": 1.0}),
+    (
+        "pad_cuda",
+        [float32(2, 3)],
+        [float32(3, 6)],
+        {"paddings": [1, 0, 1, 2], "mode": "reflect", "value": 0.0},
+    ),
     (
         "cumsum_cuda",
         [float32(2, 3)],
@@ -88,6 +95,25 @@ INDEXED = [
     ("gather_cuda", [float32(4, 3), int64(2)], [float32(2, 3)], {"axis": 0}),
     ("gather_grad_cuda", [float32(4, 3), int64(2), float32(2, 3)], [float32(4, 3)], {"axis": 0}),
     ("one_hot_cuda", [int64(2)], [float32(2, 5)], {"depth": 5}),
+    ("gather_nd_cuda", [float32(4, 3), int64(2, 1)], [float32(2, 3)], {"batch_dims": 0}),
+    (
+        "gather_nd_grad_cuda",
+        [float32(4, 3), int64(2, 1), float32(2, 3)],
+        [float32(4, 3)],
+        {"batch_dims": 0},
+    ),
+    (
+        "scatter_cuda",
+        [float32(4, 3), int64(2, 3), float32(2, 3)],
+        [float32(4, 3)],
+        {"axis": 0, "reduction": "add"},
+    ),
+    (
+        "scatter_nd_cuda",
+        [float32(4, 3), int64(2, 1), float32(2, 3)],
+        [float32(4, 3)],
+        {"reduction": "max"},
+    ),
 ]
 
 
