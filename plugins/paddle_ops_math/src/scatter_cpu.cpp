@@ -12,6 +12,7 @@
 
 #include "common.hpp"
 #include "scatter.hpp"
+#include "shape.hpp"  // element_size
 
 namespace pom {
 namespace {
@@ -156,12 +157,6 @@ void scatter_gradients(const W& w, int64_t per_column, Reduction r, const T* x, 
 
 // -- kernels ----------------------------------------------------------------------------------
 
-int64_t raw_size(const Tensor& t) {
-  if (t.element_size() == 0)
-    fail("dtype %s is not supported by this kernel", pc::dtype_name(t.dtype()));
-  return t.element_size();
-}
-
 // The two write patterns, picked by Nd: scatter_nd's tuples or scatter's elements.
 template <bool Nd> using GeometryOf = std::conditional_t<Nd, NdGeometry, ElementsGeometry>;
 template <bool Nd> using WritesOf = std::conditional_t<Nd, NdWrites, ElementsWrites>;
@@ -189,7 +184,7 @@ class GatherNd {
  public:
   GatherNd(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_nd(in(0), in(1), out(0), attrs.l("batch_dims"), "out")),
-        esize_(raw_size(in(0))) {
+        esize_(element_size(in(0))) {
     out(0).expect_dtype(in(0).dtype(), "out");
   }
 
