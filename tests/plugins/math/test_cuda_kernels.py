@@ -608,7 +608,8 @@ def test_gather_grad_as_on_cpu(dtype):
     run_both("gather_grad", {"x": x, "index": index, "out_grad": g}, {"axis": 1}, "x_grad")
 
 
-# The CUDA kernels of the ops issue 12 added (the rest of them run on the CPU there).
+# The CUDA kernels of range, shape, size, pad, gather_nd and the scatters (sort, argsort, topk
+# and einsum run on the CPU there).
 NEW_OPS = ["range", "shape", "size", "pad", "gather_nd", "gather_nd_grad", "scatter", "scatter_nd"]
 
 
