@@ -51,13 +51,8 @@ class GatherCuda {
     expect_cuda(in, out);
     launch_ = dispatch(in(1).dtype(), IndexTypes{}, [&](auto t) -> Launch {
       using I = decltype(t);
-      switch (in(0).element_size()) {
-        case 1: return &launch<uint8_t, I>;
-        case 2: return &launch<uint16_t, I>;
-        case 4: return &launch<uint32_t, I>;
-        case 8: return &launch<uint64_t, I>;
-        default: fail("gather has no CUDA kernel for %s", pc::dtype_name(in(0).dtype()));
-      }
+      return by_element_size(in(0), "gather",
+                             [](auto u) -> Launch { return &launch<decltype(u), I>; });
     });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
