@@ -18,7 +18,7 @@ from paddle_core.proto import framework_pb2 as pb
 
 PC_DTYPES = {"bool": 1, "int64": 5, "uint8": 6, "float32": 9}
 PC_DEVICE_CUDA, PC_ERROR = 2, 1
-PC_ATTR_INT, PC_ATTR_BOOL, PC_ATTR_INTS = 1, 4, 6
+PC_ATTR_INT, PC_ATTR_FLOAT, PC_ATTR_STRING, PC_ATTR_BOOL, PC_ATTR_INTS = 1, 2, 3, 4, 6
 
 
 @functools.cache
@@ -135,8 +135,9 @@ class Attrs(ctypes.Structure):
     _fields_ = [("items", ctypes.POINTER(Attr)), ("count", ctypes.c_int32)]
 
 
-def make_attrs(values: dict[str, bool | int | list[int]]) -> Attrs:
-    """pc_attrs of bools, ints and int lists (kept alive by the returned structure)."""
+def make_attrs(values: dict[str, bool | int | float | str | list[int]]) -> Attrs:
+    """pc_attrs of bools, ints, floats, strings and int lists (kept alive by the returned
+    structure)."""
     items = (Attr * max(len(values), 1))()
     keep = []
     for item, (name, value) in zip(items, values.items()):
@@ -145,6 +146,12 @@ def make_attrs(values: dict[str, bool | int | list[int]]) -> Attrs:
             item.type, item.i = PC_ATTR_BOOL, int(value)
         elif isinstance(value, int):
             item.type, item.i = PC_ATTR_INT, value
+        elif isinstance(value, float):
+            item.type, item.f = PC_ATTR_FLOAT, value
+        elif isinstance(value, str):
+            text = value.encode()
+            keep.append(text)
+            item.type, item.s = PC_ATTR_STRING, text
         else:
             array = (ctypes.c_int64 * max(len(value), 1))(*value)
             keep.append(array)

@@ -156,10 +156,8 @@ def _arrays(value: Any) -> Any:
 
 def _kernel_dtype(info: OpInfo, arrays: dict[str, Any]) -> str | None:
     """The dtype that selects the op's kernel for these inputs, as given."""
-    slot = info.opdef.kernel_dtype_input or next(
-        (s.name for s in info.proto.inputs if s.name in arrays), None
-    )
-    if slot is None or slot not in arrays:
+    slot = info.signature().selecting_input(arrays)
+    if slot is None:
         return None
     value = arrays[slot]
     first = value[0] if isinstance(value, list) else value
@@ -509,7 +507,7 @@ def _declared(ap: pb.AttrProto) -> str:
 def outside_values(ap: pb.AttrProto) -> list[Any]:
     """Values of ``ap``'s type just outside its declared range, and one not among its
     choices (a list attr gets one-element lists of them); empty for an unconstrained attr."""
-    scalar = {pb.INTS: pb.INT, pb.FLOATS: pb.FLOAT, pb.STRINGS: pb.STRING}.get(ap.type, ap.type)
+    scalar = A.ELEMENT_TYPE.get(ap.type, ap.type)
     values: list[Any] = []
     integer = scalar in (pb.INT, pb.LONG)
     for side, away in (("min", -math.inf), ("max", math.inf)):

@@ -203,32 +203,35 @@ class Slots {
   const pc_tensors* t_;
 };
 
-// Attribute access by name, checked against the declared type.
+// Attribute access by name, checked against the declared type. Integers read as int64 at either
+// width: i() and l() take INT and LONG attrs, ints() INTS and LONGS, so a kernel keeps working
+// when its op widens an attr (and with programs saved before).
 class Attrs {
  public:
   explicit Attrs(const pc_attrs* a) : a_(a) {}
 
-  const pc_attr& get(const char* name, int32_t type) const {
+  // The attr `name`, of type `type` or of the other width `alias` of the same integers.
+  const pc_attr& get(const char* name, int32_t type, int32_t alias = 0) const {
     const pc_attr* attr = pc_find_attr(a_, name);
     if (attr == nullptr) fail("the op has no attr '%s'", name);
-    if (attr->type != type)
+    if (attr->type != type && (alias == 0 || attr->type != alias))
       fail("attr '%s' is %s, but the kernel reads it as %s", name, attr_type_name(attr->type),
            attr_type_name(type));
     return *attr;
   }
   static const char* attr_type_name(int32_t type) {
-    static const char* const names[] = {"?",      "INT",   "FLOAT",   "STRING", "BOOL", "LONG",
-                                        "INTS",   "FLOATS", "STRINGS", "BOOLS",  "BLOCK"};
-    return type >= 1 && type <= 10 ? names[type] : "?";
+    static const char* const names[] = {"?",      "INT",    "FLOAT",   "STRING", "BOOL",  "LONG",
+                                        "INTS",   "FLOATS", "STRINGS", "BOOLS",  "BLOCK", "LONGS"};
+    return type >= 1 && type <= 11 ? names[type] : "?";
   }
   bool has(const char* name) const { return pc_find_attr(a_, name) != nullptr; }
   double f(const char* name) const { return get(name, PC_ATTR_FLOAT).f; }
-  int64_t i(const char* name) const { return get(name, PC_ATTR_INT).i; }
-  int64_t l(const char* name) const { return get(name, PC_ATTR_LONG).i; }
+  int64_t i(const char* name) const { return get(name, PC_ATTR_INT, PC_ATTR_LONG).i; }
+  int64_t l(const char* name) const { return get(name, PC_ATTR_LONG, PC_ATTR_INT).i; }
   bool b(const char* name) const { return get(name, PC_ATTR_BOOL).i != 0; }
   std::string s(const char* name) const { return get(name, PC_ATTR_STRING).s; }
   std::vector<int64_t> ints(const char* name) const {
-    const pc_attr& a = get(name, PC_ATTR_INTS);
+    const pc_attr& a = get(name, PC_ATTR_INTS, PC_ATTR_LONGS);
     return std::vector<int64_t>(a.ints, a.ints + a.count);
   }
   std::vector<double> floats(const char* name) const {

@@ -131,7 +131,8 @@ enum {
   PC_ATTR_FLOATS = 7,
   PC_ATTR_STRINGS = 8,
   PC_ATTR_BOOLS = 9,
-  PC_ATTR_BLOCK = 10
+  PC_ATTR_BLOCK = 10,
+  PC_ATTR_LONGS = 11
 };
 
 /* Return values of prepare and run. */
@@ -162,7 +163,9 @@ typedef struct pc_tensors {
 
 /* One attribute value, decoded from the OpDesc. Which member is meaningful follows `type`:
  * INT, LONG, BOOL, BLOCK: i (BOOL is 0 or 1); FLOAT: f; STRING: s (UTF-8, NUL-terminated);
- * INTS and BOOLS: ints[count]; FLOATS: floats[count]; STRINGS: strings[count]. */
+ * INTS, LONGS and BOOLS: ints[count]; FLOATS: floats[count]; STRINGS: strings[count]. Integers
+ * arrive as int64 whatever their declared width (INT and INTS values fit 32 bits, LONG and
+ * LONGS values need not), so an attr an op widens from INT to LONG reads the same. */
 typedef struct pc_attr {
   const char* name;
   int32_t type;

@@ -112,9 +112,11 @@ inline void check_unary_grad(const Slots& in, const Slots& out) {
   dx.expect_dtype(g.dtype(), "x_grad");
 }
 
-// Check clip's bounds (clip and clip_grad).
+// Check clip's bounds (clip and clip_grad): not NaN. min > max is allowed: every element
+// becomes max, as in NumPy and ONNX (ClipTo applies max last).
 inline void check_clip_bounds(double min, double max) {
-  if (!(min <= max)) fail("clip needs min <= max, got min=%g, max=%g", min, max);
+  if (min != min || max != max)
+    fail("clip's bounds must not be NaN, got min=%g, max=%g", min, max);
 }
 
 // Check clip's bounds, x and out.

@@ -1,4 +1,4 @@
-// scale, cast, fill_constant, full_like, assign.
+// scale, cast, fill_constant, full_like, assign, range.
 //
 // Memory contract: C-contiguous tensors; outputs have the shapes the shape rules inferred
 // (checked in prepare, with the CUDA kernels' checks: elementwise.hpp). The formulas of scale
@@ -98,6 +98,32 @@ class Fill {
   Fn fn_;
 };
 
+// out[i] = start + i * delta (RangeAt); out's length was worked out by the shape rule.
+class Range {
+ public:
+  Range(const Attrs& attrs, const Slots&, const Slots& out)
+      : at_{attrs.f("start"), attrs.f("delta")} {
+    if (out(0).ndim() != 1) fail("out %s must be 1-D", out(0).describe().c_str());
+    fn_ = dispatch(out(0).dtype(), Numbers{}, [](auto t) -> Fn { return &fill<decltype(t)>; });
+  }
+  void run(const Slots&, const Slots& out, const Context& ctx) const {
+    fn_(at_, out(0).data<void>(), out(0).numel(), ctx.num_threads());
+  }
+
+ private:
+  using Fn = void (*)(const RangeAt<double>&, void*, int64_t, int32_t);
+  template <class T>
+  static void fill(const RangeAt<double>& at, void* dv, int64_t n, int32_t threads) {
+    const RangeAt<T> f{at.start, at.delta};
+    T* dst = static_cast<T*>(dv);
+    parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) dst[i] = f(i);
+    });
+  }
+  RangeAt<double> at_;
+  Fn fn_;
+};
+
 // out = x (a copy).
 class Assign {
  public:
@@ -125,6 +151,7 @@ const pc::Family& fill_kernels() {
       pc::kernel<Cast>("cast"),
       pc::kernel<Fill>("fill"),
       pc::kernel<Assign>("assign"),
+      pc::kernel<Range>("range"),
   };
   return family;
 }

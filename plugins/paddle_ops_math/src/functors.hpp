@@ -440,11 +440,28 @@ template <class T> struct ProdGrad {
 
 // -- argmax, argmin --------------------------------------------------------------------------
 
-// Whether v replaces `best` in a scan for the first maximum (Max) or minimum: NaN beats every
-// number, and the first NaN stays, like NumPy's.
-template <bool Max, class T> PADDLE_CORE_HD bool arg_better(T v, T best) {
-  return best == best && ((Max ? v > best : v < best) || v != v);
+// Whether v, met after `best` in a scan, replaces it: for the first maximum (Max) or minimum,
+// NaN beats every number and the first NaN stays, like NumPy's; with `last` (ONNX's
+// select_last_index), an equal value replaces it, so the last maximum (or last NaN) stays.
+template <bool Max, class T> PADDLE_CORE_HD bool arg_better(T v, T best, bool last) {
+  if (best != best) return last && v != v;
+  return v != v || (Max ? v > best : v < best) || (last && v == best);
 }
+
+// -- range: out[i] = start + i * delta --------------------------------------------------------
+
+// Floats in double, rounded to T once; integers exactly, in int64 (the shape rule checked
+// that start and delta are integers and every value fits T).
+template <class T> struct RangeAt {
+  double start, delta;
+  PADDLE_CORE_HD T operator()(int64_t i) const {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(static_cast<int64_t>(start) + i * static_cast<int64_t>(delta));
+    } else {
+      return static_cast<T>(start + static_cast<double>(i) * delta);
+    }
+  }
+};
 
 // -- clip: out = min(max(x, lo), hi) ---------------------------------------------------------
 

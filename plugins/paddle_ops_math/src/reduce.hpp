@@ -117,7 +117,6 @@ using Wide =
 template <class T> using WideLane = std::conditional_t<kInt<T>, uint64_t, T>;
 
 template <class T> struct Sum {
-  static constexpr bool kHasIdentity = true;
   static constexpr int kPerLane = std::is_same_v<T, float> ? 8 : 16;
   using Out = Wide<T>;
   using Lane = WideLane<T>;
@@ -139,7 +138,6 @@ template <class T> struct Mean : Sum<T> {  // floats only; mean of nothing is Na
 
 // Float products multiply in double throughout: float32 products keep full precision.
 template <class T> struct Prod {
-  static constexpr bool kHasIdentity = true;
   static constexpr int kPerLane = 16;
   using Out = Wide<T>;
   using Lane = std::conditional_t<kInt<T>, uint64_t, double>;
@@ -152,10 +150,11 @@ template <class T> struct Prod {
   static Out finish(const Acc& a, int64_t) { return static_cast<Out>(a); }
 };
 
-// max and min propagate NaN, like NumPy's. bool folds as bytes (0 or 1, and std::vector<bool>
-// holds no bools to fold into): its maximum is any, its minimum all.
+// max and min propagate NaN, like NumPy's. Over no elements they give their identity (-inf or
+// inf; an integer type's lowest or highest value), as ONNX does (NumPy raises instead). bool
+// folds as bytes (0 or 1, and std::vector<bool> holds no bools to fold into): its maximum is
+// any, its minimum all, and over no elements they are false and true.
 template <class T, bool Max> struct Extreme {
-  static constexpr bool kHasIdentity = false;
   static constexpr int kPerLane = 8;
   using Out = T;
   using Lane = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
@@ -332,8 +331,7 @@ template <template <class> class Op, class TypeList> class Reduce {
     plan_ = check_reduce(attrs, in, out);
     fn_ = dispatch(in(0).dtype(), TypeList{}, [&](auto t) -> Fn {
       using T = decltype(t);
-      check_reduce_result(in, out, plan_, pc::DType<typename Op<T>::Out>::value,
-                          Op<T>::kHasIdentity);
+      out(0).expect_dtype(pc::DType<typename Op<T>::Out>::value, "out");
       return &compute<T>;
     });
   }
@@ -350,7 +348,7 @@ template <template <class> class Op, class TypeList> class Reduce {
     using O = Op<T>;
     const T* x = static_cast<const T*>(xv);
     auto* out = static_cast<typename O::Out*>(ov);
-    if (p.numel == 0) {  // nothing to fold: the identity's result (sum 0, prod 1, mean NaN)
+    if (p.numel == 0) {  // nothing to fold: the identity's result (sum 0, prod 1, mean NaN, max -inf)
       std::fill(out, out + (p.count == 0 ? p.outputs : 0), O::finish(O::acc(), 0));
     } else if (p.rows) {
       reduce_rows<O>(p, x, out, threads);

@@ -68,7 +68,6 @@ template <class T> using Acc = std::conditional_t<std::is_integral_v<T>, uint64_
 template <class T> struct SumOp {
   using Out = Wide<T>;
   using A = Acc<T>;
-  static constexpr bool kHasIdentity = true;
   __device__ static A identity() { return A(0); }
   __device__ static A step(A a, T v) { return a + static_cast<A>(v); }
   __device__ static A join(A a, A b) { return a + b; }
@@ -83,19 +82,17 @@ template <class T> struct MeanOp : SumOp<T> {  // floats; mean of nothing is NaN
 template <class T> struct ProdOp {
   using Out = Wide<T>;
   using A = Acc<T>;
-  static constexpr bool kHasIdentity = true;
   __device__ static A identity() { return A(1); }
   __device__ static A step(A a, T v) { return a * static_cast<A>(v); }
   __device__ static A join(A a, A b) { return a * b; }
   __device__ static Out finish(A a, int64_t) { return static_cast<Out>(a); }
 };
 // NaN propagates (functors.hpp's Maximum); bool is any (max) and all (min). float16 and
-// bfloat16 compare as float32, exactly.
+// bfloat16 compare as float32, exactly. No elements give the identity, as on the CPU.
 template <class T, bool Max> struct ExtremeOp {
   using Out = T;
   using A = compute_t<T>;
   using F = std::conditional_t<Max, Maximum, Minimum>;
-  static constexpr bool kHasIdentity = false;  // the identity only starts idle threads
   __device__ static A identity() {
     using L = std::numeric_limits<A>;
     if constexpr (std::is_integral_v<A>) {
@@ -161,8 +158,7 @@ template <template <class> class Op, class TypeList> class ReduceCuda {
     walk_ = walk_of(plan);
     launch_ = dispatch(in(0).dtype(), TypeList{}, [&](auto t) -> Launch {
       using T = decltype(t);
-      check_reduce_result(in, out, plan, pc::DType<typename Op<T>::Out>::value,
-                          Op<T>::kHasIdentity);
+      out(0).expect_dtype(pc::DType<typename Op<T>::Out>::value, "out");
       return &launch<T>;
     });
     expect_cuda(in, out);
@@ -252,31 +248,33 @@ template <template <class> class G, bool Mean = false> class ReduceGradCuda {
 };
 
 // The best (value, index) of one output's elements: each thread scans its strided part in
-// order, then the block joins the parts in a fixed tree; among equal values (or NaNs) the
-// lower index wins, so the result is the first, as the CPU's scan finds.
+// order, then the block joins the parts in a fixed tree. Two candidates are compared as the
+// CPU's scan meets them, the lower index first (arg_better), so the result is the first
+// (or, with `last`, the last) one, as the CPU finds.
 template <class T> struct Best {
   T value;
   int64_t index;  // -1: no element yet
 };
 
-template <bool Max, class T> __device__ Best<T> pick(const Best<T>& a, const Best<T>& b) {
+template <bool Max, class T>
+__device__ Best<T> pick(const Best<T>& a, const Best<T>& b, bool last) {
   if (b.index < 0) return a;
   if (a.index < 0) return b;
-  if (arg_better<Max>(b.value, a.value)) return b;
-  if (arg_better<Max>(a.value, b.value)) return a;
-  return b.index < a.index ? b : a;
+  const Best<T>& early = a.index < b.index ? a : b;
+  const Best<T>& late = a.index < b.index ? b : a;
+  return arg_better<Max>(late.value, early.value, last) ? late : early;
 }
 
 template <bool Max, class T>
-__global__ void arg_reduce_kernel(const T* x, int64_t* out, Walk w) {
+__global__ void arg_reduce_kernel(const T* x, int64_t* out, Walk w, bool last) {
   Best<T>* slots = block_slots<Best<T>>();
   for (int64_t o = blockIdx.x; o < w.outputs; o += gridDim.x) {
     const T* base = x + offset(w.kept, o);
     Best<T> best{T(0), -1};
     for (int64_t r = threadIdx.x; r < w.count; r += kThreads)
-      best = pick<Max>(best, Best<T>{base[offset(w.reduced, r)], r});
+      best = pick<Max>(best, Best<T>{base[offset(w.reduced, r)], r}, last);
     slots[threadIdx.x] = best;
-    tree_join(slots, [](Best<T>& a, const Best<T>& b) { a = pick<Max>(a, b); });
+    tree_join(slots, [last](Best<T>& a, const Best<T>& b) { a = pick<Max>(a, b, last); });
     if (threadIdx.x == 0) out[o] = slots[0].index;
     __syncthreads();
   }
@@ -286,7 +284,7 @@ __global__ void arg_reduce_kernel(const T* x, int64_t* out, Walk w) {
 template <bool Max> class ArgReduceCuda {
  public:
   ArgReduceCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : walk_(walk_of(check_arg_reduce(attrs, in, out))) {
+      : walk_(walk_of(check_arg_reduce(attrs, in, out))), last_(attrs.b("select_last_index")) {
     launch_ = dispatch(in(0).dtype(), ArgTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
     expect_cuda(in, out);
@@ -294,19 +292,21 @@ template <bool Max> class ArgReduceCuda {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     if (walk_.outputs == 0) return;
-    launch_(in(0).data<void>(), out(0).data<int64_t>(), walk_, stream_of(ctx));
+    launch_(in(0).data<void>(), out(0).data<int64_t>(), walk_, last_, stream_of(ctx));
     check_launch();
   }
 
  private:
-  using Launch = void (*)(const void*, int64_t*, const Walk&, cudaStream_t);
+  using Launch = void (*)(const void*, int64_t*, const Walk&, bool, cudaStream_t);
   template <class T>
-  static void launch(const void* x, int64_t* out, const Walk& w, cudaStream_t stream) {
+  static void launch(const void* x, int64_t* out, const Walk& w, bool last,
+                     cudaStream_t stream) {
     arg_reduce_kernel<Max, T>
-        <<<blocks_for(w.outputs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, w);
+        <<<blocks_for(w.outputs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, w, last);
   }
 
   Walk walk_;
+  bool last_;
   Launch launch_ = nullptr;
 };
 

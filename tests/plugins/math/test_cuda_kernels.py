@@ -87,6 +87,7 @@ def test_every_declared_cuda_op_is_tested_here():
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
     others = {"argmax", "argmin", "clip", "where", "cumsum", "gather", "gather_grad", "one_hot"}
+    others |= set(NEW_OPS)
     assert declared == tested | set(REDUCE) | grads | others | set(LOGIC) | set(SHAPE_OPS)
 
 
@@ -645,3 +646,55 @@ def test_the_new_dtypes_as_on_cpu(op, dtype):
         run_both(op, {"x": x}, None)
     else:
         run_both(op, {"x": x, "y": y}, None)
+
+
+# The CUDA kernels of range, shape, size, pad, gather_nd and the scatters (sort, argsort, topk
+# and einsum run on the CPU there).
+NEW_OPS = ["range", "shape", "size", "pad", "gather_nd", "gather_nd_grad", "scatter", "scatter_nd"]
+NEW_OPS_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_range_shape_and_size_as_on_cpu(dtype):
+    for start, limit, delta in [(0, 10, 1), (5, -3, -2), (1, 1, 1)]:
+        attrs = {"start": start, "limit": limit, "delta": delta, "dtype": dtype}
+        run_both("range", {}, attrs)
+    x = np.zeros((2, 0, 3), dtype)
+    run_both("shape", {"x": x}, {"start": 1, "end": 2**63 - 1})
+    run_both("size", {"x": x}, {})
+
+
+@pytest.mark.parametrize("dtype", NEW_OPS_DTYPES)
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_pad_as_on_cpu(dtype, mode):
+    x = np.asarray(np.random.default_rng(31).integers(0, 9, (3, 4, 5))).astype(dtype)
+    for paddings in ([1, 2, 0, 0, 3, 1], [-1, 2, 5, 6, 0, -2]):
+        run_both("pad", {"x": x}, {"paddings": paddings, "mode": mode, "value": 1.0})
+
+
+@pytest.mark.parametrize("dtype", NEW_OPS_DTYPES)
+def test_gather_nd_and_scatters_as_on_cpu(dtype):
+    rng = np.random.default_rng(32)
+    x = np.asarray(rng.integers(0, 9, (4, 3, 5))).astype(dtype)
+    index = np.array([[[0, 1], [3, -1]], [[2, 2], [0, 1]]])
+    run_both("gather_nd", {"x": x, "index": index}, {})
+    run_both("gather_nd", {"x": x, "index": index[..., :1]}, {"batch_dims": 0})
+    for reduction in ("none", "add", "mul", "max", "min"):
+        updates = np.asarray(rng.integers(0, 9, (2, 2, 5))).astype(dtype)
+        inputs = {"x": x, "index": index, "updates": updates}
+        run_both("scatter_nd", inputs, {"reduction": reduction})
+        element = rng.integers(-4, 4, size=(6, 3, 5))
+        inputs = {"x": x, "index": element, "updates": rand(rng, (6, 3, 5), dtype)}
+        run_both("scatter", inputs, {"axis": 0, "reduction": reduction})
+    with pytest.raises(pc.KernelError, match=r"index 4 \(at flat position 2\) is out of range"):
+        run_cuda("gather_nd", {"x": x, "index": np.array([[0], [1], [4]])}, {})
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gather_nd_grad_as_on_cpu(dtype):
+    rng = np.random.default_rng(33)
+    x = rand(rng, (2, 4, 3), dtype)
+    index = np.array([[[1], [1], [3]], [[0], [-1], [2]]])
+    g = rand(rng, (2, 3, 3), dtype)
+    inputs = {"x": x, "index": index, "out_grad": g}
+    run_both("gather_nd_grad", inputs, {"batch_dims": 1}, "x_grad")

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, HALVES, NUMBERS, assert_matches, check_grad, rand, run1
+from op_helpers import (
+    FLOATS,
+    HALVES,
+    NUMBERS,
+    assert_matches,
+    check_grad,
+    pc,
+    rand,
+    run1,
+    run_op,
+)
 
 from paddle_core._src.base.dtypes import DTYPES
 
@@ -152,3 +162,55 @@ def test_casting_floats_no_integer_holds_gives_defined_values(src, dst):
         fits = (wide >= info.min) & (wide < -float(info.min))  # NaN compares false
         want = np.where(fits, np.trunc(np.where(fits, wide, 0)), info.min).astype(dst)
     assert_matches(run1("cast", {"x": x}, {"dtype": dst}), want)
+
+
+# -- range --------------------------------------------------------------------------------------
+
+RANGE = [  # start, limit, delta
+    (0, 10, 1),
+    (3, -2, -1),
+    (10, 6, -3),
+    (1, 5, 2),
+    (5, 5, 1),  # empty
+    (5, 1, 1),  # empty: the wrong way
+    (-(2**53), -(2**53) + 4, 1),  # the largest integers the attrs' doubles hold exactly
+]
+
+
+@pytest.mark.parametrize(("start", "limit", "delta"), RANGE)
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_range_matches_numpy_arange(start, limit, delta, dtype):
+    if dtype == "int32" and abs(start) > 2**31:
+        pytest.skip("beyond int32")
+    got = run_op("range", {}, {"start": start, "limit": limit, "delta": delta, "dtype": dtype})
+    want = np.arange(start, limit, delta, dtype=np.int64).astype(dtype)
+    assert_matches(got["out"][0], want)
+
+
+def test_float_ranges_count_as_numpy_does():
+    for start, limit, delta in [(0, 1, 0.1), (1.5, -2, -0.25), (0, 1e-3, 7e-5), (2, 2.0001, 1)]:
+        for dtype in FLOATS:
+            got = run_op("range", {}, {"start": start, "limit": limit, "delta": delta,
+                                       "dtype": dtype})["out"][0]  # fmt: skip
+            want = np.arange(start, limit, delta, dtype=np.float64).astype(dtype)
+            assert_matches(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_range_is_int64_by_default_and_checked_when_appended():
+    with pc.program_guard(pc.Program()):
+        out = pc.ops.range(limit=4)
+        assert out.shape == (4,) and out.dtype == "int64"
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*delta must not be 0"):
+            pc.ops.range(limit=4, delta=0)
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*start = 0.5: a int32 range needs"):
+            pc.ops.range(start=0.5, limit=4, dtype="int32")
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*limit = 1e\+16: a int64 range"):
+            pc.ops.range(limit=1e16)
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*do not fit int32"):
+            pc.ops.range(start=2**31 - 2, limit=2**31 + 2, dtype="int32")
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*limit must be finite"):
+            pc.ops.range(limit=float("inf"), dtype="float32")
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*larger than"):
+            pc.ops.range(limit=2.0**52, dtype="float64")
+        with pytest.raises(pc.AttrError, match=r"op 'range', attr 'dtype'"):
+            pc.ops.range(limit=3, dtype="bool")
