@@ -104,7 +104,8 @@ class Range {
   Range(const Attrs& attrs, const Slots&, const Slots& out)
       : at_{attrs.f("start"), attrs.f("delta")} {
     if (out(0).ndim() != 1) fail("out %s must be 1-D", out(0).describe().c_str());
-    fn_ = dispatch(out(0).dtype(), Numbers{}, [](auto t) -> Fn { return &fill<decltype(t)>; });
+    fn_ = dispatch(out(0).dtype(), AllNumbers{},
+                   [](auto t) -> Fn { return &fill<decltype(t)>; });
   }
   void run(const Slots&, const Slots& out, const Context& ctx) const {
     fn_(at_, out(0).data<void>(), out(0).numel(), ctx.num_threads());

@@ -122,7 +122,7 @@ class RangeCuda {
       : start_(attrs.f("start")), delta_(attrs.f("delta")), numel_(out(0).numel()) {
     expect_cuda(in, out);
     if (out(0).ndim() != 1) fail("out %s must be 1-D", out(0).describe().c_str());
-    launch_ = dispatch(out(0).dtype(), Numbers{},
+    launch_ = dispatch(out(0).dtype(), AllNumbers{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
   void run(const Slots&, const Slots& out, const Context& ctx) const {

@@ -2,8 +2,9 @@
 // Pad allows) and pad_grad.
 //
 // Memory contract: C-contiguous tensors; pad: x of any dtype, out x's dims plus the paddings,
-// x's dtype; pad_grad: x (its shape), out_grad (pad's out), x_grad (x's shape), floats. Shapes
-// and paddings are checked in prepare (pad.hpp), which also gives each output element's source.
+// x's dtype; pad_grad: x (its shape), out_grad (pad's out), x_grad (x's shape), floats (float16
+// and bfloat16 summed in float32 and rounded once, AsFloat32). Shapes and paddings are checked
+// in prepare (pad.hpp), which also gives each output element's source.
 #include <vector>
 
 #include "common.hpp"
@@ -121,7 +122,7 @@ class PadGrad {
 const pc::Family& pad_kernels() {
   static const pc::Family family = {
       pc::kernel<Pad>("pad"),
-      pc::kernel<PadGrad>("pad_grad"),
+      pc::kernel<AsFloat32<PadGrad>>("pad_grad"),
   };
   return family;
 }

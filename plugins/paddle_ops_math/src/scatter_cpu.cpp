@@ -6,7 +6,9 @@
 // every index value in run before the first element is read or written: one out of range is
 // a KernelError naming it and its flat position. Writes run column by column (scatter.hpp),
 // each column's updates in order, so repeated indices give one result whatever the thread
-// count. The gradients keep per-element statistics of out in scratch memory of x's size.
+// count. float16 and bfloat16 updates combine in float32, each result rounded (as NumPy's
+// float16 ufuncs give); the gradients compute them in float32 (AsFloat32) and keep per-element
+// statistics of out in scratch memory of x's size.
 #include <cstring>
 #include <vector>
 
@@ -317,9 +319,9 @@ const pc::Family& scatter_kernels() {
       pc::kernel<GatherNd>("gather_nd"),
       pc::kernel<GatherNdGrad>("gather_nd_grad"),
       pc::kernel<Scatter<false>>("scatter"),
-      pc::kernel<ScatterGrad<false>>("scatter_grad"),
+      pc::kernel<AsFloat32<ScatterGrad<false>>>("scatter_grad"),
       pc::kernel<Scatter<true>>("scatter_nd"),
-      pc::kernel<ScatterGrad<true>>("scatter_nd_grad"),
+      pc::kernel<AsFloat32<ScatterGrad<true>>>("scatter_nd_grad"),
   };
   return family;
 }

@@ -20,6 +20,7 @@ import pytest
 from op_helpers import (
     ALL_INTS,
     ALL_NUMBERS,
+    FLOATS,
     HALVES,
     assert_matches,
     pc,
@@ -466,6 +467,10 @@ def test_every_dtype_pc_data_accepts_has_kernels():
     numbers = [d for d in DTYPES if d != "bool"]
     for op in ["assign", "cast", "reshape", "transpose", "concat", "slice", "where", "gather"]:
         assert set(kernel_dtypes(op)) == set(DTYPES), op
+    for op in ["pad", "gather_nd", "scatter", "scatter_nd", "shape", "size"]:
+        assert set(kernel_dtypes(op)) == set(DTYPES), op
+    for op in ["sort", "argsort", "topk"]:
+        assert set(kernel_dtypes(op)) == set(DTYPES), op
     for op in [
         "add",
         "sub",
@@ -486,6 +491,9 @@ def test_every_dtype_pc_data_accepts_has_kernels():
         "clip",
         "scale",
         "argmax",
+        "argmin",
+        "range",
+        "einsum",
     ]:
         assert set(numbers) <= set(kernel_dtypes(op)), op
     for op in [
@@ -498,6 +506,9 @@ def test_every_dtype_pc_data_accepts_has_kernels():
         "exp_grad",
         "sum_grad",
         "matmul_grad",
+        "pad_grad",
+        "scatter_grad",
+        "scatter_nd_grad",
         "add_n",
         "fill_like",
     ]:
@@ -518,3 +529,110 @@ def test_every_dtype_moves_through_the_data_ops(dtype):
     assert_matches(outs, np.transpose(x, (2, 0, 1)))
     assert_matches(run1("assign", {"x": x}), x)
     assert_matches(run1("cast", {"x": x}, {"dtype": dtype}), x)
+
+
+# -- the ops issue 12 added (range, shape, size, pad, gather_nd, scatter, scatter_nd, sort,
+# argsort, topk, einsum), in the new dtypes too --------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_moves_through_the_new_data_ops(dtype):
+    """pad, gather_nd, scatter, scatter_nd, sort, argsort, topk, shape and size only move (or
+    compare) elements: every dtype. The 16-bit floats compare as float32, which holds them."""
+    x = (np.arange(24) % 5).astype("bool" if dtype == "bool" else dtype).reshape(2, 3, 4)
+    wide = x.astype(np.float64)
+    one = np.asarray(1).astype(x.dtype)
+    attrs = {"paddings": [1, 0, 0, 2, 1, 1], "value": 1.0}
+    pairs = [(1, 0), (0, 2), (1, 1)]
+    assert_matches(run1("pad", {"x": x}, attrs), np.pad(x, pairs, constant_values=one))
+    assert_matches(run1("pad", {"x": x}, {**attrs, "mode": "edge"}), np.pad(x, pairs, "edge"))
+    index = np.array([[1, 0], [0, 2]])
+    assert_matches(run1("gather_nd", {"x": x, "index": index}), np.stack([x[1, 0], x[0, 2]]))
+    updates = np.flip(x, 2).copy()
+    got = run1("scatter_nd", {"x": x, "index": np.array([[1], [0]]), "updates": updates})
+    assert_matches(got, updates[::-1])
+    column = np.full((2, 3, 1), 3)
+    want = x.copy()
+    want[:, :, 3] = updates[:, :, 0]
+    got = run1("scatter", {"x": x, "index": column, "updates": updates[:, :, :1]}, {"axis": 2})
+    assert_matches(got, want)
+    order = np.argsort(wide, axis=-1, kind="stable")
+    assert_matches(run1("argsort", {"x": x}), order)
+    assert_matches(run1("sort", {"x": x}), np.take_along_axis(x, order, -1))
+    top = np.argsort(-wide, axis=-1, kind="stable")[..., :2]  # largest first, the lower index
+    got = run_op("topk", {"x": x}, {"k": 2})
+    assert_matches(got["values"][0], np.take_along_axis(x, top, -1))
+    assert_matches(got["indices"][0], top)
+    assert_matches(run1("shape", {"x": x}), np.array([2, 3, 4], np.int64))
+    assert_matches(run1("size", {"x": x}), np.array(24, np.int64))
+
+
+@pytest.mark.parametrize("dtype", ALL_NUMBERS)
+def test_range_of_every_number(dtype):
+    """Integers exactly, floats counted in double and each value rounded once to the dtype."""
+    for start, limit, delta in [(2, 40, 3), (0, 0, 1)] + (
+        [(0, 1, 0.1), (1.5, -2, -0.25)] if dtype in FLOATS + HALVES else []
+    ):
+        attrs = {"start": start, "limit": limit, "delta": delta, "dtype": dtype}
+        want = np.arange(start, limit, delta, dtype=np.float64).astype(dtype)
+        got = run1("range", {}, attrs)
+        assert_matches(got, want)
+        if dtype in HALVES:
+            assert (bits(got) == bits(want)).all()
+    if dtype in ALL_INTS and np.iinfo(dtype).bits < 64:  # 64-bit ones: the attrs' 2^53 first
+        info = np.iinfo(dtype)
+        with pytest.raises(pc.ShapeError, match=rf"op 'range'.*do not fit {dtype}"):
+            with pc.program_guard(pc.Program()):
+                pc.ops.range(start=float(info.max) - 1, limit=float(info.max) + 2, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [*ALL_INTS, *HALVES])
+def test_einsum_of_the_new_dtypes(dtype):
+    """Integers as NumPy's einsum (wrapping around); the 16-bit floats in float32, rounded once."""
+    rng = np.random.default_rng(19)
+    x, y = rand(rng, (2, 3, 4), dtype, -3, 3), rand(rng, (2, 4, 5), dtype, -3, 3)
+    got = run1("einsum", {"xs": [x, y]}, {"equation": "bij,bjk->bik"})
+    if dtype in HALVES:
+        want = np.einsum("bij,bjk->bik", x.astype(F32), y.astype(F32)).astype(dtype)
+        assert (bits(got) == bits(want)).all()
+    else:
+        want = np.einsum("bij,bjk->bik", x, y)
+    assert_matches(got, want)
+    assert_matches(run1("einsum", {"xs": [x]}, {"equation": "bij->j"}),
+                   np.einsum("bij->j", x.astype(F32)).astype(dtype) if dtype in HALVES
+                   else np.einsum("bij->j", x))  # fmt: skip
+
+
+def test_half_gradients_of_pad_scatter_and_einsum():
+    rng = np.random.default_rng(20)
+    x = rng.uniform(0.5, 1.5, (3, 4))
+    pairs = [(1, 2), (2, 1)]
+    check_op(
+        "pad",
+        {"x": x},
+        {"paddings": [1, 2, 2, 1], "mode": "reflect"},
+        reference=lambda x, paddings, mode: np.pad(x, pairs, mode="reflect"),
+        dtypes=["float64", *HALVES],
+    )
+    index = np.array([[2, 0, 1, 0], [1, 2, 2, 0]])
+    updates = rng.uniform(0.5, 1.5, (2, 4))
+
+    def scatter_add(x, index, updates, axis, reduction):
+        out = x.copy()
+        np.add.at(out, (index, np.arange(4)[None, :].repeat(2, 0)), updates)
+        return out
+
+    check_op(
+        "scatter",
+        {"x": x, "index": index, "updates": updates},
+        {"axis": 0, "reduction": "add"},
+        reference=scatter_add,
+        dtypes=["float64", *HALVES],
+    )
+    check_op(
+        "einsum",
+        {"xs": [x, rng.uniform(0.5, 1.5, (4, 4))]},
+        {"equation": "ij,jj->ij"},  # a diagonal: its gradient is one_hot of the dtype
+        reference=lambda xs, equation: np.einsum(equation, *xs),
+        dtypes=["float64", *HALVES],
+    )

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from op_helpers import assert_matches, check_grad, pc, rand, run1, run_op
 
+from paddle_core._src.base.dtypes import DTYPES
+
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
-ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+ALL = list(DTYPES)  # every dtype: bool, int8 ... uint64, float16, bfloat16, float32, float64
 
 
 def values(shape, dtype):
@@ -171,7 +173,7 @@ def test_one_hot_is_checked_when_appended():
         with pytest.raises(pc.AttrError, match=r"op 'one_hot', attr 'depth'"):
             pc.ops.one_hot(i, depth=0)
         with pytest.raises(pc.AttrError, match=r"op 'one_hot', attr 'dtype'"):
-            pc.ops.one_hot(i, depth=2, dtype="float16")
+            pc.ops.one_hot(i, depth=2, dtype="complex64")
 
 
 # -- gather_nd ----------------------------------------------------------------------------------

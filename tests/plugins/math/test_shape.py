@@ -8,17 +8,21 @@ import numpy as np
 import pytest
 from op_helpers import assert_matches, check_grad, pc, rand, run_op
 
+from paddle_core._src.base.dtypes import DTYPES
 from paddle_core.proto import framework_pb2 as pb
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
-ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+ALL = list(DTYPES)  # every dtype: bool, int8 ... uint64, float16, bfloat16, float32, float64
 END = 2**63 - 1  # slice bounds are 64-bit (LONGS); out-of-range values clamp, as in Python
 
 
 def values(shape, dtype):
-    """Distinct-ish values, so that an element moved to the wrong place shows."""
+    """Distinct-ish values, so that an element moved to the wrong place shows (the 16-bit
+    floats' below 256, which both hold exactly)."""
     n = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    if dtype in ("float16", "bfloat16"):
+        n = n % 256
     return (n % 3 == 1) if dtype == "bool" else n.astype(dtype)
 
 

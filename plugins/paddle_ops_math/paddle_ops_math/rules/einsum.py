@@ -103,10 +103,14 @@ def einsum_shape(ctx):
 
 
 def einsum_cpu(xs, *, equation):
-    """numpy.einsum, in the operands' dtype."""
+    """numpy.einsum, in the operands' dtype; float16 and bfloat16 (which NumPy's einsum does not
+    take) computed in float32 and rounded once, as the other kernels compute them."""
     import numpy as np  # (kernels load on first use; the rules above need no NumPy)
 
-    return np.asarray(np.einsum(equation, *xs, optimize=len(xs) > 1), dtype=xs[0].dtype)
+    dtype = xs[0].dtype
+    if dtype.name in ("float16", "bfloat16"):
+        xs = [np.asarray(x, np.float32) for x in xs]
+    return np.asarray(np.einsum(equation, *xs, optimize=len(xs) > 1)).astype(dtype, copy=False)
 
 
 def einsum_grad(ctx):

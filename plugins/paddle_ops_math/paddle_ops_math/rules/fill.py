@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 # The values of range's integer dtypes.
-_INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+_INT_RANGE = {f"int{bits}": (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) for bits in (8, 16, 32, 64)}
+_INT_RANGE.update({f"uint{bits}": (0, 2**bits - 1) for bits in (8, 16, 32, 64)})
 
 
 def scale_grad(ctx):
@@ -50,7 +51,7 @@ def range_shape(ctx):
             ctx.fail(f"{name} must be finite, got {v}")
     if values["delta"] == 0:
         ctx.fail("delta must not be 0")
-    if dtype.startswith("int"):
+    if dtype in _INT_RANGE:
         for name, v in values.items():
             if not v.is_integer() or abs(v) > 2**53:
                 ctx.fail(
