@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, NUMBERS, assert_matches, check_grad, pc, rand, run1, run_op
+from op_helpers import (
+    ALL_NUMBERS,
+    FLOATS,
+    HALVES,
+    NUMBERS,
+    assert_matches,
+    check_grad,
+    pc,
+    rand,
+    run1,
+    run_op,
+)
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
@@ -129,12 +140,15 @@ def test_empty_reductions_give_the_identity():
     assert_matches(run1("argmax", {"x": empty}, {"axis": 1}), np.zeros(0, np.int64))
 
 
-@pytest.mark.parametrize("dtype", NUMBERS)
+@pytest.mark.parametrize("dtype", [*ALL_NUMBERS, "bool"])
 def test_max_and_min_of_no_elements_give_their_identity_like_onnx(dtype):
     """A documented choice: ONNX's ReduceMax / ReduceMin (and TensorFlow) give -inf / inf,
-    an integer dtype's lowest / highest value; NumPy raises instead."""
+    an integer dtype's lowest / highest value; NumPy raises instead. bool's max is any and its
+    min all: False and True over no elements."""
     empty = np.zeros((2, 0, 4), dtype)
-    if dtype in FLOATS:
+    if dtype == "bool":
+        low, high = False, True
+    elif dtype in FLOATS + HALVES:
         low, high = -np.inf, np.inf
     else:
         low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
@@ -178,9 +192,13 @@ def test_noop_with_empty_axes_reduces_nothing(op):
                    REDUCE[op][0](x, axis=1))  # fmt: skip
     check_grad(op, {"x": x}, {"noop_with_empty_axes": True})
     if op != "mean":
-        ints = np.array([[1, 2], [3, 4]], np.int32)
-        got = run1(op, {"x": ints}, {"noop_with_empty_axes": True})
-        assert_matches(got, REDUCE[op][0](ints, axis=()))
+        for dtype in ("int32", "int8", "uint16"):  # sum and prod widen, as NumPy's
+            ints = np.array([[1, 2], [3, 4]], dtype)
+            got = run1(op, {"x": ints}, {"noop_with_empty_axes": True})
+            assert_matches(got, REDUCE[op][0](ints, axis=()))
+    if op in ("max", "min"):  # bool's any and all: each element by itself
+        flags = np.array([[True, False], [False, True]])
+        assert_matches(run1(op, {"x": flags}, {"noop_with_empty_axes": True}), flags)
 
 
 @pytest.mark.parametrize("op", list(REDUCE))
@@ -351,17 +369,19 @@ def test_bad_axes_are_refused_when_appended(op):
 
 
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
-@pytest.mark.parametrize("dtype", NUMBERS)
+@pytest.mark.parametrize("dtype", ALL_NUMBERS)
 def test_select_last_index_picks_the_last_of_ties_and_nans(op, dtype):
     """ONNX's select_last_index: the last position of the extreme value (of the last NaN),
-    as the reference flips x, takes NumPy's first, and maps it back."""
+    as the reference flips x, takes NumPy's first, and maps it back (the 16-bit floats
+    compared as float32, which holds them exactly)."""
     rng = np.random.default_rng(12)
     x = rand(rng, (5, 7, 3), dtype, -2, 2)
-    if dtype in FLOATS:
+    if dtype in FLOATS + HALVES:
         x[1, ::3, 0] = np.nan
+    wide = x.astype(np.float32) if dtype in HALVES else x
     for axis in (0, 1, -1):
         n = x.shape[axis]
-        want = n - 1 - getattr(np, op)(np.flip(x, axis), axis=axis)
+        want = n - 1 - getattr(np, op)(np.flip(wide, axis), axis=axis)
         got = run1(op, {"x": x}, {"axis": axis, "select_last_index": True})
         assert_matches(got, want)
     big = np.zeros((3, 5000), dtype)  # all tied: the last index, along rows and columns
