@@ -148,8 +148,10 @@ def make_attrs(values: dict[str, bool | int | float | str | list[int]]) -> Attrs
             item.type, item.i = PC_ATTR_INT, value
         elif isinstance(value, float):
             item.type, item.f = PC_ATTR_FLOAT, value
-        elif isinstance(value, str):  # ctypes keeps the bytes alive with the structure
-            item.type, item.s = PC_ATTR_STRING, value.encode()
+        elif isinstance(value, str):
+            text = value.encode()
+            keep.append(text)
+            item.type, item.s = PC_ATTR_STRING, text
         else:
             array = (ctypes.c_int64 * max(len(value), 1))(*value)
             keep.append(array)

@@ -4,7 +4,8 @@
 //
 // Memory contract: fill_like's out has x's shape and dtype; add_n's inputs (one or more) and
 // out share one shape and dtype (checked in prepare). Both are single-threaded loops: they run
-// on gradient-sized tensors between kernels that thread.
+// on gradient-sized tensors between kernels that thread. float16 and bfloat16 add in float32,
+// each sum rounded, as paddle-ops-math's CUDA add_n does.
 #include <cstdint>
 
 #include "paddle_core/kernel.hpp"
@@ -12,7 +13,8 @@
 namespace paddle_core {
 namespace {
 
-using AllNumbers = Types<float, double, int32_t, int64_t>;
+// Gradients' dtypes (every floating one) and int32, int64.
+using AllNumbers = Join<AllFloats, Ints>;
 
 // out = value, with x's shape and dtype.
 class FillLike {
@@ -57,7 +59,11 @@ class AddN {
       for (int64_t i = 0; i < n; ++i) o[i] = first[i];
       for (int32_t k = 1; k < in.size(0); ++k) {
         const T* x = in(0, k).data<T>();
-        for (int64_t i = 0; i < n; ++i) o[i] += x[i];
+        if constexpr (is_half_float_v<T>) {
+          for (int64_t i = 0; i < n; ++i) o[i] = T(float(o[i]) + float(x[i]));
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] += x[i];
+        }
       }
     });
   }

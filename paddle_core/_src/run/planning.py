@@ -250,7 +250,7 @@ def _step(registry: Any, manager: Any, op: Any, device: Any, fallback: Any, shap
         attrs = info.validator().validate(dict(op.attrs))
     inputs = _slots(op, "input", op.inputs, info.proto.inputs)
     outputs = _slots(op, "output", op.outputs, info.proto.outputs)
-    dtype = kernel_dtype(op, inputs, shapes, info.opdef.kernel_dtype_input)
+    dtype = kernel_dtype(op, info, inputs, shapes)
     kernel = _select(registry, manager, op.type, device.type, dtype)
     runs_on = device
     if kernel is None and fallback is not None:
@@ -328,18 +328,14 @@ def _hook_plugin(hook: Any, error: BaseException | None = None) -> str:
     return ", ".join(i.plugin_name for i in impls)
 
 
-def kernel_dtype(
-    op: Any, inputs: list, shapes: dict[str, tuple[tuple, str]], slot: str = ""
-) -> str:
-    """The dtype that selects a kernel: as planned, that of the input ``slot`` (the manifest's
-    kernel_dtype_input) when given and bound, else the first input's; for ops without inputs,
-    the first output's declared dtype."""
-    for name, _, names in inputs:
-        if names and name == slot:
-            return shapes[names[0]][1]
-    for _, _, names in inputs:
-        if names:
-            return shapes[names[0]][1]
+def kernel_dtype(op: Any, info: Any, inputs: list, shapes: dict[str, tuple[tuple, str]]) -> str:
+    """The dtype that selects a kernel: as planned, that of the input the op's signature picks
+    (``OpSignature.selecting_input``); for ops without inputs, the first output's declared
+    dtype."""
+    bound = {name: names for name, _, names in inputs if names}
+    slot = info.signature().selecting_input(bound)
+    if slot is not None:
+        return shapes[bound[slot][0]][1]
     for name in op.output_names:
         return op.block.find_var(name).dtype
     raise ProgramError(f"op {op.type!r} has neither inputs nor outputs")

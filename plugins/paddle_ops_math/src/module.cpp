@@ -23,12 +23,15 @@ const paddle_core::Family& fill_kernels();
 const paddle_core::Family& index_kernels();
 const paddle_core::Family& logic_kernels();
 const paddle_core::Family& matmul_kernels();
+const paddle_core::Family& pad_kernels();
 const paddle_core::Family& argreduce_kernels();
 const paddle_core::Family& extreme_kernels();
 const paddle_core::Family& reduce_kernels();
 const paddle_core::Family& reduce_grad_kernels();
 const paddle_core::Family& scan_kernels();
+const paddle_core::Family& scatter_kernels();
 const paddle_core::Family& shape_kernels();
+const paddle_core::Family& sort_kernels();
 const paddle_core::Family& unary_kernels();
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
 // One family per CUDA kernel source file (src/<family>_cuda.cu; cublas_cuda.cu loads cuBLAS).
@@ -39,8 +42,10 @@ const paddle_core::Family& fill_cuda_kernels();
 const paddle_core::Family& index_cuda_kernels();
 const paddle_core::Family& logic_cuda_kernels();
 const paddle_core::Family& matmul_cuda_kernels();
+const paddle_core::Family& pad_cuda_kernels();
 const paddle_core::Family& reduce_cuda_kernels();
 const paddle_core::Family& scan_cuda_kernels();
+const paddle_core::Family& scatter_cuda_kernels();
 const paddle_core::Family& shape_cuda_kernels();
 const paddle_core::Family& unary_cuda_kernels();
 const paddle_core::Family& unary_grad_cuda_kernels();
@@ -138,14 +143,15 @@ PYBIND11_MODULE(_C, m) {
       m, {&pom::argreduce_kernels(), &pom::binary_kernels(), &pom::binary_grad_kernels(),
           &pom::compare_kernels(), &pom::extreme_kernels(), &pom::fill_kernels(),
           &pom::index_kernels(), &pom::logic_kernels(), &pom::matmul_kernels(),
-          &pom::reduce_kernels(), &pom::reduce_grad_kernels(), &pom::scan_kernels(),
-          &pom::shape_kernels(), &pom::unary_kernels(),
+          &pom::pad_kernels(), &pom::reduce_kernels(), &pom::reduce_grad_kernels(),
+          &pom::scan_kernels(), &pom::scatter_kernels(), &pom::shape_kernels(),
+          &pom::sort_kernels(), &pom::unary_kernels(),
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
           &pom::binary_cuda_kernels(), &pom::binary_grad_cuda_kernels(),
           &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(), &pom::index_cuda_kernels(),
-          &pom::logic_cuda_kernels(), &pom::matmul_cuda_kernels(), &pom::reduce_cuda_kernels(),
-          &pom::scan_cuda_kernels(), &pom::shape_cuda_kernels(), &pom::unary_cuda_kernels(),
-          &pom::unary_grad_cuda_kernels(),
+          &pom::logic_cuda_kernels(), &pom::matmul_cuda_kernels(), &pom::pad_cuda_kernels(),
+          &pom::reduce_cuda_kernels(), &pom::scan_cuda_kernels(), &pom::scatter_cuda_kernels(),
+          &pom::shape_cuda_kernels(), &pom::unary_cuda_kernels(), &pom::unary_grad_cuda_kernels(),
 #endif
       });
 #ifdef PADDLE_OPS_MATH_WITH_CUDA

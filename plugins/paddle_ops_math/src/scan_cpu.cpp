@@ -19,7 +19,8 @@ class Cumsum {
       : geo_(check_cumsum(attrs, in(0), out(0))),
         exclusive_(attrs.b("exclusive")),
         reverse_(attrs.b("reverse")) {
-    fn_ = dispatch(in(0).dtype(), Numbers{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), CumsumTypes{},
+                   [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -12,7 +12,6 @@ namespace {
 
 using pc::Attrs;
 using pc::dispatch;
-using pc::Numbers;
 
 template <class T>
 __global__ void cumsum_kernel(const T* x, CumsumOut<T>* out, int64_t columns, int64_t length,
@@ -43,7 +42,7 @@ class CumsumCuda {
         exclusive_(attrs.b("exclusive")),
         reverse_(attrs.b("reverse")) {
     expect_cuda(in, out);
-    launch_ = dispatch(in(0).dtype(), Numbers{},
+    launch_ = dispatch(in(0).dtype(), CumsumTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
