@@ -1,13 +1,24 @@
-"""Convolution speed: conv2d forward, and forward + both gradients (input and filter), on
-N=8, C=K=64, 56x56, 3x3, padding 1, float32, ours beside PyTorch CPU in this run, at one and
-two threads (rounds alternate between the systems).
+"""Convolution speed, ours beside PyTorch CPU in this run, at one and two threads (rounds
+alternate between the systems), forward and forward + gradients, float32, N=8, 56x56, for two
+cases:
+  conv   one conv2d, C=K=64, 3x3, padding 1 (gradients: input and filter)
+  chain  conv 3x3 -> batch norm -> relu -> conv 3x3 -> batch norm -> relu -> max pool 2x2, 64
+         channels throughout (batch norm with the batch's statistics, as in training;
+         gradients: input, filters, scales and biases)
 
-Ours takes and gives plain NCHW arrays; its kernel (oneDNN, layouts of oneDNN's choosing)
-converts at the edges, and the timing includes that. PyTorch runs twice: on NCHW tensors, and
-on channels_last ones prepared beforehand (its fastest CPU layout; conversion not timed).
-Targets: ours at most 0.7x PyTorch NCHW's time and at most 1.05x its channels_last time.
+Ours takes and gives plain NCHW arrays at the edges, and the timing includes converting them.
+oneDNN computes in its blocked layout; ours runs twice: with layout propagation (the default:
+the blocked layout kept between the ops of the plan, converted at its edges) and without it
+(every op converting its input and output), to show what propagation gives. PyTorch runs twice:
+on NCHW tensors, and on channels_last ones prepared beforehand (its fastest CPU layout;
+conversion not timed). Targets: ours at most 0.7x PyTorch NCHW's time and at most 1.05x its
+channels_last time.
 
-    python bench/bench_conv.py [--rounds 15]     (PyTorch: pip install torch==2.13.0)
+    python bench/bench_conv.py [--rounds 15] [--case conv|chain|both] [--threads 1 2]
+                               [--cpu-time]   (PyTorch: pip install torch==2.13.0)
+
+--cpu-time times with the process's CPU time instead of the wall clock, for a machine others
+load (at one thread: at two it counts both threads' time).
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import timing
 from timing import interleaved, optional
 
 import paddle_core as pc
@@ -22,44 +34,84 @@ import paddle_core as pc
 N, C, K, HW, KERNEL = 8, 64, 64, 56, 3
 
 
-def inputs():
+def inputs(case: str):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((N, C, HW, HW)).astype(np.float32)
-    w = (rng.standard_normal((K, C, KERNEL, KERNEL)) * 0.05).astype(np.float32)
-    g = rng.standard_normal((N, K, HW, HW)).astype(np.float32)
+    w = [(rng.standard_normal((K, C, KERNEL, KERNEL)) * 0.05).astype(np.float32) for _ in range(2)]
+    out = HW // 2 if case == "chain" else HW
+    g = rng.standard_normal((N, K, out, out)).astype(np.float32)
     return x, w, g
 
 
-def ours(x, w, g, threads: int, backward: bool):
-    prog = pc.Program()
-    with pc.program_guard(prog):
-        xv, wv = pc.data("x", list(x.shape)), pc.data("w", list(w.shape))
-        out = pc.ops.conv2d(xv, wv, paddings=[1, 1])
+def ours_net(case: str, x):
+    """The case's net on x, its weights (fed, for conv; parameters, for chain)."""
+    if case == "conv":
+        w = pc.data("w0", [K, C, KERNEL, KERNEL])
+        return pc.ops.conv2d(x, w, paddings=[1, 1]), [w]
+    h = x
+    for _ in range(2):
+        h = pc.layers.conv2d(h, K, KERNEL, padding=1, bias_attr=False)
+        h = pc.layers.batch_norm(h, act="relu")
+    out = pc.layers.pool2d(h, 2, pool_stride=2)
+    return out, [p for p in pc.default_main_program().all_parameters() if p.trainable]
+
+
+def ours(case: str, x, w, g, threads: int, backward: bool, propagate: bool):
+    import paddle_ops_nn.onednn as onednn
+
+    prog, startup = pc.Program(), pc.Program()
+    with pc.program_guard(prog, startup):
+        xv = pc.data("x", list(x.shape))
+        out, weights = ours_net(case, xv)
         fetch = [out]
         if backward:
             gv = pc.data("g", list(g.shape))
-            fetch += pc.gradients([out], [xv, wv], target_gradients=[gv])
-    feed = {"x": x, "w": w, "g": g} if backward else {"x": x, "w": w}
-    plan = pc.Executor(num_threads=threads).prepare(prog, feed=feed, fetch_list=fetch)
-    scope = pc.Scope()
+            fetch += pc.gradients([out], [xv, *weights], target_gradients=[gv])
+    feed = {"x": x, **({"w0": w[0]} if case == "conv" else {}), **({"g": g} if backward else {})}
+    scope, exe = pc.Scope(), pc.Executor(num_threads=threads)
+    exe.run(startup, scope=scope)
+    previous = onednn.set_layout_propagation(propagate)
+    try:
+        plan = exe.prepare(prog, feed=feed, fetch_list=fetch)
+    finally:
+        onednn.set_layout_propagation(previous)
     return lambda: plan.run(feed, scope)
 
 
-def torch_conv(torch, x, w, g, threads: int, backward: bool, channels_last: bool):
+def torch_net(torch, case: str, w, channels_last: bool):
+    """The case's net as a callable and its trainable tensors."""
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    F = torch.nn.functional
+    tw = [torch.from_numpy(v).contiguous(memory_format=fmt) for v in w]
+    if case == "conv":
+        return lambda x: F.conv2d(x, tw[0], padding=1), tw[:1]
+    layers = []
+    for k in range(2):
+        conv = torch.nn.Conv2d(C, K, KERNEL, padding=1, bias=False)
+        conv.weight.data = tw[k]
+        layers += [conv, torch.nn.BatchNorm2d(K), torch.nn.ReLU()]
+    net = torch.nn.Sequential(*layers, torch.nn.MaxPool2d(2)).to(memory_format=fmt)
+    return net, list(net.parameters())
+
+
+def torch_run(torch, case: str, x, w, g, threads: int, backward: bool, channels_last: bool):
     torch.set_num_threads(threads)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
+    net, weights = torch_net(torch, case, w, channels_last)
     tx = torch.from_numpy(x).contiguous(memory_format=fmt).requires_grad_(backward)
-    tw = torch.from_numpy(w).contiguous(memory_format=fmt).requires_grad_(backward)
     tg = torch.from_numpy(g).contiguous(memory_format=fmt)
-    F = torch.nn.functional
+    for t in weights:
+        t.requires_grad_(backward)
 
     def forward():
         with torch.no_grad():
-            return F.conv2d(tx, tw, padding=1)
+            return net(tx)
 
     def both():
-        tx.grad = tw.grad = None
-        F.conv2d(tx, tw, padding=1).backward(tg)
+        tx.grad = None
+        for t in weights:
+            t.grad = None
+        net(tx).backward(tg)
 
     return both if backward else forward
 
@@ -67,26 +119,36 @@ def torch_conv(torch, x, w, g, threads: int, backward: bool, channels_last: bool
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--case", choices=["conv", "chain", "both"], default="both")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--cpu-time", action="store_true", help="time with the CPU time")
     args = parser.parse_args()
-    x, w, g = inputs()
+    if args.cpu_time:
+        timing.use_cpu_time()
     torch = optional("torch")
     print(
-        f"{'pass':>16} {'threads':>7} {'ours ms':>8} {'PyTorch NCHW':>13} {'channels_last':>14}"
-        f" {'ours/NCHW':>10} {'ours/cl':>8}"
+        f"{'case':>5} {'pass':>9} {'threads':>7} {'ours ms':>8} {'no propagation':>15}"
+        f" {'PyTorch NCHW':>13} {'channels_last':>14} {'ours/NCHW':>10} {'ours/cl':>8}"
     )
-    for backward in (False, True):
-        for threads in (1, 2):
-            calls = {"ours": ours(x, w, g, threads, backward)}
-            if torch is not None:
-                calls["nchw"] = torch_conv(torch, x, w, g, threads, backward, channels_last=False)
-                calls["cl"] = torch_conv(torch, x, w, g, threads, backward, channels_last=True)
-            ms = {k: v * 1e3 for k, v in interleaved(calls, args.rounds, warmup_seconds=1).items()}
-            name = "fwd + bwd" if backward else "forward"
-            row = f"{name:>16} {threads:7d} {ms['ours']:8.2f}"
-            if "nchw" in ms:
-                row += f" {ms['nchw']:13.2f} {ms['cl']:14.2f} {ms['ours'] / ms['nchw']:9.2f}x"
-                row += f" {ms['ours'] / ms['cl']:7.2f}x"
-            print(row)
+    for case in ("conv", "chain") if args.case == "both" else (args.case,):
+        x, w, g = inputs(case)
+        for backward in (False, True):
+            for threads in args.threads:
+                calls = {
+                    "ours": ours(case, x, w, g, threads, backward, propagate=True),
+                    "off": ours(case, x, w, g, threads, backward, propagate=False),
+                }
+                if torch is not None:
+                    for name, cl in (("nchw", False), ("cl", True)):
+                        calls[name] = torch_run(torch, case, x, w, g, threads, backward, cl)
+                times = interleaved(calls, args.rounds, warmup_seconds=1)
+                ms = {k: v * 1e3 for k, v in times.items()}
+                name = "fwd + bwd" if backward else "forward"
+                row = f"{case:>5} {name:>9} {threads:7d} {ms['ours']:8.2f} {ms['off']:15.2f}"
+                if "nchw" in ms:
+                    row += f" {ms['nchw']:13.2f} {ms['cl']:14.2f} {ms['ours'] / ms['nchw']:9.2f}x"
+                    row += f" {ms['ours'] / ms['cl']:7.2f}x"
+                print(row)
     print("\ntargets: ours/NCHW <= 0.70, ours/channels_last <= 1.05")
 
 

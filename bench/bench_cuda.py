@@ -5,7 +5,9 @@
   matmul  4096x4096 float32 and bfloat16. Target: at least 0.9x PyTorch CUDA's speed.
   train   one step of the digits MLP (64 -> 128 -> 10, Adam) at batch 256, and conv2d
           forward+backward (8x64x56x56, 3x3, 64 filters) at batch 256. Target: at least 0.8x
-          PyTorch CUDA's speed.
+          PyTorch CUDA's speed. The conv2d line says which engine ran it (cuDNN, or the
+          plugin's own kernels without it), and PyTorch's is held to what ours computes:
+          float32 without TF32, deterministic algorithms.
 
 A figure is ours only when every op of its plan runs a CUDA kernel: where some op falls back
 to the CPU, the line says which and times nothing. Timings synchronise the GPU after each call
@@ -20,6 +22,7 @@ import argparse
 import warnings
 
 import numpy as np
+from paddle_ops_nn import cudnn
 from timing import optional, steady
 
 import paddle_core as pc
@@ -168,6 +171,7 @@ def bench_train(cupy, torch, repeat: int) -> None:
     wc = cupy.random.standard_normal((64, 64, 3, 3), dtype=cupy.float32) * 0.05
     gc = cupy.random.standard_normal(shape, dtype=cupy.float32)
     feed = {"x": xc, "w": wc, "g": gc}
+    before = cudnn.engines_prepared()
     try:
         ours = timed(pc.Executor("cuda:0"), prog, feed, fetch, sync, repeat)
     except pc.PaddleCoreError as e:
@@ -182,8 +186,21 @@ def bench_train(cupy, torch, repeat: int) -> None:
             torch.nn.functional.conv2d(xt, wt, padding=1).backward(gt)
             torch.cuda.synchronize()
 
-        theirs = steady(both, repeat)
-    report("conv2d fwd+bwd vs PyTorch", ours, "PyTorch", theirs)
+        flags = torch.backends.cudnn
+        saved = flags.allow_tf32, flags.deterministic
+        flags.allow_tf32, flags.deterministic = False, True  # as ours: FMA math, deterministic
+        try:
+            theirs = steady(both, repeat)
+        finally:
+            flags.allow_tf32, flags.deterministic = saved
+    report(f"conv2d fwd+bwd ({engines_since(before)}) vs PyTorch", ours, "PyTorch", theirs)
+
+
+def engines_since(before: dict[str, int]) -> str:
+    """Which engines computed the CUDA convolutions prepared since ``before``: cuDNN, or the
+    plugin's own kernels (cuDNN missing, switched off, or not taking the convolution)."""
+    after = cudnn.engines_prepared()
+    return " and ".join(name for name in after if after[name] > before[name]) or "no engine"
 
 
 def main() -> None:

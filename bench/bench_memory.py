@@ -5,7 +5,8 @@ each in a process of its own, in this run, for two models:
        batches of 32
 
 For ours, the planned bytes of the step's plan with a buffer per value and in the shared
-arena (``PreparedProgram.memory``). For both, the peak growth of the process's resident memory
+arena (``PreparedProgram.memory``), and the CNN's step also without layout propagation (each
+oneDNN op then converts its activations to oneDNN's layout in buffers of its own). For both, the peak growth of the process's resident memory
 over a step, above what it held before (the high-water mark reset by writing 5 to
 /proc/self/clear_refs, then VmHWM read from /proc/self/status): the first step (ours
 prepares its plan and its arena; PyTorch allocates as it goes) and a later one (each reuses
@@ -87,8 +88,13 @@ def torch_net(torch, model: str):
     return nn.Sequential(*layers[:-1])  # no relu after the last
 
 
-def ours(model: str, threads: int, reuse: bool) -> dict:
+def ours(model: str, threads: int, reuse: bool, propagate: bool = True) -> dict:
     import paddle_core as pc
+
+    if not propagate:
+        import paddle_ops_nn.onednn as onednn
+
+        onednn.set_layout_propagation(False)
 
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
@@ -168,7 +174,7 @@ def main() -> None:
         if kind == "torch":
             figures = torch_step(model, args.threads)
         else:
-            figures = ours(model, args.threads, rest == ["reuse"])
+            figures = ours(model, args.threads, rest != ["alone"], rest != ["unpropagated"])
         print(json.dumps(figures))
         return
     for model in BATCH if args.model == "both" else [args.model]:
@@ -179,6 +185,9 @@ def report(model: str, threads: int, torch_python: str) -> None:
     flags = ["--threads", str(threads), "--worker"]
     reused = worker(sys.executable, *flags, "ours", model, "reuse")
     alone = worker(sys.executable, *flags, "ours", model, "alone")
+    unpropagated = None
+    if model == "cnn":
+        unpropagated = worker(sys.executable, *flags, "ours", model, "unpropagated")
     try:
         torch = worker(torch_python, *flags, "torch", model)
     except SystemExit as e:
@@ -193,12 +202,14 @@ def report(model: str, threads: int, torch_python: str) -> None:
     header = f"{'peak resident growth (MB)':32}{'first step':>12}{'later step':>12}{'held':>10}"
     print(header)
     rows = [("ours", reused), ("ours, reuse_memory=False", alone)]
+    if unpropagated is not None:
+        rows.append(("ours, no layout propagation", unpropagated))
     if torch is not None:
         rows.append(("PyTorch eager", torch))
     for name, r in rows:
         print(f"{name:32}{r['first'] / MB:12.2f}{r['later'] / MB:12.2f}{r['held'] / MB:10.2f}")
     if torch is not None:
-        for name, r in rows[:2]:
+        for name, r in rows[:-1]:
             ratios = "".join(
                 f"{r[k] / torch[k]:11.2f}x" if torch[k] > 0 else f"{'-':>12}"
                 for k in ("first", "later")

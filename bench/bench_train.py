@@ -5,20 +5,24 @@ run (rounds alternate between the systems). Two models, as examples/train_digits
   cnn  1x8x8 -> [conv 3x3 -> batch norm -> relu -> max pool 2x2] x2 (16, 32 filters) -> 10
 
 Ours is one prepared plan per step run by the compiled loop (forward, gradients and in-place
-Adam updates). PyTorch runs the same models eagerly (nn.Linear, nn.Conv2d, nn.BatchNorm2d,
-F.max_pool2d, F.cross_entropy, optim.Adam(foreach)). Targets: our epoch in at most 0.5x
+Adam updates); the CNN's also without layout propagation (paddle_ops_nn.onednn), to show what
+keeping oneDNN's blocked layout between its ops gives on images this small. PyTorch runs the
+same models eagerly (nn.Linear, nn.Conv2d, nn.BatchNorm2d, F.max_pool2d, F.cross_entropy,
+optim.Adam(foreach)). Targets: our epoch in at most 0.5x
 PyTorch's time for the MLP, 0.8x for the CNN.
 
-    python bench/bench_train.py [--rounds 9] [--model mlp|cnn]   (PyTorch: pip install torch==2.13.0)
+    python bench/bench_train.py [--rounds 9] [--model mlp|cnn] [--threads 1 2] [--cpu-time]
+    (PyTorch: pip install torch==2.13.0; --cpu-time: the process's CPU time, not the wall clock)
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
-import time
 
 import numpy as np
+import timing
 from timing import optional
 
 import paddle_core as pc
@@ -50,7 +54,7 @@ def ours_net(model: str, image):
     return pc.layers.fc(x, CLASSES)
 
 
-def ours(model: str, x, y, threads: int):
+def ours(model: str, x, y, threads: int, propagate: bool = True):
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
         image = pc.layers.data("image", SHAPES[model])
@@ -64,6 +68,12 @@ def ours(model: str, x, y, threads: int):
         {"image": x[i : i + BATCH], "label": y[i : i + BATCH, None]}
         for i in range(0, len(x) - BATCH + 1, BATCH)
     ]
+    if not propagate:  # the plan every step runs, prepared without layout propagation
+        import paddle_ops_nn.onednn as onednn
+
+        previous = onednn.set_layout_propagation(False)
+        exe.prepare(main, batches[0], [])
+        onednn.set_layout_propagation(previous)
 
     def epoch():
         for feed in batches:
@@ -108,26 +118,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--model", choices=[*SHAPES, "both"], default="both")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--cpu-time", action="store_true", help="time with the CPU time")
     args = parser.parse_args()
+    if args.cpu_time:
+        timing.use_cpu_time()
     digits = data()
     if digits is None:
         return  # nothing to train on
     for model in SHAPES if args.model == "both" else [args.model]:
-        run(model, digits, args.rounds)
+        run(model, digits, args.rounds, args.threads)
     print(
         "\ntargets: ours / PyTorch <= 0.50 (mlp), <= 0.80 (cnn); one epoch: 44 steps of 32 images"
     )
 
 
-def run(model: str, digits, rounds: int) -> None:
+def run(model: str, digits, rounds: int, threads_list: list[int]) -> None:
     x, y = digits
     x = x.reshape(-1, *SHAPES[model])
     torch = optional("torch")
+    cnn = model == "cnn"  # also without layout propagation (no ops to propagate in the MLP)
     print(
         f"{model}:\n{'threads':>7} {'paddle-core ms':>15} {'PyTorch ms':>11} {'ours / PyTorch':>15}"
+        + (f" {'no propagation ms':>18} {'/ PyTorch':>10}" if cnn else "")
     )
-    for threads in (1, 2):
+    for threads in threads_list:
         systems = {"ours": ours(model, x, y, threads)}
+        if cnn:
+            systems["unpropagated"] = ours(model, x, y, threads, propagate=False)
         if torch is not None:
             systems["torch"] = torch_epoch(torch, model, x, y, threads)
         times: dict[str, list[float]] = {name: [] for name in systems}
@@ -135,15 +153,16 @@ def run(model: str, digits, rounds: int) -> None:
             epoch()  # warm up: plans, allocations, lazy initialisation
         for _ in range(rounds):
             for name, epoch in systems.items():
-                start = time.perf_counter()
+                start = timing.clock()
                 epoch()
-                times[name].append(time.perf_counter() - start)
-        ours_ms = statistics.median(times["ours"]) * 1e3
-        if "torch" in times:
-            torch_ms = statistics.median(times["torch"]) * 1e3
-            print(f"{threads:7d} {ours_ms:15.2f} {torch_ms:11.2f} {ours_ms / torch_ms:14.2f}x")
-        else:
-            print(f"{threads:7d} {ours_ms:15.2f}")
+                times[name].append(timing.clock() - start)
+        ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+        torch_ms = ms.get("torch", math.nan)
+        row = f"{threads:7d} {ms['ours']:15.2f} {torch_ms:11.2f} {ms['ours'] / torch_ms:14.2f}x"
+        if cnn:
+            off = ms["unpropagated"]
+            row += f" {off:18.2f} {off / torch_ms:9.2f}x"
+        print(row)
 
 
 if __name__ == "__main__":

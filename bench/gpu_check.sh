@@ -8,7 +8,8 @@
 #                                        for the PyTorch comparisons, a CUDA build of PyTorch
 #   bash bench/gpu_check.sh --download   where PyPI is reachable: puts the wheels a GPU machine
 #                                        without network may lack into .whl/ (Python 3.12,
-#                                        x86_64), which the first form then installs from
+#                                        x86_64), which the first form then installs from;
+#                                        cuDNN's among them (about 700 MB), for the convolutions
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -17,7 +18,7 @@ if [ "${1:-}" = "--download" ]; then
   "$PY" -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d .whl \
-    "protobuf>=7.35,<8" "pydantic>=2.7" "scipy-openblas32>=0.3.27"
+    "protobuf>=7.35,<8" "pydantic>=2.7" "scipy-openblas32>=0.3.27" nvidia-cudnn-cu13
   du -sh .whl
   exit 0
 fi
@@ -33,6 +34,9 @@ export SKBUILD_CMAKE_DEFINE="PADDLE_OPS_MATH_CUDA=ON;PADDLE_OPS_NN_CUDA=ON"
   ./plugins/paddle_ops_math ./plugins/paddle_ops_nn
 nvidia-smi -L || true
 "$PY" -c "import paddle_core as pc; print(pc.CUDA.unavailable_reason(0) or 'cuda:0 is usable')"
+# The convolution kernels run on cuDNN where it loads, else on the plugin's own kernels (the GPU
+# tests run both where it loads).
+"$PY" -c "import paddle_ops_nn.cudnn as c; print(c.unavailable_reason() or 'cuDNN is loaded')"
 echo "==> paddle-ops list --device cuda"
 "$PY" -m paddle_core.cli list --device cuda
 echo "==> GPU tests"

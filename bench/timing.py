@@ -16,6 +16,18 @@ from types import ModuleType
 
 Call = Callable[[], object]
 
+# What the helpers time with: the wall clock, or (use_cpu_time) the process's CPU time.
+clock = time.perf_counter
+
+
+def use_cpu_time() -> None:
+    """Time with the CPU time of this process (``time.process_time``) instead of the wall
+    clock: on a machine others load, the wall clock counts the time the process waits for a
+    core. Meaningful at one thread only: at more, it adds the threads' times (and their spins)."""
+    global clock
+    clock = time.process_time
+
+
 # The optional packages, and what pip installs each (the README's Performance section).
 OPTIONAL = {
     "torch": "torch==2.13.0",
@@ -49,9 +61,9 @@ def steady(fn: Call, repeat: int, *, pause: float = 0.0, warmup: int = 2) -> flo
         fn()
     samples = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        samples.append(time.perf_counter() - start)
+        samples.append(clock() - start)
     return statistics.median(samples)
 
 
@@ -73,7 +85,7 @@ def interleaved(
         for name, fn in calls.items():
             if pause:
                 time.sleep(pause)
-            begin = time.perf_counter()
+            begin = clock()
             fn()
-            times[name].append(time.perf_counter() - begin)
+            times[name].append(clock() - begin)
     return {name: statistics.median(t) for name, t in times.items()}

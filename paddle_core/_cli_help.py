@@ -8,7 +8,9 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "list": (
         "list every op: plugin, version, devices, dtypes, gradient",
         "One line per op of the installed plugins. Reads the plugin index only (no plugin code "
-        "is imported), so it is fast. The grad column says yes (a grad rule), zero (constant "
+        "is imported), so it is fast. The dtypes column names whole groups: all, numbers "
+        "(all but bool), floats (float16, bfloat16, float32, float64), ints (int8 ... uint64); "
+        "--json lists each dtype. The grad column says yes (a grad rule), zero (constant "
         "in its inputs) or - (not differentiable); (unavailable) marks ops that cannot run: "
         "their plugin is broken (`paddle-ops plugins` says why), or their kernels are missing "
         "from its compiled module (a line after the table says which).",

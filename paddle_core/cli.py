@@ -17,6 +17,7 @@ import argparse
 import sys
 
 from ._cli_help import COMMANDS, EXAMPLES, OVERVIEW
+from ._src.base.dtypes import DTYPES, FLOATING, INTEGER
 from ._src.base.errors import PaddleCoreError, counted
 from ._src.plugins.config import normalize
 from ._src.plugins.registry import get_registry
@@ -152,6 +153,27 @@ def _dump(data: Any) -> None:
 # -- list ----------------------------------------------------------------------------------------
 
 
+# The dtype groups the list's dtypes column names, largest first (--json lists every dtype).
+DTYPE_GROUPS = (
+    ("all", frozenset(DTYPES)),
+    ("numbers", FLOATING | INTEGER),
+    ("floats", FLOATING),
+    ("ints", INTEGER),
+)
+
+
+def dtypes_cell(dtypes: list[str]) -> str:
+    """An op's dtypes for the list's table: the groups it takes whole ("all", "numbers",
+    "floats", "ints"), then the others, in DTYPES order; "-" for none."""
+    rest, parts = set(dtypes), []
+    for name, group in DTYPE_GROUPS:
+        if group <= rest:
+            parts.append(name)
+            rest -= group
+    parts += [d for d in DTYPES if d in rest]
+    return ",".join(parts) or "-"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     registry = get_registry()
     infos = [registry.ops[t] for t in registry.op_types()]
@@ -201,7 +223,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 r["plugin"],
                 r["version"],
                 ",".join(r["devices"]) or "-",
-                ",".join(r["dtypes"]) or "-",
+                dtypes_cell(r["dtypes"]),
                 "-" if r["grad"] == "none" else r["grad"],
             )
             for r in rows

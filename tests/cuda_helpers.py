@@ -16,9 +16,9 @@ import numpy as np
 
 from paddle_core.proto import framework_pb2 as pb
 
-PC_DTYPES = {"bool": 1, "int64": 5, "uint8": 6, "float32": 9}
+PC_DTYPES = {"bool": 1, "int32": 4, "int64": 5, "uint8": 6, "float32": 9, "float64": 10}
 PC_DEVICE_CUDA, PC_ERROR = 2, 1
-PC_ATTR_INT, PC_ATTR_BOOL, PC_ATTR_INTS = 1, 4, 6
+PC_ATTR_INT, PC_ATTR_FLOAT, PC_ATTR_STRING, PC_ATTR_BOOL, PC_ATTR_INTS = 1, 2, 3, 4, 6
 
 
 @functools.cache
@@ -135,8 +135,9 @@ class Attrs(ctypes.Structure):
     _fields_ = [("items", ctypes.POINTER(Attr)), ("count", ctypes.c_int32)]
 
 
-def make_attrs(values: dict[str, bool | int | list[int]]) -> Attrs:
-    """pc_attrs of bools, ints and int lists (kept alive by the returned structure)."""
+def make_attrs(values: dict[str, bool | int | float | str | list[int]]) -> Attrs:
+    """pc_attrs of bools, ints, floats, strings and int lists (kept alive by the returned
+    structure)."""
     items = (Attr * max(len(values), 1))()
     keep = []
     for item, (name, value) in zip(items, values.items()):
@@ -145,6 +146,12 @@ def make_attrs(values: dict[str, bool | int | list[int]]) -> Attrs:
             item.type, item.i = PC_ATTR_BOOL, int(value)
         elif isinstance(value, int):
             item.type, item.i = PC_ATTR_INT, value
+        elif isinstance(value, float):
+            item.type, item.f = PC_ATTR_FLOAT, value
+        elif isinstance(value, str):
+            text = value.encode()
+            keep.append(text)
+            item.type, item.s = PC_ATTR_STRING, text
         else:
             array = (ctypes.c_int64 * max(len(value), 1))(*value)
             keep.append(array)
@@ -205,18 +212,24 @@ def kernel(module: ModuleType, name: str) -> Kernel:
 class Slots:
     """pc_tensors over CUDA-tagged views of arrays, one per slot (kept alive with it)."""
 
-    def __init__(self, *arrays: np.ndarray, variadic: bool = False):
-        """One slot per array, or (variadic) all of them in one slot: concat's xs, split's outs."""
-        self.arrays = arrays
-        self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in arrays]
-        self.items = (Tensor * len(arrays))()
-        for item, a, shape in zip(self.items, arrays, self.shapes):
+    def __init__(self, *arrays: np.ndarray | None, variadic: bool = False):
+        """One slot per array (None: an unused dispensable slot), or (variadic) all of them in
+        one slot: concat's xs, split's outs."""
+        slots = [[] if a is None else [a] for a in arrays]
+        if variadic:
+            slots = [list(arrays)]
+        self.arrays = [a for slot in slots for a in slot]
+        self.shapes = [(ctypes.c_int64 * max(a.ndim, 1))(*a.shape) for a in self.arrays]
+        self.items = (Tensor * max(len(self.arrays), 1))()
+        for item, a, shape in zip(self.items, self.arrays, self.shapes):
             item.shape, item.strides = shape, None
             item.ndim, item.dtype = a.ndim, PC_DTYPES[a.dtype.name]
             item.device_type = PC_DEVICE_CUDA
-        begin = [0, len(arrays)] if variadic else range(len(arrays) + 1)
+        begin = [0]
+        for slot in slots:
+            begin.append(begin[-1] + len(slot))
         self.begin = (ctypes.c_int32 * len(begin))(*begin)
-        self.raw = Tensors(self.items, self.begin, len(begin) - 1, len(arrays))
+        self.raw = Tensors(self.items, self.begin, len(slots), len(self.arrays))
 
     def bind(self) -> None:  # host addresses: never dereferenced, the launch fails first
         for item, a in zip(self.items, self.arrays):

@@ -7,18 +7,30 @@ empty and non-contiguous inputs; gradients are checked by finite differences in 
 
 from __future__ import annotations
 
+import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy: np.dtype("bfloat16"))
 import numpy as np
 
 import paddle_core as pc
-from paddle_core.testing import check_grad, run_op
+from paddle_core.testing import TOLERANCES, check_grad, run_op
 
 FLOATS = ["float32", "float64"]
 INTS = ["int32", "int64"]
 NUMBERS = FLOATS + INTS
-TOLERANCE = {"float32": dict(rtol=2e-6, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-12)}
+# The 16-bit floats (computed in float32, rounded once) and every integer dtype.
+HALVES = ["float16", "bfloat16"]
+ALL_INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+ALL_NUMBERS = FLOATS + HALVES + ALL_INTS
+TOLERANCE = {
+    "float32": dict(rtol=2e-6, atol=1e-6),
+    "float64": dict(rtol=1e-12, atol=1e-12),
+    **{d: dict(zip(("rtol", "atol"), TOLERANCES[d])) for d in HALVES},
+}
 
 __all__ = [
+    "ALL_INTS",
+    "ALL_NUMBERS",
     "FLOATS",
+    "HALVES",
     "INTS",
     "NUMBERS",
     "assert_matches",
@@ -31,8 +43,10 @@ __all__ = [
 
 
 def rand(rng: np.random.Generator, shape, dtype: str, low: float = -3, high: float = 3):
-    """Random values of ``dtype``: uniform in [low, high) (integers for int dtypes)."""
-    if dtype in INTS:
+    """Random values of ``dtype``: uniform in [low, high) (integers for int dtypes; unsigned
+    ones from max(low, 0))."""
+    if dtype in ALL_INTS:
+        low = max(low, 0) if dtype.startswith("u") else low
         return rng.integers(int(low), int(high) + 1, size=shape).astype(dtype)
     if dtype == "bool":
         return rng.random(shape) < 0.5
@@ -50,9 +64,10 @@ def assert_matches(got, want, rtol: float | None = None, atol: float | None = No
     want = np.asarray(want)
     assert got.dtype == want.dtype, f"dtype {got.dtype} != {want.dtype}"
     assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
-    if got.dtype.kind == "f":
+    if got.dtype.name in TOLERANCE:  # floats (bfloat16's kind is "V", ml_dtypes')
         tol = dict(TOLERANCE[got.dtype.name])
         tol.update({k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not None})
-        np.testing.assert_allclose(got, want, equal_nan=True, **tol)
+        f64 = np.float64
+        np.testing.assert_allclose(got.astype(f64), want.astype(f64), equal_nan=True, **tol)
     else:
         np.testing.assert_array_equal(got, want)

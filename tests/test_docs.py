@@ -53,7 +53,7 @@ def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     if document == "README.md":  # the outputs the README shows are the real ones
         for line in (
             "AttrError: op 'scale', attr 'scale': expected a float, got str '2'",
-            "OpNotFoundError: unknown op 'scael' (did you mean 'scale' or 'ceil'?)",
+            "OpNotFoundError: unknown op 'scael' (did you mean 'scale' or 'scatter' or 'ceil'?)",
         ):
             assert line in result.stdout
 

@@ -3,6 +3,7 @@ core's runtime module)."""
 
 from __future__ import annotations
 
+from paddle_core._src.base.dtypes import FLOATING
 from paddle_core._src.base.errors import KernelRuntimeError, ProgramError
 from paddle_core._src.graph.backward import block_gradients
 from paddle_core._src.graph.variable import format_shape
@@ -182,9 +183,6 @@ def while_block_backward_shape(ctx):
         ctx.set_output_list(slot, [(v.shape, v.dtype) for v in vars_])
 
 
-_FLOATS = ("float16", "bfloat16", "float32", "float64")
-
-
 def while_block_grad(ctx):
     """The gradient of a while_block is a while_block_backward (see its OpProto) holding a
     gradient block: the body's ops again, each carried variable they write renamed (so
@@ -195,12 +193,12 @@ def while_block_grad(ctx):
     program = ctx.block.program
     carried, outs = ctx.inputs("carried"), ctx.outputs("out")
     diff = [(c, o, g) for c, o, g in zip(carried, outs, ctx.output_grads("out"))]
-    diff = [(c, o, g) for c, o, g in diff if ctx.block.var(c).dtype in _FLOATS]
+    diff = [(c, o, g) for c, o, g in diff if ctx.block.var(c).dtype in FLOATING]
     x_names = ctx.inputs("x")
     x_wanted = [
         (n, g)
         for n, g in zip(x_names, ctx.input_grads("x"))
-        if g is not None and ctx.block.var(n).dtype in _FLOATS
+        if g is not None and ctx.block.var(n).dtype in FLOATING
     ]
     carried_grads = ctx.input_grads("carried")
     if not diff or not (x_wanted or any(g is not None for g in carried_grads)):

@@ -24,53 +24,53 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!paddle_core/proto/framework.proto\x12\x15paddle_core.framework\"\xc2\x01\n\tAttrValue\x12-\n\x04type\x18\x01 \x01(\x0e\x32\x1f.paddle_core.framework.AttrType\x12\t\n\x01i\x18\x02 \x01(\x05\x12\t\n\x01\x66\x18\x03 \x01(\x01\x12\t\n\x01s\x18\x04 \x01(\t\x12\t\n\x01\x62\x18\x05 \x01(\x08\x12\t\n\x01l\x18\x06 \x01(\x03\x12\x0c\n\x04ints\x18\x07 \x03(\x05\x12\x0e\n\x06\x66loats\x18\x08 \x03(\x01\x12\x0f\n\x07strings\x18\t \x03(\t\x12\r\n\x05\x62ools\x18\n \x03(\x08\x12\x11\n\tblock_idx\x18\x0b \x01(\x05\")\n\x05\x42ound\x12\r\n\x05value\x18\x01 \x01(\x01\x12\x11\n\texclusive\x18\x02 \x01(\x08\"\x95\x02\n\tAttrProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63omment\x18\x02 \x01(\t\x12-\n\x04type\x18\x03 \x01(\x0e\x32\x1f.paddle_core.framework.AttrType\x12\x31\n\x07\x64\x65\x66\x61ult\x18\x04 \x01(\x0b\x32 .paddle_core.framework.AttrValue\x12)\n\x03min\x18\x05 \x01(\x0b\x32\x1c.paddle_core.framework.Bound\x12)\n\x03max\x18\x06 \x01(\x0b\x32\x1c.paddle_core.framework.Bound\x12\x31\n\x07\x63hoices\x18\x07 \x01(\x0b\x32 .paddle_core.framework.AttrValue\"c\n\x08VarProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63omment\x18\x02 \x01(\t\x12\x12\n\nduplicable\x18\x03 \x01(\x08\x12\x13\n\x0b\x64ispensable\x18\x04 \x01(\x08\x12\x0f\n\x07inplace\x18\x05 \x01(\t\"\xbc\x01\n\x07OpProto\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0f\n\x07\x63omment\x18\x02 \x01(\t\x12/\n\x06inputs\x18\x03 \x03(\x0b\x32\x1f.paddle_core.framework.VarProto\x12\x30\n\x07outputs\x18\x04 \x03(\x0b\x32\x1f.paddle_core.framework.VarProto\x12/\n\x05\x61ttrs\x18\x05 \x03(\x0b\x32 .paddle_core.framework.AttrProto\"\xfd\x03\n\x06OpDesc\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x32\n\x06inputs\x18\x02 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Slot\x12\x33\n\x07outputs\x18\x03 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Slot\x12\x31\n\x05\x61ttrs\x18\x04 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Attr\x12\x30\n\x04role\x18\x05 \x01(\x0e\x32\".paddle_core.framework.OpDesc.Role\x12\x38\n\x08provider\x18\x06 \x01(\x0b\x32&.paddle_core.framework.OpDesc.Provider\x1a\"\n\x04Slot\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04vars\x18\x02 \x03(\t\x1a\x45\n\x04\x41ttr\x12\x0c\n\x04name\x18\x01 \x01(\t\x12/\n\x05value\x18\x02 \x01(\x0b\x32 .paddle_core.framework.AttrValue\x1a\x41\n\x08Provider\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x14\n\x0c\x64istribution\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\"/\n\x04Role\x12\x0b\n\x07\x46ORWARD\x10\x00\x12\x0c\n\x08\x42\x41\x43KWARD\x10\x01\x12\x0c\n\x08OPTIMIZE\x10\x02\"\xa6\x01\n\x07VarType\"\x9a\x01\n\x08\x44\x61taType\x12\x19\n\x15\x44\x41TA_TYPE_UNSPECIFIED\x10\x00\x12\x08\n\x04\x42OOL\x10\x01\x12\x08\n\x04INT8\x10\x02\x12\t\n\x05INT16\x10\x03\x12\t\n\x05INT32\x10\x04\x12\t\n\x05INT64\x10\x05\x12\t\n\x05UINT8\x10\x06\x12\x0b\n\x07\x46LOAT16\x10\x07\x12\x0c\n\x08\x42\x46LOAT16\x10\x08\x12\x0b\n\x07\x46LOAT32\x10\t\x12\x0b\n\x07\x46LOAT64\x10\n\"\xb2\x01\n\rParameterInfo\x12\x11\n\ttrainable\x18\x01 \x01(\x08\x12\x13\n\x0binitializer\x18\x02 \x01(\t\x12=\n\x11initializer_attrs\x18\x03 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Attr\x12:\n\x0eoptimize_attrs\x18\x04 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Attr\"\xd4\x01\n\x07VarDesc\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x36\n\x05\x64type\x18\x02 \x01(\x0e\x32\'.paddle_core.framework.VarType.DataType\x12\r\n\x05shape\x18\x03 \x03(\x03\x12\x13\n\x0bpersistable\x18\x04 \x01(\x08\x12\x0f\n\x07is_data\x18\x05 \x01(\x08\x12\x15\n\rstop_gradient\x18\x06 \x01(\x08\x12\x37\n\tparameter\x18\x07 \x01(\x0b\x32$.paddle_core.framework.ParameterInfo\"\x86\x01\n\tBlockDesc\x12\x0b\n\x03idx\x18\x01 \x01(\x05\x12\x12\n\nparent_idx\x18\x02 \x01(\x05\x12,\n\x04vars\x18\x03 \x03(\x0b\x32\x1e.paddle_core.framework.VarDesc\x12*\n\x03ops\x18\x04 \x03(\x0b\x32\x1d.paddle_core.framework.OpDesc\"e\n\x0bProgramDesc\x12\x30\n\x06\x62locks\x18\x01 \x03(\x0b\x32 .paddle_core.framework.BlockDesc\x12\x0f\n\x07version\x18\x02 \x01(\r\x12\x13\n\x0brandom_seed\x18\x03 \x01(\x04\"\x80\x01\n\tKernelDef\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\x12\x37\n\x06\x64types\x18\x02 \x03(\x0e\x32\'.paddle_core.framework.VarType.DataType\x12\x10\n\x06python\x18\x03 \x01(\tH\x00\x12\x10\n\x06native\x18\x04 \x01(\tH\x00\x42\x06\n\x04impl\"\xbc\x01\n\x05OpDef\x12-\n\x05proto\x18\x01 \x01(\x0b\x32\x1e.paddle_core.framework.OpProto\x12\x31\n\x07kernels\x18\x02 \x03(\x0b\x32 .paddle_core.framework.KernelDef\x12\x12\n\nshape_rule\x18\x03 \x01(\t\x12\x11\n\tgrad_rule\x18\x04 \x01(\t\x12\x1a\n\x12kernel_dtype_input\x18\x05 \x01(\t\x12\x0e\n\x06random\x18\x06 \x01(\x08\"K\n\nKernelPack\x12\n\n\x02op\x18\x01 \x01(\t\x12\x31\n\x07kernels\x18\x02 \x03(\x0b\x32 .paddle_core.framework.KernelDef\"\xf3\x01\n\x0ePluginManifest\x12\x0f\n\x07\x63omment\x18\x01 \x01(\t\x12\x15\n\rrequires_core\x18\x02 \x01(\t\x12\x12\n\nkernel_abi\x18\x03 \x01(\r\x12\x14\n\x0crules_module\x18\x04 \x01(\t\x12\x15\n\rkernel_module\x18\x05 \x01(\t\x12\x14\n\x0chooks_module\x18\x06 \x01(\t\x12)\n\x03ops\x18\x07 \x03(\x0b\x32\x1c.paddle_core.framework.OpDef\x12\x37\n\x0ckernel_packs\x18\x08 \x03(\x0b\x32!.paddle_core.framework.KernelPack*\x92\x01\n\x08\x41ttrType\x12\x19\n\x15\x41TTR_TYPE_UNSPECIFIED\x10\x00\x12\x07\n\x03INT\x10\x01\x12\t\n\x05\x46LOAT\x10\x02\x12\n\n\x06STRING\x10\x03\x12\x08\n\x04\x42OOL\x10\x04\x12\x08\n\x04LONG\x10\x05\x12\x08\n\x04INTS\x10\x06\x12\n\n\x06\x46LOATS\x10\x07\x12\x0b\n\x07STRINGS\x10\x08\x12\t\n\x05\x42OOLS\x10\t\x12\t\n\x05\x42LOCK\x10\nb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!paddle_core/proto/framework.proto\x12\x15paddle_core.framework\"\xd1\x01\n\tAttrValue\x12-\n\x04type\x18\x01 \x01(\x0e\x32\x1f.paddle_core.framework.AttrType\x12\t\n\x01i\x18\x02 \x01(\x05\x12\t\n\x01\x66\x18\x03 \x01(\x01\x12\t\n\x01s\x18\x04 \x01(\t\x12\t\n\x01\x62\x18\x05 \x01(\x08\x12\t\n\x01l\x18\x06 \x01(\x03\x12\x0c\n\x04ints\x18\x07 \x03(\x05\x12\x0e\n\x06\x66loats\x18\x08 \x03(\x01\x12\x0f\n\x07strings\x18\t \x03(\t\x12\r\n\x05\x62ools\x18\n \x03(\x08\x12\x11\n\tblock_idx\x18\x0b \x01(\x05\x12\r\n\x05longs\x18\x0c \x03(\x03\")\n\x05\x42ound\x12\r\n\x05value\x18\x01 \x01(\x01\x12\x11\n\texclusive\x18\x02 \x01(\x08\"\x95\x02\n\tAttrProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63omment\x18\x02 \x01(\t\x12-\n\x04type\x18\x03 \x01(\x0e\x32\x1f.paddle_core.framework.AttrType\x12\x31\n\x07\x64\x65\x66\x61ult\x18\x04 \x01(\x0b\x32 .paddle_core.framework.AttrValue\x12)\n\x03min\x18\x05 \x01(\x0b\x32\x1c.paddle_core.framework.Bound\x12)\n\x03max\x18\x06 \x01(\x0b\x32\x1c.paddle_core.framework.Bound\x12\x31\n\x07\x63hoices\x18\x07 \x01(\x0b\x32 .paddle_core.framework.AttrValue\"c\n\x08VarProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63omment\x18\x02 \x01(\t\x12\x12\n\nduplicable\x18\x03 \x01(\x08\x12\x13\n\x0b\x64ispensable\x18\x04 \x01(\x08\x12\x0f\n\x07inplace\x18\x05 \x01(\t\"\xbc\x01\n\x07OpProto\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0f\n\x07\x63omment\x18\x02 \x01(\t\x12/\n\x06inputs\x18\x03 \x03(\x0b\x32\x1f.paddle_core.framework.VarProto\x12\x30\n\x07outputs\x18\x04 \x03(\x0b\x32\x1f.paddle_core.framework.VarProto\x12/\n\x05\x61ttrs\x18\x05 \x03(\x0b\x32 .paddle_core.framework.AttrProto\"\xfd\x03\n\x06OpDesc\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x32\n\x06inputs\x18\x02 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Slot\x12\x33\n\x07outputs\x18\x03 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Slot\x12\x31\n\x05\x61ttrs\x18\x04 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Attr\x12\x30\n\x04role\x18\x05 \x01(\x0e\x32\".paddle_core.framework.OpDesc.Role\x12\x38\n\x08provider\x18\x06 \x01(\x0b\x32&.paddle_core.framework.OpDesc.Provider\x1a\"\n\x04Slot\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04vars\x18\x02 \x03(\t\x1a\x45\n\x04\x41ttr\x12\x0c\n\x04name\x18\x01 \x01(\t\x12/\n\x05value\x18\x02 \x01(\x0b\x32 .paddle_core.framework.AttrValue\x1a\x41\n\x08Provider\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\x14\n\x0c\x64istribution\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\"/\n\x04Role\x12\x0b\n\x07\x46ORWARD\x10\x00\x12\x0c\n\x08\x42\x41\x43KWARD\x10\x01\x12\x0c\n\x08OPTIMIZE\x10\x02\"\xca\x01\n\x07VarType\"\xbe\x01\n\x08\x44\x61taType\x12\x19\n\x15\x44\x41TA_TYPE_UNSPECIFIED\x10\x00\x12\x08\n\x04\x42OOL\x10\x01\x12\x08\n\x04INT8\x10\x02\x12\t\n\x05INT16\x10\x03\x12\t\n\x05INT32\x10\x04\x12\t\n\x05INT64\x10\x05\x12\t\n\x05UINT8\x10\x06\x12\x0b\n\x07\x46LOAT16\x10\x07\x12\x0c\n\x08\x42\x46LOAT16\x10\x08\x12\x0b\n\x07\x46LOAT32\x10\t\x12\x0b\n\x07\x46LOAT64\x10\n\x12\n\n\x06UINT16\x10\x0b\x12\n\n\x06UINT32\x10\x0c\x12\n\n\x06UINT64\x10\r\"\xb2\x01\n\rParameterInfo\x12\x11\n\ttrainable\x18\x01 \x01(\x08\x12\x13\n\x0binitializer\x18\x02 \x01(\t\x12=\n\x11initializer_attrs\x18\x03 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Attr\x12:\n\x0eoptimize_attrs\x18\x04 \x03(\x0b\x32\".paddle_core.framework.OpDesc.Attr\"\xd4\x01\n\x07VarDesc\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x36\n\x05\x64type\x18\x02 \x01(\x0e\x32\'.paddle_core.framework.VarType.DataType\x12\r\n\x05shape\x18\x03 \x03(\x03\x12\x13\n\x0bpersistable\x18\x04 \x01(\x08\x12\x0f\n\x07is_data\x18\x05 \x01(\x08\x12\x15\n\rstop_gradient\x18\x06 \x01(\x08\x12\x37\n\tparameter\x18\x07 \x01(\x0b\x32$.paddle_core.framework.ParameterInfo\"\x86\x01\n\tBlockDesc\x12\x0b\n\x03idx\x18\x01 \x01(\x05\x12\x12\n\nparent_idx\x18\x02 \x01(\x05\x12,\n\x04vars\x18\x03 \x03(\x0b\x32\x1e.paddle_core.framework.VarDesc\x12*\n\x03ops\x18\x04 \x03(\x0b\x32\x1d.paddle_core.framework.OpDesc\"e\n\x0bProgramDesc\x12\x30\n\x06\x62locks\x18\x01 \x03(\x0b\x32 .paddle_core.framework.BlockDesc\x12\x0f\n\x07version\x18\x02 \x01(\r\x12\x13\n\x0brandom_seed\x18\x03 \x01(\x04\"\x80\x01\n\tKernelDef\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\x12\x37\n\x06\x64types\x18\x02 \x03(\x0e\x32\'.paddle_core.framework.VarType.DataType\x12\x10\n\x06python\x18\x03 \x01(\tH\x00\x12\x10\n\x06native\x18\x04 \x01(\tH\x00\x42\x06\n\x04impl\"\xbc\x01\n\x05OpDef\x12-\n\x05proto\x18\x01 \x01(\x0b\x32\x1e.paddle_core.framework.OpProto\x12\x31\n\x07kernels\x18\x02 \x03(\x0b\x32 .paddle_core.framework.KernelDef\x12\x12\n\nshape_rule\x18\x03 \x01(\t\x12\x11\n\tgrad_rule\x18\x04 \x01(\t\x12\x1a\n\x12kernel_dtype_input\x18\x05 \x01(\t\x12\x0e\n\x06random\x18\x06 \x01(\x08\"K\n\nKernelPack\x12\n\n\x02op\x18\x01 \x01(\t\x12\x31\n\x07kernels\x18\x02 \x03(\x0b\x32 .paddle_core.framework.KernelDef\"\xf3\x01\n\x0ePluginManifest\x12\x0f\n\x07\x63omment\x18\x01 \x01(\t\x12\x15\n\rrequires_core\x18\x02 \x01(\t\x12\x12\n\nkernel_abi\x18\x03 \x01(\r\x12\x14\n\x0crules_module\x18\x04 \x01(\t\x12\x15\n\rkernel_module\x18\x05 \x01(\t\x12\x14\n\x0chooks_module\x18\x06 \x01(\t\x12)\n\x03ops\x18\x07 \x03(\x0b\x32\x1c.paddle_core.framework.OpDef\x12\x37\n\x0ckernel_packs\x18\x08 \x03(\x0b\x32!.paddle_core.framework.KernelPack*\x9d\x01\n\x08\x41ttrType\x12\x19\n\x15\x41TTR_TYPE_UNSPECIFIED\x10\x00\x12\x07\n\x03INT\x10\x01\x12\t\n\x05\x46LOAT\x10\x02\x12\n\n\x06STRING\x10\x03\x12\x08\n\x04\x42OOL\x10\x04\x12\x08\n\x04LONG\x10\x05\x12\x08\n\x04INTS\x10\x06\x12\n\n\x06\x46LOATS\x10\x07\x12\x0b\n\x07STRINGS\x10\x08\x12\t\n\x05\x42OOLS\x10\t\x12\t\n\x05\x42LOCK\x10\n\x12\t\n\x05LONGS\x10\x0b\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'paddle_core.proto.framework_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ATTRTYPE']._serialized_start=2835
-  _globals['_ATTRTYPE']._serialized_end=2981
+  _globals['_ATTRTYPE']._serialized_start=2886
+  _globals['_ATTRTYPE']._serialized_end=3043
   _globals['_ATTRVALUE']._serialized_start=61
-  _globals['_ATTRVALUE']._serialized_end=255
-  _globals['_BOUND']._serialized_start=257
-  _globals['_BOUND']._serialized_end=298
-  _globals['_ATTRPROTO']._serialized_start=301
-  _globals['_ATTRPROTO']._serialized_end=578
-  _globals['_VARPROTO']._serialized_start=580
-  _globals['_VARPROTO']._serialized_end=679
-  _globals['_OPPROTO']._serialized_start=682
-  _globals['_OPPROTO']._serialized_end=870
-  _globals['_OPDESC']._serialized_start=873
-  _globals['_OPDESC']._serialized_end=1382
-  _globals['_OPDESC_SLOT']._serialized_start=1161
-  _globals['_OPDESC_SLOT']._serialized_end=1195
-  _globals['_OPDESC_ATTR']._serialized_start=1197
-  _globals['_OPDESC_ATTR']._serialized_end=1266
-  _globals['_OPDESC_PROVIDER']._serialized_start=1268
-  _globals['_OPDESC_PROVIDER']._serialized_end=1333
-  _globals['_OPDESC_ROLE']._serialized_start=1335
-  _globals['_OPDESC_ROLE']._serialized_end=1382
-  _globals['_VARTYPE']._serialized_start=1385
-  _globals['_VARTYPE']._serialized_end=1551
-  _globals['_VARTYPE_DATATYPE']._serialized_start=1397
-  _globals['_VARTYPE_DATATYPE']._serialized_end=1551
-  _globals['_PARAMETERINFO']._serialized_start=1554
-  _globals['_PARAMETERINFO']._serialized_end=1732
-  _globals['_VARDESC']._serialized_start=1735
-  _globals['_VARDESC']._serialized_end=1947
-  _globals['_BLOCKDESC']._serialized_start=1950
-  _globals['_BLOCKDESC']._serialized_end=2084
-  _globals['_PROGRAMDESC']._serialized_start=2086
-  _globals['_PROGRAMDESC']._serialized_end=2187
-  _globals['_KERNELDEF']._serialized_start=2190
-  _globals['_KERNELDEF']._serialized_end=2318
-  _globals['_OPDEF']._serialized_start=2321
-  _globals['_OPDEF']._serialized_end=2509
-  _globals['_KERNELPACK']._serialized_start=2511
-  _globals['_KERNELPACK']._serialized_end=2586
-  _globals['_PLUGINMANIFEST']._serialized_start=2589
-  _globals['_PLUGINMANIFEST']._serialized_end=2832
+  _globals['_ATTRVALUE']._serialized_end=270
+  _globals['_BOUND']._serialized_start=272
+  _globals['_BOUND']._serialized_end=313
+  _globals['_ATTRPROTO']._serialized_start=316
+  _globals['_ATTRPROTO']._serialized_end=593
+  _globals['_VARPROTO']._serialized_start=595
+  _globals['_VARPROTO']._serialized_end=694
+  _globals['_OPPROTO']._serialized_start=697
+  _globals['_OPPROTO']._serialized_end=885
+  _globals['_OPDESC']._serialized_start=888
+  _globals['_OPDESC']._serialized_end=1397
+  _globals['_OPDESC_SLOT']._serialized_start=1176
+  _globals['_OPDESC_SLOT']._serialized_end=1210
+  _globals['_OPDESC_ATTR']._serialized_start=1212
+  _globals['_OPDESC_ATTR']._serialized_end=1281
+  _globals['_OPDESC_PROVIDER']._serialized_start=1283
+  _globals['_OPDESC_PROVIDER']._serialized_end=1348
+  _globals['_OPDESC_ROLE']._serialized_start=1350
+  _globals['_OPDESC_ROLE']._serialized_end=1397
+  _globals['_VARTYPE']._serialized_start=1400
+  _globals['_VARTYPE']._serialized_end=1602
+  _globals['_VARTYPE_DATATYPE']._serialized_start=1412
+  _globals['_VARTYPE_DATATYPE']._serialized_end=1602
+  _globals['_PARAMETERINFO']._serialized_start=1605
+  _globals['_PARAMETERINFO']._serialized_end=1783
+  _globals['_VARDESC']._serialized_start=1786
+  _globals['_VARDESC']._serialized_end=1998
+  _globals['_BLOCKDESC']._serialized_start=2001
+  _globals['_BLOCKDESC']._serialized_end=2135
+  _globals['_PROGRAMDESC']._serialized_start=2137
+  _globals['_PROGRAMDESC']._serialized_end=2238
+  _globals['_KERNELDEF']._serialized_start=2241
+  _globals['_KERNELDEF']._serialized_end=2369
+  _globals['_OPDEF']._serialized_start=2372
+  _globals['_OPDEF']._serialized_end=2560
+  _globals['_KERNELPACK']._serialized_start=2562
+  _globals['_KERNELPACK']._serialized_end=2637
+  _globals['_PLUGINMANIFEST']._serialized_start=2640
+  _globals['_PLUGINMANIFEST']._serialized_end=2883
 # @@protoc_insertion_point(module_scope)

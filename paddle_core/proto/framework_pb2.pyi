@@ -20,6 +20,7 @@ class AttrType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STRINGS: _ClassVar[AttrType]
     BOOLS: _ClassVar[AttrType]
     BLOCK: _ClassVar[AttrType]
+    LONGS: _ClassVar[AttrType]
 ATTR_TYPE_UNSPECIFIED: AttrType
 INT: AttrType
 FLOAT: AttrType
@@ -31,9 +32,10 @@ FLOATS: AttrType
 STRINGS: AttrType
 BOOLS: AttrType
 BLOCK: AttrType
+LONGS: AttrType
 
 class AttrValue(_message.Message):
-    __slots__ = ("type", "i", "f", "s", "b", "l", "ints", "floats", "strings", "bools", "block_idx")
+    __slots__ = ("type", "i", "f", "s", "b", "l", "ints", "floats", "strings", "bools", "block_idx", "longs")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     I_FIELD_NUMBER: _ClassVar[int]
     F_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +47,7 @@ class AttrValue(_message.Message):
     STRINGS_FIELD_NUMBER: _ClassVar[int]
     BOOLS_FIELD_NUMBER: _ClassVar[int]
     BLOCK_IDX_FIELD_NUMBER: _ClassVar[int]
+    LONGS_FIELD_NUMBER: _ClassVar[int]
     type: AttrType
     i: int
     f: float
@@ -56,7 +59,8 @@ class AttrValue(_message.Message):
     strings: _containers.RepeatedScalarFieldContainer[str]
     bools: _containers.RepeatedScalarFieldContainer[bool]
     block_idx: int
-    def __init__(self, type: _Optional[_Union[AttrType, str]] = ..., i: _Optional[int] = ..., f: _Optional[float] = ..., s: _Optional[str] = ..., b: _Optional[bool] = ..., l: _Optional[int] = ..., ints: _Optional[_Iterable[int]] = ..., floats: _Optional[_Iterable[float]] = ..., strings: _Optional[_Iterable[str]] = ..., bools: _Optional[_Iterable[bool]] = ..., block_idx: _Optional[int] = ...) -> None: ...
+    longs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, type: _Optional[_Union[AttrType, str]] = ..., i: _Optional[int] = ..., f: _Optional[float] = ..., s: _Optional[str] = ..., b: _Optional[bool] = ..., l: _Optional[int] = ..., ints: _Optional[_Iterable[int]] = ..., floats: _Optional[_Iterable[float]] = ..., strings: _Optional[_Iterable[str]] = ..., bools: _Optional[_Iterable[bool]] = ..., block_idx: _Optional[int] = ..., longs: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Bound(_message.Message):
     __slots__ = ("value", "exclusive")
@@ -174,6 +178,9 @@ class VarType(_message.Message):
         BFLOAT16: _ClassVar[VarType.DataType]
         FLOAT32: _ClassVar[VarType.DataType]
         FLOAT64: _ClassVar[VarType.DataType]
+        UINT16: _ClassVar[VarType.DataType]
+        UINT32: _ClassVar[VarType.DataType]
+        UINT64: _ClassVar[VarType.DataType]
     DATA_TYPE_UNSPECIFIED: VarType.DataType
     BOOL: VarType.DataType
     INT8: VarType.DataType
@@ -185,6 +192,9 @@ class VarType(_message.Message):
     BFLOAT16: VarType.DataType
     FLOAT32: VarType.DataType
     FLOAT64: VarType.DataType
+    UINT16: VarType.DataType
+    UINT32: VarType.DataType
+    UINT64: VarType.DataType
     def __init__(self) -> None: ...
 
 class ParameterInfo(_message.Message):

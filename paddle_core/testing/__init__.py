@@ -35,9 +35,11 @@ and the largest mismatch), not only the first:
     respect to every floating input match central finite differences, on each device in the
     most precise floating dtype tested there (``GRAD_TOLERANCES``: float64 with eps 1e-6, rtol
     1e-5, atol 1e-8; float32, eps 1e-3, rtol and atol 1e-2, only where float64 is not tested:
-    a device without float64 kernels, or ``dtypes`` leaving it out). An op with floating
-    inputs and no grad rule fails ("pass grad=False if it is not differentiable"); one that
-    declares ``paddle_core.rules:no_grad`` (zero gradients) passes.
+    a device without float64 kernels, or ``dtypes`` leaving it out). Gradients in float16 and
+    bfloat16, where tested beside float64, are compared with float64's (computed from the same
+    values and weights) within ``TOLERANCES``: finite differences in 16 bits say little. An op
+    with floating inputs and no grad rule fails ("pass grad=False if it is not
+    differentiable"); one that declares ``paddle_core.rules:no_grad`` (zero gradients) passes.
 ``save/load``
     The program holding the op serialises, parses back to the same bytes, and gives the same
     results, bit for bit, on each device.

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._src.base.device import Device
-from .._src.base.dtypes import DTYPES, FLOATING, canonical
+from .._src.base.dtypes import DTYPES, FLOATING, canonical, numpy_dtype
 from .._src.base.errors import AttrError, KernelRuntimeError, PaddleCoreError
 from .._src.graph.program import Program
 from .._src.plugins import devices as D
@@ -20,7 +20,7 @@ from .._src.spec import attrs as A
 from .._src.spec import manifest as M
 from .._version import __version__
 from ..proto import framework_pb2 as pb
-from ._run import build, grad_problems, mismatch
+from ._run import build, grad_problems, lower_precision_grad_problems, mismatch
 
 # (rtol, atol) of the comparison with the reference, per dtype of the run. The reference sees
 # the very inputs the kernel saw (rounded to the dtype), in float64, so these bound the op's
@@ -36,6 +36,9 @@ GRAD_TOLERANCES: dict[str, tuple[float, float, float]] = {
     "float64": (1e-6, 1e-5, 1e-8),
     "float32": (1e-3, 1e-2, 1e-2),  # only where float64 is not tested: coarse, but catches 2x
 }
+# Gradients in these dtypes are compared with float64's (within TOLERANCES), not with finite
+# differences of their own.
+HALF_GRADS = ("float16", "bfloat16")
 CHECKS = ("manifest", "run", "shape rule", "reference", "grad", "save/load", "attrs")
 Run = tuple[Device, str]  # (device, dtype)
 
@@ -153,10 +156,8 @@ def _arrays(value: Any) -> Any:
 
 def _kernel_dtype(info: OpInfo, arrays: dict[str, Any]) -> str | None:
     """The dtype that selects the op's kernel for these inputs, as given."""
-    slot = info.opdef.kernel_dtype_input or next(
-        (s.name for s in info.proto.inputs if s.name in arrays), None
-    )
-    if slot is None or slot not in arrays:
+    slot = info.signature().selecting_input(arrays)
+    if slot is None:
         return None
     value = arrays[slot]
     first = value[0] if isinstance(value, list) else value
@@ -223,7 +224,7 @@ _PRECISION = ("float64", "float32", "float16", "bfloat16")
 
 def _numpy_has(dtype: str) -> bool:
     try:
-        np.dtype(dtype)
+        numpy_dtype(dtype)
     except TypeError:  # bfloat16 without ml_dtypes
         return False
     return True
@@ -241,7 +242,7 @@ def _cast(arrays: dict[str, Any], dtype: str) -> dict[str, Any]:
     """Inputs of floating dtype converted to ``dtype`` (the others as they are)."""
 
     def one(a: np.ndarray) -> np.ndarray:
-        return a.astype(dtype) if _is_floating(a) and dtype in DTYPES else a
+        return a.astype(numpy_dtype(dtype)) if _is_floating(a) and dtype in DTYPES else a
 
     return {s: [one(a) for a in v] if isinstance(v, list) else one(v) for s, v in arrays.items()}
 
@@ -385,7 +386,8 @@ def _check_grad(
     report: _Report, info: OpInfo, arrays: dict[str, Any], attrs: dict, runs: list[Run]
 ) -> None:
     """Gradients against finite differences, on each device, in the most precise floating
-    dtype tested there (float64 wherever the op declares it)."""
+    dtype tested there (float64 wherever the op declares it); float16 and bfloat16 gradients,
+    where tested beside float64, against float64's within TOLERANCES."""
     floating = [s for s, v in arrays.items() if any(_is_floating(a) for a in _flat({s: v}))]
     if not floating or info.grad == "zero":
         return
@@ -398,23 +400,52 @@ def _check_grad(
         if dtype is None:
             continue
         eps, rtol, atol = GRAD_TOLERANCES[dtype]
-        cast = _cast(arrays, dtype)
-        tolerance = {"eps": eps, "rtol": rtol, "atol": atol}
-        try:
-            problems = grad_problems(
+        common = {"wrt": floating, "seed": 0, "device": device}
+        checked = _report_grads(
+            report,
+            (device, dtype),
+            grad_problems,
+            info.type,
+            _cast(arrays, dtype),
+            attrs,
+            output=None,
+            eps=eps,
+            rtol=rtol,
+            atol=atol,
+            **common,
+        )
+        if not checked or dtype != "float64":
+            continue
+        # The 16-bit floats: their gradients against float64's, which finite differences just
+        # vouched for, from the same values (too coarse for finite differences of their own).
+        for low in (t for t in tested if t in HALF_GRADS):
+            rtol, atol = TOLERANCES[low]
+            _report_grads(
+                report,
+                (device, low),
+                lower_precision_grad_problems,
                 info.type,
-                cast,
+                _cast(arrays, low),
                 attrs,
-                wrt=floating,
-                output=None,
-                seed=0,
-                device=device,
-                **tolerance,
+                dtype=low,
+                rtol=rtol,
+                atol=atol,
+                **common,
             )
-        except PaddleCoreError as e:
-            problems = [f"computing the gradients failed: {type(e).__name__}: {e}"]
-        for problem in problems:
-            report.fail("grad", problem, device, dtype)
+
+
+def _report_grads(
+    report: _Report, run: Run, check: Callable[..., list[str]], *args, **kwargs
+) -> bool:
+    """Run one gradient check and record its problems (or the error computing them) against
+    ``run`` (device, dtype); True when there were none."""
+    try:
+        problems = check(*args, **kwargs)
+    except PaddleCoreError as e:
+        problems = [f"computing the gradients failed: {type(e).__name__}: {e}"]
+    for problem in problems:
+        report.fail("grad", problem, *run)
+    return not problems
 
 
 # -- 5. save/load --------------------------------------------------------------------------
@@ -476,7 +507,7 @@ def _declared(ap: pb.AttrProto) -> str:
 def outside_values(ap: pb.AttrProto) -> list[Any]:
     """Values of ``ap``'s type just outside its declared range, and one not among its
     choices (a list attr gets one-element lists of them); empty for an unconstrained attr."""
-    scalar = {pb.INTS: pb.INT, pb.FLOATS: pb.FLOAT, pb.STRINGS: pb.STRING}.get(ap.type, ap.type)
+    scalar = A.ELEMENT_TYPE.get(ap.type, ap.type)
     values: list[Any] = []
     integer = scalar in (pb.INT, pb.LONG)
     for side, away in (("min", -math.inf), ("max", math.inf)):

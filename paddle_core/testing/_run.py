@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._src.base.dtypes import FLOATING
+from .._src.base.dtypes import FLOATING, numpy_dtype
 from .._src.graph.backward import gradients
 from .._src.graph.program import Program, program_guard
 from .._src.graph.variable import Variable
@@ -86,21 +87,33 @@ def check_grad(
         raise AssertionError(f"op {op_type!r}: " + "\n".join(problems))
 
 
-def grad_problems(
+@dataclass
+class _Gradients:
+    """One op's program with the gradients of a weighted sum of its outputs, computed."""
+
+    prog: Program
+    targets: list[Variable]  # the outputs differentiated
+    weight_feed: dict[str, np.ndarray]  # their weights, by weight variable name
+    feed: dict[str, np.ndarray]  # the op's inputs
+    variables: list[Variable]  # the inputs differentiated
+    labels: dict[str, str]  # variable name -> "x", or "xs[1]" in a duplicable slot
+    analytic: dict[str, np.ndarray]  # variable name -> its gradient (absent: none computed)
+
+
+def _gradients(
     op_type: str,
     inputs: dict[str, Any],
     attrs: dict[str, Any] | None,
     *,
     wrt: Sequence[str] | None,
     output: str | Sequence[str] | None,
-    eps: float,
-    rtol: float,
-    atol: float,
     seed: int,
     device: Any,
-) -> list[str]:
-    """What ``check_grad`` asserts, as a list of problems (empty when the gradients are right).
-    Errors building or running the gradient ops (a PaddleCoreError) propagate."""
+    weight_dtype: str | None = None,
+) -> _Gradients | list[str]:
+    """The op's analytic gradients; a list of problems when ``output`` names none of its
+    outputs (empty: nothing to differentiate). The weights are standard normal (``seed``),
+    rounded to ``weight_dtype`` when given, so that runs in two dtypes weigh alike."""
     prog, slots, outputs, feed = build(op_type, inputs, attrs)
     if output is None:
         chosen = [s for s, vs in outputs.items() if vs and vs[0].dtype in FLOATING]
@@ -124,46 +137,131 @@ def grad_problems(
                 name = f"{t.name}@W{n}"
             w = block.create_var(name, t.shape, t.dtype)
             w.is_data = True
-            weights.append(rng.standard_normal(t.shape).astype(t.dtype))
+            weight = rng.standard_normal(t.shape)
+            if weight_dtype is not None:
+                weight = weight.astype(numpy_dtype(weight_dtype))
+            weights.append(weight.astype(numpy_dtype(t.dtype)))
             seeds.append(w)
     weight_feed = {w.name: value for w, value in zip(seeds, weights)}
     wanted = [s for s in slots if wrt is None or s in wrt]
-    variables, labels = [], {}  # labels: "x", or "xs[1]" in a duplicable slot
+    variables, labels = [], {}
     for s in wanted:
         many = isinstance(slots[s], list)
         for k, v in enumerate(slots[s] if many else [slots[s]]):
             variables.append(v)
             labels[v.name] = f"{s}[{k}]" if many else s
-    exe = Executor(device)
     grads = gradients(targets, variables, target_gradients=seeds)
     fetch = [g for g in grads if g is not None]
     # Each run on a scope of its own: a random op (``random: true``) draws the same numbers in
     # every run, so that finite differences see a function of the inputs alone.
     full_feed = {**feed, **weight_feed}
+    exe = Executor(device)
     computed = exe.run(prog, feed=full_feed, fetch_list=fetch, scope=Scope()) if fetch else []
     analytic = dict(zip([v.name for v, g in zip(variables, grads) if g is not None], computed))
+    return _Gradients(prog, targets, weight_feed, feed, variables, labels, analytic)
+
+
+def grad_problems(
+    op_type: str,
+    inputs: dict[str, Any],
+    attrs: dict[str, Any] | None,
+    *,
+    wrt: Sequence[str] | None,
+    output: str | Sequence[str] | None,
+    eps: float,
+    rtol: float,
+    atol: float,
+    seed: int,
+    device: Any,
+) -> list[str]:
+    """What ``check_grad`` asserts, as a list of problems (empty when the gradients are right).
+    Errors building or running the gradient ops (a PaddleCoreError) propagate."""
+    g = _gradients(op_type, inputs, attrs, wrt=wrt, output=output, seed=seed, device=device)
+    if isinstance(g, list):
+        return g
+    exe = Executor(device)
+    weights = list(g.weight_feed.values())
 
     def objective(values: dict[str, np.ndarray]) -> float:
-        outs = exe.run(prog, feed={**values, **weight_feed}, fetch_list=targets, scope=Scope())
+        outs = exe.run(
+            g.prog, feed={**values, **g.weight_feed}, fetch_list=g.targets, scope=Scope()
+        )
         return float(sum(np.sum(o.astype(np.float64) * w) for o, w in zip(outs, weights)))
 
     problems = []
-    for var in variables:
-        numeric = _finite_differences(objective, feed, var.name, eps)
-        got = analytic.get(var.name)
+    for var in g.variables:
+        numeric = _finite_differences(objective, g.feed, var.name, eps)
+        got = g.analytic.get(var.name)
         if got is None:
             if np.any(numeric != 0):
                 problems.append(
-                    f"no gradient for input {labels[var.name]!r}, but finite differences give "
+                    f"no gradient for input {g.labels[var.name]!r}, but finite differences give "
                     f"{mismatch(np.zeros_like(numeric), numeric, 0.0, 0.0)}"
                 )
             continue
         found = mismatch(got, numeric, rtol, atol)
         if found:
             problems.append(
-                f"gradient of input {labels[var.name]!r} (analytic vs finite differences): {found}"
+                f"gradient of input {g.labels[var.name]!r} (analytic vs finite differences): {found}"
             )
     return problems
+
+
+def lower_precision_grad_problems(
+    op_type: str,
+    inputs: dict[str, Any],
+    attrs: dict[str, Any] | None,
+    *,
+    dtype: str,
+    wrt: Sequence[str] | None,
+    rtol: float,
+    atol: float,
+    seed: int,
+    device: Any,
+) -> list[str]:
+    """The op's gradients computed in ``dtype`` (``inputs`` hold its floating inputs in that
+    dtype) against those computed in float64 from the same values and weights, within (rtol,
+    atol): for the 16-bit floats, where finite differences in their own precision say little.
+    The float64 gradients are the ones a finite-difference check vouches for."""
+    wide = {
+        s: [_to_float64(a) for a in v] if isinstance(v, (list, tuple)) else _to_float64(v)
+        for s, v in inputs.items()
+    }
+    runs = [
+        _gradients(
+            op_type,
+            values,
+            attrs,
+            wrt=wrt,
+            output=None,
+            seed=seed,
+            device=device,
+            weight_dtype=dtype,
+        )
+        for values in (inputs, wide)
+    ]
+    low, high = runs
+    if isinstance(low, list) or isinstance(high, list):
+        return [p for r in runs if isinstance(r, list) for p in r]
+    problems = []
+    for var in low.variables:
+        got, want = low.analytic.get(var.name), high.analytic.get(var.name)
+        if got is None or want is None:
+            if (got is None) != (want is None):
+                which = dtype if got is None else "float64"
+                problems.append(f"no gradient for input {low.labels[var.name]!r} in {which}")
+            continue
+        found = mismatch(got, want, rtol, atol)
+        if found:
+            problems.append(
+                f"gradient of input {low.labels[var.name]!r} in {dtype} vs float64's: {found}"
+            )
+    return problems
+
+
+def _to_float64(a: Any) -> Any:
+    a = np.asarray(a)
+    return a.astype(np.float64) if a.dtype.name in FLOATING else a
 
 
 def _finite_differences(

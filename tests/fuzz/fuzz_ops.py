@@ -94,6 +94,9 @@ class Case:
             return pick(STRINGS)
         if ap.type == pb.INTS:
             return [pick(INTS[1:-1]) for _ in range(int(rng.integers(0, 6)))]
+        if ap.type == pb.LONGS:  # mostly small, now and then a 64-bit extreme
+            values = INTS[1:-1] * 4 + LONGS
+            return [pick(values) for _ in range(int(rng.integers(0, 6)))]
         if ap.type == pb.FLOATS:
             return [pick(FLOATS) for _ in range(int(rng.integers(0, 4)))]
         if ap.type == pb.BOOLS:

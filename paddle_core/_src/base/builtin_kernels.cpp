@@ -4,7 +4,8 @@
 //
 // Memory contract: fill_like's out has x's shape and dtype; add_n's inputs (one or more) and
 // out share one shape and dtype (checked in prepare). Both are single-threaded loops: they run
-// on gradient-sized tensors between kernels that thread.
+// on gradient-sized tensors between kernels that thread. float16 and bfloat16 add in float32,
+// each sum rounded, as paddle-ops-math's CUDA add_n does.
 #include <cstdint>
 
 #include "paddle_core/kernel.hpp"
@@ -12,11 +13,14 @@
 namespace paddle_core {
 namespace {
 
+// Gradients' dtypes (every floating one) and int32, int64.
+using GradTypes = Join<AllFloats, Ints>;
+
 // out = value, with x's shape and dtype.
 class FillLike {
  public:
   static constexpr Signature signature{"1", "1"};
-  using DTypes = Numbers;
+  using DTypes = GradTypes;
   FillLike(const Attrs& attrs, const Slots& in, const Slots& out) : value_(attrs.f("value")) {
     expect_same_shape(in(0), out(0), "x and out");
     expect_same_dtype(in(0), out(0), "x and out");
@@ -40,7 +44,7 @@ class FillLike {
 class AddN {
  public:
   static constexpr Signature signature{"+", "1"};
-  using DTypes = Numbers;
+  using DTypes = GradTypes;
   AddN(const Attrs&, const Slots& in, const Slots& out) {
     if (in.size(0) < 1) fail("add_n needs at least one input");
     for (int32_t k = 0; k < in.size(0); ++k) {
@@ -59,7 +63,11 @@ class AddN {
       for (int64_t i = 0; i < n; ++i) o[i] = first[i];
       for (int32_t k = 1; k < in.size(0); ++k) {
         const T* x = in(0, k).data<T>();
-        for (int64_t i = 0; i < n; ++i) o[i] += x[i];
+        if constexpr (is_half_float_v<T>) {
+          for (int64_t i = 0; i < n; ++i) o[i] = T(float(o[i]) + float(x[i]));
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] += x[i];
+        }
       }
     });
   }

@@ -1,7 +1,9 @@
 """Element types: canonical names (NumPy's) and their protobuf enum values.
 
 Names are the public currency ("float32"); the enum is only for the wire format. This module
-imports neither NumPy nor protobuf at import time, so listing paths stay light.
+imports neither NumPy nor protobuf at import time, so listing paths stay light. NumPy has no
+bfloat16 of its own: ml_dtypes (a dependency) registers it, and ``numpy_dtype`` imports it
+when a bfloat16 array is first made.
 """
 
 from __future__ import annotations
@@ -25,9 +27,13 @@ DTYPES: tuple[str, ...] = (
     "bfloat16",
     "float32",
     "float64",
+    "uint16",
+    "uint32",
+    "uint64",
 )
 _TO_ENUM = {name: i + 1 for i, name in enumerate(DTYPES)}
 FLOATING = frozenset({"float16", "bfloat16", "float32", "float64"})
+INTEGER = frozenset(name for name in DTYPES if "int" in name)
 
 
 def to_enum(name: str) -> int:
@@ -40,6 +46,21 @@ def from_enum(value: int) -> str:
     if not 1 <= value <= len(DTYPES):
         raise PaddleCoreError(f"unknown dtype enum value {value}")
     return DTYPES[value - 1]
+
+
+def numpy_dtype(name: str) -> Any:
+    """NumPy's dtype of a canonical name; bfloat16 is ml_dtypes'. Raises TypeError when NumPy
+    cannot hold it (bfloat16 without ml_dtypes installed)."""
+    import numpy as np  # (only where arrays are made: listing never needs NumPy)
+
+    if name == "bfloat16":
+        try:
+            import ml_dtypes  # noqa: F401  (importing it registers bfloat16 with NumPy)
+        except ImportError:
+            raise TypeError(
+                "NumPy has no bfloat16 without ml_dtypes (pip install ml_dtypes)"
+            ) from None
+    return np.dtype(name)
 
 
 def canonical(dtype: Any) -> str:

@@ -7,13 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import numpy_dtype
+
 ALIGNMENT = 64  # bytes; the kernel ABI promises it for buffers the core allocates
 
 
 def aligned_empty(shape: tuple, dtype: str, raw: Any = None) -> Any:
     """An uninitialised C-contiguous array whose data is 64-byte aligned (carved from ``raw``,
     a uint8 array of at least nbytes + 64 bytes, when given)."""
-    dt = np.dtype(dtype)
+    dt = numpy_dtype(dtype) if isinstance(dtype, str) else np.dtype(dtype)
     nbytes = math.prod(shape) * dt.itemsize
     if raw is None:
         raw = np.empty(nbytes + ALIGNMENT, np.uint8)

@@ -19,11 +19,18 @@ MAX_LIST_ITEMS = 1 << 20  # items of a list attr: read up to this many from what
 
 def shape_problem(shape: Sequence, itemsize: int = 1) -> str | None:
     """Why ``shape`` (ints >= 0, None for unknown) of ``itemsize``-byte elements is over the
-    limits, or None. Unknown dimensions count as 1."""
+    limits, or None. Unknown dimensions count as 1. An empty tensor's other dimensions are held
+    to the same bound, so that no product of dimensions a kernel forms (its strides) overflows
+    int64 either: [0, 2**62] is refused, [0, 3] is not."""
     if len(shape) > MAX_RANK:
         return f"has {len(shape)} dimensions; at most {MAX_RANK} are supported"
     if math.prod(d for d in shape if d is not None) * itemsize > MAX_BYTES:
         return f"is larger than the {MAX_BYTES >> 40} TiB one buffer may hold"
+    if math.prod(d for d in shape if d) * itemsize > MAX_BYTES:
+        return (
+            f"is empty, but its other dimensions span more than the {MAX_BYTES >> 40} TiB one "
+            "buffer may hold"
+        )
     return None
 
 

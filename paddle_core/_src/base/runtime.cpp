@@ -396,6 +396,7 @@ class Plan {
           a.s = step.attr_strings.back().c_str();
           break;
         case PC_ATTR_INTS:
+        case PC_ATTR_LONGS:
         case PC_ATTR_BOOLS: {
           std::vector<int64_t> v;
           for (auto x : value) v.push_back(a.type == PC_ATTR_BOOLS ? x.cast<bool>() : x.cast<int64_t>());

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..base.errors import OpInputError, ShapeError, counted, did_you_mean, shown
+from ..base.errors import (
+    KernelNotFoundError,
+    OpInputError,
+    ShapeError,
+    counted,
+    did_you_mean,
+    shown,
+)
 from .operator import Operator, block_indices, check_sub_blocks
 from .shape_inference import ShapeContext, check_spec, infer
 from .variable import Parameter, Variable, format_shape
@@ -55,6 +62,7 @@ def append(
     in_vars = _bind_inputs(block, info, sig, inputs)
     ctx = ShapeContext(info.type, in_vars, attrs, sig.output_slots, block)
     infer(info, ctx)
+    _check_kernel_dtype(info, sig, in_vars, ctx)
     out_vars = _bind_outputs(block, info, sig, ctx.outputs, outputs, name)
     op = Operator(
         block,
@@ -76,6 +84,33 @@ def append(
         block.ops.insert(position, op)
     block.program._version += 1
     return op, out_vars
+
+
+def _check_kernel_dtype(info: Any, sig: Any, in_vars: dict, ctx: ShapeContext) -> None:
+    """Refuse now, not when the program runs, an op whose kernel-selecting dtype (the first
+    input's, or kernel_dtype_input's, or for ops without inputs the first output's) no kernel
+    the op declares takes, on any device: exp of an int32 x. A dtype some device lacks is
+    still planned (and refused, or run elsewhere) per device."""
+    if not sig.kernel_dtypes:
+        return  # no kernels declared: nothing to hold the dtype to
+    slot = sig.selecting_input([s for s, vs in in_vars.items() if vs])
+    if slot is not None:
+        var = in_vars[slot][0]
+        dtype, what = var.dtype, f"input {slot!r} ({var.name!r}) is {var.dtype}"
+    else:
+        out_slot = next((s for s in sig.output_slots if ctx.outputs.get(s)), None)
+        if out_slot is None:
+            return
+        dtype = ctx.outputs[out_slot][0][1]
+        what = f"output {out_slot!r} is {dtype}"
+    if dtype in sig.kernel_dtypes:
+        return
+    have = "; ".join(f"{d} ({', '.join(info.dtypes_for(d))})" for d in info.devices)
+    raise KernelNotFoundError(
+        f"op {info.type!r} has no kernel for dtype {dtype} on any device: {what} "
+        f"({info.plugin.label}); its kernels: {have}",
+        op=info.type,
+    )
 
 
 def _bind_inputs(

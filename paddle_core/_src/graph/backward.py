@@ -35,11 +35,15 @@ class GradContext:
     """What a grad rule sees: the forward op, its outputs' gradients, and where to put its
     inputs' gradients (names; None where no gradient is needed or flows)."""
 
-    def __init__(self, backward: _Backward, index: int, op: Operator) -> None:
+    def __init__(
+        self, backward: _Backward, index: int, op: Operator, defaults: dict[str, Any]
+    ) -> None:
         self._backward = backward
         self._index = index  # the op's position among the forward ops
         self.op = op
-        self.attrs = op.attrs
+        # An op loaded from a program saved before its plugin added an attr lacks that attr:
+        # the rule reads its default, as the op's kernel gets it when planned.
+        self.attrs = op.attrs if defaults.keys() <= op.attrs.keys() else {**defaults, **op.attrs}
         self.block = backward.block  # where gradient ops go
         self._input_grads: dict[tuple[str, int], str | None] = {}
         # Forward values handed to the rule, and the version of each it stands for.
@@ -341,14 +345,15 @@ def _apply_rules(forward: list[Operator], backward: _Backward, targets: set[Valu
         written = versions.writes[index].items()
         if not any(backward.partials.get(value) for value in written):
             continue
-        rule = registry.op(op.type).grad_rule()
+        info = registry.op(op.type)
+        rule = info.grad_rule()
         if rule is None:
             raise ProgramError(
                 f"op {op.type!r} ({', '.join(op.output_names)}) is not differentiable (its "
                 "plugin declares no grad rule), but gradients must flow through it"
             )
         try:
-            rule(GradContext(backward, index, op))
+            rule(GradContext(backward, index, op, info.defaults))
         except PaddleCoreError:
             raise
         except PLUGIN_CODE_ERRORS as e:  # a bug in the rule surfaces as our error, naming the op

@@ -172,9 +172,59 @@ class Block:
         attrs: dict[str, Any] | None = None,
     ) -> Operator:
         """Like ``append_op``, inserting the op first (e.g. initializers, loaders)."""
+        return self.insert_op(0, type, inputs, outputs, attrs)
+
+    def insert_op(
+        self,
+        index: int,
+        type: str,
+        inputs: dict[str, Any] | None = None,
+        outputs: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> Operator:
+        """Like ``append_op``, inserting the op at ``index`` (a program pass's conversions)."""
         info = get_registry().op(type)
         inputs, attrs = _given(inputs), _given(attrs)
-        return append(self, info, inputs, attrs, outputs, position=0)[0]
+        return append(self, info, inputs, attrs, outputs, position=index)[0]
+
+    def rewrite_op(
+        self,
+        op: Operator,
+        inputs: dict[str, Any] | None = None,
+        outputs: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> Operator:
+        """Rebind an op of this block in place (a program pass's tool): ``inputs``, ``outputs``
+        (slot -> a variable or name, or a list of them) and ``attrs`` replace the ones given
+        (slots and attrs not given stay), checked and
+        shape-inferred as ``append_op`` checks a new op. The op keeps its place, role and
+        identity, so a planner can tell it from ops a pass inserted. Raises like
+        ``append_op``; then the op is unchanged."""
+        if op.block is not self:
+            raise ProgramError(f"op {op.type!r} is not an op of block {self.idx}")
+        info = get_registry().op(op.type)
+        duplicable = {slot for slot, dup, _, _ in info.signature().inputs if dup}
+        bound = {}  # as append_op takes them: one name (not a list) for a slot of one variable
+        for slot, value in {**op.inputs, **_given(inputs)}.items():
+            if isinstance(value, (list, tuple)) and len(value) == 1 and slot not in duplicable:
+                value = value[0]
+            if value is not None and value != []:
+                bound[slot] = value
+        new, out_vars = append(
+            self,
+            info,
+            bound,
+            {**op.attrs, **_given(attrs)},
+            {**op.outputs, **_given(outputs)},
+        )
+        self.ops.pop()  # appended last: its fields move into ``op``
+        op.inputs, op.outputs = new.inputs, new.outputs
+        op.attrs, op.attr_types = new.attrs, new.attr_types
+        for vs in out_vars.values():
+            for v in vs:
+                if type(v) is not Parameter:
+                    v.op = op
+        return op
 
     def remove_op(self, index: int) -> Operator:
         op = self.ops.pop(index)

@@ -316,7 +316,7 @@ class Model:
             self._ran = True
         startup, scope = self.startup_program, self.root_scope
 
-        def missing(block: Any, fed: set[str]) -> list[Any]:
+        def missing(block: Any, fed: set[str], origins: Any = None) -> list[Any]:
             return [op for op in block.ops if any(n not in scope for n in op.output_names)]
 
         if missing(startup.global_block(), set()):

@@ -32,22 +32,32 @@ from .expression import Target
 MAX_PLANS = 16  # feed signatures kept per subgraph (batch sizes, mostly)
 
 
-def extract(block: Any, targets: list[Target], fed: set[str]) -> list[tuple[int, Any]]:
-    """(index, op) of the ops ``targets`` need, in block order (see the module docstring)."""
+def extract(
+    block: Any, targets: list[Target], fed: set[str], origins: list[int | None] | None = None
+) -> list[tuple[int, Any]]:
+    """(index, op) of the ops ``targets`` need, in block order (see the module docstring).
+
+    ``origins``: for a block a program pass rewrote, each op's index in the block before the
+    pass (None for an op the pass inserted, which counts as part of the op before it), the
+    indices the targets know; None where the block is the program's own."""
     ops = block.ops
+    at = list(range(len(ops))) if origins is None else _places(origins)
     forced = {i for t in targets for i in t.forced}
     updates = any(t.updates for t in targets)
     pending = sorted(targets, key=lambda t: t.end)  # a name is needed before its end
     end = max([t.end for t in targets] + [i + 1 for i in forced], default=0)
     need: set[str] = set()
     kept = []
-    for i in range(end - 1, -1, -1):
-        while pending and pending[-1].end > i:
+    for i in range(len(ops) - 1, -1, -1):
+        if at[i] >= end:
+            continue
+        while pending and pending[-1].end > at[i]:
             name = pending.pop().name
             if name not in fed:
                 need.add(name)
         op = ops[i]
-        if i not in forced:
+        inserted = origins is not None and origins[i] is None
+        if inserted or at[i] not in forced:
             if not any(n in need for n in op.output_names):
                 continue
             if not updates and op.role == "optimize" and _writes_persistable(block, op):
@@ -56,6 +66,16 @@ def extract(block: Any, targets: list[Target], fed: set[str]) -> list[tuple[int,
         need.update(n for n in op.input_names if n not in fed)
     kept.reverse()
     return kept
+
+
+def _places(origins: list[int | None]) -> list[int]:
+    """Each op's place in the program before a pass: its own, or for an op the pass inserted,
+    that of the op before it (-1 before the first)."""
+    places, last = [], -1
+    for origin in origins:
+        last = last if origin is None else origin
+        places.append(last)
+    return places
 
 
 def _writes_persistable(block: Any, op: Any) -> bool:
@@ -105,11 +125,12 @@ class Subgraph:
             and hooks.generation == self.generation
         )
 
-    def _pick(self, block: Any, fed: set[str]) -> list[Any]:
+    def _pick(self, block: Any, fed: set[str], origins: list[int | None] | None) -> list[Any]:
         if block is self.program.global_block():
             return self.ops
-        # A copy rewritten by a paddle_core_transform_program pass: the same walk, by index.
-        return [op for _, op in extract(block, self.targets, fed)]
+        # A copy rewritten by a paddle_core_transform_program pass: the same walk, with the
+        # pass's ops placed among the program's.
+        return [op for _, op in extract(block, self.targets, fed, origins)]
 
     def prepared(self, feed: dict[str, Any], layout: int) -> PreparedProgram:
         """The plan for these feeds (arrays the model checked), built on first use.

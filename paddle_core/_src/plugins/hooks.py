@@ -56,12 +56,34 @@ class HookSpecs:
         """Return ``Device`` subclasses this plugin provides (each with a unique ``type``)."""
 
     @hookspec
-    def paddle_core_transform_program(self, program: Any, device: Any) -> None:
-        """Rewrite ``program`` in place before it is prepared for ``device``.
+    def paddle_core_transform_program(
+        self, program: Any, device: Any, feed_names: list, fetch_names: list
+    ) -> None:
+        """Rewrite ``program`` in place before it is prepared for ``device``, fed the variables
+        ``feed_names`` and fetching ``fetch_names`` (an implementation takes the arguments it
+        names, any of these four).
 
         Called on a private copy (never the user's program), before pruning and kernel
         selection, so a pass may change which ops the fetches need. Typical uses: fusion,
-        layout changes, inserting device copies.
+        layout changes, inserting device copies. A pass must leave each fetched variable, and
+        each variable an op it did not rewrite reads, with the value the program gives it;
+        fed variables are the caller's. It may insert ops (``Block.insert_op``) and rebind
+        ops (``Block.rewrite_op``, which keeps an op's identity): ops it inserts count, for a
+        value taken at a point of the program (``pc.Model``'s expressions), as part of the op
+        of the program before them.
+        """
+
+    @hookspec
+    def paddle_core_wants_transform(
+        self, program: Any, device: Any, feed_names: list, fetch_names: list
+    ) -> bool:
+        """Whether this plugin's ``paddle_core_transform_program`` has anything to do for
+        ``program`` (which it must not change here), with the same arguments.
+
+        The planner copies a program for its passes only when one of them has something to
+        do, so a pass that applies to few programs should say which: the copy costs about as
+        much as the rest of planning. A plugin that implements the pass but not this hook is
+        always given the copy.
         """
 
 
@@ -77,9 +99,24 @@ class CoreHooks:
         return [CPU, CUDA]
 
 
+def passes_apply(program: Any, device: Any, feed_names: list, fetch_names: list) -> bool:
+    """Whether a ``paddle_core_transform_program`` pass may change ``program``: a plugin
+    implementing it says so through ``paddle_core_wants_transform``, or does not say."""
+    manager = plugin_manager()
+    passes = {i.plugin_name for i in manager.hook.paddle_core_transform_program.get_hookimpls()}
+    if not passes:
+        return False
+    asked = manager.hook.paddle_core_wants_transform
+    if passes - {i.plugin_name for i in asked.get_hookimpls()}:
+        return True
+    return any(
+        asked(program=program, device=device, feed_names=feed_names, fetch_names=fetch_names)
+    )
+
+
 _manager: pluggy.PluginManager | None = None
 # Bumped whenever register_plugin/unregister_plugin change the hooks, so that executors drop
-# plans prepared under the old ones.
+# plans prepared under the old ones (and in a child process after fork: run/executor.py).
 generation = 0
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 
 from ..base.errors import PLUGIN_CODE_ERRORS, KernelLoadError, PluginError
+from ..base.threads import openmp_defaults
 from . import abi, index_cache
 from .discovery import PluginRecord, missing_symbols_reason
 
@@ -186,7 +187,8 @@ def check_module(plugin: PluginRecord) -> tuple[dict[str, Any], str, list[str]]:
     declare). Shared by loading and ``paddle-ops validate``."""
     name = plugin.kernel_module
     try:
-        module = importlib.import_module(name)
+        with openmp_defaults():
+            module = importlib.import_module(name)
     except PLUGIN_CODE_ERRORS as e:
         return {}, f"its compiled module {name!r} failed to import: {type(e).__name__}: {e}", []
     problem = abi.module_problem(module, name, plugin.distribution)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import shlex
 from collections import namedtuple
+from collections.abc import Container
 
 from ..._version import __version__
 from ..base.dtypes import DTYPES
@@ -98,6 +99,8 @@ class OpSignature:
         "attr_types",
         "block_attrs",
         "validate",
+        "kernel_dtype_input",
+        "kernel_dtypes",
     )
 
     def __init__(self, info: OpInfo) -> None:
@@ -112,6 +115,17 @@ class OpSignature:
         validator = info.validator()
         self.block_attrs = validator.block_attrs  # given as Blocks, stored as their indices
         self.validate = validator.validate
+        self.kernel_dtype_input = info.opdef.kernel_dtype_input
+        # Every dtype some device's declared kernel takes (empty: the op declares none).
+        self.kernel_dtypes = frozenset(dtype for _, dtype in info.kernels)
+
+    def selecting_input(self, bound: Container[str]) -> str | None:
+        """The input slot whose dtype selects the op's kernel, among the ``bound`` ones: the
+        manifest's kernel_dtype_input when it is bound, else the first bound input; None when
+        no input is bound (the first output's dtype selects it then)."""
+        if self.kernel_dtype_input and self.kernel_dtype_input in bound:
+            return self.kernel_dtype_input
+        return next((slot[0] for slot in self.inputs if slot[0] in bound), None)
 
 
 class OpInfo:

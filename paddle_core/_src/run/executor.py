@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.dtypes import ITEMSIZE, canonical, name_of
+from ..base.dtypes import ITEMSIZE, canonical, name_of, numpy_dtype
 from ..base.errors import (
     ConfigError,
     FeedError,
@@ -308,11 +308,11 @@ def _to_array(name: str, var: Variable, value: Any) -> Any:
         ) from None
     # Lists and scalars take the variable's dtype, unless that loses meaning.
     try:
-        target = np.dtype(var.dtype)
-    except TypeError:  # bfloat16 without ml_dtypes
+        target = numpy_dtype(var.dtype)
+    except TypeError as e:  # bfloat16 without ml_dtypes
         raise FeedError(
             f"feed {name!r}: NumPy cannot make {var.dtype} (variable {name!r}) from a "
-            f"{type(value).__name__}; feed an array of that dtype"
+            f"{type(value).__name__} ({e}); feed an array of that dtype"
         ) from None
     if not np.can_cast(array.dtype, target, casting="same_kind"):
         raise FeedError(

@@ -31,7 +31,7 @@ from ..base.warn import warn
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer, shape_fits
 from ..graph.variable import format_shape
 from ..plugins.devices import get_device
-from ..plugins.hooks import plugin_manager
+from ..plugins.hooks import passes_apply, plugin_manager
 from ..plugins.registry import KernelRef, get_registry
 from .control import CONTROL_OPS, plan_sub_blocks
 
@@ -143,19 +143,24 @@ def plan(
     """Plan a run of ``program`` on ``device`` for feeds ``signature`` ((name, shape, dtype),
     sorted by name) and ``fetch_names``.
 
-    ``select(block, fed)`` picks the ops to run from the (possibly transformed) global block,
-    in block order; by default ``prune``. Ops keep the random keys of their places in the
-    block whichever are picked.
+    ``select(block, fed, origins)`` picks the ops to run from the (possibly transformed)
+    global block, in block order; by default ``prune``. ``origins`` is None where no pass
+    rewrote the block, else each op's index in the program before the passes (None for an op
+    a pass inserted). Ops keep the random keys of their places in the block whichever are
+    picked.
 
     ``block_idx`` plans a sub-block instead (control flow, ``control.py``: the program is
     then the outer plan's, already transformed); ``carried`` are fed variables its ops may
     write (a while body's loop-carried ones), at the shapes they are fed."""
     manager = plugin_manager()
-    if block_idx == 0 and manager.hook.paddle_core_transform_program.get_hookimpls():
+    feed_names = [name for name, _, _ in signature]
+    origins = None
+    if block_idx == 0 and _passes_apply(manager, program, device, feed_names, fetch_names):
         program = program.clone()  # passes rewrite a private copy, never the user's program
+        before = {id(op): i for i, op in enumerate(program.global_block().ops)}
         hook = manager.hook.paddle_core_transform_program
         try:
-            hook(program=program, device=device)
+            hook(program=program, device=device, feed_names=feed_names, fetch_names=fetch_names)
         except PLUGIN_CODE_ERRORS as e:
             plugin = _hook_plugin(hook, e)
             raise PluginError(
@@ -163,8 +168,10 @@ def plan(
                 f"{type(e).__name__}: {e}",
                 plugin=plugin,
             ) from e
+        origins = [before.get(id(op)) for op in program.global_block().ops]
+        if origins == list(range(len(before))):
+            origins = None  # (ops rebound in place, none inserted or removed)
     block = program.block(block_idx)
-    feed_names = [name for name, _, _ in signature]
     spec = PlanSpec(program, feed_names, fetch_names)
     spec.shapes = {name: (tuple(shape), dtype) for name, shape, dtype in signature}
     registry = get_registry()
@@ -172,7 +179,10 @@ def plan(
     fed = set(feed_names)
     available = set(fed)
     # Carried values are fed, but the ops writing them are needed all the same.
-    ops = prune(block, fetch_names, fed - carried) if select is None else select(block, set(fed))
+    if select is None:
+        ops = prune(block, fetch_names, fed - carried)
+    else:
+        ops = select(block, set(fed), origins)
     for op in ops:
         for name in op.input_names:
             if name not in available:
@@ -248,7 +258,7 @@ def _step(registry: Any, manager: Any, op: Any, device: Any, fallback: Any, shap
         attrs = info.validator().validate(dict(op.attrs))
     inputs = _slots(op, "input", op.inputs, info.proto.inputs)
     outputs = _slots(op, "output", op.outputs, info.proto.outputs)
-    dtype = kernel_dtype(op, inputs, shapes, info.opdef.kernel_dtype_input)
+    dtype = kernel_dtype(op, info, inputs, shapes)
     kernel = _select(registry, manager, op.type, device.type, dtype)
     runs_on = device
     if kernel is None and fallback is not None:
@@ -313,6 +323,22 @@ def _select(registry: Any, manager: Any, op: str, device: str, dtype: str) -> An
     return kernel
 
 
+def _passes_apply(
+    manager: Any, program: Any, device: Any, feed_names: list, fetch_names: list
+) -> bool:
+    """``passes_apply``, a failing ``paddle_core_wants_transform`` hook raised as the
+    PluginError of its plugin."""
+    try:
+        return passes_apply(program, device, feed_names, fetch_names)
+    except PLUGIN_CODE_ERRORS as e:
+        hook = manager.hook.paddle_core_wants_transform
+        plugin = _hook_plugin(hook, e)
+        raise PluginError(
+            f"plugin {plugin!r}'s paddle_core_wants_transform hook failed: {type(e).__name__}: {e}",
+            plugin=plugin,
+        ) from e
+
+
 def _hook_plugin(hook: Any, error: BaseException | None = None) -> str:
     """The plugin whose implementation of ``hook`` raised ``error`` (found in its traceback),
     else the names of every plugin implementing it (the core's own default aside)."""
@@ -326,18 +352,14 @@ def _hook_plugin(hook: Any, error: BaseException | None = None) -> str:
     return ", ".join(i.plugin_name for i in impls)
 
 
-def kernel_dtype(
-    op: Any, inputs: list, shapes: dict[str, tuple[tuple, str]], slot: str = ""
-) -> str:
-    """The dtype that selects a kernel: as planned, that of the input ``slot`` (the manifest's
-    kernel_dtype_input) when given and bound, else the first input's; for ops without inputs,
-    the first output's declared dtype."""
-    for name, _, names in inputs:
-        if names and name == slot:
-            return shapes[names[0]][1]
-    for _, _, names in inputs:
-        if names:
-            return shapes[names[0]][1]
+def kernel_dtype(op: Any, info: Any, inputs: list, shapes: dict[str, tuple[tuple, str]]) -> str:
+    """The dtype that selects a kernel: as planned, that of the input the op's signature picks
+    (``OpSignature.selecting_input``); for ops without inputs, the first output's declared
+    dtype."""
+    bound = {name: names for name, _, names in inputs if names}
+    slot = info.signature().selecting_input(bound)
+    if slot is not None:
+        return shapes[bound[slot][0]][1]
     for name in op.output_names:
         return op.block.find_var(name).dtype
     raise ProgramError(f"op {op.type!r} has neither inputs nor outputs")

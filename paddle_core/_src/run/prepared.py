@@ -44,10 +44,28 @@ from ..base.errors import (
 )
 from ..base.host import ALIGNMENT, aligned_empty, host_array
 from ..graph.variable import format_shape
+from ..plugins import hooks
 from . import control
 from .memory import Live, MemoryPlan, aligned, assign_offsets, inplace_pairs, live_intervals
 from .planning import PlanSpec, Step
 from .scope import Scope
+
+# Set in a child process made by fork(): see _after_fork_in_child.
+_forked = False
+
+
+def _after_fork_in_child() -> None:
+    """GNU OpenMP, the kernels' thread pool, cannot run a parallel region in a child made by
+    fork() once the parent has used its threads: the child waits forever for threads that fork
+    did not copy. So a forked child runs kernels on one thread, and plans prepared before the
+    fork (which may have sized their work for more) are prepared again (executors and models
+    drop plans made under an older hooks generation)."""
+    global _forked
+    _forked = True
+    hooks.generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class OutputBuffers:
@@ -96,6 +114,7 @@ class PreparedProgram:
         self.steps = spec.steps
         self.persistable_inputs = spec.persistable_inputs
         self.persistable_outputs = spec.persistable_outputs
+        num_threads = 1 if _forked else num_threads
         # Control-flow steps run their blocks' plans, prepared here like this one.
         for step in spec.steps:
             if step.sub_specs is not None:

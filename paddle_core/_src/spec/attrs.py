@@ -18,9 +18,23 @@ VALUE_FIELD: dict[int, str] = {
     pb.STRINGS: "strings",
     pb.BOOLS: "bools",
     pb.BLOCK: "block_idx",
+    pb.LONGS: "longs",
 }
-LIST_TYPES = frozenset({pb.INTS, pb.FLOATS, pb.STRINGS, pb.BOOLS})
-NUMERIC_TYPES = frozenset({pb.INT, pb.LONG, pb.FLOAT, pb.INTS, pb.FLOATS})
+LIST_TYPES = frozenset({pb.INTS, pb.LONGS, pb.FLOATS, pb.STRINGS, pb.BOOLS})
+NUMERIC_TYPES = frozenset({pb.INT, pb.LONG, pb.FLOAT, pb.INTS, pb.LONGS, pb.FLOATS})
+# The element type of each list type.
+ELEMENT_TYPE: dict[int, int] = {
+    pb.INTS: pb.INT,
+    pb.LONGS: pb.LONG,
+    pb.FLOATS: pb.FLOAT,
+    pb.STRINGS: pb.STRING,
+    pb.BOOLS: pb.BOOL,
+}
+# The values an integer type holds: INT and INTS elements are 32-bit, LONG and LONGS 64-bit.
+INT_LIMITS: dict[int, tuple[int, int]] = {
+    pb.INT: (-(2**31), 2**31 - 1),
+    pb.LONG: (-(2**63), 2**63 - 1),
+}
 # The list field that holds the allowed values of each type's `choices`.
 CHOICES_FIELD: dict[int, str] = {
     pb.INT: "ints",
@@ -28,6 +42,7 @@ CHOICES_FIELD: dict[int, str] = {
     pb.FLOAT: "floats",
     pb.STRING: "strings",
     pb.INTS: "ints",
+    pb.LONGS: "longs",
     pb.FLOATS: "floats",
     pb.STRINGS: "strings",
 }
@@ -39,6 +54,7 @@ DESCRIPTION: dict[int, str] = {
     pb.BOOL: "a bool",
     pb.LONG: "an int (64-bit)",
     pb.INTS: "a list of ints",
+    pb.LONGS: "a list of ints (64-bit)",
     pb.FLOATS: "a list of floats",
     pb.STRINGS: "a list of str",
     pb.BOOLS: "a list of bools",
@@ -52,6 +68,7 @@ ANNOTATION: dict[int, str] = {
     pb.BOOL: "bool",
     pb.LONG: "int",
     pb.INTS: "Sequence[int]",
+    pb.LONGS: "Sequence[int]",
     pb.FLOATS: "Sequence[float]",
     pb.STRINGS: "Sequence[str]",
     pb.BOOLS: "Sequence[bool]",
@@ -98,15 +115,17 @@ def infer_attr_value(value: Any, out: pb.AttrValue | None = None) -> pb.AttrValu
     """Store a value with no declared type (e.g. initializer attrs), typed from the value.
 
     bool -> BOOL, int -> INT (LONG beyond 32 bits), float -> FLOAT, str -> STRING, and lists of
-    one of those (an empty list is INTS). Anything else raises TypeError.
+    one of those (ints: INTS, LONGS beyond 32 bits; an empty list is INTS). Anything else raises
+    TypeError.
     """
     items = list(value) if isinstance(value, (list, tuple)) else None
     sample = value if items is None else (items[0] if items else 0)
     if isinstance(sample, bool):
         scalar = pb.BOOL
     elif isinstance(sample, int):
-        wide = any(not -(2**31) <= v < 2**31 for v in (items if items is not None else [value]))
-        scalar = pb.LONG if wide and items is None else pb.INT
+        low, high = INT_LIMITS[pb.INT]
+        wide = any(not low <= v <= high for v in (items if items is not None else [value]))
+        scalar = pb.LONG if wide else pb.INT
     elif isinstance(sample, float):
         scalar = pb.FLOAT
     elif isinstance(sample, str):
@@ -115,7 +134,7 @@ def infer_attr_value(value: Any, out: pb.AttrValue | None = None) -> pb.AttrValu
         raise TypeError(f"cannot store {type(sample).__name__} {sample!r} as an attribute value")
     if items is None:
         return to_attr_value(scalar, value, out)
-    list_type = {pb.BOOL: pb.BOOLS, pb.INT: pb.INTS, pb.FLOAT: pb.FLOATS, pb.STRING: pb.STRINGS}
+    list_type = {element: list_type for list_type, element in ELEMENT_TYPE.items()}
     if any(type(v) is not type(sample) for v in items):
         raise TypeError(f"attribute list {value!r} mixes element types")
     return to_attr_value(list_type[scalar], items, out)

@@ -217,7 +217,7 @@ def _check_attr(ap: pb.AttrProto) -> list[str]:
         elif stray or not getattr(ap.choices, field):
             problems.append(f"choices must be a non-empty `{field}` list")
         else:
-            ap.choices.type = {"ints": pb.INTS, "floats": pb.FLOATS, "strings": pb.STRINGS}[field]
+            ap.choices.type = next(t for t in A.LIST_TYPES if A.VALUE_FIELD[t] == field)
             for value in getattr(ap.choices, field):
                 problems += [f"choice {value!r} {p}" for p in range_violations(ap, value)]
     if ap.HasField("default") and not problems:

@@ -23,8 +23,6 @@ from ..base.limits import MAX_LIST_ITEMS, take
 from . import attrs as A
 from .opdoc import expectation
 
-_INT_LIMITS = {pb.INT: (-(2**31), 2**31 - 1), pb.LONG: (-(2**63), 2**63 - 1)}
-
 
 def _is_bool(value: Any) -> bool:
     # NumPy's bool scalar is not a bool subclass; its class is numpy.bool_ ("bool" since NumPy 2).
@@ -96,13 +94,12 @@ _SCALAR = {
     pb.BOOL: (bool, _as_bool),
     pb.BLOCK: (int, _as_block),
 }
-_ELEMENT = {pb.INTS: pb.INT, pb.FLOATS: pb.FLOAT, pb.STRINGS: pb.STRING, pb.BOOLS: pb.BOOL}
 
 
 def _scalar_annotation(ap: pb.AttrProto, scalar_type: int) -> Any:
     python_type, coerce = _SCALAR[scalar_type]
     constraints: dict[str, float] = {}
-    low, high = _INT_LIMITS.get(scalar_type, (None, None))
+    low, high = A.INT_LIMITS.get(scalar_type, (None, None))
     if low is not None:
         constraints.update(ge=low, le=high)
     if ap.HasField("min"):
@@ -128,6 +125,22 @@ def _scalar_annotation(ap: pb.AttrProto, scalar_type: int) -> Any:
     return Annotated[python_type, BeforeValidator(coerce), Field(**constraints)]
 
 
+def _beyond_width(ap: pb.AttrProto, item: Any) -> str:
+    """ ", outside the 32-bit range [...]" for an integer its attr's type cannot hold."""
+    scalar_type = A.ELEMENT_TYPE.get(ap.type, ap.type)
+    if scalar_type not in A.INT_LIMITS or _is_bool(item):
+        return ""
+    try:
+        number = operator.index(item)
+    except Exception:  # not an integer, or a hostile object whose __index__ raises
+        return ""
+    low, high = A.INT_LIMITS[scalar_type]
+    if low <= number <= high:
+        return ""
+    bits = 32 if scalar_type == pb.INT else 64
+    return f", outside the {bits}-bit range [{low}, {high}]"
+
+
 def _member_of(allowed: frozenset):
     def check(value: Any) -> Any:
         if value not in allowed:
@@ -139,7 +152,7 @@ def _member_of(allowed: frozenset):
 
 def annotation(ap: pb.AttrProto) -> Any:
     """The pydantic type of one attribute."""
-    element = _ELEMENT.get(ap.type)
+    element = A.ELEMENT_TYPE.get(ap.type)
     if element is None:
         return _scalar_annotation(ap, ap.type)
     return Annotated[list[_scalar_annotation(ap, element)], BeforeValidator(_as_list)]
@@ -207,12 +220,13 @@ class AttrValidator:
                 op=self.op,
                 attr=name,
             )
-        value = given.get(name)
+        value = item = given.get(name)
         got = f"{type(value).__name__} {shown(value)}"
         if ap.type in A.LIST_TYPES and len(first["loc"]) > 1:
             index = first["loc"][1]
             item = first["input"]  # the element as given (``value`` may be a set or an iterator)
             got += f" (item {index}: {type(item).__name__} {shown(item)})"
+        got += _beyond_width(ap, item)
         hint = ""
         if ap.HasField("choices") and isinstance(value, str):
             hint = did_you_mean(value, A.from_attr_value(ap.choices))

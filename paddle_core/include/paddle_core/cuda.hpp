@@ -1,6 +1,6 @@
 // paddle_core/cuda.hpp: what every CUDA kernel needs around its launch, for .cu files (nvcc
 // only): the device check of prepare, the grid of a grid-stride loop, and the error check after
-// a launch.
+// a launch; and the few steps of loading a CUDA library at run time (cuBLAS, cuDNN).
 //
 // Kernels enqueue work on the plan's stream (stream_of(ctx)) only, and never synchronize: the
 // core does when it needs results. Link cudart statically (CUDA::cudart_static, as the SDK's
@@ -10,9 +10,11 @@
 #define PADDLE_CORE_CUDA_HPP_
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "paddle_core/kernel.hpp"
 
@@ -67,6 +69,70 @@ inline void check_launch() {
   const cudaError_t error = cudaGetLastError();
   if (error != cudaSuccess)
     fail("CUDA kernel launch failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+}
+
+// Fail with CUDA's message ("CUDA <what> failed: ...") unless `error` is success.
+inline void check_cuda(cudaError_t error, const char* what) {
+  if (error != cudaSuccess)
+    fail("CUDA %s failed: %s (%s)", what, cudaGetErrorString(error), cudaGetErrorName(error));
+}
+
+// Enqueue a device-to-device copy (a no-op when empty or in place) or a zero fill on `stream`.
+inline void copy_async(void* dst, const void* src, int64_t bytes, cudaStream_t stream) {
+  if (bytes == 0 || src == dst) return;
+  check_cuda(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice,
+                             stream),
+             "copy");
+}
+inline void zero_async(void* dst, int64_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return;
+  check_cuda(cudaMemsetAsync(dst, 0, static_cast<size_t>(bytes), stream), "memset");
+}
+
+// The CUDA device current on this thread (the executor's, during prepare and run): what a
+// per-device library handle is keyed by.
+inline int current_device() {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "device query");
+  return device;
+}
+
+// -- libraries loaded at run time -------------------------------------------------------------
+// A library the build should not require (cuBLAS, cuDNN) is opened with dlopen when a kernel
+// first needs it, its few functions declared in the plugin: the system's copy by soname first,
+// then the copy of NVIDIA's wheel installed beside the plugin (site-packages/nvidia/...). Without
+// it, the kernels that need it fail in prepare, saying what to install; the others run.
+
+// The site-packages directory of the plugin module holding `address` (any function of the
+// plugin, whose module is site-packages/<package>/_C....so), or "" where that is unknown.
+inline std::string site_packages_of(const void* address) {
+  Dl_info info{};
+  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
+  std::string path = info.dli_fname;
+  for (int up = 0; up < 2; ++up) {
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos) return "";
+    path.resize(slash);
+  }
+  return path;
+}
+
+// dlopen `name` (a soname or a path) with `flags`; on failure, add a line saying why (dlerror's
+// message, which names the file) to `tried`, for the message that lists what was tried, and
+// return nullptr.
+inline void* open_library(const std::string& name, int flags, std::string& tried) {
+  if (void* library = dlopen(name.c_str(), flags)) return library;
+  const char* why = dlerror();
+  tried += "\n  " + (why != nullptr ? std::string(why) : name + ": not found");
+  return nullptr;
+}
+
+// Bind `symbol` of `library` to the function pointer `fn`; when it is absent, add its name to
+// the comma-separated list `missing`.
+template <class F> bool bind_symbol(void* library, const char* symbol, F& fn, std::string& missing) {
+  fn = reinterpret_cast<F>(dlsym(library, symbol));
+  if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + symbol;
+  return fn != nullptr;
 }
 
 }  // namespace paddle_core

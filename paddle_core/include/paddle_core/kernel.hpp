@@ -10,8 +10,8 @@
 // per thread in prepare. Exceptions never cross the ABI: the
 // trampolines below turn them into PC_ERROR plus a message.
 //
-// What most kernels need besides: `dispatch` over a type list (Floats, Ints, Numbers) to
-// pick the template instance for a runtime dtype, the checks `expect_same_dtype` and
+// What most kernels need besides: `dispatch` over a type list (Floats, Ints, Numbers, ...,
+// AllTypes) to pick the template instance for a runtime dtype, the checks `expect_same_dtype` and
 // `expect_same_shape` for prepare, and element sizes (`pc_dtype_size`, Tensor::nbytes).
 //
 // A kernel class also says, once, which ops it fits: `static constexpr Signature signature`
@@ -19,7 +19,8 @@
 // `kernel<K>` exports them and the core checks every manifest entry naming the kernel against
 // them at load (see "what a kernel fits" below).
 //
-// Includes only the C header and a few standard headers, so a kernel file compiles in seconds.
+// Includes only the C header, half.hpp and a few standard headers, so a kernel file compiles in
+// seconds.
 #ifndef PADDLE_CORE_KERNEL_HPP_
 #define PADDLE_CORE_KERNEL_HPP_
 
@@ -44,6 +45,8 @@
 #define PADDLE_CORE_HD
 #endif
 
+#include "paddle_core/half.hpp"  // float16, bfloat16
+
 namespace paddle_core {
 
 // Raised by kernel code; carries the message shown to the user (with the op name prefixed).
@@ -66,16 +69,7 @@ class KernelError : public std::exception {
   throw KernelError(buffer);
 }
 
-// The 16-bit floats as storage (their bits), so that type lists such as a kernel's DTypes can
-// name them; arithmetic on them is up to the kernel (cuBLAS's bfloat16 GEMM, say).
-struct float16 {
-  uint16_t bits;
-};
-struct bfloat16 {
-  uint16_t bits;
-};
-
-// C++ type -> PC_* dtype.
+// C++ type -> PC_* dtype. float16 and bfloat16 are half.hpp's storage types.
 template <class T> struct DType;
 template <> struct DType<bool> { static constexpr int32_t value = PC_BOOL; };
 template <> struct DType<int8_t> { static constexpr int32_t value = PC_INT8; };
@@ -83,25 +77,43 @@ template <> struct DType<int16_t> { static constexpr int32_t value = PC_INT16; }
 template <> struct DType<int32_t> { static constexpr int32_t value = PC_INT32; };
 template <> struct DType<int64_t> { static constexpr int32_t value = PC_INT64; };
 template <> struct DType<uint8_t> { static constexpr int32_t value = PC_UINT8; };
+template <> struct DType<uint16_t> { static constexpr int32_t value = PC_UINT16; };
+template <> struct DType<uint32_t> { static constexpr int32_t value = PC_UINT32; };
+template <> struct DType<uint64_t> { static constexpr int32_t value = PC_UINT64; };
 template <> struct DType<float16> { static constexpr int32_t value = PC_FLOAT16; };
 template <> struct DType<bfloat16> { static constexpr int32_t value = PC_BFLOAT16; };
 template <> struct DType<float> { static constexpr int32_t value = PC_FLOAT32; };
 template <> struct DType<double> { static constexpr int32_t value = PC_FLOAT64; };
 
+// The name of a PC_* dtype (NumPy's), "?" for any other value.
 inline const char* dtype_name(int32_t dtype) {
-  static const char* const names[] = {"?",       "bool",     "int8",    "int16",
-                                      "int32",   "int64",    "uint8",   "float16",
-                                      "bfloat16", "float32", "float64"};
-  return dtype >= 1 && dtype <= 10 ? names[dtype] : "?";
+  static const char* const names[] = {"?",       "bool",    "int8",     "int16",   "int32",
+                                      "int64",   "uint8",   "float16",  "bfloat16", "float32",
+                                      "float64", "uint16",  "uint32",   "uint64"};
+  constexpr int32_t count = static_cast<int32_t>(sizeof names / sizeof names[0]);
+  return dtype >= 1 && dtype < count ? names[dtype] : "?";
 }
 
 // -- dtype dispatch ----------------------------------------------------------------------------
 
 // A list of element types a kernel supports; the type lists below are the common ones.
 template <class... Ts> struct Types {};
+
+// The types of two lists, in order.
+template <class A, class B> struct JoinTypes;
+template <class... A, class... B> struct JoinTypes<Types<A...>, Types<B...>> {
+  using type = Types<A..., B...>;
+};
+template <class A, class B> using Join = typename JoinTypes<A, B>::type;
+
 using Floats = Types<float, double>;                    // float32, float64
 using Ints = Types<int32_t, int64_t>;                   // int32, int64
 using Numbers = Types<float, double, int32_t, int64_t>;  // Floats and Ints
+using Floats16 = Types<float16, bfloat16>;              // computed in float32 (half.hpp)
+using AllFloats = Join<Floats, Floats16>;                // every floating dtype
+using AllInts = Types<int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+using AllNumbers = Join<AllFloats, AllInts>;             // every dtype but bool
+using AllTypes = Join<AllNumbers, Types<bool>>;          // every dtype
 
 // Call f(T{}) for the type T of the list whose dtype is `dtype` and return its result (so
 // every branch must return the same type); fail for a dtype not in the list. Typically in
@@ -201,32 +213,35 @@ class Slots {
   const pc_tensors* t_;
 };
 
-// Attribute access by name, checked against the declared type.
+// Attribute access by name, checked against the declared type. Integers read as int64 at either
+// width: i() and l() take INT and LONG attrs, ints() INTS and LONGS, so a kernel keeps working
+// when its op widens an attr (and with programs saved before).
 class Attrs {
  public:
   explicit Attrs(const pc_attrs* a) : a_(a) {}
 
-  const pc_attr& get(const char* name, int32_t type) const {
+  // The attr `name`, of type `type` or of the other width `alias` of the same integers.
+  const pc_attr& get(const char* name, int32_t type, int32_t alias = 0) const {
     const pc_attr* attr = pc_find_attr(a_, name);
     if (attr == nullptr) fail("the op has no attr '%s'", name);
-    if (attr->type != type)
+    if (attr->type != type && (alias == 0 || attr->type != alias))
       fail("attr '%s' is %s, but the kernel reads it as %s", name, attr_type_name(attr->type),
            attr_type_name(type));
     return *attr;
   }
   static const char* attr_type_name(int32_t type) {
-    static const char* const names[] = {"?",      "INT",   "FLOAT",   "STRING", "BOOL", "LONG",
-                                        "INTS",   "FLOATS", "STRINGS", "BOOLS",  "BLOCK"};
-    return type >= 1 && type <= 10 ? names[type] : "?";
+    static const char* const names[] = {"?",      "INT",    "FLOAT",   "STRING", "BOOL",  "LONG",
+                                        "INTS",   "FLOATS", "STRINGS", "BOOLS",  "BLOCK", "LONGS"};
+    return type >= 1 && type <= 11 ? names[type] : "?";
   }
   bool has(const char* name) const { return pc_find_attr(a_, name) != nullptr; }
   double f(const char* name) const { return get(name, PC_ATTR_FLOAT).f; }
-  int64_t i(const char* name) const { return get(name, PC_ATTR_INT).i; }
-  int64_t l(const char* name) const { return get(name, PC_ATTR_LONG).i; }
+  int64_t i(const char* name) const { return get(name, PC_ATTR_INT, PC_ATTR_LONG).i; }
+  int64_t l(const char* name) const { return get(name, PC_ATTR_LONG, PC_ATTR_INT).i; }
   bool b(const char* name) const { return get(name, PC_ATTR_BOOL).i != 0; }
   std::string s(const char* name) const { return get(name, PC_ATTR_STRING).s; }
   std::vector<int64_t> ints(const char* name) const {
-    const pc_attr& a = get(name, PC_ATTR_INTS);
+    const pc_attr& a = get(name, PC_ATTR_INTS, PC_ATTR_LONGS);
     return std::vector<int64_t>(a.ints, a.ints + a.count);
   }
   std::vector<double> floats(const char* name) const {

@@ -89,7 +89,10 @@ enum {
   PC_FLOAT16 = 7,
   PC_BFLOAT16 = 8,
   PC_FLOAT32 = 9,
-  PC_FLOAT64 = 10
+  PC_FLOAT64 = 10,
+  PC_UINT16 = 11,
+  PC_UINT32 = 12,
+  PC_UINT64 = 13
 };
 
 /* Bytes per element of a PC_* dtype; 0 for a value that is none of them. This is the one
@@ -101,13 +104,16 @@ static inline size_t pc_dtype_size(int32_t dtype) {
     case PC_UINT8:
       return 1;
     case PC_INT16:
+    case PC_UINT16:
     case PC_FLOAT16:
     case PC_BFLOAT16:
       return 2;
     case PC_INT32:
+    case PC_UINT32:
     case PC_FLOAT32:
       return 4;
     case PC_INT64:
+    case PC_UINT64:
     case PC_FLOAT64:
       return 8;
     default:
@@ -131,7 +137,8 @@ enum {
   PC_ATTR_FLOATS = 7,
   PC_ATTR_STRINGS = 8,
   PC_ATTR_BOOLS = 9,
-  PC_ATTR_BLOCK = 10
+  PC_ATTR_BLOCK = 10,
+  PC_ATTR_LONGS = 11
 };
 
 /* Return values of prepare and run. */
@@ -162,7 +169,9 @@ typedef struct pc_tensors {
 
 /* One attribute value, decoded from the OpDesc. Which member is meaningful follows `type`:
  * INT, LONG, BOOL, BLOCK: i (BOOL is 0 or 1); FLOAT: f; STRING: s (UTF-8, NUL-terminated);
- * INTS and BOOLS: ints[count]; FLOATS: floats[count]; STRINGS: strings[count]. */
+ * INTS, LONGS and BOOLS: ints[count]; FLOATS: floats[count]; STRINGS: strings[count]. Integers
+ * arrive as int64 whatever their declared width (INT and INTS values fit 32 bits, LONG and
+ * LONGS values need not), so an attr an op widens from INT to LONG reads the same. */
 typedef struct pc_attr {
   const char* name;
   int32_t type;

@@ -1,4 +1,5 @@
-// argmax, argmin along one axis: int64 indices, the first on ties and the first NaN.
+// argmax, argmin along one axis: int64 indices, the first on ties and the first NaN (the last
+// ones with select_last_index).
 //
 // Memory contract and layout: see reduce.hpp.
 #include "reduce.hpp"
@@ -7,27 +8,27 @@ namespace pom {
 namespace {
 
 // The index of the first maximum (minimum) along `axis`; the first NaN wins, like NumPy's
-// (arg_better, functors.hpp). Checks: reduce_plan.hpp's check_arg_reduce.
+// (arg_better, functors.hpp), or the last of each with select_last_index. Checks:
+// reduce_plan.hpp's check_arg_reduce.
 template <bool Max> class ArgReduce {
  public:
   static constexpr pc::Signature signature{"1", "1"};
-  using DTypes = Numbers;
-  ArgReduce(const Attrs& attrs, const Slots& in, const Slots& out) {
-    plan_ = check_arg_reduce(attrs, in, out);
+  using DTypes = Join<Floats, AllInts>;
+  ArgReduce(const Attrs& attrs, const Slots& in, const Slots& out)
+      : plan_(check_arg_reduce(attrs, in, out)), last_(attrs.b("select_last_index")) {
     fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    fn_(plan_, in(0).data<void>(), out(0).data<int64_t>(), ctx.num_threads());
+    fn_(plan_, last_, in(0).data<void>(), out(0).data<int64_t>(), ctx.num_threads());
   }
 
  private:
-  using Fn = void (*)(const Plan&, const void*, int64_t*, int32_t);
-
-  template <class T> static bool better(T v, T best) { return arg_better<Max>(v, best); }
+  using Fn = void (*)(const Plan&, bool, const void*, int64_t*, int32_t);
 
   template <class T>
-  static void compute(const Plan& p, const void* xv, int64_t* out, int32_t threads) {
+  static void compute(const Plan& p, bool last, const void* xv, int64_t* out, int32_t threads) {
+    const auto better = [last](T v, T best) { return arg_better<Max>(v, best, last); };
     const T* x = static_cast<const T*>(xv);
     if (p.numel == 0) return;
     const int64_t grain = std::max<int64_t>(16, kGrain / p.count);
@@ -65,6 +66,7 @@ template <bool Max> class ArgReduce {
   }
 
   Plan plan_;
+  bool last_;
   Fn fn_;
 };
 
@@ -77,8 +79,8 @@ template <bool Max> class ArgReduce {
 
 const pc::Family& argreduce_kernels() {
   static const pc::Family family = {
-      pc::kernel<ArgReduce<true>>("argmax"),
-      pc::kernel<ArgReduce<false>>("argmin"),
+      pc::kernel<AsFloat32<ArgReduce<true>>>("argmax"),
+      pc::kernel<AsFloat32<ArgReduce<false>>>("argmin"),
   };
   return family;
 }

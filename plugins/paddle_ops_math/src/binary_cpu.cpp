@@ -2,21 +2,23 @@
 //
 // Memory contract: inputs x, y and output out are C-contiguous; out has the broadcast shape
 // and x's dtype (checked in prepare). The formulas are functors.hpp's (shared with the CUDA
-// kernels), the loops around them broadcast_cpu.cpp's. Integers wrap around.
+// kernels), the loops around them broadcast_cpu.cpp's. Every numeric dtype: integers wrap
+// around, divide with NumPy's floor division and raise to integer powers (functors.hpp);
+// float16 and bfloat16 compute in float32 (common.hpp's binary_row).
 #include "binary.hpp"
 
 namespace pom {
 
 const pc::Family& binary_kernels() {
   static const pc::Family family = {
-      pc::kernel<Binary<Add, Numbers>>("add"),
-      pc::kernel<Binary<Sub, Numbers>>("sub"),
-      pc::kernel<Binary<Mul, Numbers>>("mul"),
-      pc::kernel<Binary<Div, Floats>>("div"),
-      pc::kernel<Binary<Pow, Floats>>("pow"),
-      pc::kernel<Binary<Mod, Numbers>>("mod"),
-      pc::kernel<Binary<Maximum, Numbers>>("maximum"),
-      pc::kernel<Binary<Minimum, Numbers>>("minimum"),
+      pc::kernel<Binary<Add, AllNumbers>>("add"),
+      pc::kernel<Binary<Sub, AllNumbers>>("sub"),
+      pc::kernel<Binary<Mul, AllNumbers>>("mul"),
+      pc::kernel<Binary<Div, AllNumbers>>("div"),
+      pc::kernel<Binary<Pow, AllNumbers>>("pow"),
+      pc::kernel<Binary<Mod, AllNumbers>>("mod"),
+      pc::kernel<Binary<Maximum, AllNumbers>>("maximum"),
+      pc::kernel<Binary<Minimum, AllNumbers>>("minimum"),
   };
   return family;
 }

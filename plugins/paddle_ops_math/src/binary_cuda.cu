@@ -4,18 +4,21 @@
 //
 // Memory contract: inputs x, y and output out are C-contiguous CUDA buffers; out has the
 // broadcast shape and x's dtype (checked in prepare). add_n's inputs and out share one shape
-// and dtype. Integers wrap around.
+// and dtype. Integers wrap around; float16 and bfloat16 compute in float32.
 #include "elementwise.cuh"
 
 namespace pom {
 namespace {
+
+// add_n's dtypes, as the core's CPU kernel's (paddle_core/builtin/ops.pbtxt).
+using AddNTypes = pc::Join<AllFloats, pc::Ints>;
 
 // out = xs[0] + xs[1] + ..., added in order like the core's CPU kernel: one launch per input
 // after the first two, each adding into out in place.
 class AddNCuda {
  public:
   static constexpr pc::Signature signature{"+", "1"};
-  using DTypes = Numbers;
+  using DTypes = AddNTypes;
   AddNCuda(const Attrs&, const Slots& in, const Slots& out) : numel_(out(0).numel()) {
     check_add_n(in, out);
     expect_cuda(in, out);
@@ -60,14 +63,14 @@ class AddNCuda {
 
 const pc::Family& binary_cuda_kernels() {
   static const pc::Family family = {
-      pc::kernel<BinaryCuda<Add, Numbers>>("add_cuda"),
-      pc::kernel<BinaryCuda<Sub, Numbers>>("sub_cuda"),
-      pc::kernel<BinaryCuda<Mul, Numbers>>("mul_cuda"),
-      pc::kernel<BinaryCuda<Div, Floats>>("div_cuda"),
-      pc::kernel<BinaryCuda<Pow, Floats>>("pow_cuda"),
-      pc::kernel<BinaryCuda<Mod, Numbers>>("mod_cuda"),
-      pc::kernel<BinaryCuda<Maximum, Numbers>>("maximum_cuda"),
-      pc::kernel<BinaryCuda<Minimum, Numbers>>("minimum_cuda"),
+      pc::kernel<BinaryCuda<Add, AllNumbers>>("add_cuda"),
+      pc::kernel<BinaryCuda<Sub, AllNumbers>>("sub_cuda"),
+      pc::kernel<BinaryCuda<Mul, AllNumbers>>("mul_cuda"),
+      pc::kernel<BinaryCuda<Div, AllNumbers>>("div_cuda"),
+      pc::kernel<BinaryCuda<Pow, AllNumbers>>("pow_cuda"),
+      pc::kernel<BinaryCuda<Mod, AllNumbers>>("mod_cuda"),
+      pc::kernel<BinaryCuda<Maximum, AllNumbers>>("maximum_cuda"),
+      pc::kernel<BinaryCuda<Minimum, AllNumbers>>("minimum_cuda"),
       pc::kernel<AddNCuda>("add_n_cuda"),
   };
   return family;

@@ -1,9 +1,9 @@
 // Gradients of the elementwise binary ops: add_grad ... minimum_grad, mod_grad.
 //
 // Memory contract: inputs x, y, out_grad and outputs x_grad (shape of x), y_grad (shape of y)
-// are C-contiguous float32/float64; out_grad has the broadcast shape. Either output may be
-// absent. Each gradient is computed at the broadcast shape, then summed over the dimensions
-// its input was broadcast along.
+// are C-contiguous floats; out_grad has the broadcast shape. Either output may be absent. Each
+// gradient is computed at the broadcast shape, then summed over the dimensions its input was
+// broadcast along. float16 and bfloat16 run the float32 code on widened copies (AsFloat32).
 #include <cmath>
 
 #include "common.hpp"
@@ -69,14 +69,14 @@ template <class GX, class GY> class BinaryGrad {
 
 const pc::Family& binary_grad_kernels() {
   static const pc::Family family = {
-      pc::kernel<BinaryGrad<GradOne, GradOne>>("add_grad"),
-      pc::kernel<BinaryGrad<GradOne, GradNeg>>("sub_grad"),
-      pc::kernel<BinaryGrad<GradMulX, GradMulY>>("mul_grad"),
-      pc::kernel<BinaryGrad<GradDivX, GradDivY>>("div_grad"),
-      pc::kernel<BinaryGrad<GradPowX, GradPowY>>("pow_grad"),
-      pc::kernel<BinaryGrad<GradOne, GradModY>>("mod_grad"),
-      pc::kernel<BinaryGrad<GradMaxX, GradMaxY>>("maximum_grad"),
-      pc::kernel<BinaryGrad<GradMinX, GradMinY>>("minimum_grad"),
+      pc::kernel<AsFloat32<BinaryGrad<GradOne, GradOne>>>("add_grad"),
+      pc::kernel<AsFloat32<BinaryGrad<GradOne, GradNeg>>>("sub_grad"),
+      pc::kernel<AsFloat32<BinaryGrad<GradMulX, GradMulY>>>("mul_grad"),
+      pc::kernel<AsFloat32<BinaryGrad<GradDivX, GradDivY>>>("div_grad"),
+      pc::kernel<AsFloat32<BinaryGrad<GradPowX, GradPowY>>>("pow_grad"),
+      pc::kernel<AsFloat32<BinaryGrad<GradOne, GradModY>>>("mod_grad"),
+      pc::kernel<AsFloat32<BinaryGrad<GradMaxX, GradMaxY>>>("maximum_grad"),
+      pc::kernel<AsFloat32<BinaryGrad<GradMinX, GradMinY>>>("minimum_grad"),
   };
   return family;
 }

@@ -2,8 +2,8 @@
 // (functors.hpp), checks (elementwise.hpp) and dtypes as binary_grad_cpu.cpp's.
 //
 // Memory contract: x, y, out_grad and the outputs x_grad (shape of x), y_grad (shape of y) are
-// C-contiguous float CUDA buffers; out_grad has the broadcast shape; either output may be
-// absent. One thread per output element sums its gradient over the positions its input was
+// C-contiguous float CUDA buffers (float16 and bfloat16 computed in float32); out_grad has the
+// broadcast shape; either output may be absent. One thread per output element sums its gradient over the positions its input was
 // broadcast to, in out_grad's order: deterministic, no atomics, no scratch memory, and the
 // sums the CPU kernel makes (reduce_to adds in the same order).
 #include <vector>
@@ -42,21 +42,22 @@ GradWalk plan_walk(const Tensor& x, const Tensor& y, const Tensor& g, bool of_x)
 template <class G, class T>
 __global__ void grad_sum_kernel(const T* x, const T* y, const T* g, T* out, int64_t m,
                                 GradWalk w) {
+  using C = compute_t<T>;
   const G f{};
   for (int64_t t = first_index(); t < m; t += index_step()) {
     int64_t at[3] = {0, 0, 0};  // x, y, out_grad
     w.kept.offsets(t, at);
     if (w.count == 1) {  // nothing summed: as the CPU, which writes the formula straight out
-      out[t] = f(x[at[0]], y[at[1]], g[at[2]]);
+      out[t] = static_cast<T>(f(C(x[at[0]]), C(y[at[1]]), C(g[at[2]])));
       continue;
     }
-    T acc = T(0);
+    C acc = C(0);  // float16, bfloat16: in float32, as the CPU kernel (AsFloat32)
     for (int64_t r = 0; r < w.count; ++r) {
       int64_t j[3] = {at[0], at[1], at[2]};
       w.summed.offsets(r, j);
-      acc += f(x[j[0]], y[j[1]], g[j[2]]);
+      acc += f(C(x[j[0]]), C(y[j[1]]), C(g[j[2]]));
     }
-    out[t] = acc;
+    out[t] = static_cast<T>(acc);
   }
 }
 
@@ -64,7 +65,7 @@ __global__ void grad_sum_kernel(const T* x, const T* y, const T* g, T* out, int6
 template <class GX, class GY> class BinaryGradCuda {
  public:
   static constexpr pc::Signature signature{"111", "??"};
-  using DTypes = Floats;
+  using DTypes = AllFloats;
   BinaryGradCuda(const Attrs&, const Slots& in, const Slots& out) {
     check_binary_grad(in, out);
     expect_cuda(in, out);

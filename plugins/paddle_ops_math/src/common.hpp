@@ -16,18 +16,27 @@
 
 #include "elementwise.hpp"
 #include "functors.hpp"
+#include "half.hpp"
 
 namespace pom {
 
 namespace pc = paddle_core;
+using pc::AllFloats;
+using pc::AllInts;
+using pc::AllNumbers;
 using pc::Attrs;
+using pc::bfloat16;
+using pc::compute_t;
 using pc::Context;
 using pc::dispatch;
 using pc::expect_same_dtype;
 using pc::expect_same_shape;
 using pc::fail;
+using pc::float16;
 using pc::Floats;
 using pc::Ints;
+using pc::is_half_float_v;
+using pc::Join;
 using pc::kGrain;
 using pc::Numbers;
 using pc::parallel_for;
@@ -91,23 +100,64 @@ void run_broadcast(const Broadcast& p, const void* a, int a_size, const void* b,
 void run_elementwise3(int64_t n, const void* x, const void* y, const void* g, void* out,
                       int size, Row3Fn row, int32_t threads);
 
+// x[i * stride] for i in [0, n) as float32 in buf, returned with its stride there: 0 (a
+// broadcast scalar, buf[0] only) or 1.
+template <class T> int64_t widen_row(const T* x, int64_t stride, int64_t n, float* buf) {
+  if (stride == 0) {
+    buf[0] = x[0];
+    return 0;
+  }
+  if (stride == 1) {
+    widen(x, buf, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) buf[i] = x[i * stride];
+  }
+  return 1;
+}
+
+template <class A, class B, class R, class F>
+void binary_row(const void* av, int64_t sa, const void* bv, int64_t sb, void* ov, int64_t n);
+
+// binary_row of float16 or bfloat16 inputs A: chunks widened to float32, F computed there, and
+// the results rounded to R = A (or written as they are: a comparison's bool).
+template <class A, class R, class F>
+void half_binary_row(const A* a, int64_t sa, const A* b, int64_t sb, R* out, int64_t n) {
+  float x[kHalfChunk], y[kHalfChunk], z[kHalfChunk];
+  for (int64_t i = 0; i < n; i += kHalfChunk) {
+    const int64_t m = std::min(kHalfChunk, n - i);
+    const int64_t xs = widen_row(a + i * sa, sa, m, x), ys = widen_row(b + i * sb, sb, m, y);
+    if constexpr (std::is_same_v<R, A>) {
+      binary_row<float, float, float, F>(x, xs, y, ys, z, m);
+      narrow(z, out + i, m);
+    } else {
+      binary_row<float, float, R, F>(x, xs, y, ys, out + i, m);
+    }
+  }
+}
+
 // The row function of functor F; A and B are the input element types, R the output's.
 template <class A, class B, class R, class F>
 void binary_row(const void* av, int64_t sa, const void* bv, int64_t sb, void* ov, int64_t n) {
-  const A* a = static_cast<const A*>(av);
-  const B* b = static_cast<const B*>(bv);
-  R* out = static_cast<R*>(ov);
-  const F f{};
-  if (sa == 1 && sb == 1) {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
-  } else if (sa == 0 && sb == 1) {
-    const A s = a[0];
-    for (int64_t i = 0; i < n; ++i) out[i] = f(s, b[i]);
-  } else if (sa == 1 && sb == 0) {
-    const B s = b[0];
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
+  if constexpr (is_half_float_v<A>) {
+    static_assert(std::is_same_v<A, B>, "16-bit float rows take one dtype");
+    half_binary_row<A, R, F>(static_cast<const A*>(av), sa, static_cast<const A*>(bv), sb,
+                             static_cast<R*>(ov), n);
   } else {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i * sa], b[i * sb]);
+    const A* a = static_cast<const A*>(av);
+    const B* b = static_cast<const B*>(bv);
+    R* out = static_cast<R*>(ov);
+    const F f{};
+    if (sa == 1 && sb == 1) {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+    } else if (sa == 0 && sb == 1) {
+      const A s = a[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = f(s, b[i]);
+    } else if (sa == 1 && sb == 0) {
+      const B s = b[0];
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(a[i * sa], b[i * sb]);
+    }
   }
 }
 

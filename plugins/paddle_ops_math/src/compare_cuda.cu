@@ -10,12 +10,12 @@ namespace pom {
 
 const pc::Family& compare_cuda_kernels() {
   static const pc::Family family = {
-      pc::kernel<BinaryCuda<Equal, Numbers, true>>("equal_cuda"),
-      pc::kernel<BinaryCuda<NotEqual, Numbers, true>>("not_equal_cuda"),
-      pc::kernel<BinaryCuda<Less, Numbers, true>>("less_cuda"),
-      pc::kernel<BinaryCuda<LessEqual, Numbers, true>>("less_equal_cuda"),
-      pc::kernel<BinaryCuda<Greater, Numbers, true>>("greater_cuda"),
-      pc::kernel<BinaryCuda<GreaterEqual, Numbers, true>>("greater_equal_cuda"),
+      pc::kernel<BinaryCuda<Equal, AllNumbers, true>>("equal_cuda"),
+      pc::kernel<BinaryCuda<NotEqual, AllNumbers, true>>("not_equal_cuda"),
+      pc::kernel<BinaryCuda<Less, AllNumbers, true>>("less_cuda"),
+      pc::kernel<BinaryCuda<LessEqual, AllNumbers, true>>("less_equal_cuda"),
+      pc::kernel<BinaryCuda<Greater, AllNumbers, true>>("greater_cuda"),
+      pc::kernel<BinaryCuda<GreaterEqual, AllNumbers, true>>("greater_equal_cuda"),
   };
   return family;
 }

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include <paddle_core/kernel.hpp>
+#include <paddle_core/cuda.hpp>
 
 #include "cublas.hpp"
 
@@ -18,26 +18,12 @@ struct Loaded {
   std::string error;  // empty once loaded
 };
 
-// The directory of site-packages holding paddle_ops_math/_C*.so (this code), or "".
-std::string site_packages() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&cublas_unavailable_reason), &info) == 0 ||
-      info.dli_fname == nullptr)
-    return "";
-  std::string path = info.dli_fname;  // .../site-packages/paddle_ops_math/_C....so
-  for (int up = 0; up < 2; ++up) {
-    const size_t slash = path.rfind('/');
-    if (slash == std::string::npos) return "";
-    path.resize(slash);
-  }
-  return path;
-}
-
-void* open_library(std::string& tried) {
+void* open_cublas(std::string& tried) {
   // The wheels: nvidia-cublas (CUDA 13) puts it in nvidia/cu13/lib, nvidia-cublas-cu12 in
   // nvidia/cublas/lib. libcublasLt beside it is loaded first, by path, as libcublas needs it.
   std::string candidates[] = {"libcublas.so.13", "libcublas.so.12", "", "", ""};
-  const std::string site = site_packages();
+  const std::string site =
+      paddle_core::site_packages_of(reinterpret_cast<const void*>(&cublas_unavailable_reason));
   if (!site.empty()) {
     candidates[2] = site + "/nvidia/cu13/lib/libcublas.so.13";
     candidates[3] = site + "/nvidia/cublas/lib/libcublas.so.13";
@@ -50,23 +36,15 @@ void* open_library(std::string& tried) {
       const std::string lt = name.substr(0, slash) + "/libcublasLt" + name.substr(slash + 10);
       dlopen(lt.c_str(), RTLD_NOW | RTLD_GLOBAL);  // absent: dlopen of libcublas says so
     }
-    if (void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
-    const char* why = dlerror();
-    tried += "\n  " + name + ": " + (why != nullptr ? why : "not found");
+    if (void* lib = paddle_core::open_library(name, RTLD_NOW | RTLD_LOCAL, tried)) return lib;
   }
   return nullptr;
-}
-
-template <class F> bool bind(void* lib, const char* symbol, F& fn, std::string& missing) {
-  fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + symbol;
-  return fn != nullptr;
 }
 
 Loaded load() {
   Loaded l;
   std::string tried;
-  void* lib = open_library(tried);
+  void* lib = open_cublas(tried);
   if (lib == nullptr) {
     l.error = "cuBLAS (libcublas) could not be loaded; the CUDA matmul kernels need it. Install "
               "it with `pip install nvidia-cublas` (or `pip install \"paddle-ops-math[cuda]\"`), "
@@ -74,13 +52,14 @@ Loaded load() {
               tried;
     return l;
   }
+  using paddle_core::bind_symbol;
   std::string missing;
-  bind(lib, "cublasCreate_v2", l.api.create, missing);
-  bind(lib, "cublasSetStream_v2", l.api.set_stream, missing);
-  bind(lib, "cublasGemmEx", l.api.gemm_ex, missing);
-  bind(lib, "cublasGemmStridedBatchedEx", l.api.gemm_strided_batched_ex, missing);
+  bind_symbol(lib, "cublasCreate_v2", l.api.create, missing);
+  bind_symbol(lib, "cublasSetStream_v2", l.api.set_stream, missing);
+  bind_symbol(lib, "cublasGemmEx", l.api.gemm_ex, missing);
+  bind_symbol(lib, "cublasGemmStridedBatchedEx", l.api.gemm_strided_batched_ex, missing);
   std::string optional;
-  bind(lib, "cublasGetStatusString", l.api.status_string, optional);
+  bind_symbol(lib, "cublasGetStatusString", l.api.status_string, optional);
   if (!missing.empty())
     l.error = "the libcublas loaded lacks " + missing + ": install a newer one (`pip install "
               "nvidia-cublas`)";
@@ -116,12 +95,7 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
   // Never destroyed: destroying at thread or process exit may run after the CUDA driver has
   // shut down. One per device the thread has used.
   thread_local std::map<int, cublasHandle_t> handles;
-  int device = 0;
-  const cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess)
-    paddle_core::fail("CUDA device query failed: %s (%s)", cudaGetErrorString(error),
-                      cudaGetErrorName(error));
-  cublasHandle_t& handle = handles[device];
+  cublasHandle_t& handle = handles[paddle_core::current_device()];
   if (handle == nullptr) check_cublas(cublas().create(&handle), "handle creation");
   check_cublas(cublas().set_stream(handle, stream), "set stream");
   return handle;

@@ -11,6 +11,7 @@ namespace pom {
 namespace pc = paddle_core;
 using pc::check_launch;
 using pc::Context;
+using pc::copy_async;
 using pc::expect_cuda;
 using pc::fail;
 using pc::first_index;
@@ -19,6 +20,7 @@ using pc::grid_for;
 using pc::index_step;
 using pc::Slots;
 using pc::stream_of;
+using pc::zero_async;
 
 // Dims a kernel walks, innermost first, each with the element strides of S tensors; passed to
 // kernels by value. Position i of the walk is at offsets(i) in the S tensors.
@@ -55,22 +57,6 @@ template <int S> struct DimWalk {
     }
   }
 };
-
-// Enqueue a device-to-device copy (a no-op when empty or in place) or a zero fill on
-// `stream`, failing with CUDA's message.
-inline void copy_async(void* dst, const void* src, int64_t bytes, cudaStream_t stream) {
-  if (bytes == 0 || src == dst) return;
-  const cudaError_t error = cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes),
-                                            cudaMemcpyDeviceToDevice, stream);
-  if (error != cudaSuccess)
-    fail("CUDA copy failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
-}
-inline void zero_async(void* dst, int64_t bytes, cudaStream_t stream) {
-  if (bytes == 0) return;
-  const cudaError_t error = cudaMemsetAsync(dst, 0, static_cast<size_t>(bytes), stream);
-  if (error != cudaSuccess)
-    fail("CUDA memset failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
-}
 
 }  // namespace pom
 

@@ -3,9 +3,10 @@
 // out = F(x), and out = F(a, b) on same-shaped inputs, F from functors.hpp.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, out has the broadcast shape), all on the
-// CUDA device of the plan's stream. Prepare runs the CPU kernel's checks (elementwise.hpp), so
-// both devices accept the same tensors, then the CUDA ones (how many dims a broadcast may
-// need, tensors on a CUDA device).
+// CUDA device of the plan's stream. float16 and bfloat16 elements are loaded as float32
+// (compute_t), the functor computes there, and the result is rounded once when stored.
+// Prepare runs the CPU kernel's checks (elementwise.hpp), so both devices accept the same
+// tensors, then the CUDA ones (how many dims a broadcast may need, tensors on a CUDA device).
 #ifndef PADDLE_OPS_MATH_ELEMENTWISE_CUH_
 #define PADDLE_OPS_MATH_ELEMENTWISE_CUH_
 
@@ -17,7 +18,10 @@
 
 namespace pom {
 
+using pc::AllFloats;
+using pc::AllNumbers;
 using pc::Attrs;
+using pc::compute_t;
 using pc::dispatch;
 using pc::Floats;
 using pc::Numbers;
@@ -69,7 +73,8 @@ __global__ void binary_kernel(const T* a, const T* b, R* out, int64_t n, Strides
         rest = q;
       }
     }
-    out[i] = f(a[ia], b[ib]);
+    using C = compute_t<T>;
+    out[i] = static_cast<R>(f(static_cast<C>(a[ia]), static_cast<C>(b[ib])));
   }
 }
 
@@ -118,13 +123,15 @@ template <class F, class TypeList, bool Bool = false> class BinaryCuda {
 // out[i] = f(x[i]); f is passed by value (functors with parameters: ScaleBy).
 template <class F, class S, class D>
 __global__ void map_kernel(const S* x, D* out, int64_t n, F f) {
-  for (int64_t i = first_index(); i < n; i += index_step()) out[i] = f(x[i]);
+  for (int64_t i = first_index(); i < n; i += index_step())
+    out[i] = static_cast<D>(f(static_cast<compute_t<S>>(x[i])));
 }
 
 // out[i] = f(a[i], b[i]) on same-shaped inputs (gradient formulas); f passed by value.
 template <class F, class T>
 __global__ void zip_kernel(const T* a, const T* b, T* out, int64_t n, F f) {
-  for (int64_t i = first_index(); i < n; i += index_step()) out[i] = f(a[i], b[i]);
+  for (int64_t i = first_index(); i < n; i += index_step())
+    out[i] = static_cast<T>(f(compute_t<T>(a[i]), compute_t<T>(b[i])));
 }
 
 // out = F(x) for the dtypes in TypeList: of x's dtype, or bool for predicates (Bool = true:

@@ -92,9 +92,8 @@ inline Broadcast check_binary(const Slots& in, const Slots& out, bool bool_out) 
   return plan_broadcast(x, y, o);
 }
 
-// The dtypes of cast, fill and assign (fill.pbtxt): every one but float16 and bfloat16.
-using AllTypes = paddle_core::Types<float, double, int32_t, int64_t, bool, uint8_t, int8_t,
-                                    int16_t>;
+// The dtypes of cast, fill and assign (fill.pbtxt): every one.
+using paddle_core::AllTypes;
 
 // Check a unary op's x and out: one shape, one dtype (also scale and assign).
 inline void check_unary(const Slots& in, const Slots& out) {
@@ -113,9 +112,11 @@ inline void check_unary_grad(const Slots& in, const Slots& out) {
   dx.expect_dtype(g.dtype(), "x_grad");
 }
 
-// Check clip's bounds (clip and clip_grad).
+// Check clip's bounds (clip and clip_grad): not NaN. min > max is allowed: every element
+// becomes max, as in NumPy and ONNX (ClipTo applies max last).
 inline void check_clip_bounds(double min, double max) {
-  if (!(min <= max)) fail("clip needs min <= max, got min=%g, max=%g", min, max);
+  if (min != min || max != max)
+    fail("clip's bounds must not be NaN, got min=%g, max=%g", min, max);
 }
 
 // Check clip's bounds, x and out.

@@ -1,13 +1,17 @@
-// Reductions: max, min over a set of axes (NaN propagates, like NumPy).
+// Reductions: max, min over a set of axes (NaN propagates, like NumPy); of bool, any and all.
 //
 // Memory contract and layout: see reduce.hpp.
 #include "reduce.hpp"
 
 namespace pom {
+
+// float32, float64, every integer and bool: the largest bool is true where any element is.
+using ExtremeTypes = Join<Join<Floats, AllInts>, Types<bool>>;
+
 const pc::Family& extreme_kernels() {
   static const pc::Family family = {
-      pc::kernel<Reduce<Max, Numbers>>("max"),
-      pc::kernel<Reduce<Min, Numbers>>("min"),
+      pc::kernel<AsFloat32<Reduce<Max, ExtremeTypes>>>("max"),
+      pc::kernel<AsFloat32<Reduce<Min, ExtremeTypes>>>("min"),
   };
   return family;
 }

@@ -1,8 +1,10 @@
-// scale, cast, fill_constant, full_like, assign.
+// scale, cast, fill_constant, full_like, assign, range.
 //
 // Memory contract: C-contiguous tensors; outputs have the shapes the shape rules inferred
 // (checked in prepare, with the CUDA kernels' checks: elementwise.hpp). The formulas of scale
-// and of conversions are functors.hpp's (ScaleBy, convert_to), shared with fill_cuda.cu.
+// and of conversions are functors.hpp's (ScaleBy, convert_to), shared with fill_cuda.cu. Every
+// dtype; float16 and bfloat16 scale in float32, and cast to and from float32 with the vector
+// conversions of half.hpp.
 #include <cstring>
 
 #include "common.hpp"
@@ -14,7 +16,7 @@ namespace {
 class Scale {
  public:
   static constexpr pc::Signature signature{"1", "1"};
-  using DTypes = Numbers;
+  using DTypes = AllNumbers;
   Scale(const Attrs& attrs, const Slots& in, const Slots& out)
       : scale_(attrs.f("scale")), bias_(attrs.f("bias")) {
     check_unary(in, out);
@@ -35,8 +37,8 @@ class Scale {
     const F f{self.scale_, self.bias_};
     const T* x = static_cast<const T*>(xv);
     T* out = static_cast<T*>(ov);
-    parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) out[i] = f(x[i]);
+    parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {  // 16-bit floats in float32
+      for (int64_t i = lo; i < hi; ++i) out[i] = static_cast<T>(f(static_cast<compute_t<T>>(x[i])));
     });
   }
   double scale_, bias_;
@@ -62,12 +64,17 @@ class Cast {
 
  private:
   using Fn = void (*)(const void*, void*, int64_t, int32_t);
-  template <class S, class D> static void convert(const void* sv, void* dv, int64_t n, int32_t threads) {
+  template <class S, class D>
+  static void convert(const void* sv, void* dv, int64_t n, int32_t threads) {
     const S* src = static_cast<const S*>(sv);
     D* dst = static_cast<D*>(dv);
     parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        dst[i] = convert_to<D>(src[i]);
+      if constexpr (std::is_same_v<S, float> && is_half_float_v<D>) {
+        narrow(src + lo, dst + lo, hi - lo);  // the vector conversions (half.hpp)
+      } else if constexpr (is_half_float_v<S> && std::is_same_v<D, float>) {
+        widen(src + lo, dst + lo, hi - lo);
+      } else {
+        for (int64_t i = lo; i < hi; ++i) dst[i] = convert_to<D>(src[i]);
       }
     });
   }
@@ -94,6 +101,34 @@ class Fill {
     parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) { std::fill(dst + lo, dst + hi, v); });
   }
   double value_;
+  Fn fn_;
+};
+
+// out[i] = start + i * delta (RangeAt); out's length was worked out by the shape rule.
+class Range {
+ public:
+  static constexpr pc::Signature signature{"", "1"};
+  using DTypes = AllNumbers;
+  Range(const Attrs& attrs, const Slots&, const Slots& out)
+      : at_{attrs.f("start"), attrs.f("delta")} {
+    if (out(0).ndim() != 1) fail("out %s must be 1-D", out(0).describe().c_str());
+    fn_ = dispatch(out(0).dtype(), DTypes{}, [](auto t) -> Fn { return &fill<decltype(t)>; });
+  }
+  void run(const Slots&, const Slots& out, const Context& ctx) const {
+    fn_(at_, out(0).data<void>(), out(0).numel(), ctx.num_threads());
+  }
+
+ private:
+  using Fn = void (*)(const RangeAt<double>&, void*, int64_t, int32_t);
+  template <class T>
+  static void fill(const RangeAt<double>& at, void* dv, int64_t n, int32_t threads) {
+    const RangeAt<T> f{at.start, at.delta};
+    T* dst = static_cast<T*>(dv);
+    parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) dst[i] = f(i);
+    });
+  }
+  RangeAt<double> at_;
   Fn fn_;
 };
 
@@ -126,6 +161,7 @@ const pc::Family& fill_kernels() {
       pc::kernel<Cast>("cast"),
       pc::kernel<Fill>("fill"),
       pc::kernel<Assign>("assign"),
+      pc::kernel<Range>("range"),
   };
   return family;
 }

@@ -1,5 +1,6 @@
-// CUDA kernels of scale, cast, fill_constant and full_like (fill), assign. Same formulas
-// (functors.hpp: ScaleBy, convert_to), checks (elementwise.hpp) and dtypes as fill_cpu.cpp.
+// CUDA kernels of scale, cast, fill_constant and full_like (fill), assign, range. Same
+// formulas (functors.hpp: ScaleBy, convert_to, RangeAt), checks (elementwise.hpp) and dtypes
+// as fill_cpu.cpp.
 // Also the core's fill_like (paddle_core/builtin/ops.pbtxt), which seeds every backward.
 //
 // Memory contract: C-contiguous CUDA buffers; outputs have the shapes the shape rules
@@ -13,7 +14,7 @@ namespace {
 class ScaleCuda {
  public:
   static constexpr pc::Signature signature{"1", "1"};
-  using DTypes = Numbers;
+  using DTypes = AllNumbers;
   ScaleCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : scale_(attrs.f("scale")), bias_(attrs.f("bias")), numel_(in(0).numel()) {
     check_unary(in, out);
@@ -117,6 +118,41 @@ class FillLikeCuda : public FillCuda {
   }
 };
 
+template <class T> __global__ void range_kernel(T* out, int64_t n, RangeAt<T> f) {
+  for (int64_t i = first_index(); i < n; i += index_step()) out[i] = f(i);
+}
+
+// out[i] = start + i * delta (RangeAt, as on the CPU).
+class RangeCuda {
+ public:
+  static constexpr pc::Signature signature{"", "1"};
+  using DTypes = AllNumbers;
+  RangeCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : start_(attrs.f("start")), delta_(attrs.f("delta")), numel_(out(0).numel()) {
+    expect_cuda(in, out);
+    if (out(0).ndim() != 1) fail("out %s must be 1-D", out(0).describe().c_str());
+    launch_ = dispatch(out(0).dtype(), DTypes{},
+                       [](auto t) -> Launch { return &launch<decltype(t)>; });
+  }
+  void run(const Slots&, const Slots& out, const Context& ctx) const {
+    if (numel_ == 0) return;
+    launch_(out(0).data<void>(), numel_, start_, delta_, stream_of(ctx));
+    check_launch();
+  }
+
+ private:
+  using Launch = void (*)(void*, int64_t, double, double, cudaStream_t);
+  template <class T>
+  static void launch(void* out, int64_t n, double start, double delta, cudaStream_t stream) {
+    const Grid g = grid_for(n);
+    range_kernel<<<g.blocks, g.threads, 0, stream>>>(static_cast<T*>(out), n,
+                                                     RangeAt<T>{start, delta});
+  }
+  double start_, delta_;
+  int64_t numel_;
+  Launch launch_;
+};
+
 // out = x (a copy on the stream).
 class AssignCuda {
  public:
@@ -145,6 +181,7 @@ const pc::Family& fill_cuda_kernels() {
       pc::kernel<FillCuda>("fill_cuda"),
       pc::kernel<FillLikeCuda>("fill_like_cuda"),
       pc::kernel<AssignCuda>("assign_cuda"),
+      pc::kernel<RangeCuda>("range_cuda"),
   };
   return family;
 }

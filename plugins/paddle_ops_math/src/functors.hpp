@@ -6,6 +6,8 @@
 //
 // Results are defined for every input: integers wrap around like NumPy's (Modular), maximum
 // and minimum propagate NaN, round halves to even, conversions saturate or wrap (convert_to).
+// The functors take float32, float64 and integers; the kernels compute float16 and bfloat16 in
+// float32 (paddle_core::compute_t) and round each result once.
 #ifndef PADDLE_OPS_MATH_FUNCTORS_HPP_
 #define PADDLE_OPS_MATH_FUNCTORS_HPP_
 
@@ -32,12 +34,20 @@ template <class T> using Unsigned = std::make_unsigned_t<T>;
 
 // A value converted to D, defined for every input: a float that D cannot hold (NaN, out of
 // range) becomes D's minimum for signed D, as x86 converts and NumPy gives there; unsigned
-// D wraps around through int64; bool is "not zero". A plain static_cast of such a float is
-// undefined behaviour.
+// D wraps around through int64 (uint64 also takes [2^63, 2^64) as it is); bool is "not zero".
+// A plain static_cast of such a float is undefined behaviour. float16 and bfloat16 convert as
+// their float value; to them, a value rounds once, to nearest even (paddle_core/half.hpp).
 template <class D, class S> PADDLE_CORE_HD inline D convert_to(S v) {
-  if constexpr (std::is_same_v<D, bool>) {
+  if constexpr (paddle_core::is_half_float_v<S>) {
+    return convert_to<D>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<D, bool>) {
     return v != S(0);
+  } else if constexpr (paddle_core::is_half_float_v<D>) {
+    return D(v);
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+    if constexpr (std::is_same_v<D, uint64_t>) {
+      if (v >= S(9223372036854775808.0) && v < S(18446744073709551616.0)) return D(v);
+    }
     using Via = std::conditional_t<std::is_signed_v<D>, D, int64_t>;
     constexpr S lo = S(std::numeric_limits<Via>::min());  // -2^(bits-1): exact in S
     if (!(v >= lo && v < -lo)) return std::is_signed_v<D> ? std::numeric_limits<D>::min() : D(0);
@@ -69,22 +79,60 @@ struct Mul {
     return T(Modular<T>(a) * Modular<T>(b));
   }
 };
+// Integers: NumPy's floor division (x // y), the quotient rounded toward -inf (ONNX's Div
+// truncates toward 0 instead; the two differ where the signs differ). As NumPy gives (with a
+// warning there): y == 0 gives 0, and the minimum // -1 wraps around to the minimum.
 struct Div {
-  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const { return a / b; }
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return static_cast<T>(Modular<T>(0) - Modular<T>(a));
+        const T q = static_cast<T>(a / b);
+        return a % b != 0 && ((a < T(0)) != (b < T(0))) ? static_cast<T>(q - 1) : q;
+      } else {
+        return static_cast<T>(a / b);
+      }
+    } else {
+      return a / b;
+    }
+  }
 };
+// Integers: NumPy's power, x multiplied y times with wraparound (0 ** 0 = 1). A negative y,
+// which NumPy refuses, gives the power truncated toward 0, as C's and PyTorch's integer pow:
+// 1 for x = 1, +-1 for x = -1, 0 otherwise.
 struct Pow {
-  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const { return std::pow(a, b); }
+  template <class T> PADDLE_CORE_HD T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if constexpr (std::is_signed_v<T>) {
+        if (b < T(0)) return a == T(1) ? T(1) : a == T(-1) ? T((b & 1) != 0 ? -1 : 1) : T(0);
+      }
+      Modular<T> result = 1, base = static_cast<Modular<T>>(a);
+      for (auto e = static_cast<Unsigned<T>>(b); e != 0; e >>= 1) {  // by squaring
+        if ((e & 1) != 0) result *= base;
+        base *= base;
+      }
+      return static_cast<T>(result);
+    } else {
+      return std::pow(a, b);
+    }
+  }
 };
 // NumPy's mod (np.mod, np.remainder, Python's %): the remainder of floor division, with the
 // sign of b. Floats as NumPy's npy_divmod (a zero result takes b's sign; b == 0 gives NaN);
-// integers: b == 0 gives 0, as NumPy does (with a warning there), and b == -1 gives 0 (the
-// minimum % -1 would overflow).
+// integers: b == 0 gives 0, as NumPy does (with a warning there), and a signed b == -1 gives 0
+// (the minimum % -1 would overflow).
 struct Mod {
   template <class T> PADDLE_CORE_HD T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
-      if (b == T(0) || b == T(-1)) return T(0);
-      const T r = a % b;
-      return r != T(0) && ((r < T(0)) != (b < T(0))) ? T(r + b) : r;
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return T(0);
+        const T r = static_cast<T>(a % b);
+        return r != T(0) && ((r < T(0)) != (b < T(0))) ? static_cast<T>(r + b) : r;
+      } else {
+        return static_cast<T>(a % b);
+      }
     } else {
       T r = std::fmod(a, b);
       if (b == T(0)) return r;
@@ -162,7 +210,9 @@ struct Xor {
 
 struct Abs {  // integers wrap: abs of the minimum is the minimum
   template <class T> PADDLE_CORE_HD T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_unsigned_v<T>) {
+      return x;
+    } else if constexpr (std::is_integral_v<T>) {
       return x < 0 ? static_cast<T>(Unsigned<T>(0) - static_cast<Unsigned<T>>(x)) : x;
     } else {
       return std::fabs(x);
@@ -181,7 +231,7 @@ struct Neg {
 struct Square {
   template <class T> PADDLE_CORE_HD T operator()(T x) const {
     if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(static_cast<Unsigned<T>>(x) * static_cast<Unsigned<T>>(x));
+      return static_cast<T>(static_cast<Modular<T>>(x) * static_cast<Modular<T>>(x));
     } else {
       return x * x;
     }
@@ -228,7 +278,11 @@ struct Sign {  // -1, 0 or 1; NaN stays NaN (NumPy's sign)
     if constexpr (std::is_floating_point_v<T>) {
       if (x != x) return x;
     }
-    return static_cast<T>((T(0) < x) - (x < T(0)));
+    if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(x != T(0));
+    } else {
+      return static_cast<T>((T(0) < x) - (x < T(0)));
+    }
   }
 };
 struct Erf {
@@ -386,11 +440,28 @@ template <class T> struct ProdGrad {
 
 // -- argmax, argmin --------------------------------------------------------------------------
 
-// Whether v replaces `best` in a scan for the first maximum (Max) or minimum: NaN beats every
-// number, and the first NaN stays, like NumPy's.
-template <bool Max, class T> PADDLE_CORE_HD bool arg_better(T v, T best) {
-  return best == best && ((Max ? v > best : v < best) || v != v);
+// Whether v, met after `best` in a scan, replaces it: for the first maximum (Max) or minimum,
+// NaN beats every number and the first NaN stays, like NumPy's; with `last` (ONNX's
+// select_last_index), an equal value replaces it, so the last maximum (or last NaN) stays.
+template <bool Max, class T> PADDLE_CORE_HD bool arg_better(T v, T best, bool last) {
+  if (best != best) return last && v != v;
+  return v != v || (Max ? v > best : v < best) || (last && v == best);
 }
+
+// -- range: out[i] = start + i * delta --------------------------------------------------------
+
+// Floats in double, rounded to T once; integers exactly, in int64 (the shape rule checked
+// that start and delta are integers and every value fits T).
+template <class T> struct RangeAt {
+  double start, delta;
+  PADDLE_CORE_HD T operator()(int64_t i) const {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(static_cast<int64_t>(start) + i * static_cast<int64_t>(delta));
+    } else {
+      return static_cast<T>(start + static_cast<double>(i) * delta);
+    }
+  }
+};
 
 // -- clip: out = min(max(x, lo), hi) ---------------------------------------------------------
 
@@ -405,13 +476,15 @@ template <class T> struct ClipTo {
 };
 
 // A bound of clip in T, computed on the host. For integers: ceil(min) or floor(max),
-// saturated to T's range (an infinite bound leaves that side open).
+// saturated to T's range (an infinite bound leaves that side open). float16 and bfloat16
+// round the bound to their precision, as NumPy's clip does with a Python float.
 template <class T> T clip_bound(double v, bool lower) {
   if constexpr (std::is_integral_v<T>) {
+    using L = std::numeric_limits<T>;
     v = lower ? std::ceil(v) : std::floor(v);
-    const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);  // 2^31 or 2^63
-    if (v <= -limit) return std::numeric_limits<T>::lowest();
-    if (v >= limit) return std::numeric_limits<T>::max();
+    if (v <= static_cast<double>(L::lowest())) return L::lowest();  // exact: 0 or -2^(bits-1)
+    // 2^bits - 1 rounds up to 2^bits in double for 64 bits; below it, v converts exactly.
+    if (v >= static_cast<double>(L::max())) return L::max();
   }
   return static_cast<T>(v);
 }

@@ -79,7 +79,7 @@ inline int64_t check_one_hot(const paddle_core::Attrs& attrs, const paddle_core:
                              const paddle_core::Tensor& out) {
   using paddle_core::fail;
   paddle_core::dispatch(index.dtype(), IndexTypes{}, [](auto) {});
-  const int64_t depth = attrs.i("depth");
+  const int64_t depth = attrs.l("depth");
   if (depth < 1) fail("depth must be at least 1, got %lld", static_cast<long long>(depth));
   bool fits = out.ndim() == index.ndim() + 1 && out.dim(-1) == depth;
   for (int32_t k = 0; fits && k < index.ndim(); ++k) fits = out.dim(k) == index.dim(k);

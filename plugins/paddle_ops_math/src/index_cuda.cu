@@ -11,6 +11,7 @@
 
 #include "cuda.cuh"
 #include "elementwise.hpp"
+#include "host_index.cuh"
 #include "index.hpp"
 
 namespace pom {
@@ -25,12 +26,7 @@ void check_device_index(const Tensor& index, int64_t size, bool negative, const 
                         cudaStream_t stream) {
   const int64_t n = index.numel();
   if (n == 0) return;
-  std::vector<char> host(static_cast<size_t>(index.nbytes()));
-  cudaError_t error = cudaMemcpyAsync(host.data(), index.data<void>(), host.size(),
-                                      cudaMemcpyDeviceToHost, stream);
-  if (error == cudaSuccess) error = cudaStreamSynchronize(stream);
-  if (error != cudaSuccess)
-    fail("CUDA copy failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+  const std::vector<char> host = host_copy(index, stream);
   dispatch(index.dtype(), IndexTypes{}, [&](auto t) {
     using I = decltype(t);
     check_positions(reinterpret_cast<const I*>(host.data()), n, size, negative, range, nullptr);
@@ -57,13 +53,8 @@ class GatherCuda {
     expect_cuda(in, out);
     launch_ = dispatch(in(1).dtype(), IndexTypes{}, [&](auto t) -> Launch {
       using I = decltype(t);
-      switch (in(0).element_size()) {
-        case 1: return &launch<uint8_t, I>;
-        case 2: return &launch<uint16_t, I>;
-        case 4: return &launch<uint32_t, I>;
-        case 8: return &launch<uint64_t, I>;
-        default: fail("gather has no CUDA kernel for %s", pc::dtype_name(in(0).dtype()));
-      }
+      return by_element_size(in(0), "gather",
+                             [](auto u) -> Launch { return &launch<decltype(u), I>; });
     });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

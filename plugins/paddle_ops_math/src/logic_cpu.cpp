@@ -1,6 +1,7 @@
 // Predicates and logic, all giving bool: isnan, isinf, isfinite (of any number; integers are
-// never NaN or infinite), logical_not, and logical_and / or / xor with NumPy broadcasting; and
-// where(cond, x, y), choosing between x and y elementwise.
+// never NaN or infinite; float16 and bfloat16 are tested as their float32 value), logical_not,
+// and logical_and / or / xor with NumPy broadcasting; and where(cond, x, y), choosing between
+// x and y elementwise.
 //
 // Memory contract: inputs C-contiguous; out bool (one byte per element, 0 or 1) with x's shape
 // (the broadcast shape for the binary ops); where's out has x's dtype and the broadcast shape
@@ -34,14 +35,13 @@ template <class F, class TypeList> class Predicate {
   template <class T> static void compute(const void* xv, bool* out, int64_t n, int32_t threads) {
     const T* x = static_cast<const T*>(xv);
     parallel_for(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) out[i] = F{}(x[i]);
+      for (int64_t i = lo; i < hi; ++i) out[i] = F{}(static_cast<compute_t<T>>(x[i]));
     });
   }
   Fn fn_;
 };
 
 using Bools = Types<bool>;
-using AnyNumber = Types<float, double, int32_t, int64_t>;
 
 // out = cond ? x : y, each input broadcast to out's shape (check_where, elementwise.hpp). Any
 // dtype: elements are copied.
@@ -93,9 +93,9 @@ class Where {
 
 const pc::Family& logic_kernels() {
   static const pc::Family family = {
-      pc::kernel<Predicate<IsNan, AnyNumber>>("isnan"),
-      pc::kernel<Predicate<IsInf, AnyNumber>>("isinf"),
-      pc::kernel<Predicate<IsFinite, AnyNumber>>("isfinite"),
+      pc::kernel<Predicate<IsNan, AllNumbers>>("isnan"),
+      pc::kernel<Predicate<IsInf, AllNumbers>>("isinf"),
+      pc::kernel<Predicate<IsFinite, AllNumbers>>("isfinite"),
       pc::kernel<Predicate<Not, Bools>>("logical_not"),
       pc::kernel<Binary<And, Bools, true>>("logical_and"),
       pc::kernel<Binary<Or, Bools, true>>("logical_or"),

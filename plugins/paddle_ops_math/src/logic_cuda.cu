@@ -14,7 +14,6 @@ namespace pom {
 namespace {
 
 using Bools = pc::Types<bool>;
-using AnyNumber = pc::Types<float, double, int32_t, int64_t>;
 
 // out = F(x) as bool.
 template <class F, class TypeList> using PredicateCuda = UnaryCuda<F, TypeList, true>;
@@ -87,9 +86,9 @@ class WhereCuda {
 
 const pc::Family& logic_cuda_kernels() {
   static const pc::Family family = {
-      pc::kernel<PredicateCuda<IsNan, AnyNumber>>("isnan_cuda"),
-      pc::kernel<PredicateCuda<IsInf, AnyNumber>>("isinf_cuda"),
-      pc::kernel<PredicateCuda<IsFinite, AnyNumber>>("isfinite_cuda"),
+      pc::kernel<PredicateCuda<IsNan, AllNumbers>>("isnan_cuda"),
+      pc::kernel<PredicateCuda<IsInf, AllNumbers>>("isinf_cuda"),
+      pc::kernel<PredicateCuda<IsFinite, AllNumbers>>("isfinite_cuda"),
       pc::kernel<PredicateCuda<Not, Bools>>("logical_not_cuda"),
       pc::kernel<BinaryCuda<And, Bools, true>>("logical_and_cuda"),
       pc::kernel<BinaryCuda<Or, Bools, true>>("logical_or_cuda"),

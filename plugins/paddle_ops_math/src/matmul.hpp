@@ -4,6 +4,7 @@
 #ifndef PADDLE_OPS_MATH_MATMUL_HPP_
 #define PADDLE_OPS_MATH_MATMUL_HPP_
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <vector>
@@ -25,49 +26,80 @@ inline int blas_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
+// One operand of matmul as matrices: its last two dims and its batch dims; a vector (1-D) is
+// promoted as NumPy promotes it, x to a row [1, K] and y to a column [K, 1], and never
+// transposed. The memory of a vector and of its promoted matrix is the same.
+struct MatmulOperand {
+  int64_t rows = 0, cols = 0;
+  std::vector<int64_t> batch;
+  bool vector = false;
+};
+
+inline MatmulOperand matmul_operand(const Tensor& t, bool left, const char* name) {
+  if (t.ndim() == 0) fail("%s %s is 0-d: matmul needs a vector or matrices", name,
+                          t.describe().c_str());
+  MatmulOperand o;
+  if (t.ndim() == 1) {
+    o.vector = true;
+    (left ? o.cols : o.rows) = t.dim(0);
+    (left ? o.rows : o.cols) = 1;
+    return o;
+  }
+  o.rows = t.dim(-2);
+  o.cols = t.dim(-1);
+  o.batch.assign(t.shape(), t.shape() + t.ndim() - 2);
+  return o;
+}
+
 // The geometry of a batched product out[..., M, N] = op(x)[..., M, K] op(y)[..., K, N], with
-// the batch dims of x and y broadcast (NumPy rules); decided in prepare.
+// the batch dims of x and y broadcast (NumPy rules); decided in prepare. A 1-D x or y is a
+// vector (matmul_operand), whose dim M or N out lacks, as in numpy.matmul.
 struct Batched {
   bool tx = false, ty = false;
   int64_t M = 0, N = 0, K = 0;
   int64_t batches = 1;
   std::vector<int64_t> x_batch, y_batch;  // per output batch: index of the x / y matrix
 
-  Batched(const Tensor& x, const Tensor& y, const Tensor& out, bool tx_, bool ty_)
-      : tx(tx_), ty(ty_) {
-    if (x.ndim() < 2 || y.ndim() < 2) fail("x and y must be at least 2-D");
-    const int64_t xr = x.dim(-2), xc = x.dim(-1), yr = y.dim(-2), yc = y.dim(-1);
-    M = tx ? xc : xr;
-    K = tx ? xr : xc;
-    N = ty ? yr : yc;
-    if ((ty ? yc : yr) != K)
+  Batched(const Tensor& x, const Tensor& y, const Tensor& out, bool tx_, bool ty_) {
+    const MatmulOperand a = matmul_operand(x, true, "x"), b = matmul_operand(y, false, "y");
+    tx = tx_ && !a.vector;
+    ty = ty_ && !b.vector;
+    M = tx ? a.cols : a.rows;
+    K = tx ? a.rows : a.cols;
+    N = ty ? b.rows : b.cols;
+    if ((ty ? b.cols : b.rows) != K)
       fail("inner dimensions differ: x %s, y %s (transpose_x=%d, transpose_y=%d)",
-           x.describe().c_str(), y.describe().c_str(), tx, ty);
-    const int32_t nd = out.ndim();
-    if (nd < 2 || out.dim(-2) != M || out.dim(-1) != N)
-      fail("out has the wrong shape %s", out.describe().c_str());
-    blas_int(M, "M"), blas_int(N, "N"), blas_int(K, "K");
-    // Batch broadcasting: walk the output batch index and map it to x's and y's.
-    const int32_t bd = nd - 2, xb = x.ndim() - 2, yb = y.ndim() - 2;
+           x.describe().c_str(), y.describe().c_str(), tx_, ty_);
+    // Batch broadcasting: the output's batch dims, then each output batch's x and y matrix.
+    const size_t bd = std::max(a.batch.size(), b.batch.size());
+    const size_t xl = bd - a.batch.size(), yl = bd - b.batch.size();  // missing leading dims
     std::vector<int64_t> dims(bd);
-    for (int32_t k = 0; k < bd; ++k) batches *= dims[k] = out.dim(k);
+    for (size_t k = 0; k < bd; ++k) {
+      const int64_t dx = k < xl ? 1 : a.batch[k - xl], dy = k < yl ? 1 : b.batch[k - yl];
+      if (dx != dy && dx != 1 && dy != 1)
+        fail("batch dims of x %s and y %s do not broadcast", x.describe().c_str(),
+             y.describe().c_str());
+      batches *= dims[k] = dx == 1 ? dy : dx;
+    }
+    std::vector<int64_t> want = dims;
+    if (!a.vector) want.push_back(M);
+    if (!b.vector) want.push_back(N);
+    if (want != std::vector<int64_t>(out.shape(), out.shape() + out.ndim()))
+      fail("out has the wrong shape %s for x %s and y %s", out.describe().c_str(),
+           x.describe().c_str(), y.describe().c_str());
+    blas_int(M, "M"), blas_int(N, "N"), blas_int(K, "K");
     x_batch.resize(batches);
     y_batch.resize(batches);
     std::vector<int64_t> idx(bd, 0);
-    for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t n = 0; n < batches; ++n) {
       int64_t xi = 0, yi = 0;
-      for (int32_t k = 0; k < bd; ++k) {
-        int32_t kx = k - (bd - xb), ky = k - (bd - yb);
-        if (kx >= 0) xi = xi * x.dim(kx) + (x.dim(kx) == 1 ? 0 : idx[k]);
-        if (ky >= 0) yi = yi * y.dim(ky) + (y.dim(ky) == 1 ? 0 : idx[k]);
-        if (kx >= 0 && x.dim(kx) != 1 && x.dim(kx) != dims[k])
-          fail("batch dims of x do not broadcast");
-        if (ky >= 0 && y.dim(ky) != 1 && y.dim(ky) != dims[k])
-          fail("batch dims of y do not broadcast");
+      for (size_t k = 0; k < bd; ++k) {
+        if (k >= xl) xi = xi * a.batch[k - xl] + (a.batch[k - xl] == 1 ? 0 : idx[k]);
+        if (k >= yl) yi = yi * b.batch[k - yl] + (b.batch[k - yl] == 1 ? 0 : idx[k]);
       }
-      x_batch[b] = xi;
-      y_batch[b] = yi;
-      for (int32_t k = bd - 1; k >= 0; --k) {
+      x_batch[n] = xi;
+      y_batch[n] = yi;
+      for (size_t k = bd; k-- > 0;) {
         if (++idx[k] < dims[k]) break;
         idx[k] = 0;
       }

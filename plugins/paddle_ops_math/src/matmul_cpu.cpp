@@ -2,8 +2,11 @@
 // with transposes, NumPy batch broadcasting), matmul_2d (the seeds' `mul`: both operands
 // flattened to 2-D by x_num_col_dims / y_num_col_dims), and their gradients.
 //
-// Memory contract: all tensors C-contiguous, float32 or float64, shapes checked in prepare
+// Memory contract: all tensors C-contiguous, of one floating dtype, shapes checked in prepare
 // (matmul.hpp, shared with matmul_cuda.cu). Matrix dimensions must fit 32-bit integers.
+// float16 and bfloat16 are multiplied by sgemm on float32 copies (AsFloat32), accumulating in
+// float32, and the result rounded once: scipy-openblas32's header declares sbgemm and shgemm,
+// but its library is built without them (it exports neither).
 #include <cblas.h>
 
 #include <atomic>
@@ -176,10 +179,10 @@ class Matmul2DGrad {
 
 const pc::Family& matmul_kernels() {
   static const pc::Family family = {
-      pc::kernel<Matmul>("matmul"),
-      pc::kernel<MatmulGrad>("matmul_grad"),
-      pc::kernel<Matmul2D>("matmul_2d"),
-      pc::kernel<Matmul2DGrad>("matmul_2d_grad"),
+      pc::kernel<AsFloat32<Matmul>>("matmul"),
+      pc::kernel<AsFloat32<MatmulGrad>>("matmul_grad"),
+      pc::kernel<AsFloat32<Matmul2D>>("matmul_2d"),
+      pc::kernel<AsFloat32<Matmul2DGrad>>("matmul_2d_grad"),
   };
   return family;
 }

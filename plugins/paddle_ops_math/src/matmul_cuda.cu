@@ -1,11 +1,12 @@
 // CUDA kernels of matmul and matmul_2d and their gradients, through cuBLAS (loaded at run
-// time: cublas.hpp). Same geometry and checks (matmul.hpp) and dtypes as matmul_cpu.cpp, plus
-// bfloat16 for matmul's forward: cuBLAS multiplies it on tensor cores, accumulating in float32.
+// time: cublas.hpp). Same geometry and checks (matmul.hpp) and dtypes as matmul_cpu.cpp.
 //
 // Memory contract: all tensors C-contiguous CUDA buffers, shapes checked in prepare. Matrix
 // dimensions and the batch count must fit cuBLAS's 32-bit integers. float32 is computed in
-// float32 (CUBLAS_COMPUTE_32F, no TF32), float64 in float64.
+// float32 (CUBLAS_COMPUTE_32F, no TF32), float64 in float64, float16 and bfloat16 on tensor
+// cores accumulating in float32 (CUBLAS_COMPUTE_32F), as the CPU's sgemm on float32 copies.
 #include <climits>
+#include <type_traits>
 
 #include "cublas.hpp"
 #include "cuda.cuh"
@@ -21,17 +22,22 @@ struct Precision {
   int64_t size;
 };
 
-Precision precision_of(int32_t dtype, bool bfloat16_allowed) {
-  switch (dtype) {
-    case PC_FLOAT32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F, 4};
-    case PC_FLOAT64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F, 8};
-    case PC_BFLOAT16:
-      if (bfloat16_allowed) return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
-      break;
-    default: break;
-  }
-  fail("this CUDA kernel takes float32 or float64%s, got %s",
-       bfloat16_allowed ? " or bfloat16" : "", pc::dtype_name(dtype));
+// The dtypes cuBLAS multiplies here: every kernel's DTypes.
+using GemmTypes = pc::AllFloats;
+
+Precision precision_of(int32_t dtype) {
+  return pc::dispatch(dtype, GemmTypes{}, [](auto t) -> Precision {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, double>) {
+      return {CUDA_R_64F, CUBLAS_COMPUTE_64F, 8};
+    } else if constexpr (std::is_same_v<T, pc::float16>) {
+      return {CUDA_R_16F, CUBLAS_COMPUTE_32F, 2};
+    } else if constexpr (std::is_same_v<T, pc::bfloat16>) {
+      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2};
+    } else {
+      return {CUDA_R_32F, CUBLAS_COMPUTE_32F, 4};
+    }
+  });
 }
 
 // One row-major product, or `batches` of them at fixed element strides:
@@ -132,9 +138,9 @@ void expect_cublas_and_cuda(const Slots& in, const Slots& out, int64_t batches) 
 class MatmulCuda {
  public:
   static constexpr pc::Signature signature{"11", "1"};
-  using DTypes = pc::Types<float, double, pc::bfloat16>;  // as precision_of allows
+  using DTypes = GemmTypes;
   MatmulCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : geo_(check_matmul(attrs, in, out)), precision_(precision_of(in(0).dtype(), true)) {
+      : geo_(check_matmul(attrs, in, out)), precision_(precision_of(in(0).dtype())) {
     expect_cublas_and_cuda(in, out, geo_.batches);
   }
 
@@ -159,9 +165,9 @@ class MatmulCuda {
 class MatmulGradCuda {
  public:
   static constexpr pc::Signature signature{"111", "??"};
-  using DTypes = pc::Floats;
+  using DTypes = GemmTypes;
   MatmulGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : geo_(check_matmul_grad(attrs, in, out)), precision_(precision_of(in(0).dtype(), false)) {
+      : geo_(check_matmul_grad(attrs, in, out)), precision_(precision_of(in(0).dtype())) {
     expect_cublas_and_cuda(in, out, geo_.batches);
   }
 
@@ -232,9 +238,9 @@ class MatmulGradCuda {
 class Matmul2DCuda {
  public:
   static constexpr pc::Signature signature{"11", "1"};
-  using DTypes = pc::Floats;
+  using DTypes = GemmTypes;
   Matmul2DCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : flat_(check_matmul_2d(attrs, in, out)), precision_(precision_of(in(0).dtype(), false)) {
+      : flat_(check_matmul_2d(attrs, in, out)), precision_(precision_of(in(0).dtype())) {
     expect_cublas_and_cuda(in, out, 1);
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -254,10 +260,10 @@ class Matmul2DCuda {
 class Matmul2DGradCuda {
  public:
   static constexpr pc::Signature signature{"111", "??"};
-  using DTypes = pc::Floats;
+  using DTypes = GemmTypes;
   Matmul2DGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : flat_(check_matmul_2d_grad(attrs, in, out)),
-        precision_(precision_of(in(0).dtype(), false)) {
+        precision_(precision_of(in(0).dtype())) {
     expect_cublas_and_cuda(in, out, 1);
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -4,8 +4,10 @@
 //
 // Memory contract: x is C-contiguous and read only; out has x's shape with the reduced axes
 // dropped (or kept as 1 with keepdim) and is checked against it in prepare. sum and prod of
-// int32 produce int64 (like NumPy and PyTorch); integer sums and products wrap around on
-// overflow. argmax / argmin produce int64 indices along their axis.
+// integers produce int64, or uint64 for unsigned ones (like NumPy); integer sums and products
+// wrap around on overflow. max and min of bool are any and all. argmax / argmin produce int64
+// indices along their axis. float16 and bfloat16 run the float32 code on widened copies
+// (AsFloat32: they accumulate in float32, and the result is rounded once).
 //
 // Layout: prepare drops size-1 axes and merges neighbouring axes that are both reduced or both
 // kept, so x becomes alternating blocks. If the innermost block is reduced ("rows": sum over
@@ -107,12 +109,14 @@ inline double value(const Compensated& a) { return a.value(); }
 inline uint64_t value(uint64_t a) { return a; }
 
 template <class T> constexpr bool kInt = std::is_integral_v<T>;
-// sum and prod: int32 widens to int64; integers fold in uint64 so overflow wraps (defined).
-template <class T> using Wide = std::conditional_t<kInt<T>, int64_t, T>;
+// sum and prod, as NumPy's: integers give int64 (signed) or uint64 (unsigned); they fold in
+// uint64 so that overflow wraps (defined).
+template <class T>
+using Wide =
+    std::conditional_t<kInt<T>, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>, T>;
 template <class T> using WideLane = std::conditional_t<kInt<T>, uint64_t, T>;
 
 template <class T> struct Sum {
-  static constexpr bool kHasIdentity = true;
   static constexpr int kPerLane = std::is_same_v<T, float> ? 8 : 16;
   using Out = Wide<T>;
   using Lane = WideLane<T>;
@@ -134,7 +138,6 @@ template <class T> struct Mean : Sum<T> {  // floats only; mean of nothing is Na
 
 // Float products multiply in double throughout: float32 products keep full precision.
 template <class T> struct Prod {
-  static constexpr bool kHasIdentity = true;
   static constexpr int kPerLane = 16;
   using Out = Wide<T>;
   using Lane = std::conditional_t<kInt<T>, uint64_t, double>;
@@ -147,28 +150,31 @@ template <class T> struct Prod {
   static Out finish(const Acc& a, int64_t) { return static_cast<Out>(a); }
 };
 
-// max and min propagate NaN, like NumPy's.
+// max and min propagate NaN, like NumPy's. Over no elements they give their identity (-inf or
+// inf; an integer type's lowest or highest value), as ONNX does (NumPy raises instead). bool
+// folds as bytes (0 or 1, and std::vector<bool> holds no bools to fold into): its maximum is
+// any, its minimum all, and over no elements they are false and true.
 template <class T, bool Max> struct Extreme {
-  static constexpr bool kHasIdentity = false;
   static constexpr int kPerLane = 8;
   using Out = T;
-  using Lane = T;
-  using Acc = T;
-  static T lane() {
+  using Lane = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+  using Acc = Lane;
+  static Lane lane() {
     if constexpr (kInt<T>) {
       return Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
     } else {
       return Max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
     }
   }
-  static T acc() { return lane(); }
-  static T step(T a, T v) {  // written so that GCC vectorises it
-    const T m = (Max ? v > a : v < a) ? v : a;
+  static Lane acc() { return lane(); }
+  static Lane step(Lane a, T x) {  // written so that GCC vectorises it
+    const Lane v = static_cast<Lane>(x);
+    const Lane m = (Max ? v > a : v < a) ? v : a;
     return v != v ? v : m;
   }
-  static void fold(T& a, T v) { a = step(a, v); }
-  static void join(T& a, T b) { a = step(a, b); }
-  static T finish(T a, int64_t) { return a; }
+  static void fold(Acc& a, Lane v) { a = step(a, static_cast<T>(v)); }
+  static void join(Acc& a, Acc b) { a = step(a, static_cast<T>(b)); }
+  static Out finish(Acc a, int64_t) { return static_cast<Out>(a); }
 };
 template <class T> using Max = Extreme<T, true>;
 template <class T> using Min = Extreme<T, false>;
@@ -327,8 +333,7 @@ template <template <class> class Op, class TypeList> class Reduce {
     plan_ = check_reduce(attrs, in, out);
     fn_ = dispatch(in(0).dtype(), TypeList{}, [&](auto t) -> Fn {
       using T = decltype(t);
-      check_reduce_result(in, out, plan_, pc::DType<typename Op<T>::Out>::value,
-                          Op<T>::kHasIdentity);
+      out(0).expect_dtype(pc::DType<typename Op<T>::Out>::value, "out");
       return &compute<T>;
     });
   }
@@ -345,7 +350,7 @@ template <template <class> class Op, class TypeList> class Reduce {
     using O = Op<T>;
     const T* x = static_cast<const T*>(xv);
     auto* out = static_cast<typename O::Out*>(ov);
-    if (p.numel == 0) {  // nothing to fold: the identity's result (sum 0, prod 1, mean NaN)
+    if (p.numel == 0) {  // nothing to fold: the identity's result (sum 0, prod 1, mean NaN, max -inf)
       std::fill(out, out + (p.count == 0 ? p.outputs : 0), O::finish(O::acc(), 0));
     } else if (p.rows) {
       reduce_rows<O>(p, x, out, threads);

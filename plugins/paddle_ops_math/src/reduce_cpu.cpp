@@ -6,9 +6,9 @@
 namespace pom {
 const pc::Family& reduce_kernels() {
   static const pc::Family family = {
-      pc::kernel<Reduce<Sum, Numbers>>("sum"),
-      pc::kernel<Reduce<Mean, Floats>>("mean"),
-      pc::kernel<Reduce<Prod, Numbers>>("prod"),
+      pc::kernel<AsFloat32<Reduce<Sum, Join<Floats, AllInts>>>>("sum"),
+      pc::kernel<AsFloat32<Reduce<Mean, Floats>>>("mean"),
+      pc::kernel<AsFloat32<Reduce<Prod, Join<Floats, AllInts>>>>("prod"),
   };
   return family;
 }

@@ -18,9 +18,12 @@
 namespace pom {
 namespace {
 
+using pc::AllFloats;
+using pc::AllInts;
+using pc::compute_t;
 using pc::dispatch;
 using pc::Floats;
-using pc::Numbers;
+using pc::Join;
 
 // The plan as the GPU walks it, passed by value: the kept dims (one position per output
 // element, in out's order) and the reduced dims (the elements of one output), innermost
@@ -55,14 +58,16 @@ __device__ inline int64_t offset(const DimWalk<1>& d, int64_t i) {
 
 constexpr int kThreads = 256;
 
-// The folds, on the device. Floats accumulate in double; integers in uint64 (wrapping).
-template <class T> using Wide = std::conditional_t<std::is_integral_v<T>, int64_t, T>;
+// The folds, on the device. Floats accumulate in double (float16 and bfloat16 too); integers
+// in uint64 (wrapping), and sum and prod give int64, or uint64 for unsigned ones (as NumPy).
+template <class T>
+using Wide = std::conditional_t<std::is_integral_v<T>,
+                                std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>, T>;
 template <class T> using Acc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
 
 template <class T> struct SumOp {
   using Out = Wide<T>;
   using A = Acc<T>;
-  static constexpr bool kHasIdentity = true;
   __device__ static A identity() { return A(0); }
   __device__ static A step(A a, T v) { return a + static_cast<A>(v); }
   __device__ static A join(A a, A b) { return a + b; }
@@ -77,28 +82,28 @@ template <class T> struct MeanOp : SumOp<T> {  // floats; mean of nothing is NaN
 template <class T> struct ProdOp {
   using Out = Wide<T>;
   using A = Acc<T>;
-  static constexpr bool kHasIdentity = true;
   __device__ static A identity() { return A(1); }
   __device__ static A step(A a, T v) { return a * static_cast<A>(v); }
   __device__ static A join(A a, A b) { return a * b; }
   __device__ static Out finish(A a, int64_t) { return static_cast<Out>(a); }
 };
-template <class T, bool Max> struct ExtremeOp {  // NaN propagates (functors.hpp's Maximum)
+// NaN propagates (functors.hpp's Maximum); bool is any (max) and all (min). float16 and
+// bfloat16 compare as float32, exactly. No elements give the identity, as on the CPU.
+template <class T, bool Max> struct ExtremeOp {
   using Out = T;
-  using A = T;
+  using A = compute_t<T>;
   using F = std::conditional_t<Max, Maximum, Minimum>;
-  static constexpr bool kHasIdentity = false;  // the identity only starts idle threads
-  __device__ static T identity() {
-    using L = std::numeric_limits<T>;
-    if constexpr (std::is_integral_v<T>) {
+  __device__ static A identity() {
+    using L = std::numeric_limits<A>;
+    if constexpr (std::is_integral_v<A>) {
       return Max ? L::lowest() : L::max();
     } else {
       return Max ? -L::infinity() : L::infinity();
     }
   }
-  __device__ static T step(T a, T v) { return F{}(v, a); }
-  __device__ static T join(T a, T b) { return F{}(a, b); }
-  __device__ static T finish(T a, int64_t) { return a; }
+  __device__ static A step(A a, T v) { return F{}(static_cast<A>(v), a); }
+  __device__ static A join(A a, A b) { return F{}(a, b); }
+  __device__ static T finish(A a, int64_t) { return static_cast<T>(a); }
 };
 template <class T> using MaxOp = ExtremeOp<T, true>;
 template <class T> using MinOp = ExtremeOp<T, false>;
@@ -136,6 +141,11 @@ __global__ void reduce_kernel(const T* x, typename Op::Out* out, Walk w) {
   }
 }
 
+// The dtypes, as the CPU kernels': sum, prod, argmax and argmin take every number; max and
+// min bool too.
+using ArgTypes = Join<AllFloats, AllInts>;
+using ExtremeTypes = Join<ArgTypes, pc::Types<bool>>;
+
 unsigned blocks_for(int64_t outputs) {
   return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(outputs, 1), 65536));
 }
@@ -150,8 +160,7 @@ template <template <class> class Op, class TypeList> class ReduceCuda {
     walk_ = walk_of(plan);
     launch_ = dispatch(in(0).dtype(), TypeList{}, [&](auto t) -> Launch {
       using T = decltype(t);
-      check_reduce_result(in, out, plan, pc::DType<typename Op<T>::Out>::value,
-                          Op<T>::kHasIdentity);
+      out(0).expect_dtype(pc::DType<typename Op<T>::Out>::value, "out");
       return &launch<T>;
     });
     expect_cuda(in, out);
@@ -178,17 +187,19 @@ template <template <class> class Op, class TypeList> class ReduceCuda {
 
 // x_grad of one output's elements: the block builds the output's Stat (see, then join in a
 // fixed tree), then each thread writes the gradients of its elements.
+// G is the formula in compute_t<T> (float32 for float16 and bfloat16, as the CPU's AsFloat32).
 template <class G, class T>
 __global__ void reduce_grad_kernel(const T* x, const T* outs, const T* g, T* dx, Walk w, G grad) {
   using Stat = typename G::Stat;
+  using C = compute_t<T>;
   Stat* slots = block_slots<Stat>();
   for (int64_t o = blockIdx.x; o < w.outputs; o += gridDim.x) {
     const int64_t base = offset(w.kept, o);
-    const T ov = outs != nullptr ? outs[o] : T(0), gv = g[o];
+    const C ov = outs != nullptr ? C(outs[o]) : C(0), gv = C(g[o]);
     Stat s{};
     if constexpr (G::kStats) {
       for (int64_t r = threadIdx.x; r < w.count; r += kThreads)
-        grad.see(s, x[base + offset(w.reduced, r)], ov);
+        grad.see(s, C(x[base + offset(w.reduced, r)]), ov);
       slots[threadIdx.x] = s;
       tree_join(slots, [](Stat& a, const Stat& b) { G::join(a, b); });
       s = slots[0];
@@ -196,7 +207,7 @@ __global__ void reduce_grad_kernel(const T* x, const T* outs, const T* g, T* dx,
     }
     for (int64_t r = threadIdx.x; r < w.count; r += kThreads) {
       const int64_t i = base + offset(w.reduced, r);
-      dx[i] = grad.grad(s, x[i], ov, gv);
+      dx[i] = static_cast<T>(grad.grad(s, C(x[i]), ov, gv));
     }
   }
 }
@@ -205,7 +216,7 @@ __global__ void reduce_grad_kernel(const T* x, const T* outs, const T* g, T* dx,
 template <template <class> class G, bool Mean = false> class ReduceGradCuda {
  public:
   static constexpr pc::Signature signature{G<float>::kUsesOut ? "111" : "11", "1"};
-  using DTypes = Floats;
+  using DTypes = AllFloats;
   ReduceGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : walk_(walk_of(check_reduce_grad(attrs, in, out, G<float>::kUsesOut))) {
     expect_cuda(in, out);
@@ -228,8 +239,9 @@ template <template <class> class G, bool Mean = false> class ReduceGradCuda {
   template <class T>
   static void launch(const void* x, const void* outs, const void* g, void* dx, const Walk& w,
                      cudaStream_t stream) {
-    G<T> grad{};
-    if constexpr (Mean) grad.scale = static_cast<T>(1.0 / static_cast<double>(w.count));
+    using C = compute_t<T>;
+    G<C> grad{};
+    if constexpr (Mean) grad.scale = static_cast<C>(1.0 / static_cast<double>(w.count));
     reduce_grad_kernel<<<blocks_for(w.outputs), kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<const T*>(outs), static_cast<const T*>(g),
         static_cast<T*>(dx), w, grad);
@@ -240,31 +252,33 @@ template <template <class> class G, bool Mean = false> class ReduceGradCuda {
 };
 
 // The best (value, index) of one output's elements: each thread scans its strided part in
-// order, then the block joins the parts in a fixed tree; among equal values (or NaNs) the
-// lower index wins, so the result is the first, as the CPU's scan finds.
+// order, then the block joins the parts in a fixed tree. Two candidates are compared as the
+// CPU's scan meets them, the lower index first (arg_better), so the result is the first
+// (or, with `last`, the last) one, as the CPU finds.
 template <class T> struct Best {
   T value;
   int64_t index;  // -1: no element yet
 };
 
-template <bool Max, class T> __device__ Best<T> pick(const Best<T>& a, const Best<T>& b) {
+template <bool Max, class T>
+__device__ Best<T> pick(const Best<T>& a, const Best<T>& b, bool last) {
   if (b.index < 0) return a;
   if (a.index < 0) return b;
-  if (arg_better<Max>(b.value, a.value)) return b;
-  if (arg_better<Max>(a.value, b.value)) return a;
-  return b.index < a.index ? b : a;
+  const Best<T>& early = a.index < b.index ? a : b;
+  const Best<T>& late = a.index < b.index ? b : a;
+  return arg_better<Max>(late.value, early.value, last) ? late : early;
 }
 
 template <bool Max, class T>
-__global__ void arg_reduce_kernel(const T* x, int64_t* out, Walk w) {
+__global__ void arg_reduce_kernel(const T* x, int64_t* out, Walk w, bool last) {
   Best<T>* slots = block_slots<Best<T>>();
   for (int64_t o = blockIdx.x; o < w.outputs; o += gridDim.x) {
     const T* base = x + offset(w.kept, o);
     Best<T> best{T(0), -1};
     for (int64_t r = threadIdx.x; r < w.count; r += kThreads)
-      best = pick<Max>(best, Best<T>{base[offset(w.reduced, r)], r});
+      best = pick<Max>(best, Best<T>{base[offset(w.reduced, r)], r}, last);
     slots[threadIdx.x] = best;
-    tree_join(slots, [](Best<T>& a, const Best<T>& b) { a = pick<Max>(a, b); });
+    tree_join(slots, [last](Best<T>& a, const Best<T>& b) { a = pick<Max>(a, b, last); });
     if (threadIdx.x == 0) out[o] = slots[0].index;
     __syncthreads();
   }
@@ -274,9 +288,9 @@ __global__ void arg_reduce_kernel(const T* x, int64_t* out, Walk w) {
 template <bool Max> class ArgReduceCuda {
  public:
   static constexpr pc::Signature signature{"1", "1"};
-  using DTypes = Numbers;
+  using DTypes = ArgTypes;
   ArgReduceCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : walk_(walk_of(check_arg_reduce(attrs, in, out))) {
+      : walk_(walk_of(check_arg_reduce(attrs, in, out))), last_(attrs.b("select_last_index")) {
     launch_ = dispatch(in(0).dtype(), DTypes{},
                        [](auto t) -> Launch { return &launch<decltype(t)>; });
     expect_cuda(in, out);
@@ -284,19 +298,21 @@ template <bool Max> class ArgReduceCuda {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     if (walk_.outputs == 0) return;
-    launch_(in(0).data<void>(), out(0).data<int64_t>(), walk_, stream_of(ctx));
+    launch_(in(0).data<void>(), out(0).data<int64_t>(), walk_, last_, stream_of(ctx));
     check_launch();
   }
 
  private:
-  using Launch = void (*)(const void*, int64_t*, const Walk&, cudaStream_t);
+  using Launch = void (*)(const void*, int64_t*, const Walk&, bool, cudaStream_t);
   template <class T>
-  static void launch(const void* x, int64_t* out, const Walk& w, cudaStream_t stream) {
+  static void launch(const void* x, int64_t* out, const Walk& w, bool last,
+                     cudaStream_t stream) {
     arg_reduce_kernel<Max, T>
-        <<<blocks_for(w.outputs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, w);
+        <<<blocks_for(w.outputs), kThreads, 0, stream>>>(static_cast<const T*>(x), out, w, last);
   }
 
   Walk walk_;
+  bool last_;
   Launch launch_ = nullptr;
 };
 
@@ -304,11 +320,11 @@ template <bool Max> class ArgReduceCuda {
 
 const pc::Family& reduce_cuda_kernels() {
   static const pc::Family family = {
-      pc::kernel<ReduceCuda<SumOp, Numbers>>("sum_cuda"),
-      pc::kernel<ReduceCuda<MeanOp, Floats>>("mean_cuda"),
-      pc::kernel<ReduceCuda<ProdOp, Numbers>>("prod_cuda"),
-      pc::kernel<ReduceCuda<MaxOp, Numbers>>("max_cuda"),
-      pc::kernel<ReduceCuda<MinOp, Numbers>>("min_cuda"),
+      pc::kernel<ReduceCuda<SumOp, ArgTypes>>("sum_cuda"),
+      pc::kernel<ReduceCuda<MeanOp, AllFloats>>("mean_cuda"),
+      pc::kernel<ReduceCuda<ProdOp, ArgTypes>>("prod_cuda"),
+      pc::kernel<ReduceCuda<MaxOp, ExtremeTypes>>("max_cuda"),
+      pc::kernel<ReduceCuda<MinOp, ExtremeTypes>>("min_cuda"),
       pc::kernel<ReduceGradCuda<SumGrad>>("sum_grad_cuda"),
       pc::kernel<ReduceGradCuda<SumGrad, true>>("mean_grad_cuda"),
       pc::kernel<ReduceGradCuda<ExtremeGrad>>("max_grad_cuda"),

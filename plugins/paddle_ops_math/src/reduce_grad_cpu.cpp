@@ -1,4 +1,4 @@
-// Gradients of sum, mean, max, min, prod.
+// Gradients of sum, mean, max, min, prod (float16 and bfloat16 computed in float32: AsFloat32).
 //
 // Memory contract and layout: see reduce.hpp.
 #include "reduce.hpp"
@@ -87,11 +87,11 @@ template <template <class> class G, bool Mean = false> class ReduceGrad {
 
 const pc::Family& reduce_grad_kernels() {
   static const pc::Family family = {
-      pc::kernel<ReduceGrad<SumGrad>>("sum_grad"),
-      pc::kernel<ReduceGrad<SumGrad, true>>("mean_grad"),
-      pc::kernel<ReduceGrad<ExtremeGrad>>("max_grad"),
-      pc::kernel<ReduceGrad<ExtremeGrad>>("min_grad"),
-      pc::kernel<ReduceGrad<ProdGrad>>("prod_grad"),
+      pc::kernel<AsFloat32<ReduceGrad<SumGrad>>>("sum_grad"),
+      pc::kernel<AsFloat32<ReduceGrad<SumGrad, true>>>("mean_grad"),
+      pc::kernel<AsFloat32<ReduceGrad<ExtremeGrad>>>("max_grad"),
+      pc::kernel<AsFloat32<ReduceGrad<ExtremeGrad>>>("min_grad"),
+      pc::kernel<AsFloat32<ReduceGrad<ProdGrad>>>("prod_grad"),
   };
   return family;
 }

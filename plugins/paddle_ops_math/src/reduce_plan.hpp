@@ -3,8 +3,8 @@
 // (reduce_cuda.cu), so both accept the same tensors. Needs only the SDK's kernel.hpp, so nvcc
 // compiles it too.
 //
-// Axes: empty means all (reduce_all), negative counts from the end, a repeated axis is an
-// error; keepdim keeps reduced axes as size 1.
+// Axes: empty means all (none with noop_with_empty_axes), negative counts from the end, a
+// repeated axis is an error; keepdim keeps reduced axes as size 1.
 #ifndef PADDLE_OPS_MATH_REDUCE_PLAN_HPP_
 #define PADDLE_OPS_MATH_REDUCE_PLAN_HPP_
 
@@ -42,14 +42,18 @@ struct Plan {
   Odometer reduced;     // rows: the runs of one output; columns: the rows of x of one group
 };
 
-// Normalise `axes` (empty: all; negative: from the end) to a flag per axis of x.
-inline std::vector<bool> reduced_axes(const Tensor& x, const std::vector<int64_t>& axes) {
+// Normalise `axes` (empty: all, or none when `none_if_empty`, ONNX's noop_with_empty_axes;
+// negative: from the end) to a flag per axis of x. A 0-d x is one element, reduced along axis
+// 0 or -1 as NumPy and PyTorch allow.
+inline std::vector<bool> reduced_axes(const Tensor& x, const std::vector<int64_t>& axes,
+                                      bool none_if_empty = false) {
   const int32_t nd = x.ndim();
-  std::vector<bool> flags(nd, axes.empty());
+  std::vector<bool> flags(nd, axes.empty() && !none_if_empty);
+  if (nd == 0 && axes.size() == 1 && (axes[0] == 0 || axes[0] == -1)) return flags;
   for (int64_t a : axes) {
     if (nd == 0)
-      fail("axis %lld is out of range for a 0-d x, which has no axes (reduce it with axes=[])",
-           static_cast<long long>(a));
+      fail("axes of a 0-d x may only be one of 0 and -1 (or empty), got axis %lld in %zu",
+           static_cast<long long>(a), axes.size());
     if (a < -nd || a >= nd)
       fail("axis %lld is out of range for x %s (valid: %d..%d)", static_cast<long long>(a),
            x.describe().c_str(), -nd, nd - 1);
@@ -107,22 +111,17 @@ inline Plan make_plan(const Tensor& x, const std::vector<bool>& flags) {
   return p;
 }
 
+// The reduced axes of a reduction (or its gradient): attrs axes and noop_with_empty_axes.
+inline std::vector<bool> reduced_axes(const Attrs& attrs, const Tensor& x) {
+  return reduced_axes(x, attrs.ints("axes"), attrs.b("noop_with_empty_axes"));
+}
+
 // The checks of a reduction's prepare that do not depend on the dtype: axes, out's shape.
 inline Plan check_reduce(const Attrs& attrs, const Slots& in, const Slots& out) {
   const Tensor x = in(0);
-  const std::vector<bool> flags = reduced_axes(x, attrs.ints("axes"));
+  const std::vector<bool> flags = reduced_axes(attrs, x);
   expect_reduced_shape(out(0), x, flags, attrs.b("keepdim"));
   return make_plan(x, flags);
-}
-
-// The rest, for the dtype dispatched on: out's dtype, and elements to reduce where the
-// reduction has no identity (max, min).
-inline void check_reduce_result(const Slots& in, const Slots& out, const Plan& plan,
-                                int32_t out_dtype, bool has_identity) {
-  out(0).expect_dtype(out_dtype, "out");
-  if (!has_identity && plan.count == 0)
-    fail("x %s has no elements along the reduced axes, and this reduction has no identity",
-         in(0).describe().c_str());
 }
 
 // The checks of a reduction gradient's prepare. Inputs: x, [out,] out_grad (uses_out: max and
@@ -130,7 +129,7 @@ inline void check_reduce_result(const Slots& in, const Slots& out, const Plan& p
 inline Plan check_reduce_grad(const Attrs& attrs, const Slots& in, const Slots& out,
                               bool uses_out) {
   const Tensor x = in(0), g = in(uses_out ? 2 : 1), dx = out(0);
-  const std::vector<bool> flags = reduced_axes(x, attrs.ints("axes"));
+  const std::vector<bool> flags = reduced_axes(attrs, x);
   const bool keepdim = attrs.b("keepdim");
   expect_reduced_shape(g, x, flags, keepdim);
   paddle_core::expect_same_dtype(g, x, "out_grad and x");

@@ -15,10 +15,14 @@ namespace pom {
 
 // cumsum's output element type: int64 for int32 (like NumPy and PyTorch), else the input's.
 template <class T> using CumsumOut = std::conditional_t<std::is_same_v<T, int32_t>, int64_t, T>;
-// The running sum's type: double for floats, the wrapping (unsigned) type for integers.
+// The running sum's type: double for floats (float16 and bfloat16 too), the wrapping
+// (unsigned) type for integers.
 template <class T>
-using CumsumAcc =
-    std::conditional_t<std::is_floating_point_v<T>, double, Modular<CumsumOut<T>>>;
+using CumsumAcc = std::conditional_t<std::is_floating_point_v<paddle_core::compute_t<T>>, double,
+                                     Modular<CumsumOut<T>>>;
+
+// cumsum's dtypes: every floating one, int32 and int64.
+using CumsumTypes = paddle_core::Join<paddle_core::AllFloats, paddle_core::Ints>;
 
 // x viewed as [outer, length, inner] around the scanned axis.
 struct ScanGeometry {

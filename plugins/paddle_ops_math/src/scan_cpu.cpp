@@ -16,12 +16,13 @@ namespace {
 class Cumsum {
  public:
   static constexpr pc::Signature signature{"1", "1"};
-  using DTypes = Numbers;
+  using DTypes = CumsumTypes;
   Cumsum(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_cumsum(attrs, in(0), out(0))),
         exclusive_(attrs.b("exclusive")),
         reverse_(attrs.b("reverse")) {
-    fn_ = dispatch(in(0).dtype(), DTypes{}, [](auto t) -> Fn { return &compute<decltype(t)>; });
+    fn_ = dispatch(in(0).dtype(), DTypes{},
+                   [](auto t) -> Fn { return &compute<decltype(t)>; });
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -12,7 +12,6 @@ namespace {
 
 using pc::Attrs;
 using pc::dispatch;
-using pc::Numbers;
 
 template <class T>
 __global__ void cumsum_kernel(const T* x, CumsumOut<T>* out, int64_t columns, int64_t length,
@@ -39,7 +38,7 @@ __global__ void cumsum_kernel(const T* x, CumsumOut<T>* out, int64_t columns, in
 class CumsumCuda {
  public:
   static constexpr pc::Signature signature{"1", "1"};
-  using DTypes = Numbers;
+  using DTypes = CumsumTypes;
   CumsumCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_cumsum(attrs, in(0), out(0))),
         exclusive_(attrs.b("exclusive")),

@@ -1,5 +1,6 @@
 // Shapes of the shape ops, shared by every device: the prepare-time checks of reshape,
-// transpose, concat, split, slice, slice_grad, broadcast_to and broadcast_to_grad, and the
+// transpose, concat, split, slice, slice_grad, broadcast_to, broadcast_to_grad, shape and size,
+// and the
 // strided copy each kernel makes (which elements go where), so the CPU kernels (shape_cpu.cpp)
 // and the CUDA ones (shape_cuda.cu) accept exactly the same tensors and move the same
 // elements. Needs only the SDK's kernel.hpp, so nvcc compiles it too.
@@ -163,11 +164,17 @@ inline SliceView plan_slice(const Attrs& attrs, const Tensor& x) {
     const int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
     auto clamp = [&](int64_t index) { return std::clamp(index < 0 ? index + dim : index, lo, hi); };
     const int64_t start = clamp(starts[i]), end = clamp(ends[i]);
-    const int64_t count = step > 0 ? (end > start ? (end - start + step - 1) / step : 0)
-                                   : (start > end ? (start - end - step - 1) / -step : 0);
+    // Bounds and steps are 64-bit attrs (INT64_MAX means "to the end"): the arithmetic stays
+    // within int64 for every value, as |step| is taken unsigned and the span is below dim.
+    const uint64_t span = static_cast<uint64_t>(step > 0 ? end - start : start - end);
+    const uint64_t stride = step > 0 ? static_cast<uint64_t>(step)
+                                     : 0 - static_cast<uint64_t>(step);
+    const int64_t count = (step > 0 ? end > start : start > end)
+                              ? static_cast<int64_t>((span - 1) / stride + 1)
+                              : 0;
     v.dims[a] = count;
     if (count > 0) v.offset += start * v.strides[a];
-    v.strides[a] *= step;
+    if (count > 1) v.strides[a] *= step;  // one element or none: the step never applies
   }
   return v;
 }
@@ -309,19 +316,22 @@ inline TileView check_tile_grad(const Attrs& attrs, const Slots& in, const Slots
   return plan_tile(attrs, x, g, "out_grad");
 }
 
-// tril, triu: x and out of one shape and dtype, at least 2-D. Returns [batch, rows, cols].
+// tril, triu: x and out of one shape and dtype, at least 2-D. Returns [batch, rows, cols] and
+// the diagonal attr (64-bit), clamped to [-rows, cols]: beyond that every diagonal keeps the
+// same elements, and triangle_split's sums stay within int64.
 struct Triangle {
-  int64_t batch = 0, rows = 0, cols = 0;
+  int64_t batch = 0, rows = 0, cols = 0, diagonal = 0;
 };
 
-inline Triangle check_triangle(const Slots& in, const Slots& out) {
+inline Triangle check_triangle(const Attrs& attrs, const Slots& in, const Slots& out) {
   Tensor x = in(0), o = out(0);
   paddle_core::expect_same_shape(x, o, "x and out");
   o.expect_dtype(x.dtype(), "out");
   if (x.ndim() < 2) fail("x %s must be at least 2-D (matrices)", x.describe().c_str());
   element_size(x);
   const int64_t rows = x.dim(-2), cols = x.dim(-1);
-  return {rows * cols == 0 ? 0 : x.numel() / (rows * cols), rows, cols};
+  const int64_t diagonal = std::clamp<int64_t>(attrs.l("diagonal"), -rows, cols);
+  return {rows * cols == 0 ? 0 : x.numel() / (rows * cols), rows, cols, diagonal};
 }
 
 // Where row i of a matrix splits: a tril keeps the elements before it and zeroes the rest, a
@@ -330,6 +340,29 @@ PADDLE_CORE_HD inline int64_t triangle_split(bool lower, int64_t i, int64_t diag
                                              int64_t cols) {
   const int64_t split = lower ? i + diagonal + 1 : i + diagonal;  // j < split: kept / zeroed
   return split < 0 ? 0 : (split > cols ? cols : split);
+}
+
+// shape (x's dims from start to end, as ONNX's Shape: negative counts from the end, then
+// clamped to [0, ndim]) or, with `size`, size (x's element count, 0-d): int64 values known
+// in prepare, which the kernels write. Checks out.
+inline std::vector<int64_t> check_shape_of(const Attrs& attrs, const Tensor& x, const Tensor& o,
+                                           bool size) {
+  o.expect_dtype(PC_INT64, "out");
+  std::vector<int64_t> values;
+  if (size) {
+    values.push_back(x.numel());
+  } else {
+    const int64_t nd = x.ndim();
+    auto clamp = [nd](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + nd : i, 0, nd); };
+    const int64_t start = clamp(attrs.l("start")), end = clamp(attrs.l("end"));
+    for (int64_t k = start; k < end; ++k) values.push_back(x.dim(static_cast<int32_t>(k)));
+  }
+  const bool fits = size ? o.ndim() == 0
+                         : o.ndim() == 1 && o.dim(0) == static_cast<int64_t>(values.size());
+  if (!fits)
+    fail("out %s does not hold the %zu values of x %s's %s", o.describe().c_str(), values.size(),
+         x.describe().c_str(), size ? "size" : "shape");
+  return values;
 }
 
 }  // namespace pom

@@ -1,6 +1,6 @@
 // Shape ops: reshape (also squeeze and unsqueeze), transpose, concat, split, slice,
-// broadcast_to (also expand), tile, tril and triu, and the grad kernels slice_grad,
-// broadcast_to_grad and tile_grad.
+// broadcast_to (also expand), tile, tril and triu, shape and size, and the grad kernels
+// slice_grad, broadcast_to_grad and tile_grad.
 //
 // Memory contract: C-contiguous tensors; outputs have the shapes the shape rules inferred, and
 // prepare checks them against the inputs and attrs, so every copy stays in bounds (empty
@@ -307,9 +307,7 @@ template <bool Lower> class TriangleKernel {
   static constexpr pc::Signature signature{"1", "1"};
   using DTypes = AllTypes;
   TriangleKernel(const Attrs& attrs, const Slots& in, const Slots& out)
-      : shape_(check_triangle(in, out)),
-        diagonal_(attrs.i("diagonal")),
-        esize_(in(0).element_size()) {}
+      : shape_(check_triangle(attrs, in, out)), esize_(in(0).element_size()) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const char* x = in(0).data<char>();
     char* o = out(0).data<char>();
@@ -318,7 +316,7 @@ template <bool Lower> class TriangleKernel {
                  std::max<int64_t>(1, kGrain / std::max<int64_t>(1, cols)),
                  [&](int64_t lo, int64_t hi) {
                    for (int64_t r = lo; r < hi; ++r) {
-                     const int64_t split = triangle_split(Lower, r % rows, diagonal_, cols);
+                     const int64_t split = triangle_split(Lower, r % rows, shape_.diagonal, cols);
                      const int64_t cut = split * esize_;
                      const char* s = x + r * width;
                      char* d = o + r * width;
@@ -335,7 +333,22 @@ template <bool Lower> class TriangleKernel {
 
  private:
   Triangle shape_;
-  int64_t diagonal_, esize_;
+  int64_t esize_;
+};
+
+// shape, size: out = x's dims (or element count), worked out in prepare; x's data is unread.
+template <bool Size> class ShapeOf {
+ public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;  // x's data is unread
+  ShapeOf(const Attrs& attrs, const Slots& in, const Slots& out)
+      : values_(check_shape_of(attrs, in(0), out(0), Size)) {}
+  void run(const Slots&, const Slots& out, const Context&) const {
+    std::copy(values_.begin(), values_.end(), out(0).data<int64_t>());
+  }
+
+ private:
+  std::vector<int64_t> values_;
 };
 
 }  // namespace
@@ -349,11 +362,13 @@ const pc::Family& shape_kernels() {
       pc::kernel<Slice>("slice"),
       pc::kernel<SliceGrad>("slice_grad"),
       pc::kernel<BroadcastTo>("broadcast_to"),
-      pc::kernel<BroadcastToGrad>("broadcast_to_grad"),
+      pc::kernel<AsFloat32<BroadcastToGrad>>("broadcast_to_grad"),
       pc::kernel<Tile>("tile"),
-      pc::kernel<TileGrad>("tile_grad"),
+      pc::kernel<AsFloat32<TileGrad>>("tile_grad"),
       pc::kernel<TriangleKernel<true>>("tril"),
       pc::kernel<TriangleKernel<false>>("triu"),
+      pc::kernel<ShapeOf<false>>("shape"),
+      pc::kernel<ShapeOf<true>>("size"),
   };
   return family;
 }

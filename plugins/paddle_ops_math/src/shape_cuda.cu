@@ -1,6 +1,7 @@
 // CUDA kernels of the shape ops: reshape (also squeeze and unsqueeze), transpose, concat,
-// split, slice, broadcast_to (also expand), tile, tril, triu, slice_grad, broadcast_to_grad and
-// tile_grad. Same checks and copies (shape.hpp) and dtypes as shape_cpu.cpp's.
+// split, slice, broadcast_to (also expand), tile, tril, triu, shape, size, slice_grad,
+// broadcast_to_grad and tile_grad. Same checks and copies (shape.hpp) and dtypes as
+// shape_cpu.cpp's.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, outputs of the inferred shapes, inputs
 // and outputs do not overlap; reshape alone may run in place), all on the CUDA device of the
@@ -16,6 +17,7 @@
 namespace pom {
 namespace {
 
+using pc::compute_t;
 using pc::dispatch;
 using pc::Floats;
 
@@ -120,7 +122,7 @@ template <bool Lower> class TriangleCuda {
   static constexpr pc::Signature signature{"1", "1"};
   using DTypes = AllTypes;
   TriangleCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : shape_(check_triangle(in, out)), diagonal_(attrs.i("diagonal")) {
+      : shape_(check_triangle(attrs, in, out)) {
     expect_cuda(in, out);
     switch (in(0).element_size()) {
       case 1: launch_ = &launch<uint8_t>; break;
@@ -132,22 +134,21 @@ template <bool Lower> class TriangleCuda {
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int64_t n = shape_.batch * shape_.rows * shape_.cols;
     if (n == 0) return;
-    launch_(in(0).data<void>(), out(0).data<void>(), n, shape_, diagonal_, stream_of(ctx));
+    launch_(in(0).data<void>(), out(0).data<void>(), n, shape_, stream_of(ctx));
     check_launch();
   }
 
  private:
-  using Launch = void (*)(const void*, void*, int64_t, const Triangle&, int64_t, cudaStream_t);
+  using Launch = void (*)(const void*, void*, int64_t, const Triangle&, cudaStream_t);
   template <class U>
-  static void launch(const void* x, void* out, int64_t n, const Triangle& t, int64_t diagonal,
+  static void launch(const void* x, void* out, int64_t n, const Triangle& t,
                      cudaStream_t stream) {
     const Grid g = grid_for(n);
     triangle_kernel<U><<<g.blocks, g.threads, 0, stream>>>(
-        static_cast<const U*>(x), static_cast<U*>(out), n, t.rows, t.cols, diagonal, Lower);
+        static_cast<const U*>(x), static_cast<U*>(out), n, t.rows, t.cols, t.diagonal, Lower);
   }
 
   Triangle shape_;
-  int64_t diagonal_;
   Launch launch_ = nullptr;
 };
 
@@ -227,13 +228,13 @@ __global__ void sum_back_kernel(const T* g, T* out, int64_t m, SumWalk w) {
   for (int64_t t = first_index(); t < m; t += index_step()) {
     int64_t at[1] = {0};
     w.kept.offsets(t, at);
-    T acc = T(0);
+    compute_t<T> acc = 0;  // float16, bfloat16: summed in float32, as the CPU kernel does
     for (int64_t r = 0; r < w.count; ++r) {
       int64_t j[1] = {at[0]};
       w.summed.offsets(r, j);
-      acc += g[j[0]];
+      acc += static_cast<compute_t<T>>(g[j[0]]);
     }
-    out[t] = acc;
+    out[t] = static_cast<T>(acc);
   }
 }
 
@@ -242,7 +243,7 @@ __global__ void sum_back_kernel(const T* g, T* out, int64_t m, SumWalk w) {
 // subclass's constructor fills walk_ and calls ready().
 class SumBackCuda {
  public:
-  using DTypes = Floats;
+  using DTypes = pc::AllFloats;
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     if (numel_ == 0) return;
     launch_(in(1).data<void>(), out(0).data<void>(), numel_, walk_, stream_of(ctx));
@@ -314,6 +315,30 @@ Copy tile_copy(const Attrs& attrs, const Slots& in, const Slots& out) {
   return check_tile(attrs, in, out);
 }
 
+// shape, size: out = x's dims (or element count), worked out in prepare and copied from the
+// kernel's own host memory on the stream; x's data is unread.
+template <bool Size> class ShapeOfCuda {
+ public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = AllTypes;  // x's data is unread
+  ShapeOfCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : values_(check_shape_of(attrs, in(0), out(0), Size)) {
+    expect_cuda(in, out);
+  }
+  void run(const Slots&, const Slots& out, const Context& ctx) const {
+    const int64_t bytes = static_cast<int64_t>(values_.size() * sizeof(int64_t));
+    if (bytes == 0) return;
+    const cudaError_t error =
+        cudaMemcpyAsync(out(0).data<void>(), values_.data(), static_cast<size_t>(bytes),
+                        cudaMemcpyHostToDevice, stream_of(ctx));
+    if (error != cudaSuccess)
+      fail("CUDA copy failed: %s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+  }
+
+ private:
+  std::vector<int64_t> values_;
+};
+
 }  // namespace
 
 const pc::Family& shape_cuda_kernels() {
@@ -330,6 +355,8 @@ const pc::Family& shape_cuda_kernels() {
       pc::kernel<TileGradCuda>("tile_grad_cuda"),
       pc::kernel<TriangleCuda<true>>("tril_cuda"),
       pc::kernel<TriangleCuda<false>>("triu_cuda"),
+      pc::kernel<ShapeOfCuda<false>>("shape_cuda"),
+      pc::kernel<ShapeOfCuda<true>>("size_cuda"),
   };
   return family;
 }

@@ -3,11 +3,14 @@
 //
 // Memory contract: x (or the grad op's inputs) and out are C-contiguous with equal shapes and
 // dtypes (checked in prepare); out may alias x. Integer abs, neg and square wrap around like
-// NumPy's (abs and neg of the minimum give the minimum).
+// NumPy's (abs and neg of the minimum give the minimum; neg of an unsigned x is 2^bits - x).
+// float16 and bfloat16 compute in float32 and round once: forward ops a chunk at a time
+// (map_range), gradients on widened copies (AsFloat32).
 //
 // The formulas (forward, clip, gradients) are functors.hpp's, shared with the CUDA kernels.
 // float32 exp, tanh and sigmoid run the AVX2+FMA loops of unary_avx2.cpp instead when the CPU
-// has both (decided at prepare; set PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path).
+// has both (decided at prepare; set PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path),
+// and so do float16 and bfloat16, widened to float32 a chunk at a time.
 // Their accuracy is stated there: 1.05 ulp (exp), 1.5 ulp (tanh), 2.5 ulp (sigmoid). The
 // portable path and every other op call the C library (std::exp, ...; glibc: expf 0.5 ulp,
 // tanhf 2.1 ulp measured); sigmoid there is computed in the same stable form from e^-|x|.
@@ -45,14 +48,41 @@ template <class F> constexpr bool has_avx2<F, std::void_t<decltype(Avx2<F>::loop
 // out[lo, hi) = f(x[lo, hi)), on untyped pointers to the whole tensors.
 using RangeFn = void (*)(const void* x, void* out, int64_t lo, int64_t hi);
 
-template <class F, class T> void map_range(const void* xv, void* ov, int64_t lo, int64_t hi) {
+// out[lo, hi) of float16 or bfloat16 x, a chunk at a time: widened to float32, computed there
+// in place by row(buf, m), rounded back.
+template <class T, class Row>
+void in_float32_chunks(const void* xv, void* ov, int64_t lo, int64_t hi, Row row) {
   const T* x = static_cast<const T*>(xv);
   T* out = static_cast<T*>(ov);
-  for (int64_t i = lo; i < hi; ++i) out[i] = F{}(x[i]);
+  float buf[kHalfChunk];
+  for (int64_t i = lo; i < hi; i += kHalfChunk) {
+    const int64_t m = std::min(kHalfChunk, hi - i);
+    widen(x + i, buf, m);
+    row(buf, m);
+    narrow(buf, out + i, m);
+  }
+}
+
+template <class F, class T> void map_range(const void* xv, void* ov, int64_t lo, int64_t hi) {
+  if constexpr (is_half_float_v<T>) {
+    in_float32_chunks<T>(xv, ov, lo, hi, [](float* b, int64_t m) {
+      for (int64_t j = 0; j < m; ++j) b[j] = F{}(b[j]);
+    });
+  } else {
+    const T* x = static_cast<const T*>(xv);
+    T* out = static_cast<T*>(ov);
+    for (int64_t i = lo; i < hi; ++i) out[i] = F{}(x[i]);
+  }
 }
 
 template <class F> void avx2_range(const void* xv, void* ov, int64_t lo, int64_t hi) {
   Avx2<F>::loop(static_cast<const float*>(xv) + lo, static_cast<float*>(ov) + lo, hi - lo);
+}
+
+// The 16-bit floats through the float32 AVX2 loop (with libm per element, float16 exp took
+// 7.9x float32's time in bench/bench_dtypes.py).
+template <class F, class T> void avx2_half_range(const void* xv, void* ov, int64_t lo, int64_t hi) {
+  in_float32_chunks<T>(xv, ov, lo, hi, [](float* b, int64_t m) { Avx2<F>::loop(b, b, m); });
 }
 
 // out = F(x) for the dtypes in TypeList. Also serves neg_grad (x_grad = -out_grad).
@@ -65,7 +95,12 @@ template <class F, class TypeList> class Unary {
     fn_ = dispatch(in(0).dtype(), TypeList{},
                    [](auto t) -> RangeFn { return &map_range<F, decltype(t)>; });
     if constexpr (has_avx2<F>) {
-      if (in(0).dtype() == PC_FLOAT32 && use_avx2()) fn_ = &avx2_range<F>;
+      if (use_avx2()) {
+        const int32_t dtype = in(0).dtype();
+        if (dtype == PC_FLOAT32) fn_ = &avx2_range<F>;
+        if (dtype == PC_FLOAT16) fn_ = &avx2_half_range<F, float16>;
+        if (dtype == PC_BFLOAT16) fn_ = &avx2_half_range<F, bfloat16>;
+      }
     }
   }
 
@@ -86,7 +121,7 @@ template <class F, class TypeList> class Unary {
 class Clip {
  public:
   static constexpr pc::Signature signature{"1", "1"};
-  using DTypes = Numbers;
+  using DTypes = AllNumbers;
   Clip(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")) {
     check_clip(attrs, in, out);
@@ -100,11 +135,12 @@ class Clip {
   using Fn = void (*)(const Clip&, const Tensor&, const Tensor&, int32_t);
   template <class T>
   static void compute(const Clip& self, const Tensor& x, const Tensor& out, int32_t threads) {
-    const ClipTo<T> f = clip_to<T>(self.min_, self.max_);
+    using C = compute_t<T>;  // float16, bfloat16: clipped in float32 (exact: x or a bound)
+    const ClipTo<C> f = clip_to<C>(self.min_, self.max_);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
     parallel_for(x.numel(), threads, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = f(src[i]);
+      for (int64_t i = b; i < e; ++i) dst[i] = static_cast<T>(f(static_cast<C>(src[i])));
     });
   }
   double min_, max_;
@@ -173,36 +209,36 @@ template <class G> class UnaryGrad {
 
 const pc::Family& unary_kernels() {
   static const pc::Family family = {
-      pc::kernel<Unary<Abs, Numbers>>("abs"),
-      pc::kernel<Unary<Neg, Numbers>>("neg"),
-      pc::kernel<Unary<Exp, Floats>>("exp"),
-      pc::kernel<Unary<Log, Floats>>("log"),
-      pc::kernel<Unary<Sqrt, Floats>>("sqrt"),
-      pc::kernel<Unary<Rsqrt, Floats>>("rsqrt"),
-      pc::kernel<Unary<Square, Numbers>>("square"),
-      pc::kernel<Unary<Sin, Floats>>("sin"),
-      pc::kernel<Unary<Cos, Floats>>("cos"),
-      pc::kernel<Unary<Tanh, Floats>>("tanh"),
-      pc::kernel<Unary<Sigmoid, Floats>>("sigmoid"),
-      pc::kernel<Unary<Floor, Floats>>("floor"),
-      pc::kernel<Unary<Ceil, Floats>>("ceil"),
-      pc::kernel<Unary<Round, Floats>>("round"),
-      pc::kernel<Unary<Sign, Numbers>>("sign"),
-      pc::kernel<Unary<Erf, Floats>>("erf"),
+      pc::kernel<Unary<Abs, AllNumbers>>("abs"),
+      pc::kernel<Unary<Neg, AllNumbers>>("neg"),
+      pc::kernel<Unary<Exp, AllFloats>>("exp"),
+      pc::kernel<Unary<Log, AllFloats>>("log"),
+      pc::kernel<Unary<Sqrt, AllFloats>>("sqrt"),
+      pc::kernel<Unary<Rsqrt, AllFloats>>("rsqrt"),
+      pc::kernel<Unary<Square, AllNumbers>>("square"),
+      pc::kernel<Unary<Sin, AllFloats>>("sin"),
+      pc::kernel<Unary<Cos, AllFloats>>("cos"),
+      pc::kernel<Unary<Tanh, AllFloats>>("tanh"),
+      pc::kernel<Unary<Sigmoid, AllFloats>>("sigmoid"),
+      pc::kernel<Unary<Floor, AllFloats>>("floor"),
+      pc::kernel<Unary<Ceil, AllFloats>>("ceil"),
+      pc::kernel<Unary<Round, AllFloats>>("round"),
+      pc::kernel<Unary<Sign, AllNumbers>>("sign"),
+      pc::kernel<Unary<Erf, AllFloats>>("erf"),
       pc::kernel<Clip>("clip"),
-      pc::kernel<UnaryGrad<AbsGrad>>("abs_grad"),
-      pc::kernel<Unary<Neg, Floats>>("neg_grad"),
-      pc::kernel<UnaryGrad<ExpGrad>>("exp_grad"),
-      pc::kernel<UnaryGrad<LogGrad>>("log_grad"),
-      pc::kernel<UnaryGrad<SqrtGrad>>("sqrt_grad"),
-      pc::kernel<UnaryGrad<RsqrtGrad>>("rsqrt_grad"),
-      pc::kernel<UnaryGrad<SquareGrad>>("square_grad"),
-      pc::kernel<UnaryGrad<SinGrad>>("sin_grad"),
-      pc::kernel<UnaryGrad<CosGrad>>("cos_grad"),
-      pc::kernel<UnaryGrad<TanhGrad>>("tanh_grad"),
-      pc::kernel<UnaryGrad<SigmoidGrad>>("sigmoid_grad"),
-      pc::kernel<UnaryGrad<ErfGrad>>("erf_grad"),
-      pc::kernel<ClipGrad>("clip_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<AbsGrad>>>("abs_grad"),
+      pc::kernel<Unary<Neg, AllFloats>>("neg_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<ExpGrad>>>("exp_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<LogGrad>>>("log_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<SqrtGrad>>>("sqrt_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<RsqrtGrad>>>("rsqrt_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<SquareGrad>>>("square_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<SinGrad>>>("sin_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<CosGrad>>>("cos_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<TanhGrad>>>("tanh_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<SigmoidGrad>>>("sigmoid_grad"),
+      pc::kernel<AsFloat32<UnaryGrad<ErfGrad>>>("erf_grad"),
+      pc::kernel<AsFloat32<ClipGrad>>("clip_grad"),
   };
   return family;
 }

@@ -3,7 +3,8 @@
 // (elementwise.hpp) and dtypes as unary_cpu.cpp's.
 //
 // Memory contract: the forward tensor (x or out, as the manifest declares), out_grad and
-// x_grad are C-contiguous CUDA buffers of one shape and one float dtype (checked in prepare).
+// x_grad are C-contiguous CUDA buffers of one shape and one float dtype (checked in prepare);
+// float16 and bfloat16 compute in float32.
 #include "elementwise.cuh"
 
 namespace pom {
@@ -19,7 +20,7 @@ template <> ClipGradBy grad_functor<ClipGradBy>(const Attrs& attrs) {
 template <class G> class UnaryGradCuda {
  public:
   static constexpr pc::Signature signature{"11", "1"};
-  using DTypes = Floats;
+  using DTypes = AllFloats;
   UnaryGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : f_(grad_functor<G>(attrs)), numel_(out(0).numel()) {
     if constexpr (std::is_same_v<G, ClipGradBy>) {
@@ -58,7 +59,7 @@ template <class G> class UnaryGradCuda {
 class ClipCuda {
  public:
   static constexpr pc::Signature signature{"1", "1"};
-  using DTypes = Numbers;
+  using DTypes = AllNumbers;
   ClipCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : min_(attrs.f("min")), max_(attrs.f("max")), numel_(in(0).numel()) {
     check_clip(attrs, in, out);
@@ -80,7 +81,7 @@ class ClipCuda {
     const Grid g = grid_for(self.numel_);
     map_kernel<<<g.blocks, g.threads, 0, stream>>>(static_cast<const T*>(x),
                                                    static_cast<T*>(out), self.numel_,
-                                                   clip_to<T>(self.min_, self.max_));
+                                                   clip_to<compute_t<T>>(self.min_, self.max_));
   }
 
   double min_, max_;
@@ -93,7 +94,7 @@ class ClipCuda {
 const pc::Family& unary_grad_cuda_kernels() {
   static const pc::Family family = {
       pc::kernel<UnaryGradCuda<AbsGrad>>("abs_grad_cuda"),
-      pc::kernel<UnaryCuda<Neg, Floats>>("neg_grad_cuda"),
+      pc::kernel<UnaryCuda<Neg, AllFloats>>("neg_grad_cuda"),
       pc::kernel<UnaryGradCuda<ExpGrad>>("exp_grad_cuda"),
       pc::kernel<UnaryGradCuda<LogGrad>>("log_grad_cuda"),
       pc::kernel<UnaryGradCuda<SqrtGrad>>("sqrt_grad_cuda"),

@@ -7,6 +7,11 @@ the engines it was prepared with::
 
     import paddle_ops_nn.onednn
     paddle_ops_nn.onednn.set_enabled(False)   # plans prepared from now on use the built-in engines
+
+Where oneDNN computes, the layout pass (``paddle_ops_nn.layout``) keeps its blocked layout
+between the conv2d, batch_norm, activation and pool2d ops of a plan, converting at the plan's
+edges and wherever another op reads a value; ``set_layout_propagation(False)`` switches that off
+for plans prepared from then on (every op then converts at each call, as without the pass).
 """
 
 from __future__ import annotations
@@ -15,7 +20,16 @@ from paddle_core import PluginError
 
 from . import _C, _kernels  # noqa: F401  (_kernels loads oneDNN where _C cannot find it)
 
-__all__ = ["is_available", "is_enabled", "set_enabled"]
+__all__ = [
+    "channel_block",
+    "is_available",
+    "is_enabled",
+    "propagates_layouts",
+    "set_enabled",
+    "set_layout_propagation",
+]
+
+_propagation = True
 
 
 def is_available() -> bool:
@@ -42,3 +56,24 @@ def set_enabled(enabled: bool) -> bool:
     previous = is_enabled()
     _C.set_onednn_enabled(bool(enabled))
     return previous
+
+
+def propagates_layouts() -> bool:
+    """Whether plans prepared now keep oneDNN's blocked layout between ops (where oneDNN is
+    enabled and this CPU has a blocked layout it prefers: ``channel_block``)."""
+    return _propagation and channel_block() > 0
+
+
+def set_layout_propagation(enabled: bool) -> bool:
+    """Switch layout propagation between oneDNN ops on or off for plans prepared from now on;
+    returns the previous setting (of the switch, whether or not oneDNN is enabled)."""
+    global _propagation
+    previous, _propagation = _propagation, bool(enabled)
+    return previous
+
+
+def channel_block() -> int:
+    """The block b of the blocked layout nChw{b}c that oneDNN's convolutions choose on this CPU
+    (8 with AVX2, 16 with AVX-512), which layout propagation keeps; 0 where oneDNN is not
+    enabled or chooses another layout."""
+    return int(_C.onednn_channel_block()) if is_enabled() else 0

@@ -4,8 +4,10 @@
 //   forward           y = conv(x, w) (+ b per output channel)
 //   backward_data     dx = the gradient of forward w.r.t. x, given dy (also conv2d_transpose)
 //   backward_weights  dw (and db) given x and dy
-// All tensors are plain NCHW (weights [K, C / groups, kh, kw]), C-contiguous, as the core binds
-// them. An engine is built in a kernel's prepare, for the directions the kernel needs.
+// Tensors are C-contiguous, as the core binds them; weights [K, C / groups, kh, kw], and
+// activations plain NCHW or, for the oneDNN engine, blocked as `Layouts` says (layout.hpp: x
+// and dx, y and dy). An
+// engine is built in a kernel's prepare, for the directions the kernel needs.
 #ifndef PADDLE_OPS_NN_CONV_HPP_
 #define PADDLE_OPS_NN_CONV_HPP_
 
@@ -27,15 +29,16 @@ class ConvEngine {
                                 int threads) const = 0;
 };
 
-// oneDNN for float32 where enabled (engine.hpp), im2col + OpenBLAS otherwise. `bias`: forward adds b / backward_weights
-// gives db (so oneDNN fuses them).
+// oneDNN for float32 where enabled (engine.hpp), im2col + OpenBLAS otherwise (plain layouts
+// only: a blocked one fails). `bias`: forward adds b / backward_weights gives db (so oneDNN
+// fuses them).
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
-                                             bool bias, int threads);
+                                             bool bias, int threads, Layouts layout = {});
 // The im2col + OpenBLAS engine (conv_gemm.cpp), float32 or float64.
 std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes);
 // The oneDNN engine (conv_dnnl.cpp, built with oneDNN only), float32 only.
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
-                                           int threads);
+                                           int threads, Layouts layout);
 
 // y[n, k, :] += b[k] / db[k] = sum of dy[:, k, :], over planes of `plane` elements (float32 or
 // float64): the bias of engines that do not fuse it, and conv2d_transpose's.

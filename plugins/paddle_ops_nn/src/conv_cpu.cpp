@@ -4,66 +4,88 @@
 //
 // Memory contract: x [N, C, H, W]; conv2d's filter [K, C / groups, kh, kw], out
 // [N, K, OH, OW]; conv2d_transpose's filter [C, K / groups, kh, kw], out [N, K, OH, OW];
-// bias [K]; every gradient the shape of its input. All checked in prepare (window.hpp).
+// bias [K]; every gradient the shape of its input. conv2d with channel_block b (float32 on
+// oneDNN only): out and out_grad blocked [N, K / b, OH, OW, b], x and x_grad plain or blocked
+// (layout.hpp). All checked in prepare (conv_checks.hpp, shared with the CUDA kernels).
 #include <cstring>
+#include <vector>
 
-#include "conv.hpp"
+#include "conv_checks.hpp"
 #include "engine.hpp"
 
 namespace pon {
 
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
-                                             bool bias, int threads) {
+                                             bool bias, int threads, Layouts layout) {
   if constexpr (kOnednnBuilt)
-    if (dtype == PC_FLOAT32 && onednn_enabled()) return make_dnnl_conv(shape, passes, bias, threads);
+    if (dtype == PC_FLOAT32 && onednn_enabled())
+      return make_dnnl_conv(shape, passes, bias, threads, layout);
+  if (layout.x != 0 || layout.out != 0)
+    fail("channel_block %d (blocked tensors) needs float32 computed by oneDNN, but %s; leave "
+         "channel_block 0 (the layout pass sets it only where oneDNN computes)",
+         layout.out, dtype != PC_FLOAT32 ? "the tensors are not float32" : "oneDNN is not enabled");
   return make_gemm_conv(shape, dtype, passes);
 }
 
 namespace {
 
-// Input slots: the forward ops' x, filter, bias; the grad ops' x, filter, out_grad, bias
-// (dispensable inputs come last). Grad outputs: x_grad, filter_grad, bias_grad.
-enum Slot { kX = 0, kFilter = 1, kBias = 2, kOutGrad = 2, kGradBias = 3 };
-
-// Dtypes and the bias's shape, common to the four kernels.
-void check_operands(const Slots& in, int bias_slot, int64_t out_channels) {
-  const Tensor x = in(kX);
-  dispatch(x.dtype(), Floats{}, [](auto) {});
-  expect_same_dtype(x, in(kFilter), "x and filter");
-  if (in.has(bias_slot)) {
-    expect_same_dtype(x, in(bias_slot), "x and bias");
-    expect_shape(in(bias_slot), {out_channels}, "bias");
-  }
-}
-
-bool empty(const ConvShape& s) { return s.batch == 0 || s.channels == 0 || s.filters == 0; }
-
 void zero(const Tensor& t) {
   if (t.numel() > 0) std::memset(t.data<void>(), 0, static_cast<size_t>(t.nbytes()));
+}
+
+// out = bias per channel (zeros without one), in out's layout `a`: a convolution with no
+// engine (conv_checks.hpp's empty()), which over no input channels gives its bias. A blocked
+// out gets it through a plain copy (this is no case to make fast).
+void bias_only(const Slots& in, int32_t bias_slot, const Tensor& out, const Activation& a,
+               int threads) {
+  zero(out);
+  if (!in.has(bias_slot) || out.numel() == 0) return;
+  const void* b = in(bias_slot).data<void>();
+  if (a.block == 0)
+    return add_channel_bias(out.dtype(), b, out.data<void>(), a.n, a.c, a.plane(), threads);
+  dispatch(out.dtype(), Floats{}, [&](auto t) {
+    using T = decltype(t);
+    std::vector<T> plain(static_cast<size_t>(out.numel()), T(0));
+    add_channel_bias(out.dtype(), b, plain.data(), a.n, a.c, a.plane(), threads);
+    to_blocked(a, plain.data(), out.data<T>(), threads);
+  });
+}
+
+// db = the sums of dy (layout `a`) per channel, over N, H and W, where no engine gives them.
+void bias_grad_only(const Tensor& dy, const Tensor& db, const Activation& a, int threads) {
+  if (a.block == 0)
+    return channel_bias_grad(dy.dtype(), dy.data<void>(), db.data<void>(), a.n, a.c, a.plane(),
+                             threads);
+  dispatch(dy.dtype(), Floats{}, [&](auto t) {
+    using T = decltype(t);
+    std::vector<T> plain(static_cast<size_t>(dy.numel()));
+    to_plain(a, dy.data<T>(), plain.data(), threads);
+    channel_bias_grad(dy.dtype(), plain.data(), db.data<void>(), a.n, a.c, a.plane(), threads);
+  });
 }
 
 class Conv2d {
  public:
   static constexpr pc::Signature signature{"11?", "1"};
-  using DTypes = Floats;
+  using DTypes = ConvTypes;
   Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : shape_(conv_shape(attrs, in(kX), in(kFilter))) {
-    check_operands(in, kBias, shape_.filters);
-    expect_same_dtype(in(kX), out(0), "x and out");
-    expect_shape(out(0), {shape_.batch, shape_.filters, shape_.h.out, shape_.w.out}, "out");
-    if (!empty(shape_))
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), kForward, in.has(kBias), ctx.num_threads());
+      : plan_(check_conv2d(attrs, in, out)) {
+    if (plan_.passes)
+      engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, in.has(kBias),
+                                 ctx.num_threads(), plan_.layout);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_) return zero(out(0));
+    if (!engine_)
+      return bias_only(in, kBias, out(0), conv_out(plan_.shape, plan_.layout.out, "out"),
+                       ctx.num_threads());
     engine_->forward(in(kX).data<void>(), in(kFilter).data<void>(),
                      in.has(kBias) ? in(kBias).data<void>() : nullptr, out(0).data<void>(),
                      ctx.num_threads());
   }
 
  private:
-  ConvShape shape_;
+  ConvPlan plan_;
   std::unique_ptr<ConvEngine> engine_;
 };
 
@@ -71,40 +93,25 @@ class Conv2d {
 class Conv2dGrad {
  public:
   static constexpr pc::Signature signature{"111?", "???"};
-  using DTypes = Floats;
+  using DTypes = ConvTypes;
   Conv2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : shape_(conv_shape(attrs, in(kX), in(kFilter))) {
-    check_operands(in, kGradBias, shape_.filters);
-    const Tensor g = in(kOutGrad);
-    expect_same_dtype(in(kX), g, "x and out_grad");
-    expect_shape(g, {shape_.batch, shape_.filters, shape_.h.out, shape_.w.out}, "out_grad");
-    check_grads(in, out);
-    if (out.has(2) && !in.has(kGradBias)) fail("bias_grad is asked for, but the op has no bias");
-    const unsigned passes = (out.has(0) ? kBackwardData : 0) |
-                            (out.has(1) || out.has(2) ? kBackwardWeights : 0);
-    if (!empty(shape_) && passes)
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), passes, out.has(2), ctx.num_threads());
-  }
-
-  // Each gradient output has its input's shape and dtype.
-  static void check_grads(const Slots& in, const Slots& out) {
-    const char* names[] = {"x and x_grad", "filter and filter_grad", "bias and bias_grad"};
-    const int inputs[] = {kX, kFilter, kGradBias};
-    for (int slot = 0; slot < 3; ++slot)
-      if (out.has(slot) && in.has(inputs[slot])) {
-        expect_same_shape(in(inputs[slot]), out(slot), names[slot]);
-        expect_same_dtype(in(inputs[slot]), out(slot), names[slot]);
-      }
+      : plan_(check_conv2d_grad(attrs, in, out)) {
+    if (plan_.passes)
+      engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, out.has(2),
+                                 ctx.num_threads(), plan_.layout);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_) {
-      for (int slot = 0; slot < 3; ++slot)
-        if (out.has(slot)) zero(out(slot));
-      return;
-    }
     const int threads = ctx.num_threads();
     const void* g = in(kOutGrad).data<void>();
+    if (!engine_) {
+      for (int slot = 0; slot < 2; ++slot)
+        if (out.has(slot)) zero(out(slot));
+      if (out.has(2))
+        bias_grad_only(in(kOutGrad), out(2),
+                       conv_out(plan_.shape, plan_.layout.out, "out_grad"), threads);
+      return;
+    }
     if (out.has(0)) engine_->backward_data(g, in(kFilter).data<void>(), out(0).data<void>(), threads);
     if (out.has(1) || out.has(2))
       engine_->backward_weights(in(kX).data<void>(), g, out.has(1) ? out(1).data<void>() : nullptr,
@@ -112,7 +119,7 @@ class Conv2dGrad {
   }
 
  private:
-  ConvShape shape_;
+  ConvPlan plan_;
   std::unique_ptr<ConvEngine> engine_;
 };
 
@@ -121,21 +128,24 @@ class Conv2dGrad {
 class Conv2dTranspose {
  public:
   static constexpr pc::Signature signature{"11?", "1"};
-  using DTypes = Floats;
-  Conv2dTranspose(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : shape_(conv_transpose_shape(attrs, in(kX), in(kFilter), out(0))) {
-    check_operands(in, kBias, shape_.channels);
-    expect_same_dtype(in(kX), out(0), "x and out");
-    if (!empty(shape_))
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), kBackwardData, false, ctx.num_threads());
+  using DTypes = ConvTypes;
+  Conv2dTranspose(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
+    const ConvPlan plan = check_conv2d_transpose(attrs, in, out);
+    shape_ = plan.shape;
+    if (plan.passes)
+      engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
   }
 
+  // Without an engine (an empty convolution), out is zeros plus the bias: over x's no
+  // channels, the bias alone.
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_) return zero(out(0));
     const Tensor o = out(0);
-    engine_->backward_data(in(kX).data<void>(), in(kFilter).data<void>(), o.data<void>(),
-                           ctx.num_threads());
-    if (in.has(kBias))
+    if (!engine_)
+      zero(o);
+    else
+      engine_->backward_data(in(kX).data<void>(), in(kFilter).data<void>(), o.data<void>(),
+                             ctx.num_threads());
+    if (in.has(kBias) && o.numel() > 0)
       add_channel_bias(o.dtype(), in(kBias).data<void>(), o.data<void>(), shape_.batch,
                        shape_.channels, shape_.in_plane(), ctx.num_threads());
   }
@@ -148,16 +158,12 @@ class Conv2dTranspose {
 class Conv2dTransposeGrad {
  public:
   static constexpr pc::Signature signature{"111?", "???"};
-  using DTypes = Floats;
-  Conv2dTransposeGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : shape_(conv_transpose_shape(attrs, in(kX), in(kFilter), in(kOutGrad))) {
-    check_operands(in, kGradBias, shape_.channels);
-    expect_same_dtype(in(kX), in(kOutGrad), "x and out_grad");
-    Conv2dGrad::check_grads(in, out);
-    if (out.has(2) && !in.has(kGradBias)) fail("bias_grad is asked for, but the op has no bias");
-    const unsigned passes = (out.has(0) ? kForward : 0) | (out.has(1) ? kBackwardWeights : 0);
-    if (!empty(shape_) && passes)
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), passes, false, ctx.num_threads());
+  using DTypes = ConvTypes;
+  Conv2dTransposeGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
+    const ConvPlan plan = check_conv2d_transpose_grad(attrs, in, out);
+    shape_ = plan.shape;
+    if (plan.passes)
+      engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

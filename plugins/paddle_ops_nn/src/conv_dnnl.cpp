@@ -1,14 +1,16 @@
 // The oneDNN convolution engine (float32). Every primitive is created with `format_tag::any`,
 // so oneDNN picks the blocked layouts its fastest implementation wants (plain NCHW descriptors
-// measured 1.6x slower); the operands are reordered from and to the caller's NCHW around each
-// call. Primitives, reorders, the blocked buffers and the scratchpad are all built in prepare;
-// a run only executes them.
+// measured 1.6x slower); operands are reordered from and to the caller's layout around each
+// call where that differs (always for weights and NCHW activations; never for activations the
+// layout pass blocked as oneDNN wants them). Primitives, reorders, the blocked buffers and the
+// scratchpad are all built in prepare; a run only executes them.
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "conv.hpp"
 #include "dnnl.hpp"
+#include "engine.hpp"
 
 namespace pon {
 namespace {
@@ -17,7 +19,8 @@ using namespace onednn;
 
 class DnnlConv final : public ConvEngine {
  public:
-  DnnlConv(const ConvShape& s, unsigned passes, bool bias, int threads) : bias_(bias) {
+  DnnlConv(const ConvShape& s, unsigned passes, bool bias, int threads, Layouts layout)
+      : bias_(bias) {
     ThreadCount count(threads);
     const int64_t g = s.groups;
     const dims src{s.batch, s.channels, s.h.in, s.w.in}, dst{s.batch, s.filters, s.h.out, s.w.out};
@@ -28,6 +31,7 @@ class DnnlConv final : public ConvEngine {
     const dims pad_l{s.h.pad_before, s.w.pad_before};
     const dims pad_r{s.h.exact_pad_after(), s.w.exact_pad_after()};
     const auto any = [](const dims& d) { return f32(d, tag::any); };
+    const memory::desc src_md = activation(src, layout.x), dst_md = activation(dst, layout.out);
     const memory::desc bias_md = bias ? f32({s.filters}, tag::x) : memory::desc();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -38,26 +42,26 @@ class DnnlConv final : public ConvEngine {
         strides, dilates, pad_l, pad_r, attr);
     if (passes & kForward) {
       fwd_.emplace(Pass{dnnl::convolution_forward(fwd), scratch(fwd)});
-      x_.emplace(f32(src, tag::nchw), fwd.src_desc());
+      x_.emplace(src_md, fwd.src_desc());
       w_.emplace(f32(wei, wei_tag), fwd.weights_desc());
-      y_.emplace(f32(dst, tag::nchw), fwd.dst_desc());
+      y_.emplace(dst_md, fwd.dst_desc());
       if (bias) b_.emplace(bias_md, fwd.bias_desc());
     }
     if (passes & kBackwardData) {
       const dnnl::convolution_backward_data::primitive_desc pd(
           cpu(), algo, any(src), any(wei), any(dst), strides, dilates, pad_l, pad_r, fwd, attr);
       bwd_data_.emplace(Pass{dnnl::convolution_backward_data(pd), scratch(pd)});
-      bd_dy_.emplace(f32(dst, tag::nchw), pd.diff_dst_desc());
+      bd_dy_.emplace(dst_md, pd.diff_dst_desc());
       bd_w_.emplace(f32(wei, wei_tag), pd.weights_desc());
-      bd_dx_.emplace(f32(src, tag::nchw), pd.diff_src_desc());
+      bd_dx_.emplace(src_md, pd.diff_src_desc());
     }
     if (passes & kBackwardWeights) {
       const dnnl::convolution_backward_weights::primitive_desc pd(
           cpu(), algo, any(src), any(wei), bias_md, any(dst), strides, dilates, pad_l, pad_r, fwd,
           attr);
       bwd_weights_.emplace(Pass{dnnl::convolution_backward_weights(pd), scratch(pd)});
-      bw_x_.emplace(f32(src, tag::nchw), pd.src_desc());
-      bw_dy_.emplace(f32(dst, tag::nchw), pd.diff_dst_desc());
+      bw_x_.emplace(src_md, pd.src_desc());
+      bw_dy_.emplace(dst_md, pd.diff_dst_desc());
       bw_dw_.emplace(f32(wei, wei_tag), pd.diff_weights_desc());
       if (bias) bw_db_.emplace(bias_md, pd.diff_bias_desc());
       // oneDNN always computes both; one the kernel does not want goes to a spare buffer.
@@ -123,10 +127,26 @@ class DnnlConv final : public ConvEngine {
 
 }  // namespace
 
-std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
-                                           int threads) {
+int dnnl_channel_block() {
+  // The destination layout oneDNN picks for a convolution typical of a network's middle
+  // (64 -> 64 channels, 3x3, 28x28); it picks the same for most shapes on one CPU.
   try {
-    return std::make_unique<DnnlConv>(shape, passes, bias, threads);
+    const dims src{8, 64, 28, 28}, wei{64, 64, 3, 3};
+    const dnnl::convolution_forward::primitive_desc pd(
+        cpu(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+        f32(src, tag::any), f32(wei, tag::any), memory::desc(), f32(src, tag::any), {1, 1},
+        {0, 0}, {1, 1}, {1, 1});
+    for (int block : {8, 16})
+      if (pd.dst_desc() == activation(src, block)) return block;
+  } catch (const dnnl::error&) {
+  }
+  return 0;
+}
+
+std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
+                                           int threads, Layouts layout) {
+  try {
+    return std::make_unique<DnnlConv>(shape, passes, bias, threads, layout);
   } catch (const dnnl::error& e) {
     fail("oneDNN has no convolution for this shape: %s", e.what());
   }

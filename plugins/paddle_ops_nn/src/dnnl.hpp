@@ -1,6 +1,6 @@
 // What the oneDNN engines (*_dnnl.cpp) share: the CPU engine, the thread count around
-// oneDNN calls, and operands kept in the layout a primitive chose. Includes oneDNN's large
-// header: only *_dnnl.cpp include this.
+// oneDNN calls, the descriptors of the caller's layouts, and operands kept in the layout a
+// primitive chose. Includes oneDNN's large header: only *_dnnl.cpp include this.
 #ifndef PADDLE_OPS_NN_DNNL_HPP_
 #define PADDLE_OPS_NN_DNNL_HPP_
 
@@ -24,6 +24,12 @@ inline const dnnl::engine& cpu() {
 
 inline memory::desc f32(const dims& d, tag t) { return memory::desc(d, memory::data_type::f32, t); }
 
+// An activation [N, C, H, W] as the core binds it: plain NCHW (block 0) or oneDNN's blocked
+// nChw8c / nChw16c (layout.hpp).
+inline memory::desc activation(const dims& d, int block) {
+  return f32(d, block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nchw);
+}
+
 // oneDNN threads with OpenMP's setting of the calling thread, which it also reads when a
 // primitive is created (to size its scratchpad): set it to the run's count around both.
 class ThreadCount {
@@ -35,13 +41,14 @@ class ThreadCount {
   int saved_;
 };
 
-// One operand of a primitive: a plain-layout view of the caller's buffer and, when the
-// primitive chose another layout, a buffer in that layout with the reorders between them.
+// One operand of a primitive: a view of the caller's buffer (in the caller's layout) and,
+// when the primitive chose another layout, a buffer in that layout with the reorders between
+// them.
 class Operand {
  public:
-  Operand(const memory::desc& plain, const memory::desc& chosen)
-      : plain_(plain, cpu(), DNNL_MEMORY_NONE) {
-    if (chosen != plain) {
+  Operand(const memory::desc& caller, const memory::desc& chosen)
+      : plain_(caller, cpu(), DNNL_MEMORY_NONE) {
+    if (chosen != caller) {
       inner_ = memory(chosen, cpu());
       to_inner_ = dnnl::reorder(plain_, *inner_);
       to_plain_ = dnnl::reorder(*inner_, plain_);
@@ -65,7 +72,7 @@ class Operand {
   }
 
  private:
-  memory plain_;
+  memory plain_;  // the caller's buffer
   std::optional<memory> inner_;
   std::optional<dnnl::reorder> to_inner_, to_plain_;
 };

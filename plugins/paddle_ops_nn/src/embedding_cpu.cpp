@@ -7,30 +7,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common.hpp"
+#include "embedding.hpp"
 
 namespace pon {
 namespace {
-
-using IdTypes = Types<int64_t, int32_t>;
-
-// Checks common to both kernels: ids integer, w a matrix, the row count V.
-int64_t rows_of(const Tensor& ids, const Tensor& w, int64_t padding_idx) {
-  dispatch(ids.dtype(), IdTypes{}, [](auto) {});
-  if (w.ndim() != 2) fail("w must be a [V, D] matrix, got %s", w.describe().c_str());
-  if (padding_idx < -1 || padding_idx >= w.dim(0))
-    fail("padding_idx %lld is outside [0, %lld) (or -1 for none)",
-         static_cast<long long>(padding_idx), static_cast<long long>(w.dim(0)));
-  return w.dim(0);
-}
-
-template <class I> int64_t checked_id(const I* ids, int64_t i, int64_t rows) {
-  const int64_t id = static_cast<int64_t>(ids[i]);
-  if (id < 0 || id >= rows)
-    fail("id %lld (at flat position %lld) is outside [0, %lld), the rows of w",
-         static_cast<long long>(id), static_cast<long long>(i), static_cast<long long>(rows));
-  return id;
-}
 
 // out[..., :] = w[ids[...], :] (zeros for padding_idx).
 class Embedding {
@@ -38,15 +18,7 @@ class Embedding {
   static constexpr pc::Signature signature{"11", "1"};
   using DTypes = Floats;
   Embedding(const Attrs& attrs, const Slots& in, const Slots& out)
-      : padding_(attrs.i("padding_idx")) {
-    const Tensor ids = in(0), w = in(1), o = out(0);
-    rows_ = rows_of(ids, w, padding_);
-    dispatch(w.dtype(), Floats{}, [](auto) {});
-    expect_same_dtype(w, o, "w and out");
-    if (o.ndim() != ids.ndim() + 1 || o.numel() != ids.numel() * w.dim(1))
-      fail("out %s must be ids' shape + [%lld]", o.describe().c_str(),
-           static_cast<long long>(w.dim(1)));
-  }
+      : padding_(attrs.i("padding_idx")), rows_(check_embedding(attrs, in, out)) {}
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor ids = in(0), w = in(1);
@@ -70,7 +42,7 @@ class Embedding {
   }
 
  private:
-  int64_t padding_, rows_ = 0;
+  int64_t padding_, rows_;
 };
 
 // w_grad = zeros of w's shape, with out_grad's rows added at their ids (not padding_idx's).
@@ -79,16 +51,7 @@ class EmbeddingGrad {
   static constexpr pc::Signature signature{"111", "1"};
   using DTypes = Floats;
   EmbeddingGrad(const Attrs& attrs, const Slots& in, const Slots& out)
-      : padding_(attrs.i("padding_idx")) {
-    const Tensor ids = in(0), w = in(1), g = in(2), dw = out(0);
-    rows_ = rows_of(ids, w, padding_);
-    expect_same_shape(w, dw, "w and w_grad");
-    expect_same_dtype(w, dw, "w and w_grad");
-    expect_same_dtype(w, g, "w and out_grad");
-    if (g.numel() != ids.numel() * w.dim(1))
-      fail("out_grad %s must be ids' shape + [%lld]", g.describe().c_str(),
-           static_cast<long long>(w.dim(1)));
-  }
+      : padding_(attrs.i("padding_idx")), rows_(check_embedding_grad(attrs, in, out)) {}
 
   void run(const Slots& in, const Slots& out, const Context&) const {
     const Tensor ids = in(0), w = in(1), g = in(2);
@@ -110,7 +73,7 @@ class EmbeddingGrad {
   }
 
  private:
-  int64_t padding_, rows_ = 0;
+  int64_t padding_, rows_;
 };
 
 }  // namespace

@@ -18,6 +18,13 @@ constexpr bool kOnednnBuilt =
 bool onednn_enabled();  // built and switched on
 void set_onednn_enabled(bool enabled);  // no effect where oneDNN is not built
 
+// The channel block (8 or 16) of the blocked layout oneDNN's convolutions choose on this CPU
+// for activations (nChw8c, nChw16c: layout.hpp), which the layout pass keeps between ops; 0
+// where they choose another layout or oneDNN is not built. dnnl_channel_block (conv_dnnl.cpp,
+// built with oneDNN only) asks oneDNN.
+int onednn_channel_block();
+int dnnl_channel_block();
+
 }  // namespace pon
 
 #endif  // PADDLE_OPS_NN_ENGINE_HPP_

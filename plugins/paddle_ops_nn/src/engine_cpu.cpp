@@ -1,4 +1,4 @@
-// The oneDNN switch (engine.hpp).
+// The oneDNN switch and the layout oneDNN prefers (engine.hpp).
 #include "engine.hpp"
 
 #include <atomic>
@@ -11,5 +11,13 @@ std::atomic<bool> onednn_switch{true};
 bool onednn_enabled() { return kOnednnBuilt && onednn_switch.load(std::memory_order_relaxed); }
 
 void set_onednn_enabled(bool enabled) { onednn_switch.store(enabled, std::memory_order_relaxed); }
+
+int onednn_channel_block() {
+  if constexpr (kOnednnBuilt) {
+    static const int block = dnnl_channel_block();  // the CPU does not change: ask once
+    return block;
+  }
+  return 0;
+}
 
 }  // namespace pon

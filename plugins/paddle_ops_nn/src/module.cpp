@@ -11,17 +11,26 @@ namespace pon {
 const paddle_core::Family& activation_kernels();
 const paddle_core::Family& conv_kernels();
 const paddle_core::Family& embedding_kernels();
+const paddle_core::Family& layout_kernels();
 const paddle_core::Family& norm_kernels();
 const paddle_core::Family& optimizer_kernels();
 const paddle_core::Family& pool_kernels();
 const paddle_core::Family& random_kernels();
 const paddle_core::Family& softmax_kernels();
 #ifdef PADDLE_OPS_NN_WITH_CUDA
-// One family per CUDA source file (src/<family>_cuda.cu).
+// One family per CUDA source file (src/<family>_cuda.cu; cudnn_cuda.cu loads cuDNN).
 const paddle_core::Family& activation_cuda_kernels();
+const paddle_core::Family& conv_cuda_kernels();
+const paddle_core::Family& embedding_cuda_kernels();
+const paddle_core::Family& norm_cuda_kernels();
 const paddle_core::Family& optimizer_cuda_kernels();
+const paddle_core::Family& pool_cuda_kernels();
 const paddle_core::Family& random_cuda_kernels();
 const paddle_core::Family& softmax_cuda_kernels();
+const char* cudnn_unavailable_reason();
+void conv_engines_prepared(int64_t* cudnn, int64_t* direct);
+bool cudnn_enabled();
+void set_cudnn_enabled(bool enabled);
 #endif
 }  // namespace pon
 
@@ -29,10 +38,12 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled kernels of paddle-ops-nn: CPU, and CUDA when built with a toolkit.";
   paddle_core::export_kernels(
       m, {&pon::activation_kernels(), &pon::conv_kernels(), &pon::embedding_kernels(),
-          &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
+          &pon::layout_kernels(), &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
           &pon::random_kernels(), &pon::softmax_kernels(),
 #ifdef PADDLE_OPS_NN_WITH_CUDA
-          &pon::activation_cuda_kernels(), &pon::optimizer_cuda_kernels(),
+          &pon::activation_cuda_kernels(), &pon::conv_cuda_kernels(),
+          &pon::embedding_cuda_kernels(), &pon::norm_cuda_kernels(),
+          &pon::optimizer_cuda_kernels(), &pon::pool_cuda_kernels(),
           &pon::random_cuda_kernels(), &pon::softmax_cuda_kernels(),
 #endif
       });
@@ -41,8 +52,36 @@ PYBIND11_MODULE(_C, m) {
 #else
   paddle_core::export_cuda_build(m, nullptr);
 #endif
+  // cuDNN, behind paddle_ops_nn.cudnn.
+  m.def(
+      "cudnn_unavailable_reason",
+      []() -> pybind11::object {
+#ifdef PADDLE_OPS_NN_WITH_CUDA
+        const char* reason = pon::cudnn_unavailable_reason();
+        if (reason == nullptr) return pybind11::none();
+        return pybind11::str(reason);
+#else
+        return pybind11::str("paddle-ops-nn was built without CUDA kernels");
+#endif
+      },
+      "Why the CUDA convolution kernels cannot use cuDNN (what to install), or None when they "
+      "can. Loads it on the first call.");
+#ifdef PADDLE_OPS_NN_WITH_CUDA
+  m.def("cudnn_enabled", &pon::cudnn_enabled);
+  m.def("set_cudnn_enabled", &pon::set_cudnn_enabled, pybind11::arg("enabled"));
+  m.def("conv_engines_prepared", [] {
+    int64_t cudnn = 0, direct = 0;
+    pon::conv_engines_prepared(&cudnn, &direct);
+    return pybind11::make_tuple(cudnn, direct);
+  });
+#else
+  m.def("conv_engines_prepared", [] { return pybind11::make_tuple(0, 0); });
+  m.def("cudnn_enabled", [] { return false; });
+  m.def("set_cudnn_enabled", [](bool) {}, pybind11::arg("enabled"));
+#endif
   // The oneDNN switch behind paddle_ops_nn.onednn.
   m.attr("ONEDNN_BUILT") = pon::kOnednnBuilt;
   m.def("onednn_enabled", &pon::onednn_enabled);
   m.def("set_onednn_enabled", &pon::set_onednn_enabled, pybind11::arg("enabled"));
+  m.def("onednn_channel_block", &pon::onednn_channel_block);
 }

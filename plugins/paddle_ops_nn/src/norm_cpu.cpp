@@ -2,8 +2,10 @@
 //
 // Memory contract: every tensor is C-contiguous with x's float dtype; prepare checks each shape
 // run indexes. batch_norm: x is [N, C, ...], viewed as N * C planes of `inner` elements (plane
-// p = (n, c) starts at p * inner); scale, bias, the running and saved statistics are [C]; y and
-// x_grad are x's shape. mean_out and variance_out may share mean's and variance's buffers
+// p = (n, c) starts at p * inner), or with channel_block b blocked (layout.hpp) as
+// [N, C / b, ..., b]: N * C / b tiles of inner * b elements, plane (n, c) being lane c % b of
+// tile (n, c / b); scale, bias, the running and saved statistics are [C]; y, y_grad and x_grad
+// are x's shape (and layout). mean_out and variance_out may share mean's and variance's buffers
 // (declared inplace): each element is read before it is written. layer_norm: x is viewed as
 // [rows, cols], split at begin_norm_axis; scale and bias (either may be absent) are [cols],
 // mean and variance [rows]. Grad outputs are each optional (only those the backward needs).
@@ -12,23 +14,16 @@
 // double, so float32 keeps its precision when the mean is large against the spread. Work is
 // split by channels or planes (batch_norm), rows (layer_norm) or columns (layer_norm's scale
 // and bias gradients); every sum is taken in one fixed order, so results do not depend on the
-// thread count.
+// thread count, nor (batch_norm) on the layout: a blocked x gives the plain one's bits.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
-#include "common.hpp"
+#include "norm.hpp"
 
 namespace pon {
 namespace {
-
-// Fail unless t is a vector [n] of x's dtype.
-void expect_vector(const Tensor& t, const Tensor& x, int64_t n, const char* what,
-                   const char* of) {
-  if (t.dtype() != x.dtype() || t.ndim() != 1 || t.dim(0) != n)
-    fail("%s must be %s[%lld] (%s), got %s", what, pc::dtype_name(x.dtype()),
-         static_cast<long long>(n), of, t.describe().c_str());
-}
 
 // The sum of f(i) for i in [0, n), in double, as four interleaved partial sums (independent
 // additions pipeline; the order is fixed, so the result is too).
@@ -45,28 +40,58 @@ template <class F> double sum_of(int64_t n, F&& f) {
   return (s0 + s1) + (s2 + s3);
 }
 
-void expect_epsilon(double epsilon) {
-  if (!(epsilon > 0)) fail("epsilon must be above 0, got %g", epsilon);
-}
-
 // -- batch_norm ------------------------------------------------------------------------------
 
-struct Planes {
-  int64_t batch = 1, channels = 1, inner = 1;
+// Calls f(std::integral_constant<int, b>) for a blocked layout's b (8 or 16), so the loops over
+// a tile's lanes have a constant trip count and vectorise.
+template <class F> void with_block(int block, F&& f) {
+  if (block == 8) f(std::integral_constant<int, 8>{});
+  else f(std::integral_constant<int, 16>{});
+}
 
-  int64_t count() const { return batch * channels; }
-  int64_t per_channel() const { return batch * inner; }
-};
+// sum_of for each of the B lanes of a blocked tile at once: out[j] is sum_of(n, f(., j)), its
+// additions in sum_of's order, so each lane's sum has the plain layout's bits.
+template <int B, class F> void lane_sums(int64_t n, F&& f, double* out) {
+  double s0[B] = {}, s1[B] = {}, s2[B] = {}, s3[B] = {};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < B; ++j) {
+      s0[j] += f(i, j);
+      s1[j] += f(i + 1, j);
+      s2[j] += f(i + 2, j);
+      s3[j] += f(i + 3, j);
+    }
+  for (; i < n; ++i)
+    for (int j = 0; j < B; ++j) s0[j] += f(i, j);
+  for (int j = 0; j < B; ++j) out[j] = (s0[j] + s1[j]) + (s2[j] + s3[j]);
+}
 
-// x's planes; fails unless x is [N, C, ...] of a float dtype.
-Planes planes_of(const Tensor& x) {
-  dispatch(x.dtype(), Floats{}, [](auto) {});
-  if (x.ndim() < 2) fail("x must be [N, C, ...] (rank >= 2), got %s", x.describe().c_str());
-  Planes l;
-  l.batch = x.dim(0);
-  l.channels = x.dim(1);
-  for (int32_t k = 2; k < x.ndim(); ++k) l.inner *= x.dim(k);
-  return l;
+// f(cb, begin) for every tile of a blocked x (channels cb * b .., elements [begin, begin +
+// inner * b)), split across threads.
+template <class F> void for_tiles(const Planes& l, int32_t threads, F&& f) {
+  const int64_t blocks = l.channels / l.block, size = l.inner * l.block;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(size, 1));
+  parallel_for(l.batch * blocks, threads, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) f(t % blocks, t * size);
+  });
+}
+
+// channel_sums for a blocked x: tile(cb, begin, acc) adds the K sums of each of its lanes j
+// (channel cb * b + j, in lane_sums) into acc[j * K + k]; the totals add each channel's planes
+// in the order of the batch, as channel_sums does. Planes of no elements sum to zeros (a tile's
+// plane index is begin / inner).
+template <int K, class F>
+std::vector<double> tile_sums(const Planes& l, int32_t threads, F&& tile) {
+  const int64_t b = l.block, blocks = l.channels / b;
+  if (l.inner == 0) return std::vector<double>(l.channels * K, 0.0);
+  std::vector<double> partial(l.count() * K, 0.0);  // per plane, tile by tile
+  for_tiles(l, threads, [&](int64_t cb, int64_t begin) {
+    tile(cb, begin, &partial[begin / l.inner * K]);
+  });
+  std::vector<double> total(l.channels * K, 0.0);
+  for (int64_t t = 0; t < l.batch * blocks; ++t)
+    for (int64_t j = 0; j < b * K; ++j) total[(t % blocks) * b * K + j] += partial[t * b * K + j];
+  return total;
 }
 
 // f(c, begin) for every plane (channel c, elements [begin, begin + inner)), split across
@@ -118,25 +143,9 @@ class BatchNorm {
   static constexpr pc::Signature signature{"11111", "11111"};
   using DTypes = Floats;
   BatchNorm(const Attrs& attrs, const Slots& in, const Slots& out)
-      : momentum_(attrs.f("momentum")), epsilon_(attrs.f("epsilon")), test_(attrs.b("is_test")) {
-    const Tensor x = in(0);
-    l_ = planes_of(x);
-    const int64_t c = l_.channels;
-    static const char* const kInputs[] = {"x", "scale", "bias", "mean", "variance"};
-    for (int32_t k = 1; k < 5; ++k) expect_vector(in(k), x, c, kInputs[k], "x's channels");
-    expect_same_shape(x, out(0), "x and y");
-    expect_same_dtype(x, out(0), "x and y");
-    static const char* const kOutputs[] = {"y", "mean_out", "variance_out", "saved_mean",
-                                           "saved_inv_std"};
-    for (int32_t k = 1; k < 5; ++k) expect_vector(out(k), x, c, kOutputs[k], "x's channels");
-    expect_epsilon(epsilon_);
-    if (!(momentum_ >= 0 && momentum_ <= 1))
-      fail("momentum must be in [0, 1], got %g", momentum_);
-    if (!test_ && c > 0 && l_.per_channel() == 0)
-      fail("x %s has no elements per channel to take the batch's statistics from (is_test is "
-           "false)",
-           x.describe().c_str());
-    fn_ = dispatch(x.dtype(), Floats{},
+      : momentum_(attrs.f("momentum")), epsilon_(attrs.f("epsilon")), test_(attrs.b("is_test")),
+        l_(check_batch_norm(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &BatchNorm::compute<decltype(t)>; });
   }
 
@@ -171,36 +180,65 @@ class BatchNorm {
       }
     } else {
       const double count = static_cast<double>(l.per_channel());
-      const std::vector<double> sums =
-          channel_sums<1>(l, threads, [&](int64_t, int64_t b, double* acc) {
-            *acc += sum_of(inner, [&](int64_t i) { return double(x[b + i]); });
+      std::vector<double> sums, squares;
+      if (l.block == 0) {
+        sums = channel_sums<1>(l, threads, [&](int64_t, int64_t b, double* acc) {
+          *acc += sum_of(inner, [&](int64_t i) { return double(x[b + i]); });
+        });
+      } else {
+        with_block(l.block, [&](auto B) {
+          sums = tile_sums<1>(l, threads, [&](int64_t, int64_t b, double* acc) {
+            lane_sums<B>(inner, [&](int64_t i, int j) { return double(x[b + i * B + j]); }, acc);
           });
+        });
+      }
       for (int64_t c = 0; c < channels; ++c) mean[c] = sums[c] / count;
-      const std::vector<double> squares =
-          channel_sums<1>(l, threads, [&](int64_t c, int64_t b, double* acc) {
-            const double m = mean[c];
-            *acc += sum_of(inner, [&](int64_t i) { return (x[b + i] - m) * (x[b + i] - m); });
+      if (l.block == 0) {
+        squares = channel_sums<1>(l, threads, [&](int64_t c, int64_t b, double* acc) {
+          const double m = mean[c];
+          *acc += sum_of(inner, [&](int64_t i) { return (x[b + i] - m) * (x[b + i] - m); });
+        });
+      } else {
+        with_block(l.block, [&](auto B) {
+          squares = tile_sums<1>(l, threads, [&](int64_t cb, int64_t b, double* acc) {
+            const double* m = &mean[cb * B];
+            lane_sums<B>(
+                inner,
+                [&](int64_t i, int j) {
+                  return (x[b + i * B + j] - m[j]) * (x[b + i * B + j] - m[j]);
+                },
+                acc);
           });
+        });
+      }
       const double keep = momentum_;
       for (int64_t c = 0; c < channels; ++c) {
         var[c] = squares[c] / count;
-        mean_out[c] = static_cast<T>(keep * running_mean[c] + (1 - keep) * mean[c]);
-        var_out[c] = static_cast<T>(keep * running_var[c] + (1 - keep) * var[c]);
+        mean_out[c] = static_cast<T>(running_update(keep, running_mean[c], mean[c]));
+        var_out[c] = static_cast<T>(running_update(keep, running_var[c], var[c]));
       }
     }
-    // The mean as a sum of two T (hi + lo): x - hi is exact near the mean, so y keeps T's
-    // precision even where the mean is large against the spread.
-    std::vector<T> hi(channels), lo(channels), factor(channels);
+    std::vector<Normalize<T>> normalize;
+    normalize.reserve(channels);
     for (int64_t c = 0; c < channels; ++c) {
-      const double inv_std = 1 / std::sqrt(var[c] + epsilon_);
-      saved_mean[c] = hi[c] = static_cast<T>(mean[c]);
-      lo[c] = static_cast<T>(mean[c] - hi[c]);
+      const double inv_std = inv_std_of(var[c], epsilon_);
+      normalize.emplace_back(mean[c], scale[c] * inv_std, bias[c]);
+      saved_mean[c] = normalize[c].hi;
       saved_inv_std[c] = static_cast<T>(inv_std);
-      factor[c] = static_cast<T>(scale[c] * inv_std);
     }
-    for_planes(l, threads, [&](int64_t c, int64_t b) {
-      const T mh = hi[c], ml = lo[c], f = factor[c], beta = bias[c];
-      for (int64_t i = b; i < b + inner; ++i) y[i] = ((x[i] - mh) - ml) * f + beta;
+    if (l.block == 0) {
+      for_planes(l, threads, [&](int64_t c, int64_t b) {
+        const Normalize<T> n = normalize[c];
+        for (int64_t i = b; i < b + inner; ++i) y[i] = n(x[i]);
+      });
+      return;
+    }
+    with_block(l.block, [&](auto B) {
+      for_tiles(l, threads, [&](int64_t cb, int64_t b) {
+        const Normalize<T>* n = &normalize[cb * B];
+        for (int64_t i = b; i < b + inner * B; i += B)
+          for (int j = 0; j < B; ++j) y[i + j] = n[j](x[i + j]);
+      });
     });
   }
 
@@ -219,22 +257,8 @@ class BatchNormGrad {
   static constexpr pc::Signature signature{"11111", "???"};
   using DTypes = Floats;
   BatchNormGrad(const Attrs& attrs, const Slots& in, const Slots& out)
-      : test_(attrs.b("is_test")) {
-    const Tensor x = in(0);
-    l_ = planes_of(x);
-    const int64_t c = l_.channels;
-    expect_vector(in(1), x, c, "scale", "x's channels");
-    expect_vector(in(2), x, c, "saved_mean", "x's channels");
-    expect_vector(in(3), x, c, "saved_inv_std", "x's channels");
-    expect_same_shape(x, in(4), "x and y_grad");
-    expect_same_dtype(x, in(4), "x and y_grad");
-    if (out.has(0)) {
-      expect_same_shape(x, out(0), "x and x_grad");
-      expect_same_dtype(x, out(0), "x and x_grad");
-    }
-    if (out.has(1)) expect_vector(out(1), x, c, "scale_grad", "x's channels");
-    if (out.has(2)) expect_vector(out(2), x, c, "bias_grad", "x's channels");
-    fn_ = dispatch(x.dtype(), Floats{},
+      : test_(attrs.b("is_test")), l_(check_batch_norm_grad(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &BatchNormGrad::compute<decltype(t)>; });
   }
 
@@ -260,29 +284,50 @@ class BatchNormGrad {
     // Per channel: sum(y_grad) and sum(y_grad * (x - mean)).
     std::vector<double> sums(channels * 2);
     if (!test_ || dscale != nullptr || dbias != nullptr) {
-      sums = channel_sums<2>(l, threads, [&](int64_t c, int64_t b, double* acc) {
-        const double m = mean[c];
-        acc[0] += sum_of(inner, [&](int64_t i) { return double(dy[b + i]); });
-        acc[1] += sum_of(inner, [&](int64_t i) { return dy[b + i] * (x[b + i] - m); });
-      });
+      if (l.block == 0) {
+        sums = channel_sums<2>(l, threads, [&](int64_t c, int64_t b, double* acc) {
+          const double m = mean[c];
+          acc[0] += sum_of(inner, [&](int64_t i) { return double(dy[b + i]); });
+          acc[1] += sum_of(inner, [&](int64_t i) { return dy[b + i] * (x[b + i] - m); });
+        });
+      } else {
+        with_block(l.block, [&](auto B) {
+          sums = tile_sums<2>(l, threads, [&](int64_t cb, int64_t b, double* acc) {
+            double m[B], s[B], sx[B];
+            for (int j = 0; j < B; ++j) m[j] = mean[cb * B + j];
+            lane_sums<B>(inner, [&](int64_t i, int j) { return double(dy[b + i * B + j]); }, s);
+            lane_sums<B>(
+                inner,
+                [&](int64_t i, int j) { return dy[b + i * B + j] * (x[b + i * B + j] - m[j]); },
+                sx);
+            for (int j = 0; j < B; ++j) acc[2 * j] += s[j], acc[2 * j + 1] += sx[j];
+          });
+        });
+      }
       for (int64_t c = 0; c < channels; ++c) {
         if (dbias != nullptr) dbias[c] = static_cast<T>(sums[2 * c]);
         if (dscale != nullptr) dscale[c] = static_cast<T>(sums[2 * c + 1] * inv_std[c]);
       }
     }
     if (dx == nullptr) return;
-    // x_grad = a * y_grad + b * (x - mean) + d per channel.
-    std::vector<T> a(channels), b(channels), d(channels);
+    std::vector<BatchNormGradAt<T>> grad;
+    grad.reserve(channels);
     const double count = static_cast<double>(l.per_channel());
-    for (int64_t c = 0; c < channels; ++c) {
-      const double inv = inv_std[c], ai = double(scale[c]) * inv;
-      a[c] = static_cast<T>(ai);
-      b[c] = static_cast<T>(test_ ? 0.0 : -ai * sums[2 * c + 1] * inv * inv / count);
-      d[c] = static_cast<T>(test_ ? 0.0 : -ai * sums[2 * c] / count);
+    for (int64_t c = 0; c < channels; ++c)
+      grad.emplace_back(test_, mean[c], scale[c], inv_std[c], sums[2 * c], sums[2 * c + 1], count);
+    if (l.block == 0) {
+      for_planes(l, threads, [&](int64_t c, int64_t begin) {
+        const BatchNormGradAt<T> at = grad[c];
+        for (int64_t i = begin; i < begin + inner; ++i) dx[i] = at(dy[i], x[i]);
+      });
+      return;
     }
-    for_planes(l, threads, [&](int64_t c, int64_t begin) {
-      const T m = mean[c], ac = a[c], bc = b[c], dc = d[c];
-      for (int64_t i = begin; i < begin + inner; ++i) dx[i] = ac * dy[i] + bc * (x[i] - m) + dc;
+    with_block(l.block, [&](auto B) {
+      for_tiles(l, threads, [&](int64_t cb, int64_t begin) {
+        const BatchNormGradAt<T>* at = &grad[cb * B];
+        for (int64_t i = begin; i < begin + inner * B; i += B)
+          for (int j = 0; j < B; ++j) dx[i + j] = at[j](dy[i + j], x[i + j]);
+      });
     });
   }
 
@@ -292,21 +337,6 @@ class BatchNormGrad {
 };
 
 // -- layer_norm ------------------------------------------------------------------------------
-
-struct Rows {
-  int64_t rows = 1, cols = 1;
-};
-
-// x as [rows, cols], split at begin_norm_axis; fails unless the axis is in [1, rank).
-Rows rows_of(const Tensor& x, int64_t axis) {
-  dispatch(x.dtype(), Floats{}, [](auto) {});
-  if (axis < 1 || axis >= x.ndim())
-    fail("begin_norm_axis %lld is out of range for x %s: it must be in [1, %d)",
-         static_cast<long long>(axis), x.describe().c_str(), x.ndim());
-  Rows r;
-  for (int32_t k = 0; k < x.ndim(); ++k) (k < axis ? r.rows : r.cols) *= x.dim(k);
-  return r;
-}
 
 // f(r, begin) for every row r (elements [begin, begin + cols)), split across threads.
 template <class F> void for_rows(const Rows& s, int32_t threads, F&& f) {
@@ -322,17 +352,8 @@ class LayerNorm {
   static constexpr pc::Signature signature{"1??", "111"};
   using DTypes = Floats;
   LayerNorm(const Attrs& attrs, const Slots& in, const Slots& out)
-      : epsilon_(attrs.f("epsilon")) {
-    const Tensor x = in(0);
-    s_ = rows_of(x, attrs.i("begin_norm_axis"));
-    expect_epsilon(epsilon_);
-    if (in.has(1)) expect_vector(in(1), x, s_.cols, "scale", "a row's size");
-    if (in.has(2)) expect_vector(in(2), x, s_.cols, "bias", "a row's size");
-    expect_same_shape(x, out(0), "x and y");
-    expect_same_dtype(x, out(0), "x and y");
-    expect_vector(out(1), x, s_.rows, "mean", "the number of rows");
-    expect_vector(out(2), x, s_.rows, "variance", "the number of rows");
-    fn_ = dispatch(x.dtype(), Floats{},
+      : epsilon_(attrs.f("epsilon")), s_(check_layer_norm(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &LayerNorm::compute<decltype(t)>; });
   }
 
@@ -357,15 +378,8 @@ class LayerNorm {
       const double v = sum_of(cols, [&](int64_t j) { return (x[b + j] - m) * (x[b + j] - m); }) / d;
       mean[r] = static_cast<T>(m);
       var[r] = static_cast<T>(v);
-      // The mean as hi + lo, as in batch_norm.
-      const T mh = static_cast<T>(m), ml = static_cast<T>(m - mh);
-      const T inv = static_cast<T>(1 / std::sqrt(v + epsilon_));
-      for (int64_t j = 0; j < cols; ++j) {
-        T h = ((x[b + j] - mh) - ml) * inv;
-        if (scale != nullptr) h *= scale[j];
-        if (bias != nullptr) h += bias[j];
-        y[b + j] = h;
-      }
+      const Normalize<T> n(m, inv_std_of(v, epsilon_), T(0));
+      for (int64_t j = 0; j < cols; ++j) y[b + j] = layer_norm_at(n, x[b + j], scale, bias, j);
     });
   }
 
@@ -383,22 +397,8 @@ class LayerNormGrad {
   static constexpr pc::Signature signature{"1111?", "???"};
   using DTypes = Floats;
   LayerNormGrad(const Attrs& attrs, const Slots& in, const Slots& out)
-      : epsilon_(attrs.f("epsilon")) {
-    const Tensor x = in(0);
-    s_ = rows_of(x, attrs.i("begin_norm_axis"));
-    expect_epsilon(epsilon_);
-    expect_vector(in(1), x, s_.rows, "mean", "the number of rows");
-    expect_vector(in(2), x, s_.rows, "variance", "the number of rows");
-    expect_same_shape(x, in(3), "x and y_grad");
-    expect_same_dtype(x, in(3), "x and y_grad");
-    if (in.has(4)) expect_vector(in(4), x, s_.cols, "scale", "a row's size");
-    if (out.has(0)) {
-      expect_same_shape(x, out(0), "x and x_grad");
-      expect_same_dtype(x, out(0), "x and x_grad");
-    }
-    if (out.has(1)) expect_vector(out(1), x, s_.cols, "scale_grad", "a row's size");
-    if (out.has(2)) expect_vector(out(2), x, s_.cols, "bias_grad", "a row's size");
-    fn_ = dispatch(x.dtype(), Floats{},
+      : epsilon_(attrs.f("epsilon")), s_(check_layer_norm_grad(attrs, in, out)) {
+    fn_ = dispatch(in(0).dtype(), Floats{},
                    [](auto t) -> Fn { return &LayerNormGrad::compute<decltype(t)>; });
   }
 
@@ -423,20 +423,15 @@ class LayerNormGrad {
     if (dx != nullptr) {
       const double d = static_cast<double>(cols);
       for_rows(s_, threads, [&](int64_t r, int64_t b) {
-        const double m = mean[r], inv = 1 / std::sqrt(double(var[r]) + eps);
+        const double m = mean[r], inv = inv_std_of(var[r], eps);
         const auto g = [&](int64_t j) {
           return scale != nullptr ? double(dy[b + j]) * scale[j] : double(dy[b + j]);
         };
         const double sum_g = sum_of(cols, g);
         const double sum_gx = sum_of(cols, [&](int64_t j) { return g(j) * (x[b + j] - m); }) * inv;
-        // x_grad = inv * g - inv * sum_g / D - xhat * inv * sum_gx / D.
-        const T mt = static_cast<T>(m), it = static_cast<T>(inv);
-        const T shift = static_cast<T>(-inv * sum_g / d);
-        const T tilt = static_cast<T>(-inv * inv * sum_gx / d);
-        for (int64_t j = 0; j < cols; ++j) {
-          const T gj = scale != nullptr ? dy[b + j] * scale[j] : dy[b + j];
-          dx[b + j] = it * gj + shift + tilt * (x[b + j] - mt);
-        }
+        const LayerNormGradAt<T> at(m, inv, sum_g, sum_gx, d);
+        for (int64_t j = 0; j < cols; ++j)
+          dx[b + j] = at(scale != nullptr ? dy[b + j] * scale[j] : dy[b + j], x[b + j]);
       });
     }
     if (dscale == nullptr && dbias == nullptr) return;
@@ -445,7 +440,7 @@ class LayerNormGrad {
     parallel_for(cols, threads, grain, [&](int64_t lo, int64_t hi) {
       std::vector<double> acc_scale(hi - lo), acc_bias(hi - lo);
       for (int64_t r = 0; r < rows; ++r) {
-        const double m = mean[r], inv = 1 / std::sqrt(double(var[r]) + eps);
+        const double m = mean[r], inv = inv_std_of(var[r], eps);
         const T* xr = x + r * cols;
         const T* gr = dy + r * cols;
         for (int64_t j = lo; j < hi; ++j) {

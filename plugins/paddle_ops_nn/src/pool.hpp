@@ -1,5 +1,6 @@
-// pool2d's geometry (decoded from its attrs and checked against x in prepare) and the oneDNN
-// pooling engine that computes float32 pool2d and its gradient (pool_dnnl.cpp).
+// pool2d's geometry (decoded from its attrs and checked against x in prepare, the same checks
+// for the CPU and CUDA kernels), the window arithmetic both devices run (PADDLE_CORE_HD), and the
+// oneDNN pooling engine that computes float32 pool2d and its gradient (pool_dnnl.cpp).
 #ifndef PADDLE_OPS_NN_POOL_HPP_
 #define PADDLE_OPS_NN_POOL_HPP_
 
@@ -15,37 +16,55 @@ struct Pooling {
   bool max = true, exclusive = true;
   Axis h, w;
 
-  int64_t in_plane() const { return h.in * w.in; }
-  int64_t out_plane() const { return h.out * w.out; }
+  PADDLE_CORE_HD int64_t in_plane() const { return h.in * w.in; }
+  PADDLE_CORE_HD int64_t out_plane() const { return h.out * w.out; }
 
-  // Input rows [lo, hi) of window `o` along axis `a` (clipped to the input), and the
-  // window's full extent (padding included).
-  static void range(const Axis& a, int64_t o, int64_t* lo, int64_t* hi) {
+  // Input rows [lo, hi) of window `o` along axis `a` (clipped to the input).
+  PADDLE_CORE_HD static void range(const Axis& a, int64_t o, int64_t* lo, int64_t* hi) {
     const int64_t start = o * a.stride - a.pad_before;
     *lo = std::max<int64_t>(start, 0);
     *hi = std::min<int64_t>(start + a.kernel, a.in);
   }
+  // The average's divisor for the window of input rows [h0, h1) and columns [w0, w1).
+  PADDLE_CORE_HD int64_t divisor(int64_t h0, int64_t h1, int64_t w0, int64_t w1) const {
+    return exclusive ? (h1 - h0) * (w1 - w0) : h.kernel * w.kernel;
+  }
 };
 
-inline Pooling pooling_of(const Attrs& attrs, const Tensor& x) {
-  expect_nchw(x, "x");
+// Where a window's first maximum is (the flat index in the plane, `width` columns wide); a NaN
+// is the maximum (the first NaN), as in NumPy's and PyTorch's max.
+template <class T>
+PADDLE_CORE_HD int64_t window_argmax(const T* plane, int64_t width, int64_t h0, int64_t h1,
+                                     int64_t w0, int64_t w1) {
+  int64_t best = h0 * width + w0;
+  for (int64_t ih = h0; ih < h1; ++ih)
+    for (int64_t iw = w0; iw < w1; ++iw) {
+      const T v = plane[ih * width + iw], b = plane[best];
+      if (v > b || (v != v && b == b)) best = ih * width + iw;
+    }
+  return best;
+}
+
+// The windows over x (plain or blocked: its logical sizes).
+inline Pooling pooling_of(const Attrs& attrs, const Activation& x) {
   Pooling p;
   const std::string type = attrs.s("pooling_type");
   if (type != "max" && type != "avg") fail("pooling_type must be 'max' or 'avg', got '%s'", type.c_str());
   p.max = type == "max";
   p.exclusive = attrs.b("exclusive");
   if (attrs.b("global_pooling")) {
-    p.h = axis_of(x.dim(2), std::max<int64_t>(x.dim(2), 1), 1, 0, 0, 1);
-    p.w = axis_of(x.dim(3), std::max<int64_t>(x.dim(3), 1), 1, 0, 0, 1);
+    p.h = axis_of(x.h, std::max<int64_t>(x.h, 1), 1, 0, 0, 1);
+    p.w = axis_of(x.w, std::max<int64_t>(x.w, 1), 1, 0, 0, 1);
     p.h.out = p.w.out = 1;
-    if (x.dim(2) == 0 || x.dim(3) == 0) fail("global pooling of an empty plane %s", x.describe().c_str());
+    if (x.h == 0 || x.w == 0)
+      fail("global pooling of an empty plane %lldx%lld", (long long)x.h, (long long)x.w);
     return p;
   }
   const auto k = pair_attr(attrs, "ksize", 1), s = pair_attr(attrs, "strides", 1);
   const auto pad = padding_attr(attrs);
   const bool ceil_mode = attrs.b("ceil_mode");
-  p.h = axis_of(x.dim(2), k[0], s[0], pad[0], pad[1], 1);
-  p.w = axis_of(x.dim(3), k[1], s[1], pad[2], pad[3], 1);
+  p.h = axis_of(x.h, k[0], s[0], pad[0], pad[1], 1);
+  p.w = axis_of(x.w, k[1], s[1], pad[2], pad[3], 1);
   for (const Axis* a : {&p.h, &p.w})
     if (a->pad_before >= a->kernel || a->pad_after >= a->kernel)
       fail("padding (%lld, %lld) must be smaller than the window (%lld)", (long long)a->pad_before,
@@ -55,6 +74,45 @@ inline Pooling pooling_of(const Attrs& attrs, const Tensor& x) {
   return p;
 }
 
+// What a pool2d kernel or its gradient's computes: the windows, and the layouts of x (and
+// x_grad) and of out (or out_grad), plain or, with channel_block b, blocked (layout.hpp; only
+// the CPU kernels take it, the CUDA kernels refusing it first with plain_only).
+struct PoolPlan {
+  Pooling p;
+  Activation x, out;
+};
+
+// pool2d(x) -> out [N, C, OH, OW], x float32 or float64; with channel_block b, out blocked
+// and x plain or blocked.
+inline PoolPlan check_pool2d(const Attrs& attrs, const Slots& in, const Slots& out) {
+  const Tensor x = in(0);
+  const int block = channel_block_of(attrs);
+  PoolPlan plan;
+  plan.x = activation_of(x, block, "x");
+  plan.p = pooling_of(attrs, plan.x);
+  dispatch(x.dtype(), Floats{}, [](auto) {});
+  expect_same_dtype(x, out(0), "x and out");
+  plan.out = output_activation(plan.x.n, plan.x.c, plan.p.h.out, plan.p.w.out, block, "out");
+  expect_shape(out(0), plan.out.dims(), "out");
+  return plan;
+}
+
+// pool2d_grad(x, out_grad) -> x_grad, x's shape, layout and dtype; out_grad in out's layout.
+inline PoolPlan check_pool2d_grad(const Attrs& attrs, const Slots& in, const Slots& out) {
+  const Tensor x = in(0), g = in(1);
+  const int block = channel_block_of(attrs);
+  PoolPlan plan;
+  plan.x = activation_of(x, block, "x");
+  plan.p = pooling_of(attrs, plan.x);
+  dispatch(x.dtype(), Floats{}, [](auto) {});
+  expect_same_dtype(x, g, "x and out_grad");
+  plan.out = output_activation(plan.x.n, plan.x.c, plan.p.h.out, plan.p.w.out, block, "out_grad");
+  expect_shape(g, plan.out.dims(), "out_grad");
+  expect_same_shape(x, out(0), "x and x_grad");
+  expect_same_dtype(x, out(0), "x and x_grad");
+  return plan;
+}
+
 class PoolEngine {
  public:
   virtual ~PoolEngine() = default;
@@ -62,10 +120,11 @@ class PoolEngine {
   virtual void backward(const void* x, const void* dy, void* dx, int threads) const = 0;
 };
 
-// float32 pooling of x [batch, channels, H, W] through oneDNN, for forward or backward
-// (pool_dnnl.cpp, built with oneDNN only).
+// float32 pooling of x [batch, channels, H, W] through oneDNN, for forward or backward, x
+// (and x_grad) and out (and out_grad) in the layouts `layout` gives (pool_dnnl.cpp, built with
+// oneDNN only).
 std::unique_ptr<PoolEngine> make_dnnl_pool(const Pooling& p, int64_t batch, int64_t channels,
-                                           bool backward, int threads);
+                                           bool backward, int threads, Layouts layout);
 
 }  // namespace pon
 

@@ -3,12 +3,15 @@
 // across threads).
 //
 // Memory contract: x [N, C, H, W]; out and out_grad [N, C, OH, OW] with OH from window.hpp's
-// window_count; x_grad x's shape. Checked in prepare. Each window holds at least one input
-// element (padding is smaller than the window, and ceil_mode drops a window of padding only),
-// so a maximum and an average always exist.
+// window_count; x_grad x's shape. With channel_block b, out and out_grad are blocked
+// [N, C / b, OH, OW, b] and x and x_grad plain or blocked (layout.hpp); the loops then work on
+// plain copies. Checked in prepare (pool.hpp, shared with the CUDA kernels). Each window holds
+// at least one input element (padding is smaller than the window, and ceil_mode drops a window
+// of padding only), so a maximum and an average always exist.
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "engine.hpp"
 #include "pool.hpp"
@@ -25,23 +28,9 @@ template <class F> void for_windows(const Pooling& p, F&& f) {
     for (int64_t ow = 0; ow < p.w.out; ++ow) {
       int64_t w0, w1;
       Pooling::range(p.w, ow, &w0, &w1);
-      const int64_t count = p.exclusive ? (h1 - h0) * (w1 - w0) : p.h.kernel * p.w.kernel;
-      f(oh * p.w.out + ow, h0, h1, w0, w1, count);
+      f(oh * p.w.out + ow, h0, h1, w0, w1, p.divisor(h0, h1, w0, w1));
     }
   }
-}
-
-// Where a window's first maximum is (the flat index in the plane); a NaN is the maximum (the
-// first NaN), as in NumPy's and PyTorch's max.
-template <class T>
-int64_t argmax(const T* plane, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
-  int64_t best = h0 * width + w0;
-  for (int64_t ih = h0; ih < h1; ++ih)
-    for (int64_t iw = w0; iw < w1; ++iw) {
-      const T v = plane[ih * width + iw], b = plane[best];
-      if (v > b || (v != v && b == b)) best = ih * width + iw;
-    }
-  return best;
 }
 
 template <class T> void pool(const Pooling& p, const T* x, T* y, int64_t planes, int threads) {
@@ -52,7 +41,7 @@ template <class T> void pool(const Pooling& p, const T* x, T* y, int64_t planes,
       T* out = y + c * p.out_plane();
       for_windows(p, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t count) {
         if (p.max) {
-          out[o] = plane[argmax(plane, p.w.in, h0, h1, w0, w1)];
+          out[o] = plane[window_argmax(plane, p.w.in, h0, h1, w0, w1)];
           return;
         }
         T sum = 0;
@@ -75,7 +64,7 @@ void pool_grad(const Pooling& p, const T* x, const T* dy, T* dx, int64_t planes,
       T* d = dx + c * p.in_plane();
       for_windows(p, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t count) {
         if (p.max) {
-          d[argmax(plane, p.w.in, h0, h1, w0, w1)] += g[o];
+          d[window_argmax(plane, p.w.in, h0, h1, w0, w1)] += g[o];
           return;
         }
         const T share = g[o] / static_cast<T>(count);
@@ -103,12 +92,34 @@ bool has_nan(const Tensor& x, int threads) {
 }
 
 // oneDNN's engine for a float32 x with elements where oneDNN is enabled, else none (the loops).
-std::unique_ptr<PoolEngine> engine_for(const Pooling& p, const Tensor& x, bool backward,
+std::unique_ptr<PoolEngine> engine_for(const PoolPlan& plan, const Tensor& x, bool backward,
                                        const Context& ctx) {
   if constexpr (kOnednnBuilt)
     if (x.dtype() == PC_FLOAT32 && x.numel() > 0 && onednn_enabled())
-      return make_dnnl_pool(p, x.dim(0), x.dim(1), backward, ctx.num_threads());
+      return make_dnnl_pool(plan.p, plan.x.n, plan.x.c, backward, ctx.num_threads(),
+                            {plan.x.block, plan.out.block});
   return nullptr;
+}
+
+// What the loops read: a blocked input as a plain copy (in `copy`), a plain one as it is.
+template <class T>
+const T* plain_input(const Activation& a, const T* data, std::vector<T>& copy, int threads) {
+  if (a.block == 0) return data;
+  copy.resize(static_cast<size_t>(a.n * a.c * a.plane()));
+  to_plain(a, data, copy.data(), threads);
+  return copy.data();
+}
+
+// Where the loops write a result of layout `a`: its buffer, or for a blocked one a plain copy
+// that `finish` then blocks into it.
+template <class T> T* plain_output(const Activation& a, T* data, std::vector<T>& copy) {
+  if (a.block == 0) return data;
+  copy.resize(static_cast<size_t>(a.n * a.c * a.plane()));
+  return copy.data();
+}
+
+template <class T> void finish(const Activation& a, const std::vector<T>& copy, T* data, int threads) {
+  if (a.block != 0) to_blocked(a, copy.data(), data, threads);
 }
 
 class Pool2d {
@@ -116,26 +127,27 @@ class Pool2d {
   static constexpr pc::Signature signature{"1", "1"};
   using DTypes = Floats;
   Pool2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : p_(pooling_of(attrs, in(0))) {
-    const Tensor x = in(0);
-    dispatch(x.dtype(), Floats{}, [](auto) {});
-    expect_same_dtype(x, out(0), "x and out");
-    expect_shape(out(0), {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out");
-    engine_ = engine_for(p_, x, false, ctx);
+      : plan_(check_pool2d(attrs, in, out)) {
+    engine_ = engine_for(plan_, in(0), false, ctx);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor x = in(0);
-    if (engine_ && !(p_.max && has_nan(x, ctx.num_threads())))
-      return engine_->forward(x.data<void>(), out(0).data<void>(), ctx.num_threads());
+    const int threads = ctx.num_threads();
+    if (engine_ && !(plan_.p.max && has_nan(x, threads)))
+      return engine_->forward(x.data<void>(), out(0).data<void>(), threads);
     dispatch(x.dtype(), Floats{}, [&](auto t) {
       using T = decltype(t);
-      pool(p_, x.data<T>(), out(0).data<T>(), x.dim(0) * x.dim(1), ctx.num_threads());
+      std::vector<T> xs, ys;
+      const T* xp = plain_input(plan_.x, x.data<T>(), xs, threads);
+      T* yp = plain_output(plan_.out, out(0).data<T>(), ys);
+      pool(plan_.p, xp, yp, plan_.x.n * plan_.x.c, threads);
+      finish(plan_.out, ys, out(0).data<T>(), threads);
     });
   }
 
  private:
-  Pooling p_;
+  PoolPlan plan_;
   std::unique_ptr<PoolEngine> engine_;
 };
 
@@ -144,30 +156,28 @@ class Pool2dGrad {
   static constexpr pc::Signature signature{"11", "1"};
   using DTypes = Floats;
   Pool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : p_(pooling_of(attrs, in(0))) {
-    const Tensor x = in(0), g = in(1);
-    dispatch(x.dtype(), Floats{}, [](auto) {});
-    expect_same_dtype(x, g, "x and out_grad");
-    expect_shape(g, {x.dim(0), x.dim(1), p_.h.out, p_.w.out}, "out_grad");
-    expect_same_shape(x, out(0), "x and x_grad");
-    expect_same_dtype(x, out(0), "x and x_grad");
-    engine_ = engine_for(p_, x, true, ctx);
+      : plan_(check_pool2d_grad(attrs, in, out)) {
+    engine_ = engine_for(plan_, in(0), true, ctx);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor x = in(0);
-    if (engine_ && !(p_.max && has_nan(x, ctx.num_threads())))
-      return engine_->backward(x.data<void>(), in(1).data<void>(), out(0).data<void>(),
-                               ctx.num_threads());
+    const int threads = ctx.num_threads();
+    if (engine_ && !(plan_.p.max && has_nan(x, threads)))
+      return engine_->backward(x.data<void>(), in(1).data<void>(), out(0).data<void>(), threads);
     dispatch(x.dtype(), Floats{}, [&](auto t) {
       using T = decltype(t);
-      pool_grad(p_, x.data<T>(), in(1).data<T>(), out(0).data<T>(), x.dim(0) * x.dim(1),
-                ctx.num_threads());
+      std::vector<T> xs, gs, dxs;
+      const T* xp = plain_input(plan_.x, x.data<T>(), xs, threads);
+      const T* gp = plain_input(plan_.out, in(1).data<T>(), gs, threads);
+      T* dxp = plain_output(plan_.x, out(0).data<T>(), dxs);
+      pool_grad(plan_.p, xp, gp, dxp, plan_.x.n * plan_.x.c, threads);
+      finish(plan_.x, dxs, out(0).data<T>(), threads);
     });
   }
 
  private:
-  Pooling p_;
+  PoolPlan plan_;  // the windows, x's (and x_grad's) layout and out_grad's
   std::unique_ptr<PoolEngine> engine_;
 };
 

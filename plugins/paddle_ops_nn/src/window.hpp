@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common.hpp"
+#include "layout.hpp"
 
 namespace pon {
 
@@ -16,7 +16,11 @@ namespace pon {
 struct Axis {
   int64_t in = 0, out = 0, kernel = 1, stride = 1, pad_before = 0, pad_after = 0, dilation = 1;
 
-  int64_t span() const { return dilation * (kernel - 1) + 1; }
+  PADDLE_CORE_HD int64_t span() const { return dilation * (kernel - 1) + 1; }
+  // The input position of tap j of window o (outside [0, in): padding).
+  PADDLE_CORE_HD int64_t position(int64_t o, int64_t j) const {
+    return o * stride - pad_before + j * dilation;
+  }
   // The pad after that makes exactly `out` windows (negative: the last inputs are unused).
   int64_t exact_pad_after() const { return (out - 1) * stride + span() - in - pad_before; }
 };
@@ -26,8 +30,8 @@ struct ConvShape {
   int64_t batch = 0, channels = 0, filters = 0, groups = 1;
   Axis h, w;
 
-  int64_t in_plane() const { return h.in * w.in; }
-  int64_t out_plane() const { return h.out * w.out; }
+  PADDLE_CORE_HD int64_t in_plane() const { return h.in * w.in; }
+  PADDLE_CORE_HD int64_t out_plane() const { return h.out * w.out; }
   // Rows of one group's unrolled input (im2col): its channels times the kernel's taps.
   int64_t taps() const { return channels / groups * h.kernel * w.kernel; }
 };
@@ -80,23 +84,13 @@ inline void expect_nchw(const Tensor& t, const char* what) {
   if (t.ndim() != 4) fail("%s must be 4-D (NCHW), got %s", what, t.describe().c_str());
 }
 
-inline void expect_shape(const Tensor& t, std::vector<int64_t> want, const char* what) {
-  bool same = t.ndim() == static_cast<int32_t>(want.size());
-  for (int32_t k = 0; same && k < t.ndim(); ++k) same = t.dim(k) == want[k];
-  if (!same) {
-    std::string s = "[";
-    for (size_t k = 0; k < want.size(); ++k) s += (k ? ", " : "") + std::to_string(want[k]);
-    fail("%s must be %s, got %s", what, (s + "]").c_str(), t.describe().c_str());
-  }
-}
-
-// conv2d: x [N, C, H, W], filter [K, C / groups, kh, kw], out [N, K, OH, OW].
-inline ConvShape conv_shape(const Attrs& attrs, const Tensor& x, const Tensor& filter) {
-  expect_nchw(x, "x");
+// conv2d: x [N, C, H, W] (plain or blocked, layout.hpp), filter [K, C / groups, kh, kw], out
+// [N, K, OH, OW].
+inline ConvShape conv_shape(const Attrs& attrs, const Activation& x, const Tensor& filter) {
   expect_nchw(filter, "filter");
   ConvShape s;
   s.groups = attrs.i("groups");
-  s.batch = x.dim(0), s.channels = x.dim(1), s.filters = filter.dim(0);
+  s.batch = x.n, s.channels = x.c, s.filters = filter.dim(0);
   if (s.groups < 1) fail("attr 'groups' must be >= 1, got %lld", (long long)s.groups);
   if (s.channels % s.groups != 0 || s.filters % s.groups != 0)
     fail("channels (%lld) and filters (%lld) must be divisible by groups (%lld)",
@@ -106,8 +100,8 @@ inline ConvShape conv_shape(const Attrs& attrs, const Tensor& x, const Tensor& f
          (long long)(s.channels / s.groups));
   const auto stride = pair_attr(attrs, "strides", 1), dilation = pair_attr(attrs, "dilations", 1);
   const auto pad = padding_attr(attrs);
-  s.h = axis_of(x.dim(2), filter.dim(2), stride[0], pad[0], pad[1], dilation[0]);
-  s.w = axis_of(x.dim(3), filter.dim(3), stride[1], pad[2], pad[3], dilation[1]);
+  s.h = axis_of(x.h, filter.dim(2), stride[0], pad[0], pad[1], dilation[0]);
+  s.w = axis_of(x.w, filter.dim(3), stride[1], pad[2], pad[3], dilation[1]);
   s.h.out = window_count(s.h, false, "height");
   s.w.out = window_count(s.w, false, "width");
   return s;

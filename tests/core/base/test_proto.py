@@ -80,6 +80,7 @@ def test_attr_values_round_trip_through_the_wire() -> None:
         pb.STRINGS: ["a", "b"],
         pb.BOOLS: [True, False],
         pb.BLOCK: 2,
+        pb.LONGS: [2**40, -(2**63), 2**63 - 1],
     }
     for attr_type, value in samples.items():
         wire = attrs.to_attr_value(attr_type, value).SerializeToString()
@@ -95,6 +96,27 @@ def test_inferred_attr_types() -> None:
     assert infer("x").type == pb.STRING
     assert infer([1.0, 2.0]).type == pb.FLOATS
     assert infer([]).type == pb.INTS
+    assert infer([1, 2]).type == pb.INTS
+    assert infer([1, 2**40]).type == pb.LONGS
+    assert attrs.from_attr_value(infer([1, -(2**63)])) == [1, -(2**63)]
+
+
+def test_the_kernel_headers_attr_types_are_the_protos() -> None:
+    """kernel_abi.h's PC_ATTR_* values, and kernel.hpp's names for them, follow AttrType."""
+    import re
+
+    from conftest import ROOT
+
+    sdk = ROOT / "paddle_core" / "include" / "paddle_core"
+    header = (sdk / "kernel_abi.h").read_text()
+    found = dict(re.findall(r"PC_ATTR_([A-Z]+) = (\d+)", header))
+    want = {v.name: str(v.number) for v in pb.AttrType.DESCRIPTOR.values if v.number != 0}
+    assert found == want
+    names = re.search(
+        r"attr_type_name.*?names\[\] = \{(.*?)\};", (sdk / "kernel.hpp").read_text(), re.S
+    )
+    listed = re.findall(r'"([A-Z?]+)"', names.group(1))
+    assert listed == ["?", *sorted(want, key=lambda n: int(want[n]))]
 
 
 def test_element_sizes_are_numpys() -> None:

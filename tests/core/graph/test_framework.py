@@ -228,7 +228,34 @@ def test_append_and_prepend_op(program):
     y = block.var("y")  # a named output is created with the inferred shape
     assert (y.shape, y.dtype, y.op) == ((2, 3), "float32", last)
     assert block.remove_op(0) is scale
+
     assert block.ops == [relu, last]
+
+
+def test_insert_op_places_the_op_and_rewrite_op_rebinds_one_in_place(program):
+    block = program.global_block()
+    x = pc.data("x", [2, 3])
+    first = block.append_op("toy_relu", inputs={"x": x}, outputs={"out": "r"})
+    last = block.append_op("toy_scale", inputs={"x": "r"}, outputs={"out": "y"})
+    between = block.insert_op(1, "toy_scale", {"x": "r"}, {"out": "s"}, {"scale": 3.0})
+    assert block.ops == [first, between, last]
+    assert block.var("s").shape == (2, 3)
+    version = program.version
+    same = block.rewrite_op(last, inputs={"x": "s"}, outputs={"out": ["z"]}, attrs={"scale": 5.0})
+    assert same is last and block.ops == [first, between, last]  # its place and identity
+    assert (last.input("x"), last.output("out"), last.attr("scale")) == (["s"], ["z"], 5.0)
+    assert last.attr("bias") == 0.0 and last.role == "forward"  # what was not given stays
+    z = block.var("z")
+    assert (z.shape, z.op) == ((2, 3), last)
+    assert program.version > version
+    with pytest.raises(pc.AttrError, match="scale"):
+        block.rewrite_op(last, attrs={"scale": "big"})
+    with pytest.raises(pc.OpInputError, match="has no input 'y'"):
+        block.rewrite_op(last, inputs={"y": "s"})
+    assert (last.input("x"), last.attr("scale"), len(block.ops)) == (["s"], 5.0, 3)  # unchanged
+    other = pc.Program().global_block()
+    with pytest.raises(pc.ProgramError, match="is not an op of block 0"):
+        other.rewrite_op(last)
 
 
 def test_append_op_into_given_outputs(program):

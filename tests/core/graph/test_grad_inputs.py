@@ -34,6 +34,13 @@ CASES = {
     "slice": ({"x": F4}, {"axes": [1], "starts": [1], "ends": [3]}),
     "tile": ({"x": F4}, {"repeat_times": [2, 1, 3]}),
     "gather": ({"x": F4, "index": ("int64", [2, 5])}, {"axis": 1}),
+    "gather_nd": ({"x": F4, "index": ("int64", [5, 1])}, {}),
+    "scatter": ({"x": F4, "index": ("int64", [2, 4]), "updates": ("float32", [2, 4])}, {}),
+    "scatter_nd": (
+        {"x": F4, "index": ("int32", [2, 2]), "updates": ("float32", [2])},
+        {"reduction": "add"},
+    ),
+    "pad": ({"x": F4}, {"paddings": [1, 0, 2, 1], "mode": "reflect"}),
     "matmul": ({"x": F4, "y": ("float32", [4, 2])}, {}),
     "matmul_2d": ({"x": F4, "y": ("float32", [4, 2])}, {}),
     "rowwise_add": ({"x": F4, "b": ("float32", [4])}, {}),

@@ -320,3 +320,28 @@ def test_a_subgraph_is_planned_on_the_program_passes_rewrite():
     np.testing.assert_array_equal(y.value(), [[10, 10]])
     assert model.ops_run == 2  # still y's op alone
     assert model.main_program.global_block().ops[0].attr("scale") == 2.0
+
+
+class CopiesBeforeExps:
+    """A pass inserting an op before each exp, which then reads a copy of its input."""
+
+    @pc.hookimpl
+    def paddle_core_transform_program(self, program):
+        block = program.global_block()
+        for op in [op for op in block.ops if op.type == "exp"]:
+            (x,) = op.input("x")
+            copy = block.insert_op(block.ops.index(op), "scale", {"x": x}, {"out": x + "@c"})
+            block.rewrite_op(op, inputs={"x": copy.output("out")})
+
+
+def test_expressions_are_evaluated_at_their_place_in_a_program_a_pass_grew():
+    model = pc.Model()
+    x = pc.layers.data("x", [2], model=model)
+    y = pc.ops.exp(x)
+    z = pc.ops.scale(y, scale=3.0)
+    w = pc.ops.exp(z)  # the pass puts an op before each exp: the later ops move down
+    pc.register_plugin(CopiesBeforeExps(), name="copies")
+    data = np.array([[0.0, 0.5]], np.float32)
+    np.testing.assert_allclose(z.value(feed={x: data}), 3 * np.exp(data), rtol=1e-6)
+    np.testing.assert_allclose(w.value(), np.exp(3 * np.exp(data)), rtol=1e-6)
+    np.testing.assert_allclose(y.value(), np.exp(data), rtol=1e-6)

@@ -335,6 +335,69 @@ def test_transform_program_rewrites_a_private_copy():
     np.testing.assert_array_equal(got, value * 2 + 1)
 
 
+class CopiesBeforeScales:
+    """A pass inserting an op: each toy_scale reads a copy of its input made just before it
+    (toy_scale by 1), and the pass records what the planner told it."""
+
+    def __init__(self):
+        self.told = []
+
+    @pc.hookimpl
+    def paddle_core_transform_program(self, program, feed_names, fetch_names):
+        self.told.append((feed_names, fetch_names))
+        block = program.global_block()
+        for op in [op for op in block.ops if op.type == "toy_scale"]:
+            (x,) = op.input("x")
+            copy = block.insert_op(block.ops.index(op), "toy_scale", {"x": x}, {"out": x + "@c"})
+            assert block.rewrite_op(op, inputs={"x": copy.output("out")}) is op
+
+
+def test_a_pass_is_told_the_feeds_and_fetches_and_may_insert_ops():
+    prog, y = scale_program()
+    value = np.array([[1, 2, 3]], np.float32)
+    passes = CopiesBeforeScales()
+    pc.register_plugin(passes, name="copies")
+    exe = pc.Executor("cpu")
+    plan = exe.prepare(prog, {"x": value}, [y])
+    assert plan.op_types == ["toy_scale", "toy_scale"]
+    (got,) = plan.run({"x": value}, pc.Scope())
+    np.testing.assert_array_equal(got, value * 2 + 1)
+    assert passes.told == [(["x"], [y.name])]
+    assert [op.type for op in prog.global_block().ops] == ["toy_scale"]  # the user's program
+
+
+class ScalesOnly(TenfoldScales):
+    """TenfoldScales, saying it has nothing to do for programs without a toy_scale."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked = 0
+
+    @pc.hookimpl
+    def paddle_core_wants_transform(self, program):
+        self.asked += 1
+        return any(op.type == "toy_scale" for op in program.global_block().ops)
+
+
+def test_a_pass_that_has_nothing_to_do_costs_no_copy(monkeypatch):
+    passes = ScalesOnly()
+    pc.register_plugin(passes, name="scales-only")
+    clones = []
+    clone = pc.Program.clone
+    monkeypatch.setattr(pc.Program, "clone", lambda self, *a: clones.append(1) or clone(self, *a))
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", shape=[3], dtype="float32")
+        y = pc.ops.toy_relu(x)
+    value = np.array([-1, 0, 2], np.float32)
+    pc.Executor().run(prog, feed={"x": value}, fetch_list=[y])
+    assert (passes.asked, passes.seen, clones) == (1, [], [])
+    prog, y = scale_program()
+    (got,) = pc.Executor().run(prog, feed={"x": value[None]}, fetch_list=[y])
+    np.testing.assert_array_equal(got, value[None] * 10 + 1)
+    assert (passes.asked, len(passes.seen), clones) == (2, 1, [1])
+
+
 # -- conflicts between installed plugins, and user preferences ----------------------------------
 
 

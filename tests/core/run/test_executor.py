@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import paddle_core as pc
+from paddle_core.proto import framework_pb2 as pb
 
 FLOATS = ["float32", "float64"]
 INTS = ["int32", "int64"]
@@ -518,13 +519,36 @@ def test_lists_are_fed_as_the_variable_dtype(dtype):
 # -- kernel errors -------------------------------------------------------------------------------
 
 
+def with_dtype(prog: pc.Program, dtype: str) -> pc.Program:
+    """``prog`` as loaded from a file whose variables are all ``dtype``: loading checks no
+    op's dtype against its kernels, so the executor meets what appending refuses."""
+    desc = prog.to_desc()
+    for var in desc.blocks[0].vars:
+        var.dtype = pb.VarType.DataType.Value(dtype.upper())
+    return pc.Program.from_desc(desc)
+
+
+def test_no_kernel_for_the_dtype_is_refused_when_appended():
+    """toy_relu's shape rule takes any dtype, but none of its kernels takes int32: appending
+    it says so, rather than the first run."""
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", shape=[3], dtype="int32")
+        with pytest.raises(pc.KernelNotFoundError) as info:
+            pc.ops.toy_relu(x)
+    assert info.value.op == "toy_relu"
+    assert str(info.value).startswith(
+        "op 'toy_relu' has no kernel for dtype int32 on any device: input 'x' ('x') is int32 "
+        "(plugin 'toy'"
+    )
+    assert str(info.value).endswith("its kernels: cpu (float32, float64)")
+
+
 def test_no_kernel_for_the_dtype():
     prog = pc.Program()
     with pc.program_guard(prog):
-        x = pc.data("x", shape=[3], dtype="int32")
-        y = pc.ops.toy_relu(x)  # appending is fine: toy_relu's shape rule takes any dtype
+        y = pc.ops.toy_relu(pc.data("x", shape=[3]))
     with pytest.raises(pc.KernelNotFoundError) as info:
-        run(prog, {"x": np.arange(3, dtype=np.int32)}, [y])
+        run(with_dtype(prog, "int32"), {"x": np.arange(3, dtype=np.int32)}, [y.name])
     message = str(info.value)
     assert info.value.op == "toy_relu"
     for part in (

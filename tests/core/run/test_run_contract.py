@@ -151,14 +151,23 @@ def test_malformed_feeds_are_feed_errors(feed, problem):
         pc.Executor().run(prog, feed=feed, fetch_list=[y])
 
 
-def test_a_list_fed_to_a_dtype_numpy_lacks_is_a_feed_error():
-    try:
-        np.dtype("bfloat16")
-        pytest.skip("ml_dtypes (which onnx imports) taught NumPy bfloat16 in this process")
-    except TypeError:
-        pass
+def test_a_list_fed_to_a_bfloat16_variable_becomes_an_ml_dtypes_array():
+    """NumPy has no bfloat16 of its own: the core makes ml_dtypes' (a dependency)."""
+    prog, x = program(lambda: pc.data("x", [3], "bfloat16"))
+    (got,) = pc.Executor().run(prog, feed={"x": [1.0, 2.5, -3.0]}, fetch_list=[x])
+    assert got.dtype.name == "bfloat16"
+    np.testing.assert_array_equal(got.astype(np.float64), [1.0, 2.5, -3.0])
+
+
+def test_a_list_fed_to_a_dtype_numpy_lacks_is_a_feed_error(monkeypatch):
+    from paddle_core._src.run import executor
+
+    def no_numpy_dtype(name):
+        raise TypeError("NumPy has no bfloat16 without ml_dtypes (pip install ml_dtypes)")
+
+    monkeypatch.setattr(executor, "numpy_dtype", no_numpy_dtype)
     prog, x = program(lambda: pc.data("x", [2], "bfloat16"))
-    with pytest.raises(pc.FeedError, match="NumPy cannot make bfloat16"):
+    with pytest.raises(pc.FeedError, match=r"NumPy cannot make bfloat16.*pip install ml_dtypes"):
         pc.Executor().run(prog, feed={"x": [1.0, 2.0]}, fetch_list=[x])
 
 

@@ -152,11 +152,102 @@ def test_numpy_scalars_are_accepted_as_python_values(x, via):
 def test_integer_width_is_enforced(x):
     with pytest.raises(pc.AttrError) as info:
         pc.ops.toy_split(x, axis=np.int64(2**31))
-    assert_attr_error(info.value, "toy_split", "axis", "expected an int (32-bit)", "got int64")
+    assert_attr_error(
+        info.value,
+        "toy_split",
+        "axis",
+        "expected an int (32-bit)",
+        "got int64",
+        "outside the 32-bit range [-2147483648, 2147483647]",
+    )
     pc.ops.toy_dropout(x, seed=-(2**63))  # LONG: the whole signed 64-bit range
     with pytest.raises(pc.AttrError) as info:
         pc.ops.toy_dropout(x, seed=2**63)
-    assert_attr_error(info.value, "toy_dropout", "seed", "expected an int (64-bit)")
+    assert_attr_error(
+        info.value,
+        "toy_dropout",
+        "seed",
+        "expected an int (64-bit)",
+        "got int 9223372036854775808, outside the 64-bit range "
+        "[-9223372036854775808, 9223372036854775807]",
+    )
+
+
+# An op with the 64-bit list type, LONGS: bounds and choices apply to each element.
+LONGS_MANIFEST = """
+ops {
+  proto {
+    type: "wide"
+    comment: "x, unchanged; attrs of the 64-bit list type."
+    inputs { name: "x" comment: "Input." }
+    outputs { name: "out" comment: "x." }
+    attrs { name: "ends" type: LONGS comment: "Any 64-bit ints." default { longs: [9223372036854775807] } }
+    attrs { name: "sizes" type: LONGS comment: "Sizes." default {} min { value: 0 } }
+    attrs { name: "steps" type: LONGS comment: "Steps." default { longs: [1] } choices { longs: [1, 4294967296] } }
+    attrs { name: "axes" type: INTS comment: "32-bit ints." default {} }
+  }
+  kernels { device: "cpu" dtypes: [FLOAT32] python: "wide_cpu" }
+  shape_rule: "paddle_core.rules:unary"
+}
+"""
+
+
+class WideOps:
+    def paddle_core_manifest(self):
+        return LONGS_MANIFEST
+
+    def wide_cpu(self, x, **attrs):
+        return x
+
+
+@pytest.fixture
+def wide():
+    pc.register_plugin(WideOps(), name="wide")
+
+
+def test_longs_hold_the_signed_64_bit_range_and_round_trip(x, wide):
+    extremes = [-(2**63), -1, 2**31, 2**63 - 1]
+    op = pc.ops.wide(x, ends=np.array(extremes, np.int64), sizes=[2**40]).op
+    assert op.attrs["ends"] == extremes and op.attrs["sizes"] == [2**40]
+    assert op.attrs["steps"] == [1]
+    assert [type(v) for v in op.attrs["ends"]] == [int] * 4
+    loaded = pc.Program.parse(x.program.serialize())
+    assert loaded.global_block().ops[0].attrs == op.attrs
+    assert pc.ops.wide(x).op.attrs["ends"] == [2**63 - 1]
+
+
+@pytest.mark.parametrize(
+    ("attr", "value", "expected", "got"),
+    [
+        (
+            "ends",
+            [0, 2**63],
+            "expected a list of ints (64-bit)",
+            "(item 1: int 9223372036854775808), outside the 64-bit range "
+            "[-9223372036854775808, 9223372036854775807]",
+        ),
+        (
+            "ends",
+            [-(2**63) - 1],
+            "expected a list of ints (64-bit)",
+            "outside the 64-bit range [-9223372036854775808, 9223372036854775807]",
+        ),
+        (
+            "axes",
+            [2**31],
+            "expected a list of ints",
+            "(item 0: int 2147483648), outside the 32-bit range [-2147483648, 2147483647]",
+        ),
+        ("sizes", [3, -1], "expected a list of ints (64-bit) each in [0, inf)", "(item 1: int -1)"),
+        ("steps", [2], "each one of 1, 4294967296", "(item 0: int 2)"),
+        ("ends", [1.0], "expected a list of ints (64-bit)", "(item 0: float 1.0)"),
+    ],
+)
+def test_longs_out_of_range_name_the_value_and_the_range(x, wide, attr, value, expected, got):
+    with pytest.raises(pc.AttrError) as info:
+        pc.ops.wide(x, **{attr: value})
+    assert_attr_error(info.value, "wide", attr, expected, got)
+    assert pc.ops.wide(x, steps=[4294967296, 1]).op.attrs["steps"] == [4294967296, 1]
 
 
 # -- ranges -----------------------------------------------------------------------------------
@@ -458,6 +549,8 @@ def _ap(attr_type, *, lo=None, hi=None, lo_excl=False, hi_excl=False, choices=No
         (_ap(pb.LONG, hi=10), "an int (64-bit) in (-inf, 10]"),
         (_ap(pb.FLOAT, lo=-0.5, hi=2.5), "a float in [-0.5, 2.5]"),
         (_ap(pb.INTS, lo=0), "a list of ints each in [0, inf)"),
+        (_ap(pb.LONGS), "a list of ints (64-bit)"),
+        (_ap(pb.LONGS, lo=-1), "a list of ints (64-bit) each in [-1, inf)"),
         (_ap(pb.STRINGS), "a list of str"),
         (_ap(pb.STRING, choices=["sum", "mean"]), "one of 'sum', 'mean'"),
         (_ap(pb.INT, choices=[1, 2, 4]), "one of 1, 2, 4"),

@@ -61,6 +61,25 @@ def test_ops_constant_in_their_inputs_list_a_zero_gradient() -> None:
     assert "no gradient flows back" in run_cli("show", "argmax").stdout
 
 
+def test_the_dtypes_column_names_the_groups_an_op_takes_whole() -> None:
+    """A table of 13 dtypes per op would not fit a line: whole groups are named, the rest
+    listed; --json keeps every dtype."""
+    from paddle_core._src.base.dtypes import DTYPES
+    from paddle_core.cli import dtypes_cell
+
+    numbers = [d for d in DTYPES if d != "bool"]
+    floats = ["float16", "bfloat16", "float32", "float64"]
+    assert dtypes_cell(list(DTYPES)) == "all"
+    assert dtypes_cell(numbers) == "numbers"
+    assert dtypes_cell([*floats, "int32", "int64"]) == "floats,int32,int64"
+    assert dtypes_cell([d for d in numbers if d not in floats] + ["bool"]) == "ints,bool"
+    assert dtypes_cell(["float64", "float32"]) == "float32,float64"
+    assert dtypes_cell([]) == "-"
+    ops = {op["op"]: op["dtypes"] for op in json.loads(run_cli("list", "--json").stdout)["ops"]}
+    row = next(line for line in run_cli("list").stdout.splitlines() if line.startswith("add "))
+    assert row.split()[4] == dtypes_cell(ops["add"]) == "numbers" and len(ops["add"]) == 12
+
+
 def test_list_table_and_filters() -> None:
     out = run_cli("list").stdout.splitlines()
     assert out[0].split() == ["op", "plugin", "version", "devices", "dtypes", "grad"]

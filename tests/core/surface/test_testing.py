@@ -212,8 +212,9 @@ def test_a_reference_gives_several_outputs_as_a_tuple_or_a_dict(op_plugin) -> No
 
 def test_a_wrong_reference_is_reported_for_every_dtype_with_its_largest_mismatch() -> None:
     message = failure(op_type="scale", inputs={"x": X}, attrs={"scale": 2.0}, reference=triple)
-    assert message.startswith("check_op('scale'): 2 failed (reference)")
-    for dtype in ("float32", "float64"):
+    floats = ("float32", "float64", "float16", "bfloat16")  # scale's floating dtypes
+    assert message.startswith(f"check_op('scale'): {len(floats)} failed (reference)")
+    for dtype in floats:
         assert f"[reference] cpu {dtype}: output 'out' vs the reference: 6 of 6" in message
     largest = np.max(np.abs(X))
     assert f"largest mismatch {largest:.3g}" in message

@@ -50,18 +50,30 @@ def int64(*shape: int) -> np.ndarray:
     return np.zeros(shape, np.int64)
 
 
-REDUCE = {"axes": [0], "keepdim": False}
+REDUCE = {"axes": [0], "keepdim": False, "noop_with_empty_axes": False}
 LAUNCHING = [  # kernel, inputs, outputs, attrs: each prepares, then launches (and fails here)
     ("add_grad_cuda", [float32(2, 3), float32(3), float32(2, 3)], [float32(2, 3), float32(3)], {}),
     ("exp_grad_cuda", [float32(2, 3), float32(2, 3)], [float32(2, 3)], {}),
     ("sum_cuda", [float32(2, 3)], [float32(3)], REDUCE),
     ("max_grad_cuda", [float32(2, 3), float32(3), float32(3)], [float32(2, 3)], REDUCE),
-    ("argmax_cuda", [float32(2, 3)], [int64(2)], {"axis": 1, "keepdim": False}),
+    (
+        "argmax_cuda",
+        [float32(2, 3)],
+        [int64(2)],
+        {"axis": 1, "keepdim": False, "select_last_index": True},
+    ),
     ("where_cuda", [np.zeros((2, 1), bool), float32(1, 3), float32(3)], [float32(2, 3)], {}),
     ("mod_cuda", [float32(2, 3), float32(3)], [float32(2, 3)], {}),
     ("tile_cuda", [float32(2, 3)], [float32(4, 3)], {"repeat_times": [2, 1]}),
     ("tile_grad_cuda", [float32(2, 3), float32(4, 3)], [float32(2, 3)], {"repeat_times": [2, 1]}),
     ("tril_cuda", [float32(2, 3)], [float32(2, 3)], {"diagonal": 0}),
+    ("range_cuda", [], [float32(5)], {"start": 0.0, "delta": 1.0}),
+    (
+        "pad_cuda",
+        [float32(2, 3)],
+        [float32(3, 6)],
+        {"paddings": [1, 0, 1, 2], "mode": "reflect", "value": 0.0},
+    ),
     (
         "cumsum_cuda",
         [float32(2, 3)],
@@ -83,6 +95,25 @@ INDEXED = [
     ("gather_cuda", [float32(4, 3), int64(2)], [float32(2, 3)], {"axis": 0}),
     ("gather_grad_cuda", [float32(4, 3), int64(2), float32(2, 3)], [float32(4, 3)], {"axis": 0}),
     ("one_hot_cuda", [int64(2)], [float32(2, 5)], {"depth": 5}),
+    ("gather_nd_cuda", [float32(4, 3), int64(2, 1)], [float32(2, 3)], {"batch_dims": 0}),
+    (
+        "gather_nd_grad_cuda",
+        [float32(4, 3), int64(2, 1), float32(2, 3)],
+        [float32(4, 3)],
+        {"batch_dims": 0},
+    ),
+    (
+        "scatter_cuda",
+        [float32(4, 3), int64(2, 3), float32(2, 3)],
+        [float32(4, 3)],
+        {"axis": 0, "reduction": "add"},
+    ),
+    (
+        "scatter_nd_cuda",
+        [float32(4, 3), int64(2, 1), float32(2, 3)],
+        [float32(4, 3)],
+        {"reduction": "max"},
+    ),
 ]
 
 

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, NUMBERS, assert_matches, check_grad, rand, run1
+from op_helpers import (
+    FLOATS,
+    HALVES,
+    NUMBERS,
+    assert_matches,
+    check_grad,
+    pc,
+    rand,
+    run1,
+    run_op,
+)
+
+from paddle_core._src.base.dtypes import DTYPES
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
-ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
+ALL = list(DTYPES)  # every dtype: bool, int8 ... uint64, float16, bfloat16, float32, float64
 
 
 @pytest.mark.parametrize("dtype", NUMBERS)
@@ -38,6 +50,8 @@ def test_cast_like_numpy_astype(src, dst):
     )
     if src in ("int8", "int16"):
         x = np.random.default_rng(1).integers(-5, 6, (7, 3)).astype(src)
+    if dst.startswith("uint") and x.dtype.kind not in "ub":  # in range: C leaves the rest open
+        x = np.abs(x)
     assert_matches(run1("cast", {"x": x}, {"dtype": dst}), x.astype(dst))
 
 
@@ -123,21 +137,80 @@ def test_a_kernel_rejecting_its_inputs_at_prepare_is_a_clean_error():
     assert "do not broadcast" in message and err.value.op == "add"
 
 
-@pytest.mark.parametrize("src", FLOATS)
-@pytest.mark.parametrize("dst", ["int8", "int16", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("src", FLOATS + HALVES)
+@pytest.mark.parametrize("dst", [d for d in DTYPES if "int" in d] + ["bool"])
 def test_casting_floats_no_integer_holds_gives_defined_values(src, dst):
     """NaN, infinities and out-of-range values (undefined behaviour for a plain C++ cast) give
     what x86 gives and NumPy on x86 shows: the minimum for signed types; unsigned types wrap
-    around through int64; bool is "not zero"."""
-    x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 300.7, -1.5], src)
+    around through int64 (uint64 also holds [2^63, 2^64) as it is; NaN gives 0, where NumPy on
+    x86 shows 2^63); bool is "not zero"."""
+    values = [np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 1e19, 300.7, -1.5]
+    with np.errstate(all="ignore"):
+        x = np.array(values).astype(src)
+        wide = x.astype(np.float64)
     if dst == "bool":
-        want = x != 0
-    elif dst == "uint8":
-        in_int64 = np.abs(np.nan_to_num(x, nan=np.inf)) < 2.0**63
-        want = np.where(in_int64, np.trunc(np.where(in_int64, x, 0)), 0).astype(np.int64)
-        want = want.astype(np.uint8)
+        want = x.astype(np.float64) != 0
+    elif dst.startswith("uint"):
+        in_int64 = np.abs(np.nan_to_num(wide, nan=np.inf)) < 2.0**63
+        want = np.where(in_int64, np.trunc(np.where(in_int64, wide, 0)), 0).astype(np.int64)
+        want = want.astype(dst)
+        if dst == "uint64":
+            upper = (wide >= 2.0**63) & (wide < 2.0**64)
+            want[upper] = np.trunc(wide[upper]).astype(np.uint64)
     else:
         info = np.iinfo(dst)
-        fits = (x >= info.min) & (x < -float(info.min))  # NaN compares false
-        want = np.where(fits, np.trunc(np.where(fits, x, 0)), info.min).astype(dst)
+        fits = (wide >= info.min) & (wide < -float(info.min))  # NaN compares false
+        want = np.where(fits, np.trunc(np.where(fits, wide, 0)), info.min).astype(dst)
     assert_matches(run1("cast", {"x": x}, {"dtype": dst}), want)
+
+
+# -- range --------------------------------------------------------------------------------------
+
+RANGE = [  # start, limit, delta
+    (0, 10, 1),
+    (3, -2, -1),
+    (10, 6, -3),
+    (1, 5, 2),
+    (5, 5, 1),  # empty
+    (5, 1, 1),  # empty: the wrong way
+    (-(2**53), -(2**53) + 4, 1),  # the largest integers the attrs' doubles hold exactly
+]
+
+
+@pytest.mark.parametrize(("start", "limit", "delta"), RANGE)
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_range_matches_numpy_arange(start, limit, delta, dtype):
+    if dtype == "int32" and abs(start) > 2**31:
+        pytest.skip("beyond int32")
+    got = run_op("range", {}, {"start": start, "limit": limit, "delta": delta, "dtype": dtype})
+    want = np.arange(start, limit, delta, dtype=np.int64).astype(dtype)
+    assert_matches(got["out"][0], want)
+
+
+def test_float_ranges_count_as_numpy_does():
+    for start, limit, delta in [(0, 1, 0.1), (1.5, -2, -0.25), (0, 1e-3, 7e-5), (2, 2.0001, 1)]:
+        for dtype in FLOATS:
+            got = run_op("range", {}, {"start": start, "limit": limit, "delta": delta,
+                                       "dtype": dtype})["out"][0]  # fmt: skip
+            want = np.arange(start, limit, delta, dtype=np.float64).astype(dtype)
+            assert_matches(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_range_is_int64_by_default_and_checked_when_appended():
+    with pc.program_guard(pc.Program()):
+        out = pc.ops.range(limit=4)
+        assert out.shape == (4,) and out.dtype == "int64"
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*delta must not be 0"):
+            pc.ops.range(limit=4, delta=0)
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*start = 0.5: a int32 range needs"):
+            pc.ops.range(start=0.5, limit=4, dtype="int32")
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*limit = 1e\+16: a int64 range"):
+            pc.ops.range(limit=1e16)
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*do not fit int32"):
+            pc.ops.range(start=2**31 - 2, limit=2**31 + 2, dtype="int32")
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*limit must be finite"):
+            pc.ops.range(limit=float("inf"), dtype="float32")
+        with pytest.raises(pc.ShapeError, match=r"op 'range'.*larger than"):
+            pc.ops.range(limit=2.0**52, dtype="float64")
+        with pytest.raises(pc.AttrError, match=r"op 'range', attr 'dtype'"):
+            pc.ops.range(limit=3, dtype="bool")

@@ -1,6 +1,8 @@
-"""paddle-ops-math matrix products (OpenBLAS) against NumPy; their gradients."""
+"""paddle-ops-math matrix products (OpenBLAS) and einsum against NumPy; their gradients."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -19,11 +21,21 @@ MATMUL = [  # x shape, y shape, transpose_x, transpose_y
     ((0, 4), (4, 5), False, False),
     ((3, 0), (0, 5), False, False),  # empty inner dimension: zeros
     ((64, 96), (96, 80), False, False),
+    # 1-D operands are vectors, promoted as numpy.matmul promotes them (never transposed)
+    ((4,), (4,), False, False),
+    ((4,), (4,), True, True),
+    ((3,), (2, 3, 5), False, False),
+    ((3,), (2, 5, 3), False, True),
+    ((2, 1, 5, 3), (3,), False, False),
+    ((2, 3, 5), (3,), True, False),
+    ((0,), (0,), False, False),
+    ((0,), (0, 4), False, False),
 ]
 
 
 def np_matmul(x, y, tx, ty):
-    return np.matmul(np.swapaxes(x, -1, -2) if tx else x, np.swapaxes(y, -1, -2) if ty else y)
+    swap = lambda a, t: np.swapaxes(a, -1, -2) if t and a.ndim > 1 else a  # noqa: E731
+    return np.matmul(swap(x, tx), swap(y, ty))
 
 
 @pytest.mark.parametrize(("xs", "ys", "tx", "ty"), MATMUL)
@@ -86,8 +98,11 @@ def test_matmul_shape_errors_name_the_op():
             pc.ShapeError, match=r"op 'matmul' .*inner dimensions differ: 4 \(x\) vs 5"
         ):
             pc.ops.matmul(pc.data("a", [3, 4]), pc.data("b", [5, 6]))
-        with pytest.raises(pc.ShapeError, match="at least 2-D"):
-            pc.ops.matmul(pc.data("c", [3]), pc.data("d", [3, 2]))
+        with pytest.raises(pc.ShapeError, match="at least 1-D"):
+            pc.ops.matmul(pc.data("c", []), pc.data("d", [3, 2]))
+        with pytest.raises(pc.ShapeError, match=r"inner dimensions differ: 3 \(x\) vs 2"):
+            pc.ops.matmul(pc.data("e", [3]), pc.data("f", [2, 3]))
+        assert pc.ops.matmul(pc.data("g", [None]), pc.data("h", [5, None, 3])).shape == (5, 3)
 
 
 @pytest.mark.parametrize(
@@ -133,3 +148,69 @@ def test_grad_ops_refuse_operands_of_another_dtype(op):
     inputs = {s: block.create_var(s, [3, 3], dt) for s, dt in slots.items()}
     with pytest.raises(pc.ShapeError, match=f"{op}.*x and y must share a dtype"):
         block.append_op(op, inputs)
+
+
+# -- einsum -------------------------------------------------------------------------------------
+
+EINSUM = [  # equation, operand shapes
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->i", [(3, 4)]),
+    ("ij", [(3, 4)]),  # implicit output: the letters used once, sorted ("ij": x itself)
+    ("ji", [(3, 4)]),  # implicit output "ij": a transpose
+    ("i,i", [(5,), (5,)]),  # inner product, implicit scalar
+    ("i,j->ij", [(3,), (4,)]),
+    ("ii->i", [(4, 4)]),  # diagonal
+    ("ii", [(4, 4)]),  # trace
+    ("...ii->...i", [(2, 3, 3)]),  # batch diagonal
+    ("iij->ji", [(3, 3, 2)]),
+    ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 2)]),  # ellipsis broadcast, implicit output
+    ("ij,jk", [(2, 1), (3, 4)]),  # a size-1 letter broadcasts, as in numpy.einsum
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),  # three operands
+    ("Ab,bA", [(2, 3), (3, 2)]),  # upper-case letters
+    ("->", [()]),
+    ("i->", [(0,)]),
+]
+
+
+@pytest.mark.parametrize(("equation", "shapes"), EINSUM, ids=[e for e, _ in EINSUM])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_einsum_matches_numpy(equation, shapes, dtype):
+    rng = np.random.default_rng(20)
+    xs = [rand(rng, s, dtype) for s in shapes]
+    got = run1("einsum", {"xs": xs}, {"equation": equation})
+    want = np.einsum(equation, *xs)
+    assert_matches(got, np.asarray(want, dtype), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes"), [e for e in EINSUM if 0 not in sum(e[1], ())], ids=str
+)
+def test_einsum_gradients(equation, shapes):
+    rng = np.random.default_rng(21)
+    xs = [rand(rng, s, "float64") for s in shapes]
+    check_grad("einsum", {"xs": xs}, {"equation": equation}, rtol=1e-6, atol=1e-8)
+
+
+def test_einsum_shapes_are_checked_when_appended():
+    import paddle_core as pc
+
+    with pc.program_guard(pc.Program()):
+        a, b = pc.data("a", [None, 4]), pc.data("b", [4, 5])
+        assert pc.ops.einsum([a, b], equation="ij,jk->ik").shape == (None, 5)
+        assert pc.ops.einsum([a], equation="...->...").shape == (None, 4)
+        bad = [
+            ("ij,jk->ik", [a], "has 2 operand"),
+            ("ij,jk->il", [a, b], "output letter 'l' is in no operand"),
+            ("ij,jk->ii", [a, b], "output letter 'i' is repeated"),
+            ("ijk,jk->i", [a, b], "operand 0 has 2 dims but its subscripts"),
+            ("ij,kj->ik", [a, b], "letter 'j' has sizes [4, 5]"),
+            ("i...j,jk->ik", [pc.data("t", [2, 3, 4]), b], "must keep the '...' dims"),
+            ("i1,jk", [a, b], "only letters"),
+        ]
+        for equation, xs, message in bad:
+            with pytest.raises(pc.ShapeError, match=rf"op 'einsum'.*{re.escape(message)}"):
+                pc.ops.einsum(xs, equation=equation)
+        with pytest.raises(pc.ShapeError, match=r"op 'einsum'.*share one dtype"):
+            pc.ops.einsum([a, pc.data("c", [4], "float64")], equation="ij,j")

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, NUMBERS, assert_matches, check_grad, pc, rand, run1
+from op_helpers import (
+    ALL_NUMBERS,
+    FLOATS,
+    HALVES,
+    NUMBERS,
+    assert_matches,
+    check_grad,
+    pc,
+    rand,
+    run1,
+    run_op,
+)
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
@@ -129,17 +140,79 @@ def test_empty_reductions_give_the_identity():
     assert_matches(run1("argmax", {"x": empty}, {"axis": 1}), np.zeros(0, np.int64))
 
 
-@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
-def test_reductions_without_identity_refuse_empty_axes(op):
-    attrs = {"axis": 0} if op.startswith("arg") else {"axes": [0]}
+@pytest.mark.parametrize("dtype", [*ALL_NUMBERS, "bool"])
+def test_max_and_min_of_no_elements_give_their_identity_like_onnx(dtype):
+    """A documented choice: ONNX's ReduceMax / ReduceMin (and TensorFlow) give -inf / inf,
+    an integer dtype's lowest / highest value; NumPy raises instead. bool's max is any and its
+    min all: False and True over no elements."""
+    empty = np.zeros((2, 0, 4), dtype)
+    if dtype == "bool":
+        low, high = False, True
+    elif dtype in FLOATS + HALVES:
+        low, high = -np.inf, np.inf
+    else:
+        low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
+    assert_matches(run1("max", {"x": empty}, {"axes": [1]}), np.full((2, 4), low, dtype))
+    assert_matches(run1("min", {"x": empty}, {"axes": [1], "keepdim": True}),
+                   np.full((2, 1, 4), high, dtype))  # fmt: skip
+    assert_matches(run1("max", {"x": empty}), np.array(low, dtype))
+    prog = pc.Program()  # unknown until fed: the same
+    with pc.program_guard(prog):
+        out = pc.ops.min(pc.data("x", [None, 3], dtype), axes=[0])
+    (got,) = pc.Executor().run(prog, feed={"x": np.zeros((0, 3), dtype)}, fetch_list=[out])
+    assert_matches(got, np.full(3, high, dtype))
+
+
+def test_max_grad_of_no_elements_is_empty():
+    x = np.zeros((0, 3))
+    out = run1("max", {"x": x}, {"axes": [0]})
+    got = run_op("max_grad", {"x": x, "out": out, "out_grad": np.ones(3)}, {"axes": [0]})
+    assert got["x_grad"][0].shape == (0, 3)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reductions_refuse_empty_axes(op):
     with pc.program_guard(pc.Program()):  # known shape: refused when appended
-        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*no identity"):
-            getattr(pc.ops, op)(pc.data("x", [0, 3]), **attrs)
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*of no elements"):
+            getattr(pc.ops, op)(pc.data("x", [0, 3]), axis=0)
     prog = pc.Program()  # unknown shape: refused when the executor prepares the fed shape
     with pc.program_guard(prog):
-        out = getattr(pc.ops, op)(pc.data("x", [None, 3]), **attrs)
-    with pytest.raises(pc.PaddleCoreError, match=rf"op '{op}'.*no identity"):
+        out = getattr(pc.ops, op)(pc.data("x", [None, 3]), axis=0)
+    with pytest.raises(pc.PaddleCoreError, match=rf"op '{op}'.*of no elements"):
         pc.Executor().run(prog, feed={"x": np.zeros((0, 3), np.float32)}, fetch_list=[out])
+
+
+@pytest.mark.parametrize("op", list(REDUCE))
+def test_noop_with_empty_axes_reduces_nothing(op):
+    """ONNX's noop_with_empty_axes (and NumPy's axis=()): out is x, in out's dtype; without
+    it, empty axes reduce every axis (NumPy's axis=None)."""
+    x = rand(np.random.default_rng(11), (2, 3), "float64")
+    assert_matches(run1(op, {"x": x}, {"noop_with_empty_axes": True}), REDUCE[op][0](x, axis=()))
+    assert_matches(run1(op, {"x": x}, {"axes": [1], "noop_with_empty_axes": True}),
+                   REDUCE[op][0](x, axis=1))  # fmt: skip
+    check_grad(op, {"x": x}, {"noop_with_empty_axes": True})
+    if op != "mean":
+        for dtype in ("int32", "int8", "uint16"):  # sum and prod widen, as NumPy's
+            ints = np.array([[1, 2], [3, 4]], dtype)
+            got = run1(op, {"x": ints}, {"noop_with_empty_axes": True})
+            assert_matches(got, REDUCE[op][0](ints, axis=()))
+    if op in ("max", "min"):  # bool's any and all: each element by itself
+        flags = np.array([[True, False], [False, True]])
+        assert_matches(run1(op, {"x": flags}, {"noop_with_empty_axes": True}), flags)
+
+
+@pytest.mark.parametrize("op", list(REDUCE))
+@pytest.mark.parametrize("axis", [0, -1])
+def test_a_0d_x_reduces_along_axis_0_or_minus_1_like_numpy(op, axis):
+    """NumPy's sum, prod, max and min (and PyTorch's reductions) take axis 0 or -1 of a 0-d x:
+    its one element (numpy.mean alone refuses it; ours is the mean of that element)."""
+    x = np.array(2.5)
+    for keepdim in (False, True):
+        got = run1(op, {"x": x}, {"axes": [axis], "keepdim": keepdim})
+        assert_matches(got, x)
+        if op != "mean":
+            assert_matches(got, REDUCE[op][0](x, axis=axis, keepdims=keepdim))
+    check_grad(op, {"x": x}, {"axes": [axis]})
 
 
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
@@ -289,8 +362,33 @@ def test_bad_axes_are_refused_when_appended(op):
             getattr(pc.ops, op)(x, axes=[-3])
         with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*name axis 1 twice"):
             getattr(pc.ops, op)(x, axes=[1, -1])
-        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*out of range for a 0-d x"):
-            getattr(pc.ops, op)(pc.data("s", []), axes=[0])
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*of a 0-d x may only be one of"):
+            getattr(pc.ops, op)(pc.data("s", []), axes=[1])
+        with pytest.raises(pc.ShapeError, match=rf"op '{op}' .*of a 0-d x may only be one of"):
+            getattr(pc.ops, op)(pc.data("t", []), axes=[0, -1])
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("dtype", ALL_NUMBERS)
+def test_select_last_index_picks_the_last_of_ties_and_nans(op, dtype):
+    """ONNX's select_last_index: the last position of the extreme value (of the last NaN),
+    as the reference flips x, takes NumPy's first, and maps it back (the 16-bit floats
+    compared as float32, which holds them exactly)."""
+    rng = np.random.default_rng(12)
+    x = rand(rng, (5, 7, 3), dtype, -2, 2)
+    if dtype in FLOATS + HALVES:
+        x[1, ::3, 0] = np.nan
+    wide = x.astype(np.float32) if dtype in HALVES else x
+    for axis in (0, 1, -1):
+        n = x.shape[axis]
+        want = n - 1 - getattr(np, op)(np.flip(wide, axis), axis=axis)
+        got = run1(op, {"x": x}, {"axis": axis, "select_last_index": True})
+        assert_matches(got, want)
+    big = np.zeros((3, 5000), dtype)  # all tied: the last index, along rows and columns
+    assert_matches(run1(op, {"x": big}, {"axis": 1, "select_last_index": True}),
+                   np.full(3, 4999, np.int64))  # fmt: skip
+    assert_matches(run1(op, {"x": big}, {"axis": 0, "select_last_index": True}),
+                   np.full(5000, 2, np.int64))  # fmt: skip
 
 
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
@@ -307,7 +405,9 @@ def test_arg_reductions_need_a_valid_axis(op):
 
 def test_mean_of_integers_is_refused_when_appended():
     with pc.program_guard(pc.Program()):
-        with pytest.raises(pc.ShapeError, match=r"op 'mean' .*float32 or float64, got int32"):
+        with pytest.raises(
+            pc.ShapeError, match=r"op 'mean' .*float32, float64, float16, bfloat16, got int32"
+        ):
             pc.ops.mean(pc.data("x", [3], "int32"))
 
 

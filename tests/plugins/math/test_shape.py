@@ -1,5 +1,6 @@
 """paddle-ops-math shape ops against NumPy: reshape, transpose, concat, split, slice, squeeze,
-unsqueeze, broadcast_to and expand; their errors at append time; their gradients."""
+unsqueeze, broadcast_to, expand, pad, shape and size; their errors at append time; their
+gradients."""
 
 from __future__ import annotations
 
@@ -7,15 +8,21 @@ import numpy as np
 import pytest
 from op_helpers import assert_matches, check_grad, pc, rand, run_op
 
+from paddle_core._src.base.dtypes import DTYPES
+from paddle_core.proto import framework_pb2 as pb
+
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
-ALL = ["bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"]
-END = 2**31 - 1  # slice ends are 32-bit; out-of-range values clamp, as in Python
+ALL = list(DTYPES)  # every dtype: bool, int8 ... uint64, float16, bfloat16, float32, float64
+END = 2**63 - 1  # slice bounds are 64-bit (LONGS); out-of-range values clamp, as in Python
 
 
 def values(shape, dtype):
-    """Distinct-ish values, so that an element moved to the wrong place shows."""
+    """Distinct-ish values, so that an element moved to the wrong place shows (the 16-bit
+    floats' below 256, which both hold exactly)."""
     n = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    if dtype in ("float16", "bfloat16"):
+        n = n % 256
     return (n % 3 == 1) if dtype == "bool" else n.astype(dtype)
 
 
@@ -127,6 +134,11 @@ SLICE = [  # x shape, axes, starts, ends, steps
     ((), [], [], [], []),
     ((4097, 8), [1], [1], [7], [2]),
     ((300, 300), [0], [-1], [-(2**31)], [-1]),
+    # 64-bit bounds and steps, as exporters write them: INT64_MAX / INT64_MIN mean the ends
+    ((5, 6), [0, 1], [-(2**63), 2**63 - 1], [2**63 - 1, -(2**63)], [1, -1]),
+    ((5, 6), [1], [2**40], [-(2**40)], [-(2**63)]),
+    ((5, 6), [1], [-(2**62)], [2**62], [2**63 - 1]),
+    ((5, 6), [0], [1], [2**63 - 1], [2**62]),
 ]
 
 
@@ -259,9 +271,28 @@ def test_split_of_unknown_size_is_checked_at_run_time():
     prog = pc.Program()
     with pc.program_guard(prog):
         x = pc.data("x", [None, 2])
-        parts = pc.ops.split(x, num=2)
-    with pytest.raises(pc.ShapeError, match="does not split into 2 equal parts"):
-        pc.Executor().run(prog, feed={"x": np.zeros((3, 2), np.float32)}, fetch_list=parts)
+        parts = pc.ops.split(x, num=4)
+    with pytest.raises(pc.ShapeError, match="3 parts of 2 would leave -1 elements for the last"):
+        pc.Executor().run(prog, feed={"x": np.zeros((5, 2), np.float32)}, fetch_list=parts)
+    got = pc.Executor().run(prog, feed={"x": np.zeros((7, 2), np.float32)}, fetch_list=parts)
+    assert [g.shape[0] for g in got] == [2, 2, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("size", "num", "sizes"),
+    [(7, 4, [2, 2, 2, 1]), (8, 3, [3, 3, 2]), (6, 4, [2, 2, 2, 0]), (9, 3, [3, 3, 3])],
+)
+def test_split_into_uneven_parts_follows_onnx(size, num, sizes):
+    """ONNX's Split with num_outputs: parts of ceil(size / num), the last one the rest (a
+    documented choice: numpy.array_split would give 7 / 4 as 2, 2, 2, 1 too, but 10 / 4 as
+    3, 3, 2, 2 where this gives 3, 3, 3, 1)."""
+    x = values((2, size), "float64")
+    got = run_op("split", {"x": x}, {"num": num, "axis": 1})["outs"]
+    want = np.split(x, np.cumsum(sizes)[:-1], axis=1)
+    assert [g.shape[1] for g in got] == sizes
+    for g, w in zip(got, want):
+        assert_matches(g, w)
+    check_grad("split", {"x": x}, {"num": num, "axis": 1}, wrt=["x"], output="outs")
 
 
 # -- errors at append time ----------------------------------------------------------------------
@@ -279,7 +310,7 @@ ERRORS = [  # op, x shape, attrs, error, message
     ("transpose", (2, 3, 4), {"perm": [0, 1, 3]}, pc.ShapeError, "perm 3 is out of range"),
     ("split", (6, 4), {}, pc.ShapeError, "exactly one of num and sections"),
     ("split", (6, 4), {"num": 2, "sections": [3, 3]}, pc.ShapeError, "exactly one of num"),
-    ("split", (6, 4), {"num": 4}, pc.ShapeError, "does not split into 4 equal parts"),
+    ("split", (5, 4), {"num": 4}, pc.ShapeError, "3 parts of 2 would leave -1 elements"),
     ("split", (6, 4), {"sections": [2, 2]}, pc.ShapeError, "add up to 4"),
     ("split", (6, 4), {"sections": [-1, -1]}, pc.ShapeError, "more than one -1"),
     ("split", (6, 4), {"sections": [4, 3, -1]}, pc.ShapeError, "take more than"),
@@ -518,3 +549,180 @@ def test_tril_and_triu_need_matrices(op):
     with pc.program_guard(pc.Program()):
         with pytest.raises(pc.ShapeError, match=rf"op '{op}'.*x must be at least 2-D.*got 1-D"):
             getattr(pc.ops, op)(pc.data("x", [3]))
+
+
+# -- 64-bit attrs, and programs saved before them ----------------------------------------------
+
+
+def test_64_bit_attrs_beyond_their_range_name_it():
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [5, 6])
+        with pytest.raises(pc.AttrError) as info:
+            pc.ops.slice(x, axes=[0], starts=[0], ends=[2**63])
+        assert str(info.value).startswith("op 'slice', attr 'ends': expected a list of ints")
+        assert "outside the 64-bit range [-9223372036854775808, 9223372036854775807]" in str(
+            info.value
+        )
+        with pytest.raises(pc.AttrError, match=r"attr 'axes'.*outside the 32-bit range"):
+            pc.ops.slice(x, axes=[2**31], starts=[0], ends=[1])
+
+
+def test_a_program_saved_with_32_bit_attrs_loads_and_runs():
+    """slice's bounds, reshape's shape and tile's repeats were INTS before they became LONGS:
+    a saved program keeps its stored types (and writes them back unchanged), and runs."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [4, 6])
+        sliced = pc.ops.slice(x, axes=[1], starts=[1], ends=[END], steps=[2])
+        flat = pc.ops.reshape(sliced, shape=[-1])
+        tiled = pc.ops.tile(flat, repeat_times=[2])
+        low = pc.ops.tril(x, diagonal=1)
+    desc = prog.to_desc()
+    widened = {"starts", "ends", "steps", "shape", "repeat_times", "diagonal"}
+    for op in desc.blocks[0].ops:
+        for attr in op.attrs:
+            if attr.name in widened:  # as an older paddle-ops-math wrote them
+                value = attr.value
+                if value.type == pb.LONGS:
+                    narrow = [min(v, 2**31 - 1) for v in value.longs]
+                    value.ClearField("longs")
+                    value.type, value.ints[:] = pb.INTS, narrow
+                else:
+                    value.type, value.i = pb.INT, value.l
+                    value.ClearField("l")
+    old = pc.Program.parse(desc.SerializeToString())
+    assert old.serialize() == desc.SerializeToString()
+    xv = values((4, 6), "float32")
+    got = pc.Executor().run(old, feed={"x": xv}, fetch_list=[tiled.name, low.name])
+    assert_matches(got[0], np.tile(xv[:, 1::2].reshape(-1), 2))
+    assert_matches(got[1], np.tril(xv, 1))
+
+
+def test_huge_64_bit_attrs_reach_no_kernel_unchecked():
+    """Sizes beyond the limits are refused where the shape is inferred; a diagonal beyond
+    every row keeps (or zeroes) everything."""
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [0, 3])
+        with pytest.raises(pc.ShapeError, match=r"op 'tile'.*is empty, but its other dimensions"):
+            pc.ops.tile(x, repeat_times=[1, 2**62])
+    xv = values((3, 4), "float64")
+    for diagonal in (2**63 - 1, -(2**63)):
+        (low,) = run("tril", {"x": xv}, {"diagonal": diagonal})
+        (up,) = run("triu", {"x": xv}, {"diagonal": diagonal})
+        assert_matches(low, np.tril(xv, 10 if diagonal > 0 else -10))
+        assert_matches(up, np.triu(xv, 10 if diagonal > 0 else -10))
+
+
+# -- reshape's allowzero ------------------------------------------------------------------------
+
+
+def test_reshape_allowzero_makes_0_a_dimension():
+    """ONNX's allowzero = 1 (and NumPy's reshape): a 0 is a size, not a copy of x's."""
+    x = np.zeros((0, 3, 4), np.float32)
+    (got,) = run("reshape", {"x": x}, {"shape": [3, 4, 0], "allowzero": True})
+    assert got.shape == (3, 4, 0)
+    (got,) = run("reshape", {"x": values((2, 3, 4), "int32")}, {"shape": [4, 0, 2]})
+    assert got.shape == (4, 3, 2)  # without allowzero, the 0 copies x's dimension 1
+    with pc.program_guard(pc.Program()):
+        with pytest.raises(pc.ShapeError, match=r"op 'reshape'.*both -1 and 0 with allowzero"):
+            pc.ops.reshape(pc.data("y", [0, 3]), shape=[0, -1], allowzero=True)
+        with pytest.raises(pc.ShapeError, match=r"op 'reshape'.*element counts differ"):
+            pc.ops.reshape(pc.data("z", [2, 3]), shape=[6, 0], allowzero=True)
+    check_grad("reshape", {"x": r64((2, 3, 4))}, {"shape": [4, 6], "allowzero": True})
+
+
+# -- shape and size -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "want"),
+    [(0, END, [2, 3, 4]), (1, END, [3, 4]), (-1, END, [4]), (0, -1, [2, 3]), (-10, 10, [2, 3, 4]),
+     (2, 1, []), (3, END, []), (1, 2, [3])],
+)  # fmt: skip
+def test_shape_gives_onnxs_slice_of_the_dims(start, end, want):
+    for dtype in ("float32", "bool", "int64"):
+        (got,) = run("shape", {"x": np.zeros((2, 3, 4), dtype)}, {"start": start, "end": end})
+        assert_matches(got, np.array(want, np.int64))
+
+
+def test_shape_and_size_of_any_tensor():
+    for shape in [(), (0,), (2, 0, 5), (7, 1)]:
+        x = np.zeros(shape, np.float64)
+        assert_matches(run("shape", {"x": x}, {})[0], np.array(shape, np.int64))
+        assert_matches(run("size", {"x": x}, {})[0], np.array(x.size, np.int64))
+    prog = pc.Program()
+    with pc.program_guard(prog):  # unknown until fed
+        dims = pc.ops.shape(pc.data("x", [None, 3]))
+        count = pc.ops.size(pc.data("y", [None, None], "int32"))
+    assert dims.shape == (2,) and count.shape == () and count.dtype == "int64"
+    feed = {"x": np.zeros((5, 3), np.float32), "y": np.zeros((4, 2), np.int32)}
+    got = pc.Executor().run(prog, feed=feed, fetch_list=[dims, count])
+    assert_matches(got[0], np.array([5, 3], np.int64))
+    assert_matches(got[1], np.array(8, np.int64))
+
+
+# -- pad ------------------------------------------------------------------------------------------
+
+PAD = [  # x shape, paddings
+    ((5,), [2, 3]),
+    ((3, 4), [1, 2, 0, 3]),
+    ((3, 4), [0, 0, 6, 7]),  # wider than x: reflect and wrap go around again
+    ((2, 3, 4), [1, 0, 2, 1, 0, 2]),
+    ((1, 3), [2, 2, 1, 1]),  # a 1-wide axis reflects onto itself
+    ((4, 0), [1, 1, 0, 0]),
+    ((), []),
+]
+
+
+def numpy_pad(x, paddings, mode, value):
+    if x.ndim == 0:
+        return x.copy()
+    pairs = [(paddings[2 * k], paddings[2 * k + 1]) for k in range(x.ndim)]
+    numpy_mode = {"constant": "constant", "edge": "edge", "reflect": "reflect", "wrap": "wrap"}
+    kwargs = {"constant_values": value} if mode == "constant" else {}
+    return np.pad(x, pairs, mode=numpy_mode[mode], **kwargs)
+
+
+@pytest.mark.parametrize(("xs", "paddings"), PAD)
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_pad_matches_numpy(xs, paddings, mode):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        value = 1.0 if dtype == "bool" else 7.0
+        (got,) = run("pad", {"x": x}, {"paddings": paddings, "mode": mode, "value": value})
+        assert_matches(got, numpy_pad(x, paddings, mode, np.asarray(value).astype(dtype)))
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+@pytest.mark.parametrize("paddings", [[-1, 2, 1, -3], [2, -3, -2, 0], [-4, 0, 0, 0]])
+def test_negative_paddings_crop_as_onnx_allows(mode, paddings):
+    """A negative padding removes elements; the positive ones still repeat the whole x: the
+    same as padding by the positive parts (numpy.pad), then cropping."""
+    x = values((4, 5), "float64")
+    (got,) = run("pad", {"x": x}, {"paddings": paddings, "mode": mode})
+    grown = numpy_pad(x, [max(p, 0) for p in paddings], mode, 0.0)
+    crop = tuple(
+        slice(-min(paddings[2 * k], 0), grown.shape[k] + min(paddings[2 * k + 1], 0))
+        for k in range(2)
+    )
+    assert_matches(got, grown[crop])
+
+
+@pytest.mark.parametrize(("xs", "paddings"), PAD[:5])
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_pad_gradient(xs, paddings, mode):
+    check_grad("pad", {"x": r64(xs)}, {"paddings": paddings, "mode": mode})
+
+
+def test_pad_is_checked_when_appended():
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [None, 3])
+        assert pc.ops.pad(x, paddings=[1, 1, -1, 2]).shape == (None, 4)
+        with pytest.raises(pc.ShapeError, match=r"op 'pad'.*paddings has 2 entries"):
+            pc.ops.pad(x, paddings=[1, 1])
+        with pytest.raises(pc.ShapeError, match=r"op 'pad'.*would have -1"):
+            pc.ops.pad(x, paddings=[0, 0, -2, -2])
+        with pytest.raises(pc.ShapeError, match=r"op 'pad'.*mode 'reflect' has nothing"):
+            pc.ops.pad(pc.data("e", [0]), paddings=[1, 0], mode="reflect")
+        with pytest.raises(pc.AttrError, match=r"op 'pad', attr 'mode'"):
+            pc.ops.pad(x, paddings=[0, 0, 0, 0], mode="symmetric")

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, INTS, NUMBERS, assert_matches, check_grad, pc, rand, run1
+from op_helpers import FLOATS, INTS, NUMBERS, assert_matches, check_grad, pc, rand, run1, run_op
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
@@ -245,11 +245,22 @@ def test_clip_defaults_leave_values_and_nan_alone():
     assert_matches(run1("clip", {"x": ints}, {"min": 0.2, "max": 0.8}), np.zeros(3, np.int32))
 
 
-@pytest.mark.parametrize("bounds", [(2.0, 1.0), (float("nan"), 1.0)])
-def test_clip_refuses_min_above_max(bounds):
+@pytest.mark.parametrize("bounds", [(float("nan"), 1.0), (0.0, float("nan"))])
+def test_clip_refuses_nan_bounds(bounds):
     with pc.program_guard(pc.Program()):
-        with pytest.raises(pc.ShapeError, match=r"op 'clip' .* clip needs min <= max"):
+        with pytest.raises(pc.ShapeError, match=r"op 'clip' .* bounds must not be NaN"):
             pc.ops.clip(pc.data("x", [3]), min=bounds[0], max=bounds[1])
+
+
+@pytest.mark.parametrize("dtype", NUMBERS)
+def test_clip_with_min_above_max_gives_max_like_numpy_and_onnx(dtype):
+    """A documented choice of ONNX (Clip) and NumPy (np.clip): max is applied last."""
+    x = np.array([-5, 0, 1, 2, 7], dtype)
+    assert_matches(run1("clip", {"x": x}, {"min": 3.0, "max": 1.0}), np.clip(x, 3, 1))
+    assert_matches(run1("clip", {"x": x}, {"min": 3.0, "max": 1.0}), np.full(5, 1, dtype))
+    if dtype in FLOATS:  # out is constant: no gradient flows
+        g = run_op("clip_grad", {"x": x, "out_grad": np.ones(5, dtype)}, {"min": 3.0, "max": 1.0})
+        assert_matches(g["x_grad"][0], np.zeros(5, dtype))
 
 
 # -- gradients ---------------------------------------------------------------------------------
@@ -339,3 +350,33 @@ def test_step_functions_have_a_zero_gradient(op):
         (gx,) = pc.gradients([pc.ops.add(step, pc.ops.sum(xv))], [xv])
     (got,) = pc.Executor().run(prog, feed={"x": x}, fetch_list=[gx])
     np.testing.assert_array_equal(got, np.ones(7))
+
+
+def test_an_op_no_kernel_of_which_takes_the_dtype_is_refused_when_appended():
+    """exp of an int32 x fails when appended, not when run: the core holds the dtype that
+    selects the kernel to the dtypes the op's kernels declare, on any device. Every one-input
+    op of the installed plugins whose kernels take no int32 is refused so."""
+    from paddle_core._src.plugins.registry import get_registry
+
+    registry = get_registry()
+    refused = []
+    for op in registry.op_types():
+        info = registry.op(op)
+        required = [a.name for a in info.proto.attrs if a.name not in info.defaults]
+        if [s.name for s in info.proto.inputs] != ["x"] or required:
+            continue
+        if "int32" in info.signature().kernel_dtypes:
+            continue
+        with pc.program_guard(pc.Program()):
+            with pytest.raises((pc.KernelNotFoundError, pc.ShapeError)) as caught:
+                getattr(pc.ops, op)(pc.data("x", [3], "int32"))
+        assert caught.value.op == op
+        refused.append(op)
+    assert {"exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "erf", "floor"} <= set(refused)
+    with pc.program_guard(pc.Program()):
+        with pytest.raises(pc.KernelNotFoundError) as caught:
+            pc.ops.exp(pc.data("x", [3], "int32"))
+    assert str(caught.value).startswith(
+        "op 'exp' has no kernel for dtype int32 on any device: input 'x' ('x') is int32"
+    )
+    assert "its kernels: cpu (float16, bfloat16, float32, float64)" in str(caught.value)

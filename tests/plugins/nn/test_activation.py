@@ -218,7 +218,7 @@ def test_bad_attrs_are_refused_when_appended(op, attrs, message):
 
 @pytest.mark.parametrize("op", sorted(ACTIVATIONS))
 def test_other_dtypes_are_refused(op):
-    with pytest.raises(pc.KernelNotFoundError, match="no kernel for device cpu and dtype int32"):
+    with pytest.raises(pc.KernelNotFoundError, match="no kernel for dtype int32 on any device"):
         run1(op, {"x": np.ones(3, np.int32)})
 
 

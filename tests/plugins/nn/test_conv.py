@@ -468,6 +468,25 @@ def test_empty_batches_give_empty_results_and_zero_filter_gradients(dtype):
     assert not check["filter_grad"][0].any() and not check["bias_grad"][0].any()
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_convolution_over_no_input_channels_gives_its_bias(dtype):
+    """x [N, 0, H, W]: out is the bias (an empty sum plus the bias), and bias_grad the sums of
+    out_grad over N, H and W; x_grad and filter_grad are empty."""
+    x, bias = np.zeros((2, 0, 5, 5), dtype), RNG.standard_normal(3).astype(dtype)
+    for op, filter_shape in (("conv2d", (3, 0, 3, 3)), ("conv2d_transpose", (0, 3, 3, 3))):
+        inputs = {"x": x, "filter": np.zeros(filter_shape, dtype), "bias": bias}
+        out = run1(op, inputs)
+        assert out.shape == ((2, 3, 3, 3) if op == "conv2d" else (2, 3, 7, 7))
+        np.testing.assert_array_equal(out, np.broadcast_to(bias[:, None, None], out.shape))
+        g = RNG.standard_normal(out.shape).astype(dtype)
+        grads = run_op(f"{op}_grad", {**inputs, "out_grad": g})
+        assert_matches(grads["bias_grad"][0], g.sum(axis=(0, 2, 3), dtype=np.float64).astype(dtype))
+        assert grads["x_grad"][0].shape == x.shape
+        assert grads["filter_grad"][0].shape == filter_shape
+    without_bias = {"x": x, "filter": np.zeros((3, 0, 3, 3), dtype)}
+    np.testing.assert_array_equal(run1("conv2d", without_bias), np.zeros((2, 3, 3, 3), dtype))
+
+
 def test_results_do_not_depend_on_the_thread_count():
     inputs = _conv_inputs(CONV_CASES["groups"], "float32")
     prog = pc.Program()

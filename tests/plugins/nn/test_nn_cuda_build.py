@@ -42,6 +42,19 @@ def cpu_manifest() -> pb.PluginManifest:
 # -- the declarations ----------------------------------------------------------------------------
 
 
+# The ops with no CUDA kernel, and why: reorder_layout converts to and from oneDNN's blocked
+# layout, which only the layout pass of CPU plans makes (paddle_ops_nn/layout.py); a CUDA plan
+# keeps its tensors NCHW and never holds one.
+CPU_ONLY = {"reorder_layout"}
+
+
+def test_every_nn_op_but_the_cpu_only_ones_has_cuda_kernels():
+    declared = {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    ops = {o.proto.type for o in cpu_manifest().ops}
+    assert CPU_ONLY <= ops and not CPU_ONLY & declared
+    assert declared == ops - CPU_ONLY
+
+
 def test_every_cuda_kernel_takes_its_cpu_kernels_dtypes():
     cuda = kernel_dtypes(parse(SOURCE_MANIFEST), "cuda")
     cpu = kernel_dtypes(cpu_manifest(), "cpu")
@@ -83,7 +96,8 @@ def test_paddle_ops_lists_the_cuda_ops(tmp_path, monkeypatch):
     ops = json.loads(run_cli("list", "--device", "cuda", "--plugin", "nn", "--json").stdout)
     listed = {o["op"] for o in ops["ops"]}
     assert listed == {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
-    assert "conv2d" not in listed  # no CUDA kernel yet
+    # every nn op runs on the GPU, but those of the CPU's own layout pass
+    assert listed == {o.proto.type for o in cpu_manifest().ops} - CPU_ONLY
 
 
 # -- prepare refuses host memory -----------------------------------------------------------------

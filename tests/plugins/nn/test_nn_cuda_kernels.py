@@ -1,8 +1,10 @@
 """paddle-ops-nn's CUDA kernels against its CPU kernels on `cuda:0`: every op of ops/cuda.pbtxt,
 both dtypes, empty shapes, other axes, labels ignored or soft, the random ops drawing the CPU's
-numbers, and an MLP's training curve. Any fallback of an nn op to a CPU kernel is an error here
-(the math ops of the MLP may fall back: only that test allows it). Skipped without a GPU, or
-when the plugin was built without CUDA."""
+numbers, convolutions on cuDNN and on the plugin's own kernels, pooling's NaNs and ties,
+batch_norm's running statistics updated in place, repeated ids, oneDNN's blocked layout refused
+(it is the CPU's), and training curves (an MLP, a small convolutional network). Any fallback of
+an nn op to a CPU kernel is an error here (the math ops of the training tests may fall back:
+only they allow it). Skipped without a GPU, or when the plugin was built without CUDA."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ import pytest
 from op_helpers import FLOATS, assert_matches
 from op_helpers import rand as rand_from
 from test_nn_cuda_build import INSTALLED_OPS, parse
+from test_norm import SLOTS, running_stats_program
 
 import paddle_core as pc
 from paddle_core.testing import run_op
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 from paddle_ops_nn import _kernels as nn_kernels
+from paddle_ops_nn import cudnn as nn_cudnn
+from paddle_ops_nn import onednn as nn_onednn
 
 pytestmark = [
     pytest.mark.gpu,
@@ -43,15 +48,16 @@ def cuda():
         pytest.skip("paddle-ops-nn was built without CUDA")
 
 
-def on_both(op: str, inputs: dict, attrs: dict | None = None) -> None:
-    """Run ``op`` on the CPU and on cuda:0; every output must agree."""
+def on_both(op: str, inputs: dict, attrs: dict | None = None, tolerance=None) -> None:
+    """Run ``op`` on the CPU and on cuda:0; every output must agree (within ``tolerance``, by
+    dtype; GPU_TOLERANCE by default)."""
     cpu = run_op(op, inputs, attrs)
     gpu = run_op(op, inputs, attrs, device="cuda:0")
     assert cpu.keys() == gpu.keys()
     for slot, arrays in cpu.items():
         for want, got in zip(arrays, gpu[slot]):
             assert got.dtype == want.dtype and got.shape == want.shape, slot
-            assert_matches(got, want, **GPU_TOLERANCE.get(want.dtype.name, {}))
+            assert_matches(got, want, **(tolerance or GPU_TOLERANCE).get(want.dtype.name, {}))
 
 
 ACTIVATIONS = {
@@ -67,14 +73,20 @@ SOFTMAX = ["softmax", "log_softmax"]
 LOSSES = ["cross_entropy", "softmax_with_cross_entropy"]
 OPTIMIZERS = ["sgd", "momentum", "adam", "adamw"]
 RANDOM = ["uniform_random", "gaussian_random", "truncated_gaussian_random", "dropout"]
+WINDOWED = ["conv2d", "conv2d_transpose", "pool2d"]
+NORMS = ["batch_norm", "layer_norm"]
 SHAPES = [(), (7,), (0, 5), (1025, 33)]
+# Sums over many products or elements, in another order than the CPU's (cuDNN's algorithms, a
+# block's tree): a few ulp of the sum, relative to its terms.
+SUM_TOLERANCE = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-10, atol=1e-11)}
 
 
 def test_every_declared_cuda_op_is_tested_here():
     declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
     forward = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | set(OPTIMIZERS) | set(RANDOM)
-    forward.add("accuracy")
-    grads = {f"{op}_grad" for op in set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | {"dropout"}}
+    forward |= {"accuracy", "embedding", *WINDOWED, *NORMS}
+    with_grads = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | {"dropout", "embedding"}
+    grads = {f"{op}_grad" for op in with_grads | set(WINDOWED) | set(NORMS)}
     assert declared == forward | grads
 
 
@@ -255,7 +267,323 @@ def test_dropout_draws_the_cpus_mask(dtype, attrs):
     on_both("dropout_grad", {"mask": mask, "out_grad": rand(x.shape, dtype)}, grad_attrs)
 
 
-# -- a training step -----------------------------------------------------------------------------
+# -- convolutions --------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["cudnn", "own kernels"])
+def conv_engine(request):
+    """Each convolution test runs on cuDNN (where it loads) and on the plugin's own kernels."""
+    use_cudnn = request.param == "cudnn"
+    if use_cudnn and nn_cudnn.unavailable_reason() is not None:
+        pytest.skip(f"no cuDNN here: {nn_cudnn.unavailable_reason()}")
+    previous = nn_cudnn.set_enabled(use_cudnn)
+    yield request.param
+    nn_cudnn.set_enabled(previous)
+
+
+# (x shape, filter shape, attrs): strides, symmetric and asymmetric padding (cuDNN pads
+# symmetrically: the latter runs on the plugin's kernels), dilations, groups, depthwise, 1x1.
+CONV_CASES = [
+    ((2, 3, 9, 8), (4, 3, 3, 3), {}),
+    (
+        (2, 4, 9, 10),
+        (6, 2, 3, 2),
+        {"strides": [2, 1], "paddings": [1, 2], "dilations": [1, 2], "groups": 2},
+    ),
+    ((1, 4, 7, 7), (4, 2, 2, 3), {"paddings": [1, 0, 2, 1], "groups": 2}),
+    ((3, 3, 8, 8), (3, 1, 3, 3), {"groups": 3, "strides": [2, 2], "paddings": [1, 1]}),
+    ((2, 5, 6, 6), (7, 5, 1, 1), {}),
+]
+
+
+def check_engine(engine: str, before: dict[str, int], attrs: dict, dtype: str) -> None:
+    """The convolutions since ``before`` ran on the engine asked for: cuDNN where it serves
+    (padding the same on both sides; float64 only where cuDNN has a deterministic algorithm for
+    it, which this does not require), else the plugin's own kernels."""
+    after = nn_cudnn.engines_prepared()
+    used = {name for name, count in after.items() if count > before[name]}
+    symmetric = len(attrs.get("paddings", [0, 0])) == 2
+    if engine == "cudnn" and symmetric and dtype == "float64":
+        assert used and used <= {"cudnn", "own kernels"}, after
+        return
+    assert used == {"cudnn" if engine == "cudnn" and symmetric else "own kernels"}, after
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", range(len(CONV_CASES)))
+def test_conv2d_and_its_gradient(case, dtype, conv_engine):
+    x_shape, w_shape, attrs = CONV_CASES[case]
+    x, w, b = rand(x_shape, dtype), rand(w_shape, dtype), rand(w_shape[:1], dtype)
+    before = nn_cudnn.engines_prepared()
+    for inputs in ({"x": x, "filter": w}, {"x": x, "filter": w, "bias": b}):
+        on_both("conv2d", inputs, attrs, SUM_TOLERANCE)
+        (out,) = run_op("conv2d", inputs, attrs)["out"]
+        on_both("conv2d_grad", {**inputs, "out_grad": rand(out.shape, dtype)}, attrs, SUM_TOLERANCE)
+    check_engine(conv_engine, before, attrs, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", range(len(CONV_CASES)))
+def test_conv2d_transpose_and_its_gradient(case, dtype, conv_engine):
+    _, w_shape, attrs = CONV_CASES[case]
+    groups = attrs.get("groups", 1)
+    x, w = rand((2, w_shape[0], 5, 4), dtype), rand(w_shape, dtype)
+    inputs = {"x": x, "filter": w, "bias": rand((w_shape[1] * groups,), dtype)}
+    before = nn_cudnn.engines_prepared()
+    on_both("conv2d_transpose", inputs, attrs, SUM_TOLERANCE)
+    (out,) = run_op("conv2d_transpose", inputs, attrs)["out"]
+    grad_inputs = {**inputs, "out_grad": rand(out.shape, dtype)}
+    on_both("conv2d_transpose_grad", grad_inputs, attrs, SUM_TOLERANCE)
+    check_engine(conv_engine, before, attrs, dtype)
+
+
+@pytest.mark.usefixtures("conv_engine")
+def test_conv2d_of_an_empty_batch_and_of_no_channels():
+    w = rand((4, 3, 3, 3), "float32")
+    on_both("conv2d", {"x": rand((0, 3, 5, 5), "float32"), "filter": w})
+    on_both(
+        "conv2d_grad",
+        {
+            "x": rand((0, 3, 5, 5), "float32"),
+            "filter": w,
+            "out_grad": rand((0, 4, 3, 3), "float32"),
+        },
+    )
+    on_both("conv2d", {"x": rand((2, 0, 5, 5), "float32"), "filter": rand((4, 0, 3, 3), "float32")})
+
+
+@pytest.mark.usefixtures("conv_engine")
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_convolution_over_no_input_channels_gives_its_bias_as_on_the_cpu(dtype):
+    x, bias = rand((2, 0, 5, 5), dtype), rand((4,), dtype)
+    for op, w_shape in (("conv2d", (4, 0, 3, 3)), ("conv2d_transpose", (0, 4, 3, 3))):
+        inputs = {"x": x, "filter": rand(w_shape, dtype), "bias": bias}
+        (out,) = run_op(op, inputs, device="cuda:0")["out"]
+        np.testing.assert_array_equal(out, np.broadcast_to(bias[:, None, None], out.shape))
+        on_both(f"{op}_grad", {**inputs, "out_grad": rand(out.shape, dtype)}, None, SUM_TOLERANCE)
+
+
+@pytest.mark.parametrize("op", ["conv2d", "pool2d", "batch_norm"])
+def test_onednns_blocked_layout_is_refused_on_the_gpu(op):
+    # (the layout pass sets channel_block for CPU plans only: a CUDA plan never holds one)
+    x = rand((2, 8, 6, 6), "float32")
+    inputs = {
+        "conv2d": {"x": x, "filter": rand((8, 8, 3, 3), "float32")},
+        "pool2d": {"x": x},
+        "batch_norm": {"x": x.reshape(2, 1, 6, 6, 8), **{k: rand((8,), "float32") for k in SLOTS}},
+    }[op]
+    with pytest.raises(pc.KernelError, match="channel_block 8 is oneDNN's blocked layout, which"):
+        run_op(op, inputs, {"channel_block": 8}, device="cuda:0")
+
+
+def test_conv2d_results_are_the_same_on_every_run():
+    x, w = rand((2, 8, 12, 12), "float32"), rand((8, 8, 3, 3), "float32")
+    inputs = {"x": x, "filter": w, "out_grad": rand((2, 8, 10, 10), "float32")}
+    first = run_op("conv2d_grad", inputs, device="cuda:0")
+    again = run_op("conv2d_grad", inputs, device="cuda:0")
+    for slot, arrays in first.items():
+        np.testing.assert_array_equal(again[slot][0], arrays[0])  # deterministic algorithms
+
+
+def test_cudnn_switch_says_what_it_was():
+    previous = nn_cudnn.set_enabled(False)
+    try:
+        assert nn_cudnn.is_enabled() is False
+        assert nn_cudnn.set_enabled(True) is False
+    finally:
+        nn_cudnn.set_enabled(previous)
+
+
+# -- pooling -----------------------------------------------------------------------------------
+
+POOL_CASES = [
+    {"ksize": [2, 2], "strides": [2, 2]},  # windows that share no input
+    {"ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]},  # overlapping windows
+    {"ksize": [3, 2], "strides": [1, 1], "paddings": [1, 0, 1, 1]},
+    {"ksize": [3, 3], "strides": [2, 1], "paddings": [1, 1], "ceil_mode": True},
+    {"ksize": [3, 3], "strides": [2, 2], "ceil_mode": True},
+    {"global_pooling": True},
+]
+
+
+@pytest.fixture
+def cpu_loops():
+    """The CPU's pooling on its loops, not oneDNN: the arithmetic the CUDA kernels share
+    (pool.hpp), so that the two devices give the same bits."""
+    previous = nn_onednn.set_enabled(False)
+    yield
+    nn_onednn.set_enabled(previous)
+
+
+@pytest.mark.usefixtures("cpu_loops")
+@pytest.mark.parametrize("exclusive", [True, False])
+@pytest.mark.parametrize("pooling_type", ["max", "avg"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", range(len(POOL_CASES)))
+def test_pool2d_and_its_gradient_are_the_cpu_loops_numbers(case, dtype, pooling_type, exclusive):
+    attrs = {**POOL_CASES[case], "pooling_type": pooling_type, "exclusive": exclusive}
+    x = rand((2, 3, 9, 7), dtype)
+    x[0, 0, 2, 2] = x[0, 0, 2, 3]  # a tie: the first maximum takes the gradient
+    x[1, 1, 4, 4] = np.nan  # NaN is the maximum, as on the CPU
+    x[1, 2, 0, :] = -np.inf
+    (out,) = run_op("pool2d", {"x": x}, attrs)["out"]
+    for op, inputs in (
+        ("pool2d", {"x": x}),
+        ("pool2d_grad", {"x": x, "out_grad": rand(out.shape, dtype)}),
+    ):
+        cpu, gpu = run_op(op, inputs, attrs), run_op(op, inputs, attrs, device="cuda:0")
+        for slot, (want,) in cpu.items():
+            np.testing.assert_array_equal(gpu[slot][0], want)  # the same additions, in order
+
+
+def test_pool2d_of_empty_tensors():
+    on_both("pool2d", {"x": np.zeros((0, 3, 4, 4), np.float32)})
+    on_both(
+        "pool2d_grad",
+        {"x": np.zeros((2, 0, 4, 4), np.float32), "out_grad": np.zeros((2, 0, 3, 3), np.float32)},
+    )
+
+
+# -- normalisation -----------------------------------------------------------------------------
+
+
+def batch_norm_inputs(shape, dtype: str) -> dict:
+    c = shape[1]
+    x = (rand(shape, dtype) * 3 + 50).astype(dtype)  # a mean far from zero
+    return {
+        "x": x,
+        "scale": rand((c,), dtype),
+        "bias": rand((c,), dtype),
+        "mean": rand((c,), dtype),
+        "variance": np.abs(rand((c,), dtype)) + 1,
+    }
+
+
+@pytest.mark.parametrize("is_test", [False, True])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (300, 2), (2, 3), (2, 70, 1, 1), (0, 3, 2)])
+def test_batch_norm_and_its_gradient(shape, dtype, is_test):
+    inputs = batch_norm_inputs(shape, dtype)
+    attrs = {"is_test": is_test, "momentum": 0.8, "epsilon": 1e-5}
+    if shape[0] == 0 and not is_test:
+        return  # refused on both devices: no elements to take statistics from
+    on_both("batch_norm", inputs, attrs, SUM_TOLERANCE)
+    out = run_op("batch_norm", inputs, attrs)
+    grad_inputs = {
+        "x": inputs["x"],
+        "scale": inputs["scale"],
+        "saved_mean": out["saved_mean"][0],
+        "saved_inv_std": out["saved_inv_std"][0],
+        "y_grad": rand(shape, dtype),
+    }
+    on_both("batch_norm_grad", grad_inputs, {"is_test": is_test}, SUM_TOLERANCE)
+
+
+def host(value) -> np.ndarray:
+    """A scope's value as a NumPy array (a CuPy array's .get())."""
+    return value.get() if hasattr(value, "get") else np.asarray(value)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_batch_norm_updates_its_running_statistics_in_place_on_the_gpu(dtype):
+    inputs = batch_norm_inputs((4, 3, 5), dtype)
+    scopes = {"cpu": pc.Scope(), "cuda:0": pc.Scope()}
+    for scope in scopes.values():
+        for slot in SLOTS:
+            scope.set_var(slot, inputs[slot].copy())
+    train, _ = running_stats_program(dtype, is_test=False)
+    for step in range(3):
+        x = (RNG.standard_normal((4, 3, 5)) + step).astype(dtype)
+        for device, scope in scopes.items():
+            pc.Executor(device).run(train, feed={"x": x}, fetch_list=["bn.y"], scope=scope)
+    gpu_plan = pc.Executor("cuda:0").prepare(train, {"x": x}, [])
+    assert gpu_plan.compiled and gpu_plan._runner.scratch_copies == 0  # in place: no copy
+    for slot in ("mean", "variance"):
+        got = host(scopes["cuda:0"].get(slot))
+        assert_matches(got, host(scopes["cpu"].get(slot)), **SUM_TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(("shape", "axis"), [((4, 5, 6), 1), ((4, 5, 6), 2), ((3, 700), 1)])
+def test_layer_norm_and_its_gradient(shape, axis, dtype, affine):
+    cols = int(np.prod(shape[axis:]))
+    inputs = {"x": (rand(shape, dtype) * 2 + 40).astype(dtype)}
+    if affine:
+        inputs |= {"scale": rand((cols,), dtype), "bias": rand((cols,), dtype)}
+    attrs = {"begin_norm_axis": axis, "epsilon": 1e-5}
+    on_both("layer_norm", inputs, attrs, SUM_TOLERANCE)
+    out = run_op("layer_norm", inputs, attrs)
+    grad_inputs = {
+        "x": inputs["x"],
+        "mean": out["mean"][0],
+        "variance": out["variance"][0],
+        "y_grad": rand(shape, dtype),
+    }
+    if affine:
+        grad_inputs["scale"] = inputs["scale"]
+    on_both("layer_norm_grad", grad_inputs, attrs, SUM_TOLERANCE)
+
+
+def test_normalisation_results_are_the_same_on_every_run():
+    inputs = batch_norm_inputs((8, 4, 33, 17), "float32")
+    first = run_op("batch_norm", inputs, device="cuda:0")
+    again = run_op("batch_norm", inputs, device="cuda:0")
+    for slot, arrays in first.items():
+        np.testing.assert_array_equal(again[slot][0], arrays[0])  # no atomics: the same bits
+
+
+# -- embedding ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("padding_idx", [-1, 3])
+@pytest.mark.parametrize("ids_dtype", ["int64", "int32"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_embedding_and_its_gradient(dtype, ids_dtype, padding_idx):
+    ids = RNG.integers(0, 9, (6, 5)).astype(ids_dtype)
+    ids[0, :3] = 4  # repeated ids add up in order
+    ids[1, 0] = 3
+    w = rand((9, 7), dtype)
+    attrs = {"padding_idx": padding_idx}
+    on_both("embedding", {"ids": ids, "w": w}, attrs)
+    grad_inputs = {"ids": ids, "w": w, "out_grad": rand((6, 5, 7), dtype)}
+    on_both("embedding_grad", grad_inputs, attrs)
+    cpu = run_op("embedding_grad", grad_inputs, attrs)["w_grad"][0]
+    gpu = run_op("embedding_grad", grad_inputs, attrs, device="cuda:0")["w_grad"][0]
+    np.testing.assert_array_equal(gpu, cpu)  # the CPU's additions, in the CPU's order
+
+
+def test_embedding_of_no_ids():
+    ids, w = np.zeros((0, 2), np.int64), rand((4, 3), "float32")
+    on_both("embedding", {"ids": ids, "w": w})
+    on_both("embedding_grad", {"ids": ids, "w": w, "out_grad": np.zeros((0, 2, 3), np.float32)})
+
+
+def test_an_id_out_of_range_is_the_cpus_error_on_the_gpu():
+    ids, w = np.array([[1, 9]], np.int64), rand((4, 3), "float32")
+    with pytest.raises(pc.KernelError, match=r"id 9 \(at flat position 1\) is outside \[0, 4\)"):
+        run_op("embedding", {"ids": ids, "w": w}, device="cuda:0")
+
+
+# -- training ----------------------------------------------------------------------------------
+
+
+def training_curves(main, startup, loss, x_all, y_all, batch: int) -> dict[str, list[float]]:
+    """The loss of each step of training on the CPU and on cuda:0 from one initial state."""
+    cpu_scope, gpu_scope = pc.Scope(), pc.Scope()
+    pc.Executor().run(startup, scope=cpu_scope)
+    for op in startup.global_block().ops:  # the same initial state on both devices
+        for name in (n for names in op.outputs.values() for n in names):
+            gpu_scope.set_var(name, np.array(cpu_scope.get(name)))
+    curves = {}
+    for device, scope in (("cpu", cpu_scope), ("cuda:0", gpu_scope)):
+        exe, curve = pc.Executor(device), []
+        for i in range(0, len(x_all), batch):
+            feed = {"x": x_all[i : i + batch], "y": y_all[i : i + batch]}
+            (value,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+            curve.append(float(value))
+        curves[device] = curve
+    return curves
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # math ops without CUDA kernels fall back
@@ -270,18 +598,24 @@ def test_an_mlp_trains_on_the_gpu_as_on_the_cpu():
         h = pc.layers.fc(x, 16, act="relu")
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(pc.layers.fc(h, 3), y))
         pc.optimizer.Adam(0.01).minimize(loss)
-    cpu_scope, gpu_scope = pc.Scope(), pc.Scope()
-    pc.Executor().run(startup, scope=cpu_scope)
-    for op in startup.global_block().ops:  # the same initial state on both devices
-        for name in (n for names in op.outputs.values() for n in names):
-            gpu_scope.set_var(name, np.array(cpu_scope.get(name)))
-    curves = {}
-    for device, scope in (("cpu", cpu_scope), ("cuda:0", gpu_scope)):
-        exe, curve = pc.Executor(device), []
-        for i in range(0, len(x_all), 16):
-            feed = {"x": x_all[i : i + 16], "y": y_all[i : i + 16]}
-            (value,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
-            curve.append(float(value))
-        curves[device] = curve
+    curves = training_curves(main, startup, loss, x_all, y_all, batch=16)
     np.testing.assert_allclose(curves["cuda:0"], curves["cpu"], rtol=1e-4)
     assert curves["cpu"][-1] < curves["cpu"][0]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # math ops without CUDA kernels fall back
+def test_a_convolutional_network_trains_on_the_gpu_as_on_the_cpu():
+    rng = np.random.default_rng(2)
+    x_all = rng.standard_normal((64, 1, 8, 8)).astype(np.float32)
+    y_all = (x_all[:, 0, :4].sum((1, 2)) > x_all[:, 0, 4:].sum((1, 2)))[:, None].astype(np.int64)
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [1, 8, 8])
+        y = pc.layers.data("y", [1], dtype="int64")
+        h = pc.layers.conv2d(x, 4, 3, padding=1)
+        h = pc.layers.batch_norm(h, act="relu")
+        h = pc.layers.pool2d(h, 2, pool_stride=2)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(pc.layers.fc(h, 2), y))
+        pc.optimizer.Adam(0.01).minimize(loss)
+    curves = training_curves(main, startup, loss, x_all, y_all, batch=8)
+    np.testing.assert_allclose(curves["cuda:0"], curves["cpu"], rtol=1e-3)

@@ -1,6 +1,12 @@
-"""Rules of scale, cast, fill_constant, full_like, assign (kernels: src/fill_cpu.cpp)."""
+"""Rules of scale, cast, fill_constant, full_like, assign, range (kernels: src/fill_cpu.cpp)."""
 
 from __future__ import annotations
+
+import math
+
+# The values of range's integer dtypes.
+_INT_RANGE = {f"int{bits}": (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) for bits in (8, 16, 32, 64)}
+_INT_RANGE.update({f"uint{bits}": (0, 2**bits - 1) for bits in (8, 16, 32, 64)})
 
 
 def scale_grad(ctx):
@@ -32,3 +38,33 @@ def fill_constant_shape(ctx):
 
 def assign_grad(ctx):
     ctx.append_op("assign", {"x": ctx.output_grad("out")}, {"out": ctx.input_grad("x")})
+
+
+def range_shape(ctx):
+    """[max(ceil((limit - start) / delta), 0)] of dtype, counted as numpy.arange counts: in
+    double for floats, exactly for integers (which need integral attrs within 2^53, where a
+    double holds every integer, and every value within the dtype)."""
+    attrs, dtype = ctx.attrs, ctx.attrs["dtype"]
+    values = {name: attrs[name] for name in ("start", "limit", "delta")}
+    for name, v in values.items():
+        if not math.isfinite(v):
+            ctx.fail(f"{name} must be finite, got {v}")
+    if values["delta"] == 0:
+        ctx.fail("delta must not be 0")
+    if dtype in _INT_RANGE:
+        for name, v in values.items():
+            if not v.is_integer() or abs(v) > 2**53:
+                ctx.fail(
+                    f"{name} = {v!r}: a {dtype} range needs integral start, limit and delta "
+                    "within 2**53 (where the attrs' doubles hold every integer)"
+                )
+        start, limit, delta = (int(v) for v in values.values())
+        n = max(-((start - limit) // delta), 0)
+        low, high = _INT_RANGE[dtype]
+        last = start + (n - 1) * delta
+        if n and not (low <= start <= high and low <= last <= high):
+            ctx.fail(f"the values {start} .. {last} do not fit {dtype}")
+    else:
+        start, limit, delta = values.values()
+        n = max(math.ceil((limit - start) / delta), 0)
+    ctx.set_output("out", (n,), dtype)

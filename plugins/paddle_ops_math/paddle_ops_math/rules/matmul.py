@@ -8,17 +8,22 @@ from paddle_core.rules import broadcast_shapes
 
 
 def matmul_shape(ctx):
+    """numpy.matmul's shapes: a 1-D x is a row [1, K] and a 1-D y a column [K, 1], promoted for
+    the product and their dimension dropped from out (transposes apply to matrices only)."""
     x, y = ctx.input("x"), ctx.input("y")
-    if x.ndim < 2 or y.ndim < 2:
-        ctx.fail("x and y must be at least 2-D")
+    if x.ndim == 0 or y.ndim == 0:
+        ctx.fail("x and y must be vectors or matrices (at least 1-D), not 0-d")
     if x.dtype != y.dtype:
         ctx.fail(f"x and y must share a dtype, got {x.dtype} and {y.dtype}")
-    m, kx = x.shape[-2:][:: -1 if ctx.attrs["transpose_x"] else 1]
-    ky, n = y.shape[-2:][:: -1 if ctx.attrs["transpose_y"] else 1]
+    xm = (1, *x.shape) if x.ndim == 1 else x.shape
+    ym = (*y.shape, 1) if y.ndim == 1 else y.shape
+    m, kx = xm[-2:][:: -1 if ctx.attrs["transpose_x"] and x.ndim > 1 else 1]
+    ky, n = ym[-2:][:: -1 if ctx.attrs["transpose_y"] and y.ndim > 1 else 1]
     if kx is not None and ky is not None and kx != ky:
         ctx.fail(f"inner dimensions differ: {kx} (x) vs {ky} (y)")
-    batch = broadcast_shapes(ctx, x.shape[:-2], y.shape[:-2])
-    ctx.set_output("out", (*batch, m, n), x.dtype)
+    batch = broadcast_shapes(ctx, xm[:-2], ym[:-2])
+    rows, cols = (m,) if x.ndim > 1 else (), (n,) if y.ndim > 1 else ()
+    ctx.set_output("out", (*batch, *rows, *cols), x.dtype)
 
 
 def _flat(dims):

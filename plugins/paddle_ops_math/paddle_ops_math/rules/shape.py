@@ -35,18 +35,26 @@ def _shape(ctx, slot: str) -> tuple:
 # -- reshape ------------------------------------------------------------------------------------
 
 
+def _copied(ctx) -> list[bool]:
+    """Per entry of reshape's shape: whether it copies x's dimension (a 0, unless allowzero)."""
+    return [d == 0 and not ctx.attrs["allowzero"] for d in ctx.attrs["shape"]]
+
+
 def reshape_shape(ctx):
     x, shape = ctx.input("x"), ctx.attrs["shape"]
+    copied = _copied(ctx)
     if shape.count(-1) > 1:
         ctx.fail(f"shape {shape} has more than one -1")
-    if any(d == 0 and i >= x.ndim for i, d in enumerate(shape)):
+    if any(c and i >= x.ndim for i, c in enumerate(copied)):
         ctx.fail(f"shape {shape} has a 0 (copy x's dimension) beyond x's {x.ndim} dimensions")
-    out = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    if -1 in shape and 0 in shape and not any(copied):
+        ctx.fail(f"shape {shape} has both -1 and 0 with allowzero: the -1 cannot be inferred")
+    out = [x.shape[i] if c else d for i, (d, c) in enumerate(zip(shape, copied))]
     # Dimensions copied by a 0 are equal on both sides and cancel out, so [0, -1] keeps an
     # unknown batch dimension and still infers the rest.
-    rest = [d for i, d in enumerate(x.shape) if i >= len(shape) or shape[i] != 0]
+    rest = [d for i, d in enumerate(x.shape) if i >= len(shape) or not copied[i]]
     have = None if None in rest else prod(rest)
-    want = prod(d for d in shape if d > 0)
+    want = prod(d for d, c in zip(shape, copied) if d != -1 and not c)
     if -1 in shape:
         if have is not None and have % want:
             ctx.fail(f"x has {have} elements to spread, which {shape} cannot hold")
@@ -63,7 +71,8 @@ def reshape_grad(ctx):
     if gx is None:
         return
     xshape, shape = _shape(ctx, "x"), ctx.attrs["shape"]
-    copied = [i < len(shape) and shape[i] == 0 for i in range(len(xshape))]
+    copied = _copied(ctx)
+    copied = [i < len(shape) and copied[i] for i in range(len(xshape))]
     if any(d == 0 and not c for d, c in zip(xshape, copied)):
         # x is empty, and a literal 0 in the shape attr would mean "copy": empty zeros will do.
         ctx.append_op("fill_like", {"x": ctx.input("x")}, {"out": gx}, {"value": 0.0})
@@ -158,13 +167,25 @@ def split_shape(ctx):
         ctx.fail(f"give exactly one of num and sections, got num={num}, sections={sections}")
     dim = x.shape[axis]
     if num:
-        if dim is not None and dim % num:
-            ctx.fail(f"axis {axis} has size {dim}, which does not split into {num} equal parts")
-        sizes = [None if dim is None else dim // num] * num
+        sizes = [None] * num if dim is None else _parts(ctx, dim, num, axis)
     else:
         sizes = _sections(ctx, sections, dim)
     before, after = x.shape[:axis], x.shape[axis + 1 :]
     ctx.set_output_list("outs", [((*before, s, *after), x.dtype) for s in sizes])
+
+
+def _parts(ctx, dim: int, num: int, axis: int) -> list[int]:
+    """num parts of ceil(dim / num) elements, the last one taking the rest: equal parts when
+    num divides dim, else ONNX's rule (Split's num_outputs; numpy.array_split spreads the
+    remainder over the first parts instead)."""
+    size = -(-dim // num)
+    last = dim - size * (num - 1)
+    if last < 0:
+        ctx.fail(
+            f"axis {axis} has size {dim}: {num - 1} parts of {size} would leave {last} "
+            "elements for the last one"
+        )
+    return [size] * (num - 1) + [last]
 
 
 def _sections(ctx, sections: list[int], dim: int | None) -> list[int | None]:
@@ -347,3 +368,44 @@ def triangle_grad(ctx):
             {"out": gx},
             {"diagonal": ctx.attrs["diagonal"]},
         )
+
+
+# -- shape and size -----------------------------------------------------------------------------
+
+
+def shape_of_shape(ctx):
+    """shape: int64 [end - start], start and end as ONNX's Shape clamps them."""
+    nd = ctx.input("x").ndim
+    start, end = (
+        min(max(v + nd if v < 0 else v, 0), nd) for v in (ctx.attrs["start"], ctx.attrs["end"])
+    )
+    ctx.set_output("out", (max(end - start, 0),), "int64")
+
+
+def size_shape(ctx):
+    """size: an int64 scalar."""
+    ctx.set_output("out", (), "int64")
+
+
+# -- pad ----------------------------------------------------------------------------------------
+
+
+def pad_shape(ctx):
+    """x's dimensions plus their paddings; every mode but constant needs a nonempty axis to
+    repeat into its padding."""
+    x, pads, mode = ctx.input("x"), ctx.attrs["paddings"], ctx.attrs["mode"]
+    if len(pads) != 2 * x.ndim:
+        ctx.fail(
+            f"paddings has {len(pads)} entries; x's {x.ndim} axes need {2 * x.ndim} "
+            "(before and after each)"
+        )
+    out = []
+    for k, d in enumerate(x.shape):
+        before, after = pads[2 * k], pads[2 * k + 1]
+        size = None if d is None else d + before + after
+        if size is not None and size < 0:
+            ctx.fail(f"axis {k} of size {d} padded by {before} and {after} would have {size}")
+        if d == 0 and size and mode != "constant":
+            ctx.fail(f"axis {k} is empty: mode {mode!r} has nothing to repeat into its padding")
+        out.append(size)
+    ctx.set_output("out", out, x.dtype)

@@ -5,12 +5,15 @@ Every other unary op and every unary grad op uses ``paddle_core.rules:unary``.
 
 from __future__ import annotations
 
+import math
+
 from paddle_core.rules import unary
 
 
 def clip_shape(ctx):
-    """Like x; the bounds must satisfy min <= max (checked again by the kernel)."""
+    """Like x; the bounds must not be NaN (checked again by the kernel). min > max is allowed:
+    every element becomes max, as in NumPy and ONNX."""
     lo, hi = ctx.attrs["min"], ctx.attrs["max"]
-    if not lo <= hi:
-        ctx.fail(f"clip needs min <= max, got min={lo}, max={hi}")
+    if math.isnan(lo) or math.isnan(hi):
+        ctx.fail(f"clip's bounds must not be NaN, got min={lo}, max={hi}")
     unary(ctx)

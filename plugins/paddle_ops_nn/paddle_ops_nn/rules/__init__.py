@@ -7,6 +7,7 @@ op, declared beside it in the manifest, with its own kernel.
 
 from .conv import conv2d_shape, conv2d_transpose_shape, pool2d_shape
 from .embedding import embedding_shape
+from .layout import reorder_layout_backward, reorder_layout_shape
 from .norm import (
     batch_norm_backward,
     batch_norm_grad_shape,

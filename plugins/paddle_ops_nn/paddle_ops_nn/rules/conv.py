@@ -5,12 +5,24 @@ Spatial sizes may be unknown (None) when appending; channels, kernels and every 
 checked here, naming the value that does not fit. The grad ops use the core's grad_shapes: the
 core holds a grad op's inputs to these forward rules first (an ``out_grad`` of any other shape
 is refused), so a grad op called directly or from a hand-built program never hands its kernel
-tensors that do not fit.
+tensors that do not fit. With channel_block b (set by the layout pass, layout.py), out is
+oneDNN's blocked [N, C / b, OH, OW, b] and x may be too (rules/layout.py).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from .layout import blocked_shape, plain_shape
+
 FLOATS = ("float32", "float64")
+
+
+class _Activation(NamedTuple):
+    """x as the rules read it: its NCHW shape, whichever layout holds it."""
+
+    shape: tuple
+    dtype: str
 
 
 def _fmt(shape) -> str:
@@ -24,6 +36,24 @@ def _nchw(ctx, slot: str):
     if var.dtype not in FLOATS:
         ctx.fail(f"{slot} must be float32 or float64, got {var.dtype}")
     return var
+
+
+def _x(ctx) -> _Activation:
+    """x: 4-D (NCHW), or with channel_block b, blocked [N, C / b, H, W, b]."""
+    var = ctx.input("x")
+    b = ctx.attrs.get("channel_block", 0)
+    if b and var.ndim == 5:
+        if var.dtype not in FLOATS:
+            ctx.fail(f"x must be float32 or float64, got {var.dtype}")
+        return _Activation(plain_shape(ctx, var.shape, b, "x"), var.dtype)
+    var = _nchw(ctx, "x")
+    return _Activation(var.shape, var.dtype)
+
+
+def _out(ctx, shape: tuple, dtype: str) -> None:
+    """Set out: [N, C, OH, OW] in the layout channel_block names."""
+    b = ctx.attrs.get("channel_block", 0)
+    ctx.set_output("out", blocked_shape(ctx, shape, b, "out") if b else shape, dtype)
 
 
 def _pair(ctx, name: str) -> tuple[int, int]:
@@ -106,7 +136,7 @@ def _conv_filter(ctx, x, transpose: bool) -> tuple[int, int]:
 
 
 def _conv_out(ctx) -> tuple:
-    x = _nchw(ctx, "x")
+    x = _x(ctx)
     _, filters = _conv_filter(ctx, x, transpose=False)
     w = ctx.input("filter")
     strides, dilations, pads = _pair(ctx, "strides"), _pair(ctx, "dilations"), _paddings(ctx)
@@ -148,7 +178,7 @@ def _conv_transpose_out(ctx) -> tuple:
 
 
 def _pool_out(ctx) -> tuple:
-    x = _nchw(ctx, "x")
+    x = _x(ctx)
     if ctx.attrs["global_pooling"]:
         return (*x.shape[:2], 1, 1)
     ksize, strides, pads = _pair(ctx, "ksize"), _pair(ctx, "strides"), _paddings(ctx)
@@ -168,7 +198,12 @@ def _pool_out(ctx) -> tuple:
 
 
 def conv2d_shape(ctx) -> None:
-    ctx.set_output("out", _conv_out(ctx), ctx.input("x").dtype)
+    dtype = ctx.input("x").dtype
+    if ctx.attrs["channel_block"] and dtype != "float32":
+        ctx.fail(
+            f"channel_block (blocked tensors) needs float32, which oneDNN computes; x is {dtype}"
+        )
+    _out(ctx, _conv_out(ctx), dtype)
 
 
 def conv2d_transpose_shape(ctx) -> None:
@@ -176,4 +211,4 @@ def conv2d_transpose_shape(ctx) -> None:
 
 
 def pool2d_shape(ctx) -> None:
-    ctx.set_output("out", _pool_out(ctx), ctx.input("x").dtype)
+    _out(ctx, _pool_out(ctx), ctx.input("x").dtype)

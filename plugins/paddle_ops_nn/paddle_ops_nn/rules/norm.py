@@ -71,8 +71,17 @@ def _same_as_x(ctx, x, slot: str) -> None:
 
 
 def _channels(ctx, x, slots) -> int | None:
-    """x's channel count (axis 1), checked against each of ``slots``."""
+    """x's channel count (axis 1), checked against each of ``slots``; with channel_block b, x
+    is blocked, [N, C / b, ..., b]."""
     c = x.shape[1]
+    b = ctx.attrs["channel_block"]
+    if b:
+        if x.ndim < 3 or x.shape[-1] != b:
+            ctx.fail(
+                f"x must be blocked with channel_block {b}, [N, C / {b}, ..., {b}], got "
+                f"{_fmt(x.shape)}"
+            )
+        c = None if c is None else c * b
     for slot in slots:
         c = _size(ctx, x, slot, c, "x's channel count (axis 1)")
     return c

@@ -1,0 +1,163 @@
+// CUDA kernels of pool2d (max and average) and its gradient. Same checks, window arithmetic
+// (pool.hpp: the clipped window, the average's divisor, the first maximum with NaN as the
+// largest) and dtypes as pool_cpu.cpp's loops, so the GPU gives the CPU loops' numbers: the
+// same additions in the same order.
+//
+// Memory contract: as the CPU kernels' (x [N, C, H, W], out and out_grad [N, C, OH, OW], x_grad
+// x's shape) with channel_block 0 (the blocked layout is the CPU's: refused in prepare), all on
+// the CUDA device of the plan's stream. Forward: one thread per output. The
+// gradient gathers: one thread per element of x_grad adds up, in window order, what each window
+// covering it sends it (its share of an average; out_grad where it is the window's first
+// maximum), so no two threads write one element and no atomics are needed. Max pooling whose
+// windows do not overlap (stride >= window: global pooling among them) instead has one thread
+// per window write its maximum's gradient, which spares looking for the maximum once per input.
+#include "cuda.cuh"
+#include "pool.hpp"
+
+namespace pon {
+namespace {
+
+// The window of output element o (any plane): calls f(h0, h1, w0, w1), its clipped extent.
+template <class F> __device__ void at_window(const Pooling& p, int64_t o, F&& f) {
+  int64_t h0, h1, w0, w1;
+  Pooling::range(p.h, o / p.w.out % p.h.out, &h0, &h1);
+  Pooling::range(p.w, o % p.w.out, &w0, &w1);
+  f(h0, h1, w0, w1);
+}
+
+template <class T> __global__ void pool_kernel(Pooling p, const T* x, T* y, int64_t n) {
+  for (int64_t o = first_index(); o < n; o += index_step()) {
+    const T* plane = x + o / p.out_plane() * p.in_plane();
+    at_window(p, o, [&](int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
+      if (p.max) {
+        y[o] = plane[window_argmax(plane, p.w.in, h0, h1, w0, w1)];
+        return;
+      }
+      T sum = 0;
+      for (int64_t ih = h0; ih < h1; ++ih)
+        for (int64_t iw = w0; iw < w1; ++iw) sum += plane[ih * p.w.in + iw];
+      y[o] = sum / static_cast<T>(p.divisor(h0, h1, w0, w1));
+    });
+  }
+}
+
+// The windows along axis `a` that cover input position i: [*lo, *hi).
+__device__ inline void windows_covering(const Axis& a, int64_t i, int64_t* lo, int64_t* hi) {
+  const int64_t from = i + a.pad_before - a.kernel + 1;  // the first window starts at or after
+  *lo = from <= 0 ? 0 : (from + a.stride - 1) / a.stride;
+  *hi = std::min<int64_t>((i + a.pad_before) / a.stride + 1, a.out);
+}
+
+// x_grad[e]: the sum over the windows covering e, in window order, as pool_cpu.cpp adds them.
+template <class T>
+__global__ void pool_grad_gather_kernel(Pooling p, const T* x, const T* dy, T* dx, int64_t n) {
+  for (int64_t e = first_index(); e < n; e += index_step()) {
+    const int64_t c = e / p.in_plane(), at = e % p.in_plane();
+    const int64_t ih = at / p.w.in, iw = at % p.w.in;
+    const T* plane = x + c * p.in_plane();
+    const T* g = dy + c * p.out_plane();
+    int64_t oh0, oh1, ow0, ow1;
+    windows_covering(p.h, ih, &oh0, &oh1);
+    windows_covering(p.w, iw, &ow0, &ow1);
+    T sum = 0;
+    for (int64_t oh = oh0; oh < oh1; ++oh)
+      for (int64_t ow = ow0; ow < ow1; ++ow) {
+        int64_t h0, h1, w0, w1;
+        Pooling::range(p.h, oh, &h0, &h1);
+        Pooling::range(p.w, ow, &w0, &w1);
+        const T share = g[oh * p.w.out + ow];
+        if (!p.max)
+          sum += share / static_cast<T>(p.divisor(h0, h1, w0, w1));
+        else if (window_argmax(plane, p.w.in, h0, h1, w0, w1) == at)
+          sum += share;
+      }
+    dx[e] = sum;
+  }
+}
+
+// Max pooling with windows that share no input: each window adds its gradient at its maximum
+// (x_grad zeroed first), one thread per window.
+template <class T>
+__global__ void pool_grad_scatter_kernel(Pooling p, const T* x, const T* dy, T* dx, int64_t n) {
+  for (int64_t o = first_index(); o < n; o += index_step()) {
+    const int64_t c = o / p.out_plane();
+    const T* plane = x + c * p.in_plane();
+    at_window(p, o, [&](int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
+      dx[c * p.in_plane() + window_argmax(plane, p.w.in, h0, h1, w0, w1)] += dy[o];
+    });
+  }
+}
+
+// Whether no input lies in two windows: along each axis, one window or a stride of at least
+// the window.
+bool windows_disjoint(const Pooling& p) {
+  return (p.h.out == 1 || p.h.stride >= p.h.kernel) && (p.w.out == 1 || p.w.stride >= p.w.kernel);
+}
+
+class Pool2dCuda {
+ public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Floats;  // launch_floats
+  Pool2dCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : p_(check_pool2d(plain_only(attrs), in, out).p) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const int64_t n = out(0).numel();
+    launch_floats(n, in(0).dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
+      using T = decltype(t);
+      pool_kernel<<<g.blocks, g.threads, 0, stream>>>(p_, in(0).data<T>(), out(0).data<T>(), n);
+    });
+  }
+
+ private:
+  Pooling p_;
+};
+
+class Pool2dGradCuda {
+ public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;  // launch_floats
+  Pool2dGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : p_(check_pool2d_grad(plain_only(attrs), in, out).p),
+        scatter_(p_.max && windows_disjoint(p_)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const Tensor x = in(0), dx = out(0);
+    if (!scatter_) {
+      const int64_t n = dx.numel();
+      launch_floats(n, x.dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
+        using T = decltype(t);
+        pool_grad_gather_kernel<<<g.blocks, g.threads, 0, stream>>>(
+            p_, x.data<T>(), in(1).data<T>(), dx.data<T>(), n);
+      });
+      return;
+    }
+    zero_async(dx.data<void>(), dx.nbytes(), stream_of(ctx));
+    const int64_t n = in(1).numel();
+    launch_floats(n, x.dtype(), ctx, [&](auto t, Grid g, cudaStream_t stream) {
+      using T = decltype(t);
+      pool_grad_scatter_kernel<<<g.blocks, g.threads, 0, stream>>>(
+          p_, x.data<T>(), in(1).data<T>(), dx.data<T>(), n);
+    });
+  }
+
+ private:
+  Pooling p_;
+  bool scatter_;
+};
+
+}  // namespace
+
+const pc::Family& pool_cuda_kernels() {
+  static const pc::Family family = {
+      pc::kernel<Pool2dCuda>("pool2d_cuda"),
+      pc::kernel<Pool2dGradCuda>("pool2d_grad_cuda"),
+  };
+  return family;
+}
+
+}  // namespace pon
