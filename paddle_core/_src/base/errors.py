@@ -128,7 +128,9 @@ def did_you_mean(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> s
 
     if not isinstance(word, str):  # a hostile value: nothing is close to it
         return ""
-    close = difflib.get_close_matches(word, list(candidates), n=3, cutoff=cutoff)
+    # Only names compare (an attr's choices may be numbers: channel_block's 0, 8, 16).
+    names = [c for c in candidates if isinstance(c, str)]
+    close = difflib.get_close_matches(word, names, n=3, cutoff=cutoff)
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
