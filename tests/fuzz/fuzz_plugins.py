@@ -390,6 +390,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log", default="fuzz-plugins.log")
+    parser.add_argument(
+        "--min-cases",
+        type=int,
+        default=0,
+        help="run at least this many cases, however long they take (each discovers every "
+        "installed plugin anew: a slow machine gets few cases in a short run)",
+    )
     args = parser.parse_args()
     site = Path(tempfile.mkdtemp(prefix="fuzz-plugins-"))
     os.environ.setdefault("PADDLE_CORE_CACHE_DIR", str(site / "cache"))
@@ -410,7 +417,7 @@ def main() -> int:
     deadline = time.monotonic() + args.seconds
     try:
         with open(args.log, "w", encoding="utf-8") as log:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline or counts["cases"] < args.min_cases:
                 case = fuzzer.case()
                 log.write(json.dumps(case) + "\n")
                 log.flush()

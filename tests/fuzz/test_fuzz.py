@@ -18,20 +18,22 @@ pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed"
 HERE = Path(__file__).parent
 
 
-def fuzz(tmp_path: Path, fuzzer: str) -> dict:
-    """Run ``fuzzer`` for the configured time; its JSON summary, or a failure naming the case
-    it died or hung on."""
+def fuzz(tmp_path: Path, fuzzer: str, min_cases: int = 0) -> dict:
+    """Run ``fuzzer`` for the configured time (and at least ``min_cases`` cases); its JSON
+    summary, or a failure naming the case it died or hung on."""
     seconds = float(OUTER_SETTINGS.get("PADDLE_CORE_FUZZ_SECONDS", "15"))
     seed = OUTER_SETTINGS.get("PADDLE_CORE_FUZZ_SEED", "0")
     log = tmp_path / "fuzz.log"
     command = [sys.executable, str(HERE / fuzzer), "--seconds", str(seconds), "--seed", seed]
+    if min_cases:
+        command += ["--min-cases", str(min_cases)]
     try:
         done = subprocess.run(
             [*command, "--log", str(log)],
             cwd=tmp_path,  # not the checkout's root, whose source tree would shadow the core
             capture_output=True,
             text=True,
-            timeout=seconds + 120,
+            timeout=seconds + 120 + 2 * min_cases,  # a slow case takes up to a second or two
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{fuzzer} hung on: {log.read_text().splitlines()[-1]}")
@@ -48,7 +50,9 @@ def test_every_op_gives_a_result_or_a_typed_error_never_a_crash(tmp_path):
 
 
 def test_forged_plugins_are_recorded_problems_and_the_others_keep_working(tmp_path):
-    summary = fuzz(tmp_path, "fuzz_plugins.py")
+    # Each case discovers every installed plugin anew (its manifests parsed again): at least
+    # 80 cases, however slow the machine, so that some reach their kernels.
+    summary = fuzz(tmp_path, "fuzz_plugins.py", min_cases=80)
     # Enough cases get past discovery, and some to their kernels, to mean something.
     assert summary["discovered"] > 10 and summary["ran"] > 0, summary
     assert summary["failures"] == [], json.dumps(summary, indent=1)
