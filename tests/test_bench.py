@@ -50,7 +50,7 @@ def test_a_missing_package_is_skipped_with_a_hint() -> None:
         "from timing import optional\n"
         "print(optional('threadpoolctl'), optional('threadpoolctl'))\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "threadpoolctl is not installed: skipping what needs it (pip install threadpoolctl)",

@@ -91,7 +91,11 @@ def test_the_guides_package_installs_beside_the_example_package_and_differentiat
     both = pythonpath_with(site, example_site)
     env = {**os.environ, "PYTHONPATH": both}
     result = subprocess.run(
-        [sys.executable, "-c", usage[0]], env=env, cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-P", "-c", usage[0]],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     plugins = json.loads(run_cli("plugins", "--json", env={"PYTHONPATH": both}).stdout)

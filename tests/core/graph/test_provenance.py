@@ -330,7 +330,7 @@ def test_a_removed_pip_installed_plugin_fails_at_load_in_a_fresh_process(tmp_pat
     without_toy = {"PYTHONPATH": os.pathsep.join(pythonpath)}
     script = "import sys, paddle_core as pc\npc.load_program(sys.argv[1])\n"
     result = subprocess.run(
-        [sys.executable, "-c", script, str(path)],
+        [sys.executable, "-P", "-c", script, str(path)],
         env={**os.environ, **without_toy},
         capture_output=True,
         text=True,
@@ -349,7 +349,7 @@ def test_a_removed_pip_installed_plugin_fails_at_load_in_a_fresh_process(tmp_pat
 
     # Installed again (this process's path has it): it loads, and says what it needs.
     result = subprocess.run(
-        [sys.executable, "-c", script, str(path)], capture_output=True, text=True
+        [sys.executable, "-P", "-c", script, str(path)], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(run_cli("inspect", str(path), "--json").stdout)

@@ -220,7 +220,11 @@ def test_listing_imports_no_plugin_code_numpy_or_pydantic(
 
     def imported() -> list[str]:
         out = subprocess.run(  # from outside the checkout: the installed package is probed
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path
+            [sys.executable, "-P", "-c", probe],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
         )
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout.replace("'", '"'))

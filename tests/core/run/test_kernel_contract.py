@@ -251,7 +251,7 @@ def test_a_kernel_bound_to_an_op_of_another_arity_is_refused_not_a_crash(kernel,
     caught)."""
     pytest.importorskip("paddle_ops_math")
     done = subprocess.run(
-        [sys.executable, "-c", _FORGED.replace("KERNEL", kernel)],
+        [sys.executable, "-P", "-c", _FORGED.replace("KERNEL", kernel)],
         cwd=tmp_path,
         capture_output=True,
         text=True,

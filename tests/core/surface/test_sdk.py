@@ -206,7 +206,7 @@ def test_a_third_party_compiled_plugin_builds_installs_and_runs(
     site = example_site
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
-        [sys.executable, "-c", RUN_EXAMPLE], env=env, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-P", "-c", RUN_EXAMPLE], env=env, capture_output=True, text=True, timeout=120,
         cwd=tmp_path,  # outside the checkout, so the installed paddle_core is imported
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

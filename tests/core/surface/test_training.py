@@ -236,6 +236,7 @@ def test_an_inference_model_runs_in_a_fresh_process(tmp_path):
     subprocess.run(
         [
             sys.executable,
+            "-P",
             "-c",
             script,
             str(tmp_path / "model"),

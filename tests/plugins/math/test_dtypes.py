@@ -442,7 +442,7 @@ def test_half_casts_are_bit_exact_on_every_path(tmp_path):
     for disable in ("0", "1"):
         env = {**os.environ, "PADDLE_OPS_MATH_DISABLE_AVX2": disable}
         out = tmp_path / f"casts{disable}.npz"
-        command = [sys.executable, "-c", HALF_CASTS, str(tmp_path / "inputs.npz"), str(out)]
+        command = [sys.executable, "-P", "-c", HALF_CASTS, str(tmp_path / "inputs.npz"), str(out)]
         subprocess.run(command, check=True, env=env)
         results.append(dict(np.load(out)))
     for name in results[0]:  # both paths, bit for bit

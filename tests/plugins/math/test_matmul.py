@@ -126,7 +126,7 @@ def test_threaded_gemms_finish_whatever_openmp_is_told(setting):
     key, value = setting.split("=")
     env = {**os.environ, key: value}
     done = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-P", "-c", script],
         env=env,
         cwd="/",
         capture_output=True,

@@ -567,7 +567,7 @@ def test_the_switch_decides_which_library_runs(enabled, tmp_path):
     script = _PRIMITIVES_RUN.format(enabled=enabled)
     env = {**os.environ, "ONEDNN_VERBOSE": "1"}
     trace = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-P", "-c", script],
         env=env,
         cwd=tmp_path,  # not the checkout, whose source tree would shadow the installed core
         capture_output=True,
