@@ -103,7 +103,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Install the toy plugin for this run only, before any test imports paddle_core's registry."""
-    site = Path(tempfile.mkdtemp(prefix="paddle-core-test-site-"))
+    site = Path(tempfile.mkdtemp(prefix="paddle-core-test-")) / "site"
+    site.mkdir()
     pip_install(site, TEST_PACKAGES / "paddle_ops_toy")
     sys.path.insert(0, str(site))
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -115,7 +116,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     site = session.config.stash.get(_TEST_SITE, None)
     if site is not None:
-        shutil.rmtree(site, ignore_errors=True)
+        shutil.rmtree(site.parent, ignore_errors=True)
 
 
 _TEST_SITE = pytest.StashKey[Path]()
@@ -127,10 +128,19 @@ def pythonpath_with(*dirs: Path) -> str:
 
 
 def pip_install(target: Path, *packages: Path | str) -> None:
-    """Really install ``packages`` (local project directories) into ``target`` with pip."""
+    """Really install ``packages`` (local project directories) into ``target`` with pip.
+
+    Each is built from a copy in a directory beside ``target``, kept as long as it is (a
+    plugin's rebuild hint names the directory it was installed from): setuptools builds in the
+    project's own directory, so two test runs at once (pytest -n) would race on its build/.
+    """
+    sources = Path(tempfile.mkdtemp(prefix=f"{target.name}-sources-", dir=target.parent))
+    copies = [sources / Path(package).name for package in packages]
+    for package, copy in zip(packages, copies, strict=True):
+        shutil.copytree(package, copy, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     cmd += ["--no-deps", "--no-build-isolation", "--target", str(target)]
-    result = subprocess.run([*cmd, *map(str, packages)], capture_output=True, text=True)
+    result = subprocess.run([*cmd, *map(str, copies)], capture_output=True, text=True)
     assert result.returncode == 0, f"pip install {packages} failed:\n{result.stderr}"
 
 

@@ -78,7 +78,7 @@ class CUDA(Device):
     def to_device(self, array: Any) -> Any:
         cupy = _cupy()
         with cupy.cuda.Device(self.index):
-            return cupy.ascontiguousarray(array)
+            return _contiguous(cupy, array)
 
     def adopt(self, value: Any) -> Any:
         """CuPy arrays on this GPU as they are; other arrays in its memory (PyTorch, JAX,
@@ -102,13 +102,20 @@ class CUDA(Device):
     def kernel_array(self, value: Any) -> Any:
         cupy = _cupy()
         with cupy.cuda.Device(self.index):  # NumPy arrays move; contiguous CuPy ones stay
-            return cupy.ascontiguousarray(value)
+            return _contiguous(cupy, value)
 
     def to_host(self, array: Any) -> Any:
         return _cupy().asnumpy(array)
 
     def synchronize(self) -> None:
         _cupy().cuda.Device(self.index).synchronize()
+
+
+def _contiguous(cupy: Any, value: Any) -> Any:
+    """``value`` as a C-contiguous CuPy array on the current device: a NumPy array is copied
+    there, a contiguous CuPy one stays. (Not ascontiguousarray: CuPy 14's takes CuPy arrays
+    only and, like NumPy's, makes a 0-d array 1-d.)"""
+    return cupy.asarray(value, order="C")
 
 
 class _Current:

@@ -3,9 +3,10 @@
 //
 // Memory contract: x, y, out_grad and the outputs x_grad (shape of x), y_grad (shape of y) are
 // C-contiguous float CUDA buffers (float16 and bfloat16 computed in float32); out_grad has the
-// broadcast shape; either output may be absent. One thread per output element sums its gradient over the positions its input was
-// broadcast to, in out_grad's order: deterministic, no atomics, no scratch memory, and the
-// sums the CPU kernel makes (reduce_to adds in the same order).
+// broadcast shape; either output may be absent. One thread per output element sums its
+// gradient over the positions its input was broadcast to, in out_grad's order: deterministic,
+// no atomics, no scratch memory. Floats add in double, as the reductions (reduce_cuda.cu): a
+// float32 sum over thousands of positions stays within an ulp or so of the exact one.
 #include <vector>
 
 #include "elementwise.cuh"
@@ -51,13 +52,15 @@ __global__ void grad_sum_kernel(const T* x, const T* y, const T* g, T* out, int6
       out[t] = static_cast<T>(f(C(x[at[0]]), C(y[at[1]]), C(g[at[2]])));
       continue;
     }
-    C acc = C(0);  // float16, bfloat16: in float32, as the CPU kernel (AsFloat32)
+    // Each term in C (float16, bfloat16: float32, as the CPU kernel's AsFloat32), added in A.
+    using A = std::conditional_t<std::is_floating_point_v<C>, double, C>;
+    A acc = A(0);
     for (int64_t r = 0; r < w.count; ++r) {
       int64_t j[3] = {at[0], at[1], at[2]};
       w.summed.offsets(r, j);
-      acc += f(C(x[j[0]]), C(y[j[1]]), C(g[j[2]]));
+      acc += static_cast<A>(f(C(x[j[0]]), C(y[j[1]]), C(g[j[2]])));
     }
-    out[t] = static_cast<T>(acc);
+    out[t] = static_cast<T>(static_cast<C>(acc));
   }
 }
 

@@ -81,9 +81,9 @@ def tolerance(op, x, axes):
         return {}
     eps = np.finfo(x.dtype).eps
     axis = tuple(axes) if axes else None
-    if op == "prod":  # rounding errors of n factors: about sqrt(n) eps (float32 is in double)
-        count = x.size // max(1, np.size(np.sum(x, axis=axis)))
-        return {"rtol": eps * (2 + np.sqrt(count)), "atol": 0}
+    if op == "prod":  # rounding errors of n factors: about sqrt(n) eps in each of the two
+        count = x.size // max(1, np.size(np.sum(x, axis=axis)))  # products (float32's in double)
+        return {"rtol": eps * (2 + 2 * np.sqrt(count)), "atol": 0}
     magnitude = np.sum(np.abs(x.astype(np.float64)), axis=axis)
     if op == "mean":
         magnitude = magnitude / max(1, x.size // max(1, np.size(magnitude)))
