@@ -155,7 +155,8 @@ def run_case(rng, case: Case, random_op: bool, counts: dict) -> str | None:
         return None
     second = exe.run(prog, feed=feed, fetch_list=fetch, scope=pc.Scope())
     for a, b, var in zip(first, second, fetch):
-        if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+        floats = a.dtype.kind in "fc" or a.dtype.name == "bfloat16"  # ml_dtypes': kind "V"
+        if not np.array_equal(a, b, equal_nan=floats):
             return f"{var.name} differs between two runs of the same feed (unwritten memory?)"
     return None
 
