@@ -1,4 +1,4 @@
-"""Unary kernels on 16M float32: exp, tanh, sigmoid, log, sqrt beside NumPy and PyTorch.
+"""Unary kernels on 16M float32: exp, tanh, sigmoid, log, sqrt, sin, cos beside NumPy and PyTorch.
 
 Ours runs as a one-op program through ``pc.Executor`` in steady state: a first run prepares
 the plan, then ``exe.run`` is timed with the same feed (the fetched output is a fresh array
@@ -11,7 +11,8 @@ PyTorch is not installed. Every figure is the median of ``--repeat`` runs, all m
 this run; GB/s counts bytes read plus written (8 per element). Rows: one thread (ours with
 ``Executor(num_threads=1)``, ``torch.set_num_threads(1)``), then two threads (NumPy has one).
 "x NumPy" and "x torch" are speed ratios: their time over ours (above 1: we are faster).
-Targets, one thread: exp, tanh, sigmoid at least 2x NumPy and 1.2x PyTorch.
+Targets, one thread: exp, tanh, sigmoid at least 2x NumPy and 1.2x PyTorch; log, sin, cos at
+least NumPy's speed. log, sqrt take x in [0.01, 10], the others x in [-10, 10].
 
     python bench/bench_unary.py [--n 16777216] [--repeat 7] [--threads 1 2]
 """
@@ -30,7 +31,7 @@ torch = optional("torch")
 special = optional("scipy.special")
 expit = special.expit if special is not None else None
 
-OPS = ["exp", "tanh", "sigmoid", "log", "sqrt"]
+OPS = ["exp", "tanh", "sigmoid", "log", "sqrt", "sin", "cos"]
 
 
 def ours(op: str, x: np.ndarray, threads: int) -> Callable[[], object]:

@@ -13,6 +13,9 @@ namespace pom::avx2 {
 void exp_f32(const float* x, float* out, int64_t n);
 void tanh_f32(const float* x, float* out, int64_t n);
 void sigmoid_f32(const float* x, float* out, int64_t n);
+void log_f32(const float* x, float* out, int64_t n);
+void sin_f32(const float* x, float* out, int64_t n);
+void cos_f32(const float* x, float* out, int64_t n);
 
 }  // namespace pom::avx2
 

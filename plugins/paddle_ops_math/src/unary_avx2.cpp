@@ -1,22 +1,33 @@
-// float32 exp, tanh and sigmoid with AVX2+FMA intrinsics. This file is compiled with -mavx2
-// -mfma; unary_cpu.cpp calls it only on CPUs that have both.
+// float32 exp, tanh, sigmoid, log, sin and cos with AVX2+FMA intrinsics. This file is compiled
+// with -mavx2 -mfma; unary_cpu.cpp calls it only on CPUs that have both.
 //
 // Memory contract: x and out hold n floats (any alignment). The last n % 8 elements go
 // through the same vector code with masked loads and stores: nothing outside [0, n) is read
 // or written, and an element's result does not depend on where it sits.
 //
 // Accuracy: max error against a float64 reference, in float32 ulps of the reference. Bounds
-// asserted by tests/test_math_unary.py over a few million points; "every float" figures
-// measured once over all floats with 1e-9 <= |x| <= 104 (tanh: 1e-6 <= |x| <= 10):
+// asserted by tests/plugins/math/test_unary.py over a few million points; "every float"
+// figures measured once over all floats with 1e-9 <= |x| <= 104 (tanh: 1e-6 <= |x| <= 10;
+// log, sin, cos: all 2^32 bit patterns, against glibc's float64 log, sin, cos):
 //   exp      1.05 ulp (every float: 1.02)  Cephes reduction, degree-6 polynomial with FMA
 //   tanh     1.5 ulp  (every float: 1.33)  odd polynomial below |x| = 0.625, else
 //                                          1 - 2 / (e^(2|x|) + 1)
 //   sigmoid  2.5 ulp  (every float: 2.40)  from e^-|x|, one division
+//   log      0.75 ulp (every float: 0.743) x = 2^k m, m in [sqrt(1/2), sqrt(2)), log m from
+//                                          s = (m - 1) / (m + 1), degree-3 minimax in s^2,
+//                                          k ln2 + (m - 1) added without losing a rounding
+//   sin, cos 0.501 ulp (every float: 0.5004) in float64: reduction by pi (two-part, exact
+//                                          where it cancels), degree-11 odd minimax, one
+//                                          rounding to float32; |x| >= 2^24 in scalar code
 // Special values: exp(x) = inf above 88.72283 and at +inf; denormal results for
 // -103.97 < x < -87.34, rounded once; 0 below and at -inf. sigmoid(x) = e^x / (1 + e^x) for
 // x < 0, so it stays accurate down to the denormals. tanh keeps the sign of -0 and saturates
-// to +-1. NaN gives NaN. Denormal inputs are used as they are (no flush to zero).
+// to +-1. log(+-0) = -inf, log(x < 0) = NaN (-inf included), log(inf) = inf, denormal x
+// exact like any other. sin keeps the sign of -0; sin and cos of +-inf are NaN. NaN gives
+// NaN. Denormal inputs are used as they are (no flush to zero).
 #include <immintrin.h>
+
+#include <cmath>
 
 #include "unary.hpp"
 
@@ -114,6 +125,148 @@ inline __m256 tanh8(__m256 x) {
   return _mm256_or_ps(y, sign);
 }
 
+// -- log ---------------------------------------------------------------------------------
+//
+// x = 2^k m with m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact), s = f / (2 + f), z = s^2:
+// log(1 + f) = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R(z)), R(z) = z (a1 + a2 z + a3 z^2), the
+// minimax fit of (2 atanh(s) - 2s) / s for relative error over |s| <= 0.1716 (8e-10 of the
+// result). f and k ln2 are added last, with the rounding error of k ln2_hi + f kept
+// (Fast2Sum): the only roundings of the result's size are the final ones.
+
+constexpr float kSqrtHalf = 0x1.6a09e6p-1f;  // sqrt(1/2), rounded down
+constexpr float kLn2Hi = 0.693359375f;  // 9 bits: k kLn2Hi is exact for any float's k
+constexpr float kLn2Lo = -2.12194440e-4f;  // ln 2 - kLn2Hi
+
+// log x for normal positive finite x, whose exponent is taken to be kbias more than it is
+// (kbias: 0, or -23 for denormals scaled by 2^23 first).
+inline __m256 log8_normal(__m256 x, __m256 kbias) {
+  const __m256i half = _mm256_castps_si256(set1(kSqrtHalf));
+  const __m256i ix = _mm256_sub_epi32(_mm256_castps_si256(x), half);
+  // ix >> 23 is k with m in [sqrt(1/2), sqrt(2)); m keeps x's mantissa bits.
+  const __m256 k = _mm256_add_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(ix, 23)), kbias);
+  const __m256 m = _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_and_si256(ix, _mm256_set1_epi32(0x007fffff)), half));
+  const __m256 f = _mm256_sub_ps(m, set1(1.0f));
+  const __m256 s = _mm256_div_ps(f, _mm256_add_ps(f, set1(2.0f)));
+  const __m256 z = _mm256_mul_ps(s, s);
+  __m256 r = set1(0.29871755838394165f);
+  r = _mm256_fmadd_ps(r, z, set1(0.3997754156589508f));
+  r = _mm256_fmadd_ps(r, z, set1(0.6666677594184875f));
+  r = _mm256_mul_ps(r, z);
+  const __m256 hf = _mm256_mul_ps(f, set1(0.5f));  // exact
+  const __m256 hfsq = _mm256_mul_ps(hf, f);
+  // k ln2_hi + f exactly as sum + err (Fast2Sum: |k ln2_hi| >= |f| unless k = 0).
+  const __m256 hi = _mm256_mul_ps(k, set1(kLn2Hi));
+  const __m256 sum = _mm256_add_ps(hi, f);
+  const __m256 err = _mm256_sub_ps(f, _mm256_sub_ps(sum, hi));
+  // The small terms, smallest first: s (f^2/2 + R) + k ln2_lo + err - f^2/2.
+  __m256 c = _mm256_fmadd_ps(k, set1(kLn2Lo), _mm256_mul_ps(s, _mm256_add_ps(hfsq, r)));
+  c = _mm256_fnmadd_ps(hf, f, _mm256_add_ps(c, err));
+  return _mm256_add_ps(sum, c);
+}
+
+// log x for any x: denormals scaled by 2^23 first; log 0 = -inf, log of x < 0 = NaN,
+// log inf = inf, NaN stays NaN.
+inline __m256 log8_exact(__m256 x) {
+  const __m256 denormal = _mm256_cmp_ps(x, set1(0x1p-126f), _CMP_LT_OQ);
+  const __m256 xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, set1(0x1p23f)), denormal);
+  const __m256 kbias = _mm256_and_ps(denormal, set1(-23.0f));
+  __m256 y = log8_normal(xs, kbias);
+  y = _mm256_blendv_ps(y, set1(-INFINITY), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ));
+  y = _mm256_blendv_ps(y, set1(NAN), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+  // +inf and NaN: x itself
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, set1(INFINITY), _CMP_NLT_UQ));
+}
+
+// log x: the plain path when every lane is a normal positive float (nearly always).
+inline __m256 log8(__m256 x) {
+  const __m256 normal = _mm256_and_ps(_mm256_cmp_ps(x, set1(0x1p-126f), _CMP_GE_OQ),
+                                      _mm256_cmp_ps(x, set1(0x1.fffffep127f), _CMP_LE_OQ));
+  if (__builtin_expect(_mm256_movemask_ps(normal) == 0xFF, 1)) {
+    return log8_normal(x, _mm256_setzero_ps());
+  }
+  return log8_exact(x);
+}
+
+// -- sin, cos ------------------------------------------------------------------------------
+//
+// In double precision, four lanes at a time, rounded to float once at the end. sin: n =
+// round(x / pi), r = x - n pi; cos: n = round(x / pi - 1/2), r = x - (n + 1/2) pi. Then
+// |r| <= pi/2 and the result is +-sin(r). pi is split in two: kPiA has 29 bits, so for
+// |x| >= 1 both x and h kPiA are multiples of 2^-29 and x - h kPiA is exact whenever it
+// cancels (below 1 there is no cancellation); kPiB, the next 53 bits, costs one rounding
+// (FMA), and the part of pi left out (3.3e-26) times |h| < 2^23 is below 2^-62. The floats
+// below 2^24 come no closer to a multiple of pi/2 than 4.2e-9 (2^-27.8, at x = 252.9), so r
+// keeps a relative error near 2^-52 for all of them. sin(r) = r (1 + r^2 P(r^2)), P the
+// minimax fit for relative error (2.4e-11) over |r| <= pi/2. So the float result is within 0.5 ulp
+// plus a hair, and exactly x for tiny x (sin(-0) = -0).
+// For |x| >= kTrigMax = 2^24 (and inf, NaN) the lane is recomputed in scalar code:
+// std::sin/std::cos of the double, rounded to float (glibc: within 0.5 ulp there too).
+
+constexpr float kTrigMax = 0x1p24f;
+constexpr double kInvPi = 0x1.45f306dc9c883p-2;
+constexpr double kPiA = 0x1.921fb54000000p+1;
+constexpr double kPiB = 0x1.10b4611a62633p-29;
+constexpr double kRound = 0x1.8p52;  // adding it rounds to an integer, in the low bits
+
+inline __m256d set1d(double v) { return _mm256_set1_pd(v); }
+
+// sin (kCos false) or cos (kCos true) of four doubles holding floats with |x| < 2^24.
+template <bool kCos> inline __m256d sincos4(__m256d x) {
+  __m256d t;
+  __m256d h;  // r = x - h pi
+  if constexpr (kCos) {
+    t = _mm256_add_pd(_mm256_fmadd_pd(x, set1d(kInvPi), set1d(-0.5)), set1d(kRound));
+    h = _mm256_add_pd(_mm256_sub_pd(t, set1d(kRound)), set1d(0.5));
+  } else {
+    t = _mm256_fmadd_pd(x, set1d(kInvPi), set1d(kRound));
+    h = _mm256_sub_pd(t, set1d(kRound));  // +0 for x = -0, so that r keeps x's sign
+  }
+  __m256d r = _mm256_fnmadd_pd(h, set1d(kPiA), x);
+  r = _mm256_fnmadd_pd(h, set1d(kPiB), r);
+  const __m256d u = _mm256_mul_pd(r, r);
+  __m256d p = set1d(-0x1.9a688551cc938p-26);
+  p = _mm256_fmadd_pd(p, u, set1d(0x1.71708009dd4dfp-19));
+  p = _mm256_fmadd_pd(p, u, set1d(-0x1.a017d99f7da29p-13));
+  p = _mm256_fmadd_pd(p, u, set1d(0x1.11110c49febc4p-7));
+  p = _mm256_fmadd_pd(p, u, set1d(-0x1.55555547695ebp-3));
+  // r (1 + u P), not r + r u P: that would add -0 and +0 for r = -0, giving +0.
+  const __m256d y = _mm256_mul_pd(r, _mm256_fmadd_pd(p, u, set1d(1.0)));
+  // sin(x) = (-1)^n sin(r); cos(x) = (-1)^(n+1) sin(r). n's parity is t's lowest bit.
+  __m256i sign = _mm256_slli_epi64(_mm256_castpd_si256(t), 63);
+  if constexpr (kCos) sign = _mm256_xor_si256(sign, _mm256_castpd_si256(set1d(-0.0)));
+  return _mm256_xor_pd(y, _mm256_castsi256_pd(sign));
+}
+
+// Lanes set in `bad` (|x| >= 2^24, inf, NaN) recomputed one at a time.
+template <bool kCos>
+[[gnu::noinline, gnu::cold]] __m256 sincos8_scalar(__m256 x, __m256 y, int bad) {
+  alignas(32) float xs[8];
+  alignas(32) float ys[8];
+  _mm256_store_ps(xs, x);
+  _mm256_store_ps(ys, y);
+  for (int j = 0; j < 8; ++j) {
+    if (!(bad >> j & 1)) continue;
+    const double v = xs[j];
+    if (!std::isfinite(v)) {
+      ys[j] = xs[j] - xs[j];  // NaN, without touching errno
+    } else {
+      ys[j] = static_cast<float>(kCos ? std::cos(v) : std::sin(v));
+    }
+  }
+  return _mm256_load_ps(ys);
+}
+
+template <bool kCos> inline __m256 sincos8(__m256 x) {
+  const __m256d lo = sincos4<kCos>(_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+  const __m256d hi = sincos4<kCos>(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+  const __m256 y = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+  const __m256 ax = _mm256_andnot_ps(set1(-0.0f), x);
+  const int bad = ~_mm256_movemask_ps(_mm256_cmp_ps(ax, set1(kTrigMax), _CMP_LT_OQ)) & 0xFF;
+  if (__builtin_expect(bad != 0, 0)) return sincos8_scalar<kCos>(x, y, bad);
+  return y;
+}
+
 // out[i] = f(x[i]), eight at a time; the tail through masked loads and stores.
 template <class F> void map(const float* x, float* out, int64_t n, F f) {
   int64_t i = 0;
@@ -135,6 +288,15 @@ void tanh_f32(const float* x, float* out, int64_t n) {
 }
 void sigmoid_f32(const float* x, float* out, int64_t n) {
   map(x, out, n, [](__m256 v) { return sigmoid8(v); });
+}
+void log_f32(const float* x, float* out, int64_t n) {
+  map(x, out, n, [](__m256 v) { return log8(v); });
+}
+void sin_f32(const float* x, float* out, int64_t n) {
+  map(x, out, n, [](__m256 v) { return sincos8<false>(v); });
+}
+void cos_f32(const float* x, float* out, int64_t n) {
+  map(x, out, n, [](__m256 v) { return sincos8<true>(v); });
 }
 
 }  // namespace pom::avx2

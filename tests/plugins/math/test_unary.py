@@ -1,10 +1,12 @@
-"""paddle-ops-math unary ops against NumPy, the float32 exp/tanh/sigmoid accuracy, gradients.
+"""paddle-ops-math unary ops against NumPy, the float32 exp/tanh/sigmoid/log/sin/cos accuracy,
+gradients.
 
-The accuracy tests measure the largest error, in float32 ulps, of the float32 exp, tanh and
-sigmoid kernels against float64 references over a few million points (dense ranges, random
-bit patterns, the neighbourhoods of the thresholds, special values), on both code paths: the
-AVX2+FMA loops (where the CPU has them) and the portable C++ ones
-(PADDLE_OPS_MATH_DISABLE_AVX2=1). The bounds are those stated in src/unary_avx2.cpp.
+The accuracy tests measure the largest error, in float32 ulps, of the float32 exp, tanh,
+sigmoid, log, sin and cos kernels against float64 references over a few million points (dense
+ranges, random bit patterns, every exponent, the neighbourhoods of the thresholds, special
+values), on both code paths: the AVX2+FMA loops (where the CPU has them; elsewhere those tests
+skip) and the portable C++ ones (PADDLE_OPS_MATH_DISABLE_AVX2=1). The bounds are those stated
+in src/unary_avx2.cpp.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ SHAPES = [(3, 4), (), (0,), (3, 0), (37,), (4097, 33)]
 
 @pytest.fixture(params=["avx2", "portable"])
 def path(request, monkeypatch):
-    """Run the test on one code path of the float32 exp/tanh/sigmoid kernels."""
+    """Run the test on one code path of the float32 exp/tanh/sigmoid/log/sin/cos kernels."""
     if request.param == "avx2":
         if not cpu_has_avx2_fma():
             pytest.skip("this CPU has no AVX2+FMA: only the portable path runs")
@@ -101,16 +103,38 @@ def test_non_contiguous_inputs(op):
             assert_matches(run1(op, {"x": x}), reference(x))
 
 
-@pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid"])
+VECTORISED = ["exp", "tanh", "sigmoid", "log", "sin", "cos"]
+
+
+def position_input(op: str) -> np.ndarray:
+    """100,003 floats for ``op``, with the lanes that take another route scattered among the
+    rest: log's non-positive, denormal and non-finite x, sin's and cos's |x| >= 2^24 (done in
+    scalar code), infinities and NaN."""
+    rng = np.random.default_rng(2)
+    if op == "log":
+        x = np.exp(rng.uniform(-80, 80, 100_003)).astype(np.float32)
+        odd = [0.0, -0.0, -1.0, 1e-40, 1e-45, np.inf, -np.inf, np.nan, 3e38]
+    else:
+        x = rng.uniform(-20, 20, 100_003).astype(np.float32)
+        odd = [2.0**24, -3e7, 1e30, np.inf, -np.inf, np.nan, -0.0]
+    if op in ("log", "sin", "cos"):
+        x[::97] = np.resize(np.array(odd, np.float32), x[::97].size)
+    return x
+
+
+@pytest.mark.parametrize("op", VECTORISED)
 def test_results_do_not_depend_on_position(op, path):
-    """Vector body, masked tail, unaligned starts and thread splits all give the same bits."""
-    x = np.random.default_rng(2).uniform(-20, 20, 100_003).astype(np.float32)
+    """Vector body, masked tail, unaligned starts and thread splits all give the same bits;
+    lengths 0 to 40 cover every tail."""
+    x = position_input(op)
     whole = run1(op, {"x": x})
     for start in range(9):
-        for n in (1, 7, 8, 9, 15, 16, 17, 33):
+        for n in (0, 1, 7, 8, 9, 15, 16, 17, 33):
             np.testing.assert_array_equal(
                 run1(op, {"x": x[start : start + n]}), whole[start : start + n]
             )
+    for n in range(41):
+        np.testing.assert_array_equal(run1(op, {"x": x[90 : 90 + n]}), whole[90 : 90 + n])
     prog = pc.Program()
     with pc.program_guard(prog):
         out = getattr(pc.ops, op)(pc.data("x", [x.size]))
@@ -122,25 +146,42 @@ def test_results_do_not_depend_on_position(op, path):
 # -- float32 accuracy ------------------------------------------------------------------------
 
 # Max error in float32 ulps. AVX2: as stated in src/unary_avx2.cpp. Portable: the C library's
-# expf/tanhf (within 1 and 2 ulp in glibc) plus, for sigmoid, an add and a division.
+# expf/tanhf/logf/sinf/cosf (within 1, 2, 1, 1, 1 ulp in glibc) plus, for sigmoid, an add and
+# a division.
 BOUNDS = {
-    "avx2": {"exp": 1.05, "tanh": 1.5, "sigmoid": 2.5},
-    "portable": {"exp": 1.0, "tanh": 2.5, "sigmoid": 3.0},
+    "avx2": {"exp": 1.05, "tanh": 1.5, "sigmoid": 2.5, "log": 0.75, "sin": 0.501, "cos": 0.501},
+    "portable": {"exp": 1.0, "tanh": 2.5, "sigmoid": 3.0, "log": 1.0, "sin": 1.0, "cos": 1.0},
 }
-REFERENCES = {"exp": np.exp, "tanh": np.tanh, "sigmoid": sigmoid64}
+REFERENCES = {
+    "exp": np.exp,
+    "tanh": np.tanh,
+    "sigmoid": sigmoid64,
+    "log": np.log,
+    "sin": np.sin,
+    "cos": np.cos,
+}
+# The float below 2^24 closest to a multiple of pi/2 (4.2e-9 from 161 pi/2): the hardest
+# argument reduction sin and cos meet before they switch to scalar code at 2^24.
+CLOSEST_TO_HALF_PI_MULTIPLE = float.fromhex("0x1.f9cbe2p+7")
 # Where each function changes regime: overflow, the normal/denormal boundary, underflow to 0,
-# tanh's switch between its two formulas and its saturation to 1.
+# tanh's switch between its two formulas and its saturation to 1; log's switch of m - 1 at
+# sqrt(1/2) and sqrt(2) (at two exponents), 1 and 2, the smallest normal and the largest
+# floats; sin's and cos's multiples of pi/2 and the switch to scalar code at 2^24.
 THRESHOLDS = {
     "exp": [88.72283935546875, -87.33654475, -103.972, 0.5, -0.5],
     "tanh": [0.625, 9.01, 0.0004, 44.0],
     "sigmoid": [87.33654475, 88.72283935546875, 103.972, 16.6, 0.5],
+    "log": [1.0, 0.70710677, 1.4142135, 2.0, 2.0**-50 * 1.4142135, 1.1754944e-38, 3.4028235e38],
+    "sin": [np.pi, np.pi / 2, 3 * np.pi / 2, CLOSEST_TO_HALF_PI_MULTIPLE, 8192 * np.pi, 2.0**24],
+    "cos": [np.pi, np.pi / 2, 3 * np.pi / 2, CLOSEST_TO_HALF_PI_MULTIPLE, 8192 * np.pi, 2.0**24],
 }
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, -1.1754942e-38]
 SPECIAL += [3.4028235e38, -3.4028235e38, 1.0, -1.0]
 
 
 def accuracy_points(op: str) -> np.ndarray:
-    """About 3.5M float32 points covering ``op``'s interesting range."""
+    """About 3.5M float32 points covering ``op``'s interesting range (log, sin, cos: 6M to
+    7M, with every exponent and sin's and cos's hardest arguments)."""
     rng = np.random.default_rng(3)
     f32 = np.float32
     bits = rng.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32)
@@ -150,6 +191,17 @@ def accuracy_points(op: str) -> np.ndarray:
         bits.view(f32),  # every magnitude, denormals, infinities and NaNs included
         np.array(SPECIAL, f32),
     ]
+    if op in ("log", "sin", "cos"):
+        # 1M positive floats uniform in their bit patterns: log-uniform over the whole
+        # range, about 3,900 for each exponent (denormals too), and their negatives.
+        every = rng.integers(1, 0x7F800000, 1_000_000, dtype=np.uint32).view(f32)
+        parts += [every, -every]
+    if op in ("sin", "cos"):
+        # A dense sweep of |x| <= 8192 pi, and the floats nearest to each multiple of pi/2
+        # there (where r = x - n pi/2 cancels most), two either side of them included.
+        parts.append(np.linspace(-8192 * np.pi, 8192 * np.pi, 1_000_001).astype(f32))
+        nearest = (np.arange(-16384, 16385) * (np.pi / 2)).astype(f32).view(np.int32)
+        parts += [(nearest + d).view(f32) for d in (-2, -1, 0, 1, 2)]
     for t in THRESHOLDS[op]:  # 20,000 consecutive floats either side, both signs
         b = int(np.array(abs(t), f32).view(np.int32))
         near = np.arange(b - 20_000, b + 20_000, dtype=np.int32).view(f32)
@@ -172,16 +224,36 @@ def ulp_errors(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return err
 
 
-@pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid"])
+@pytest.mark.parametrize("op", VECTORISED)
 def test_float32_accuracy(op, path):
     x = accuracy_points(op)
     got = run1(op, {"x": x})
     with np.errstate(all="ignore"):
-        err = ulp_errors(got, REFERENCES[op](x.astype(np.float64)))
+        want = REFERENCES[op](x.astype(np.float64))
+    err = ulp_errors(got, want)
     worst = int(np.argmax(err))
     assert err[worst] <= BOUNDS[path][op], (
         f"{op} ({path}): {err[worst]:.3f} ulp at x={x[worst]!r}: got {got[worst]!r}"
     )
+    if op in ("log", "sin", "cos"):
+        # Against the float64 result rounded to float32 (the correctly rounded float, but
+        # for double rounding): never more than one float away, and nearly always on it.
+        with np.errstate(all="ignore"):
+            want32 = want.astype(np.float32)
+        finite = np.isfinite(want32)
+        apart = float_distance(got[finite], want32[finite])
+        assert apart.max() <= 1, f"{op} ({path}): {apart.max()} floats away"
+        assert np.mean(apart == 0) >= 0.99, f"{op} ({path}): {np.mean(apart == 0):.5f}"
+
+
+def float_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How many floats lie between float32 a and b, plus one if they differ (0 and -0: 0)."""
+
+    def ordered(v: np.ndarray) -> np.ndarray:  # float32 order as integer order
+        i = v.view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+    return np.abs(ordered(a) - ordered(b))
 
 
 # Special values and regime boundaries: infinities and NaN must come out exactly, the rest
@@ -202,10 +274,19 @@ EDGES = {
     ],
     "tanh": [1e-40, -1e-40, 0.625, -0.625, 0.62499994, 9.0, 9.1, -20.0, 44.5, 1e30],
     "sigmoid": [-87.5, -100.0, -103.97, -104.0, 16.0, 17.0, 88.8, 1e-30, -1e30],
+    "log": [
+        *[1e-45, 1e-40, 1.1754942e-38, 1.1754944e-38, 1e-30, 0.70710677, 0.7071068],
+        *[0.99999994, 1.0000001, 1.4142135, 1.4142137, 0.5, 2.0, 1e38, -1e-45, -1e30],
+    ],
+    "sin": [
+        *[2.0**24, 16777215.0, -16777215.0, 3e7, 1e10, -1e20, 8192 * np.pi, 1e-40, -1e-30],
+        *[CLOSEST_TO_HALF_PI_MULTIPLE, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi],
+    ],
 }
+EDGES["cos"] = EDGES["sin"]
 
 
-@pytest.mark.parametrize("op", ["exp", "tanh", "sigmoid"])
+@pytest.mark.parametrize("op", VECTORISED)
 def test_float32_special_values(op, path):
     x = np.array(SPECIAL + EDGES[op], np.float32)
     got = run1(op, {"x": x})
@@ -217,6 +298,15 @@ def test_float32_special_values(op, path):
     )
     zero = want == 0
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))  # tanh(-0)
+    # Zeros, infinities and NaNs in, and log's negative x, give exactly what NumPy's float32
+    # ops do: log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf, sin(-0) = -0, sin and cos
+    # of +-inf NaN, tanh(-inf) = -1, ...
+    with np.errstate(all="ignore"):
+        numpy32 = REFERENCES[op](x).astype(np.float32)
+    odd = ~np.isfinite(x) | (x == 0) | ((x < 0) & (op == "log"))
+    np.testing.assert_array_equal(got[odd], numpy32[odd])
+    signed = odd & ~np.isnan(numpy32)  # a NaN's sign means nothing
+    np.testing.assert_array_equal(np.signbit(got[signed]), np.signbit(numpy32[signed]))
 
 
 # -- clip --------------------------------------------------------------------------------------
