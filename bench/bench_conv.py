@@ -2,6 +2,8 @@
 alternate between the systems), forward and forward + gradients, float32, N=8, 56x56, for two
 cases:
   conv   one conv2d, C=K=64, 3x3, padding 1 (gradients: input and filter)
+  stack  four of those convs in a row, one filter: the conversions at the plan's edges spread
+         over four convolutions, so the ratio is close to that of the convolutions themselves
   chain  conv 3x3 -> batch norm -> relu -> conv 3x3 -> batch norm -> relu -> max pool 2x2, 64
          channels throughout (batch norm with the batch's statistics, as in training;
          gradients: input, filters, scales and biases)
@@ -14,7 +16,7 @@ on NCHW tensors, and on channels_last ones prepared beforehand (its fastest CPU 
 conversion not timed). Targets: ours at most 0.7x PyTorch NCHW's time and at most 1.05x its
 channels_last time.
 
-    python bench/bench_conv.py [--rounds 15] [--case conv|chain|both] [--threads 1 2]
+    python bench/bench_conv.py [--rounds 15] [--case conv stack chain] [--threads 1 2]
                                [--cpu-time]   (PyTorch: pip install torch==2.13.0)
 
 --cpu-time times with the process's CPU time instead of the wall clock, for a machine others
@@ -32,6 +34,8 @@ from timing import interleaved, optional
 import paddle_core as pc
 
 N, C, K, HW, KERNEL = 8, 64, 64, 56, 3
+STACKED = 4  # convolutions in the stack case
+CASES = ["conv", "stack", "chain"]
 
 
 def inputs(case: str):
@@ -45,9 +49,12 @@ def inputs(case: str):
 
 def ours_net(case: str, x):
     """The case's net on x, its weights (fed, for conv; parameters, for chain)."""
-    if case == "conv":
+    if case in ("conv", "stack"):
         w = pc.data("w0", [K, C, KERNEL, KERNEL])
-        return pc.ops.conv2d(x, w, paddings=[1, 1]), [w]
+        h = x
+        for _ in range(STACKED if case == "stack" else 1):
+            h = pc.ops.conv2d(h, w, paddings=[1, 1])
+        return h, [w]
     h = x
     for _ in range(2):
         h = pc.layers.conv2d(h, K, KERNEL, padding=1, bias_attr=False)
@@ -67,7 +74,7 @@ def ours(case: str, x, w, g, threads: int, backward: bool, propagate: bool):
         if backward:
             gv = pc.data("g", list(g.shape))
             fetch += pc.gradients([out], [xv, *weights], target_gradients=[gv])
-    feed = {"x": x, **({"w0": w[0]} if case == "conv" else {}), **({"g": g} if backward else {})}
+    feed = {"x": x, **({"w0": w[0]} if case != "chain" else {}), **({"g": g} if backward else {})}
     scope, exe = pc.Scope(), pc.Executor(num_threads=threads)
     exe.run(startup, scope=scope)
     previous = onednn.set_layout_propagation(propagate)
@@ -83,8 +90,14 @@ def torch_net(torch, case: str, w, channels_last: bool):
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     F = torch.nn.functional
     tw = [torch.from_numpy(v).contiguous(memory_format=fmt) for v in w]
-    if case == "conv":
-        return lambda x: F.conv2d(x, tw[0], padding=1), tw[:1]
+    if case in ("conv", "stack"):
+
+        def convs(x):
+            for _ in range(STACKED if case == "stack" else 1):
+                x = F.conv2d(x, tw[0], padding=1)
+            return x
+
+        return convs, tw[:1]
     layers = []
     for k in range(2):
         conv = torch.nn.Conv2d(C, K, KERNEL, padding=1, bias=False)
@@ -119,7 +132,7 @@ def torch_run(torch, case: str, x, w, g, threads: int, backward: bool, channels_
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--case", choices=["conv", "chain", "both"], default="both")
+    parser.add_argument("--case", nargs="+", choices=CASES, default=CASES)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--cpu-time", action="store_true", help="time with the CPU time")
     args = parser.parse_args()
@@ -130,7 +143,7 @@ def main() -> None:
         f"{'case':>5} {'pass':>9} {'threads':>7} {'ours ms':>8} {'no propagation':>15}"
         f" {'PyTorch NCHW':>13} {'channels_last':>14} {'ours/NCHW':>10} {'ours/cl':>8}"
     )
-    for case in ("conv", "chain") if args.case == "both" else (args.case,):
+    for case in args.case:
         x, w, g = inputs(case)
         for backward in (False, True):
             for threads in args.threads:
