@@ -16,6 +16,11 @@ on NCHW tensors, and on channels_last ones prepared beforehand (its fastest CPU 
 conversion not timed). Targets: ours at most 0.7x PyTorch NCHW's time and at most 1.05x its
 channels_last time.
 
+PyTorch's NCHW convolution allocates large temporaries at every call: in a fresh process glibc
+serves them with fresh mmaps, page-faulted each time, and it takes nearly twice as long. Here
+the inputs are made (and large arrays freed) first, which raises glibc's mmap threshold, so
+PyTorch is measured at its best (as with MALLOC_MMAP_THRESHOLD_ set high).
+
     python bench/bench_conv.py [--rounds 15] [--case conv stack chain] [--threads 1 2]
                                [--cpu-time]   (PyTorch: pip install torch==2.13.0)
 
