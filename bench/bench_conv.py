@@ -1,5 +1,5 @@
 """Convolution speed, ours beside PyTorch CPU in this run, at one and two threads (rounds
-alternate between the systems), forward and forward + gradients, float32, N=8, 56x56, for two
+alternate between the systems), forward and forward + gradients, float32, N=8, 56x56, for three
 cases:
   conv   one conv2d, C=K=64, 3x3, padding 1 (gradients: input and filter)
   stack  four of those convs in a row, one filter: the conversions at the plan's edges spread
@@ -53,7 +53,7 @@ def inputs(case: str):
 
 
 def ours_net(case: str, x):
-    """The case's net on x, its weights (fed, for conv; parameters, for chain)."""
+    """The case's net on x, its weights (fed, for conv and stack; parameters, for chain)."""
     if case in ("conv", "stack"):
         w = pc.data("w0", [K, C, KERNEL, KERNEL])
         h = x
