@@ -120,8 +120,10 @@ class Executor:
         scope = scope if scope is not None else global_scope()
         self.run_count += 1
         last = self._last
-        if last is not None and last.matches(program, feed, fetch_list):
-            return last.plan._run(feed, scope, return_numpy)  # the same call again: no re-checks
+        if last is not None:
+            same_call = last.feeds(program, feed, fetch_list, self.device)
+            if same_call is not None:  # the same call again: no re-checks
+                return last.plan._run(same_call, scope, return_numpy)
         if not isinstance(program, Program):
             raise ProgramError(f"Executor.run expects a Program, got {type(program).__name__}")
         block = program.global_block()
@@ -192,8 +194,9 @@ class _RepeatedCall:
 
     A training or serving loop calls run() with the same program, feed names and fetch list
     every time. It matches when the program object, its version, the plugins, the feed names
-    and the fetch list are the same, and each fed array is a NumPy array of exactly the
-    planned dtype and shape (so it is exactly as safe as the full checks it replaces).
+    and the fetch list are the same, and each fed array is exactly of the planned dtype and
+    shape: a NumPy array, or an array the device adopts (a CuPy or PyTorch array on the GPU
+    of a CUDA executor). So it is exactly as safe as the full checks it replaces.
     """
 
     __slots__ = ("program", "version", "plugins", "feed_specs", "fetch_list", "plan")
@@ -206,7 +209,11 @@ class _RepeatedCall:
         self.fetch_list = list(fetch_list)
         self.plan = plan
 
-    def matches(self, program: Any, feed: Any, fetch_list: list[Any]) -> bool:
+    def feeds(
+        self, program: Any, feed: Any, fetch_list: list[Any], device: Any
+    ) -> dict[str, Any] | None:
+        """The feeds to run the plan with when this is the same call again (device arrays
+        adopted as the full path adopts them), else None."""
         if (
             program is not self.program()
             or program.version != self.version
@@ -217,15 +224,23 @@ class _RepeatedCall:
             or len(fetch_list) != len(self.fetch_list)
             or not all(map(_same_fetch, fetch_list, self.fetch_list))
         ):
-            return False
+            return None
         specs = self.feed_specs
+        adopted = None  # a copy of feed, made only when a device array is adopted
         for name, value in feed.items():
             spec = specs.get(name)
-            if spec is None or type(value) is not np.ndarray:
-                return False
+            if spec is None:
+                return None
+            if type(value) is not np.ndarray:
+                value = device.adopt(value)  # None for anything the full path would convert
+                if value is None:
+                    return None
+                if adopted is None:
+                    adopted = dict(feed)
+                adopted[name] = value
             if value.dtype is not spec[0] or value.shape != spec[1]:
-                return False
-        return True
+                return None
+        return feed if adopted is None else adopted
 
 
 def _same_fetch(a: Any, b: Any) -> bool:

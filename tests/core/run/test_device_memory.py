@@ -260,6 +260,34 @@ def test_a_device_array_is_fed_without_a_copy(devmem):
         exe.run(prog, feed={"x": DevArray(X.reshape(3, 2)), "y": y}, fetch_list=[out])
 
 
+def test_the_same_call_again_with_device_arrays_skips_the_full_checks(devmem, monkeypatch):
+    """A loop feeding device arrays (CuPy or PyTorch ones on a GPU) takes the repeated call's
+    fast path as NumPy feeds do: each run reads its own arrays, and any other dtype or shape
+    still meets the full checks."""
+    from paddle_core._src.run import executor
+
+    checked = []
+    full_check = executor._check_feed
+    monkeypatch.setattr(executor, "_check_feed", lambda *a: (checked.append(a[0]), full_check(*a)))
+    prog, out = add_mul_program()
+    exe = pc.Executor(devmem)
+    y = DevArray(Y.copy())
+    for k in range(1, 4):
+        (got,) = exe.run(prog, feed={"x": DevArray(X * k), "y": y}, fetch_list=[out])
+        np.testing.assert_array_equal(got, (X * k + Y) * Y)
+    assert sorted(checked) == ["x", "y"] and exe.prepare_count == 1  # checked on the first run
+    assert "to_device" not in DevMem.moves
+    with pytest.raises(pc.FeedError, match="feed 'y' has dtype float64"):
+        exe.run(
+            prog, feed={"x": DevArray(X), "y": DevArray(Y.astype(np.float64))}, fetch_list=[out]
+        )
+    with pytest.raises(pc.FeedError, match=r"feed 'x' has shape \[3, 2\]"):
+        exe.run(prog, feed={"x": DevArray(X.reshape(3, 2)), "y": y}, fetch_list=[out])
+    batch_of_4 = DevArray(np.ones((4, 3), np.float32))
+    (got,) = exe.run(prog, feed={"x": batch_of_4, "y": y}, fetch_list=[out])
+    assert got.shape == (4, 3) and exe.prepare_count == 2  # another batch size: a new plan
+
+
 class Malformed:
     """An array whose ``__cuda_array_interface__`` gets the protocol wrong."""
 
