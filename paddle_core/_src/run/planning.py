@@ -14,7 +14,8 @@ Done once per (program version, feed signature, fetch list) by the executor:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..base.errors import (
@@ -159,15 +160,8 @@ def plan(
         program = program.clone()  # passes rewrite a private copy, never the user's program
         before = {id(op): i for i, op in enumerate(program.global_block().ops)}
         hook = manager.hook.paddle_core_transform_program
-        try:
+        with _failures_named(hook):
             hook(program=program, device=device, feed_names=feed_names, fetch_names=fetch_names)
-        except PLUGIN_CODE_ERRORS as e:
-            plugin = _hook_plugin(hook, e)
-            raise PluginError(
-                f"plugin {plugin!r}'s paddle_core_transform_program hook failed: "
-                f"{type(e).__name__}: {e}",
-                plugin=plugin,
-            ) from e
         origins = [before.get(id(op)) for op in program.global_block().ops]
         if origins == list(range(len(before))):
             origins = None  # (ops rebound in place, none inserted or removed)
@@ -293,15 +287,8 @@ def _select(registry: Any, manager: Any, op: str, device: str, dtype: str) -> An
     """The kernel the ``paddle_core_select_kernel`` hooks pick among the registered ones."""
     candidates = registry.kernel_candidates(op, device, dtype)
     hook = manager.hook.paddle_core_select_kernel
-    try:
+    with _failures_named(hook, f" for op {op!r} ({device}/{dtype})"):
         kernel = hook(op=op, device=device, dtype=dtype, candidates=candidates)
-    except PLUGIN_CODE_ERRORS as e:
-        plugin = _hook_plugin(hook, e)
-        raise PluginError(
-            f"plugin {plugin!r}'s paddle_core_select_kernel hook failed for op {op!r} "
-            f"({device}/{dtype}): {type(e).__name__}: {e}",
-            plugin=plugin,
-        ) from e
     if kernel is None or kernel in candidates:
         return kernel
     # A hook may pick a kernel outside the candidates (one it registered itself), but it must
@@ -328,13 +315,20 @@ def _passes_apply(
 ) -> bool:
     """``passes_apply``, a failing ``paddle_core_wants_transform`` hook raised as the
     PluginError of its plugin."""
-    try:
+    with _failures_named(manager.hook.paddle_core_wants_transform):
         return passes_apply(program, device, feed_names, fetch_names)
+
+
+@contextmanager
+def _failures_named(hook: Any, where: str = "") -> Iterator[None]:
+    """A plugin's implementation of ``hook`` failing in the block, raised as the PluginError
+    of that plugin (``where``: what it was called for)."""
+    try:
+        yield
     except PLUGIN_CODE_ERRORS as e:
-        hook = manager.hook.paddle_core_wants_transform
         plugin = _hook_plugin(hook, e)
         raise PluginError(
-            f"plugin {plugin!r}'s paddle_core_wants_transform hook failed: {type(e).__name__}: {e}",
+            f"plugin {plugin!r}'s {hook.name} hook failed{where}: {type(e).__name__}: {e}",
             plugin=plugin,
         ) from e
 
