@@ -90,6 +90,11 @@ def create_parameter(
 ) -> Parameter:
     """A parameter of the current program, initialised in the startup program (by ``attr``'s
     initializer, else ``default_initializer``, else Xavier)."""
+    if attr is False:  # (ParamAttr.of reads False as "no parameter": not one to make)
+        raise ProgramError(
+            f"{prefix}: attr False means no such parameter, which only a layer's optional "
+            "parameters (a bias) may be; pass a ParamAttr, a name or None"
+        )
     attr = init.ParamAttr.of(attr) or init.ParamAttr()
     program = default_main_program()
     name = attr.name or program.unique_name(prefix)
@@ -364,19 +369,20 @@ def batch_norm(
     is_test: bool = False,
     momentum: float = 0.9,
     epsilon: float = 1e-5,
-    param_attr: init.ParamAttr | str | None = None,
-    bias_attr: init.ParamAttr | str | None = None,
+    param_attr: init.ParamAttr | str | bool | None = None,
+    bias_attr: init.ParamAttr | str | bool | None = None,
     name: str | None = None,
 ) -> Variable:
     """Batch normalisation of an NCHW-like ``input`` ([N, C, ...]) per channel, then ``act``.
 
     Creates scale (ones) and bias (zeros) parameters of shape [C] and the running mean (zeros)
     and variance (ones): parameters too, so that ``pc.io.save_params`` keeps them, but not
-    trainable and ``stop_gradient``. While training, each run normalises with the batch's
-    statistics and moves the running ones towards them in place (``running = momentum *
-    running + (1 - momentum) * batch``, the biased batch variance); with ``is_test``, or in
-    the program's ``clone(for_test=True)``, the running statistics normalise and stay as they
-    are."""
+    trainable and ``stop_gradient``. ``param_attr=False`` / ``bias_attr=False`` keep the
+    scale at ones / the bias at zeros, untrained (as PaddlePaddle's BatchNorm). While
+    training, each run normalises with the batch's statistics and moves the running ones
+    towards them in place (``running = momentum * running + (1 - momentum) * batch``, the
+    biased batch variance); with ``is_test``, or in the program's ``clone(for_test=True)``,
+    the running statistics normalise and stay as they are."""
     if input.ndim < 2 or input.shape[1] is None:
         raise ProgramError(
             f"batch_norm: the input must be [N, C, ...] with a known channel count (axis 1), "
@@ -387,6 +393,7 @@ def batch_norm(
     program = default_main_program()
 
     def parameter(what: str, attr, value: float, trainable: bool = True) -> Parameter:
+        trainable = trainable and attr is not False
         if not trainable:
             attr = init.ParamAttr(trainable=False)
         made = create_parameter(
@@ -422,14 +429,15 @@ def layer_norm(
     shift: bool = True,
     begin_norm_axis: int = 1,
     epsilon: float = 1e-5,
-    param_attr: init.ParamAttr | str | None = None,
-    bias_attr: init.ParamAttr | str | None = None,
+    param_attr: init.ParamAttr | str | bool | None = None,
+    bias_attr: init.ParamAttr | str | bool | None = None,
     act: str | None = None,
     name: str | None = None,
 ) -> Variable:
     """Layer normalisation: each row of ``input`` (its axes from ``begin_norm_axis`` on)
     normalised to mean 0 and variance 1, times a learnt ``scale`` (ones at first) plus a learnt
-    ``shift`` (zeros), both flat vectors of the row's size; then ``act``."""
+    ``shift`` (zeros), both flat vectors of the row's size; then ``act``. ``param_attr=False``
+    is ``scale=False`` and ``bias_attr=False`` is ``shift=False``: no such parameter."""
     if not 1 <= begin_norm_axis < input.ndim:
         raise ProgramError(
             f"layer_norm: begin_norm_axis {begin_norm_axis} must be in [1, {input.ndim}) for "
@@ -444,11 +452,11 @@ def layer_norm(
     prefix = name or "layer_norm"
     size = [math.prod(row)]
     gamma = beta = None
-    if scale:
+    if scale and param_attr is not False:
         gamma = create_parameter(
             size, input.dtype, param_attr, init.Constant(1.0), prefix=f"{prefix}.scale"
         )
-    if shift:
+    if shift and bias_attr is not False:
         beta = create_parameter(
             size, input.dtype, bias_attr, init.Constant(0.0), prefix=f"{prefix}.bias"
         )

@@ -74,6 +74,28 @@ def test_fc_creates_its_parameters_and_their_initializers():
 
 
 @pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: pc.layers.fc(pc.layers.data("x", [3]), 2, param_attr=False), "fc.w"),
+        (
+            lambda: pc.layers.embedding(
+                pc.layers.data("ids", [1], dtype="int64"), [5, 2], param_attr=False
+            ),
+            "embedding.w",
+        ),
+        (lambda: pc.layers.create_parameter([3], attr=False, prefix="mine"), "mine"),
+    ],
+    ids=["fc", "embedding", "create_parameter"],
+)
+def test_a_required_parameter_refuses_attr_false(make, named):
+    """False means "no such parameter", which only an optional one (a bias) can be: a layer
+    needing the parameter says so instead of making one with the defaults."""
+    with pc.program_guard(pc.Program(), pc.Program()):
+        with pytest.raises(pc.ProgramError, match=f"^{named}: attr False means no such param"):
+            make()
+
+
+@pytest.mark.parametrize(
     "optimizer",
     [
         pc.optimizer.SGD(learning_rate=0.2),

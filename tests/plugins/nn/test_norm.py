@@ -638,6 +638,37 @@ def test_layer_norm_layer(scale, shift):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_batch_norm_layer_with_attrs_false_keeps_scale_and_bias_fixed():
+    """As PaddlePaddle's BatchNorm: False leaves the scale at ones and the bias at zeros,
+    neither trained."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [2, 3, 3])
+        h = pc.layers.batch_norm(x, param_attr=False, bias_attr=False)
+        loss = pc.layers.mean(pc.layers.fc(h, 2))
+        _, params_grads = pc.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    assert sorted(p.name for p, _ in params_grads) == ["fc.b_0", "fc.w_0"]
+    params = {p.name: p for p in main.all_parameters()}
+    for name in ("batch_norm.scale_0", "batch_norm.bias_0"):
+        assert not params[name].trainable and params[name].stop_gradient
+    exe, scope = pc.Executor(), pc.Scope()
+    exe.run(startup, scope=scope)
+    for _ in range(3):
+        exe.run(main, feed={"x": RNG.standard_normal((4, 2, 3, 3)).astype(np.float32)}, scope=scope)
+    np.testing.assert_array_equal(scope.get("batch_norm.scale_0"), np.ones(2, np.float32))
+    np.testing.assert_array_equal(scope.get("batch_norm.bias_0"), np.zeros(2, np.float32))
+
+
+@pytest.mark.parametrize(("param_attr", "bias_attr"), [(False, None), (None, False)])
+def test_layer_norm_layer_attr_false_is_no_such_parameter(param_attr, bias_attr):
+    with pc.program_guard(pc.Program(), pc.Program()):
+        pc.layers.layer_norm(pc.layers.data("x", [4]), param_attr=param_attr, bias_attr=bias_attr)
+        names = [p.name for p in pc.default_main_program().all_parameters()]
+    assert names == ["layer_norm.scale_0"] * (param_attr is None) + ["layer_norm.bias_0"] * (
+        bias_attr is None
+    )
+
+
 def test_layers_refuse_unknown_sizes():
     with pc.program_guard(pc.Program(), pc.Program()):
         with pytest.raises(
