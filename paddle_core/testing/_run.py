@@ -100,6 +100,9 @@ class _Gradients:
     analytic: dict[str, np.ndarray]  # variable name -> its gradient (absent: none computed)
 
 
+_WEIGHT_STREAM = 0x5EED_3E16  # any constant: it only sets the weights' stream apart
+
+
 def _gradients(
     op_type: str,
     inputs: dict[str, Any],
@@ -125,7 +128,9 @@ def _gradients(
     if missing:
         return [f"has no output {', '.join(map(repr, missing))} (it has {', '.join(outputs)})"]
     targets = [t for s in chosen for t in outputs[s]]
-    rng = np.random.default_rng(seed)
+    # A stream of the weights' own: inputs drawn with default_rng(seed) must not be the
+    # weights themselves, a direction some gradients (a normalisation's) are nearly blind to.
+    rng = np.random.default_rng([seed, _WEIGHT_STREAM])
     weights: list[np.ndarray] = []
     seeds: list[Variable] = []
     with program_guard(prog):
