@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace paddle_core {
 
@@ -18,10 +19,10 @@ namespace paddle_core {
 constexpr int64_t kGrain = 1 << 15;
 
 // Run f(begin, end) over [0, n) split into contiguous chunks across up to `threads` OpenMP
-// threads (inline when the work is too small to split). Chunk bounds are multiples of 64
-// elements, so even with 1-byte outputs threads never share a cache line of the output, and a
-// chunk's bounds depend only on n and the thread count (deterministic results per count).
-template <class F> void parallel_for(int64_t n, int32_t threads, int64_t grain, F&& f) {
+// threads (inline when the work is too small to split). Chunk bounds are multiples of `align`
+// items, and depend only on n and the thread count (deterministic results per count).
+template <class F>
+void parallel_chunks(int64_t n, int32_t threads, int64_t grain, int64_t align, F&& f) {
   int64_t chunks = std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1));
   if (chunks <= 1) {
     if (n > 0) f(int64_t{0}, n);
@@ -29,11 +30,31 @@ template <class F> void parallel_for(int64_t n, int32_t threads, int64_t grain, 
   }
 #pragma omp parallel num_threads(static_cast<int>(chunks))
   {
-    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    int64_t per = ((n + nt - 1) / nt + 63) / 64 * 64;
-    int64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    // The t-th of nt near-equal shares of [0, n), rounded down to `align` (no overflow: n * t
+    // is never formed).
+    auto bound = [&](int64_t k) {
+      if (k >= nt) return n;
+      return (n / nt * k + n % nt * k / nt) / align * align;
+    };
+    const int64_t begin = bound(t), end = bound(t + 1);
     if (begin < end) f(begin, end);
   }
+}
+
+// Items that are elements, or columns that every step of a loop writes across: chunk bounds
+// are multiples of 64 items, so even with 1-byte outputs threads never share a cache line of
+// the output (false sharing).
+template <class F> void parallel_for(int64_t n, int32_t threads, int64_t grain, F&& f) {
+  parallel_chunks(n, threads, grain, 64, std::forward<F>(f));
+}
+
+// Items that are rows: each writes a stretch of the output of its own (a row, a plane, one
+// value written once), so two threads meet at most on the line between their chunks, once.
+// The chunks need no alignment, and a loop over a few large rows (softmax's 48 lanes of 16K
+// classes, a pooling's 32 planes) still splits evenly across the threads.
+template <class F> void parallel_rows(int64_t n, int32_t threads, int64_t grain, F&& f) {
+  parallel_chunks(n, threads, grain, 1, std::forward<F>(f));
 }
 
 }  // namespace paddle_core

@@ -33,7 +33,7 @@ template <bool Max> class ArgReduce {
     if (p.numel == 0) return;
     const int64_t grain = std::max<int64_t>(16, kGrain / p.count);
     if (p.rows) {  // the axis is innermost: scan each run (one run per output)
-      parallel_for(p.outputs, threads, grain, [&](int64_t lo, int64_t hi) {
+      parallel_rows(p.outputs, threads, grain, [&](int64_t lo, int64_t hi) {
         int64_t o = lo;
         walk(p.kept, lo, hi, [&](int64_t base) {
           const T* run = x + base;

@@ -38,7 +38,8 @@ void run_broadcast(const Broadcast& p, const void* a, int as, const void* b, int
   const int32_t nd = static_cast<int32_t>(p.dims.size());
   const int64_t inner = p.dims[nd - 1], ia = p.stride_a[nd - 1], ib = p.stride_b[nd - 1];
   const int64_t rows = p.numel / inner;
-  parallel_for(rows, threads, std::max<int64_t>(1, kGrain / inner), [&](int64_t lo, int64_t hi) {
+  const int64_t grain = std::max<int64_t>(1, kGrain / inner);
+  parallel_rows(rows, threads, grain, [&](int64_t lo, int64_t hi) {
     std::vector<int64_t> idx(nd, 0);  // outer coordinates of the current row
     int64_t oa = 0, ob = 0;             // input offsets (elements) of the current row
     int64_t rem = lo;

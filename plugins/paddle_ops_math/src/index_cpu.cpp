@@ -45,13 +45,13 @@ class Gather {
     char* o = out(0).data<char>();
     const int64_t rows = geo_.outer * geo_.count, count = geo_.count, size = geo_.size;
     const size_t row = static_cast<size_t>(row_);
-    parallel_for(rows, ctx.num_threads(), std::max<int64_t>(1, kGrain / std::max<int64_t>(1, row_)),
-                 [&](int64_t lo, int64_t hi) {
-                   for (int64_t r = lo; r < hi; ++r) {
-                     const int64_t outer = r / count, k = r % count;
-                     std::memcpy(o + r * row_, x + (outer * size + at[k]) * row_, row);
-                   }
-                 });
+    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, row_));
+    parallel_rows(rows, ctx.num_threads(), grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const int64_t outer = r / count, k = r % count;
+        std::memcpy(o + r * row_, x + (outer * size + at[k]) * row_, row);
+      }
+    });
   }
 
  private:
@@ -132,11 +132,11 @@ class OneHot {
   template <class T>
   static void compute(const std::vector<int64_t>& at, int64_t depth, void* ov, int32_t threads) {
     T* o = static_cast<T*>(ov);
-    parallel_for(static_cast<int64_t>(at.size()), threads,
-                 std::max<int64_t>(1, kGrain / depth), [&](int64_t lo, int64_t hi) {
-                   std::fill(o + lo * depth, o + hi * depth, T(0));
-                   for (int64_t k = lo; k < hi; ++k) o[k * depth + at[k]] = T(1);
-                 });
+    parallel_rows(static_cast<int64_t>(at.size()), threads,
+                  std::max<int64_t>(1, kGrain / depth), [&](int64_t lo, int64_t hi) {
+                    std::fill(o + lo * depth, o + hi * depth, T(0));
+                    for (int64_t k = lo; k < hi; ++k) o[k * depth + at[k]] = T(1);
+                  });
   }
 
   int64_t depth_;

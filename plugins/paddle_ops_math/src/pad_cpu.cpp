@@ -55,19 +55,19 @@ class Pad {
     }
     const int64_t width = g.out_dims[g.ndim - 1];
     const std::vector<int64_t> column = last_axis_sources(g);
-    parallel_for(n / width, threads, std::max<int64_t>(1, kGrain / width),
-                 [&](int64_t lo, int64_t hi) {
-                   for (int64_t r = lo; r < hi; ++r) {
-                     T* dst = out + r * width;
-                     const int64_t src = g.row_source(r);
-                     if (src < 0) {
-                       std::fill(dst, dst + width, fill);
-                       continue;
-                     }
-                     for (int64_t o = 0; o < width; ++o)
-                       dst[o] = column[o] < 0 ? fill : x[src + column[o]];
-                   }
-                 });
+    parallel_rows(n / width, threads, std::max<int64_t>(1, kGrain / width),
+                  [&](int64_t lo, int64_t hi) {
+                    for (int64_t r = lo; r < hi; ++r) {
+                      T* dst = out + r * width;
+                      const int64_t src = g.row_source(r);
+                      if (src < 0) {
+                        std::fill(dst, dst + width, fill);
+                        continue;
+                      }
+                      for (int64_t o = 0; o < width; ++o)
+                        dst[o] = column[o] < 0 ? fill : x[src + column[o]];
+                    }
+                  });
   }
 
   PadGeometry geo_;

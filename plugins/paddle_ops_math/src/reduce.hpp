@@ -248,7 +248,7 @@ void reduce_rows(const Plan& p, const T* x, typename Op::Out* out, int32_t threa
   const int64_t segments = (p.count + kSegment - 1) / kSegment;
   if (segments <= 1) {
     const int64_t grain = std::max<int64_t>(1, kGrain / p.count);
-    parallel_for(p.outputs, threads, grain, [&](int64_t lo, int64_t hi) {
+    parallel_rows(p.outputs, threads, grain, [&](int64_t lo, int64_t hi) {
       int64_t o = lo;
       walk(p.kept, lo, hi, [&](int64_t base) {
         Acc acc = Op::acc();
@@ -259,15 +259,15 @@ void reduce_rows(const Plan& p, const T* x, typename Op::Out* out, int32_t threa
     return;
   }
   std::vector<Acc> part(p.outputs * segments, Op::acc());
-  parallel_for(p.outputs * segments, threads, std::max<int64_t>(1, kGrain / kSegment),
-               [&](int64_t lo, int64_t hi) {
-                 for (int64_t t = lo; t < hi; ++t) {
-                   const int64_t o = t / segments, s = t % segments;
-                   walk(p.kept, o, o + 1, [&](int64_t base) {
-                     fold_range(base, s * kSegment, std::min(p.count, (s + 1) * kSegment), part[t]);
-                   });
-                 }
-               });
+  const int64_t grain = std::max<int64_t>(1, kGrain / kSegment);
+  parallel_rows(p.outputs * segments, threads, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t o = t / segments, s = t % segments;
+      walk(p.kept, o, o + 1, [&](int64_t base) {
+        fold_range(base, s * kSegment, std::min(p.count, (s + 1) * kSegment), part[t]);
+      });
+    }
+  });
   for (int64_t o = 0; o < p.outputs; ++o) {  // join in order: independent of the thread count
     Acc acc = part[o * segments];
     for (int64_t s = 1; s < segments; ++s) Op::join(acc, part[o * segments + s]);

@@ -41,7 +41,7 @@ template <template <class> class G, bool Mean = false> class ReduceGrad {
     const int64_t grain = std::max<int64_t>(p.rows ? 1 : 16, kGrain / p.count);
     if (p.rows) {
       const int64_t r = p.inner, runs = p.reduced.size();
-      parallel_for(p.outputs, threads, grain, [&](int64_t lo, int64_t hi) {
+      parallel_rows(p.outputs, threads, grain, [&](int64_t lo, int64_t hi) {
         int64_t o = lo;
         walk(p.kept, lo, hi, [&](int64_t base) {
           const T ov = out_at(o), gv = g[o];

@@ -312,23 +312,23 @@ template <bool Lower> class TriangleKernel {
     const char* x = in(0).data<char>();
     char* o = out(0).data<char>();
     const int64_t rows = shape_.rows, cols = shape_.cols, width = cols * esize_;
-    parallel_for(shape_.batch * rows, ctx.num_threads(),
-                 std::max<int64_t>(1, kGrain / std::max<int64_t>(1, cols)),
-                 [&](int64_t lo, int64_t hi) {
-                   for (int64_t r = lo; r < hi; ++r) {
-                     const int64_t split = triangle_split(Lower, r % rows, shape_.diagonal, cols);
-                     const int64_t cut = split * esize_;
-                     const char* s = x + r * width;
-                     char* d = o + r * width;
-                     if (Lower) {
-                       std::memcpy(d, s, static_cast<size_t>(cut));
-                       std::memset(d + cut, 0, static_cast<size_t>(width - cut));
-                     } else {
-                       std::memset(d, 0, static_cast<size_t>(cut));
-                       std::memcpy(d + cut, s + cut, static_cast<size_t>(width - cut));
-                     }
-                   }
-                 });
+    parallel_rows(shape_.batch * rows, ctx.num_threads(),
+                  std::max<int64_t>(1, kGrain / std::max<int64_t>(1, cols)),
+                  [&](int64_t lo, int64_t hi) {
+                    for (int64_t r = lo; r < hi; ++r) {
+                      const int64_t split = triangle_split(Lower, r % rows, shape_.diagonal, cols);
+                      const int64_t cut = split * esize_;
+                      const char* s = x + r * width;
+                      char* d = o + r * width;
+                      if (Lower) {
+                        std::memcpy(d, s, static_cast<size_t>(cut));
+                        std::memset(d + cut, 0, static_cast<size_t>(width - cut));
+                      } else {
+                        std::memset(d, 0, static_cast<size_t>(cut));
+                        std::memcpy(d + cut, s + cut, static_cast<size_t>(width - cut));
+                      }
+                    }
+                  });
   }
 
  private:

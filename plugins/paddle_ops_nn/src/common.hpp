@@ -36,7 +36,9 @@ using pc::fail;
 using pc::Floats;
 #if !defined(__CUDACC__)
 using pc::kGrain;
+using pc::parallel_chunks;
 using pc::parallel_for;
+using pc::parallel_rows;
 #endif
 using pc::Slots;
 using pc::Tensor;

@@ -144,19 +144,19 @@ template <class T> class GemmConv final : public ConvEngine {
 
 template <class T>
 void bias_loop(const T* b, T* y, int64_t batch, int64_t channels, int64_t plane, int threads) {
-  parallel_for(batch * channels, threads, std::max<int64_t>(kGrain / std::max<int64_t>(plane, 1), 1),
-               [&](int64_t lo, int64_t hi) {
-                 for (int64_t p = lo; p < hi; ++p) {
-                   const T v = b[p % channels];
-                   T* row = y + p * plane;
-                   for (int64_t k = 0; k < plane; ++k) row[k] += v;
-                 }
-               });
+  const int64_t grain = std::max<int64_t>(kGrain / std::max<int64_t>(plane, 1), 1);
+  parallel_rows(batch * channels, threads, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const T v = b[p % channels];
+      T* row = y + p * plane;
+      for (int64_t k = 0; k < plane; ++k) row[k] += v;
+    }
+  });
 }
 
 template <class T>
 void bias_grad_loop(const T* dy, T* db, int64_t batch, int64_t channels, int64_t plane, int threads) {
-  parallel_for(channels, threads, 1, [&](int64_t lo, int64_t hi) {
+  parallel_rows(channels, threads, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t c = lo; c < hi; ++c) {
       double sum = 0;
       for (int64_t n = 0; n < batch; ++n) {

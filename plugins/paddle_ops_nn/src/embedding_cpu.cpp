@@ -28,7 +28,8 @@ class Embedding {
     dispatch(ids.dtype(), IdTypes{}, [&](auto t) {
       const auto* id = ids.data<decltype(t)>();
       for (int64_t i = 0; i < n; ++i) checked_id(id, i, rows_);  // all of them, first
-      parallel_for(n, ctx.num_threads(), kGrain / 64, [&](int64_t lo, int64_t hi) {
+      const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, w.dim(1)));
+      parallel_rows(n, ctx.num_threads(), grain, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) {
           const int64_t row = static_cast<int64_t>(id[i]);
           if (row == padding_) {

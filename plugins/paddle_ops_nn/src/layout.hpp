@@ -101,28 +101,28 @@ inline Activation output_activation(int64_t n, int64_t c, int64_t h, int64_t w, 
 // (image, channel block) tiles, each a transpose of [b, H * W] into [H * W, b].
 template <class T> void to_blocked(const Activation& a, const T* plain, T* blocked, int threads) {
   const int64_t b = a.block, plane = a.plane(), tiles = a.n * (a.c / b);
-  parallel_for(tiles, threads, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane * b, 1)),
-               [&](int64_t lo, int64_t hi) {
-                 for (int64_t t = lo; t < hi; ++t) {
-                   const T* src = plain + t * b * plane;  // channels t * b .. of image t / (C / b)
-                   T* dst = blocked + t * b * plane;
-                   for (int64_t s = 0; s < plane; ++s)
-                     for (int64_t j = 0; j < b; ++j) dst[s * b + j] = src[j * plane + s];
-                 }
-               });
+  parallel_rows(tiles, threads, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane * b, 1)),
+                [&](int64_t lo, int64_t hi) {
+                  for (int64_t t = lo; t < hi; ++t) {
+                    const T* src = plain + t * b * plane;  // channels t * b .. of image t / (C / b)
+                    T* dst = blocked + t * b * plane;
+                    for (int64_t s = 0; s < plane; ++s)
+                      for (int64_t j = 0; j < b; ++j) dst[s * b + j] = src[j * plane + s];
+                  }
+                });
 }
 
 template <class T> void to_plain(const Activation& a, const T* blocked, T* plain, int threads) {
   const int64_t b = a.block, plane = a.plane(), tiles = a.n * (a.c / b);
-  parallel_for(tiles, threads, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane * b, 1)),
-               [&](int64_t lo, int64_t hi) {
-                 for (int64_t t = lo; t < hi; ++t) {
-                   const T* src = blocked + t * b * plane;
-                   T* dst = plain + t * b * plane;
-                   for (int64_t j = 0; j < b; ++j)
-                     for (int64_t s = 0; s < plane; ++s) dst[j * plane + s] = src[s * b + j];
-                 }
-               });
+  parallel_rows(tiles, threads, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane * b, 1)),
+                [&](int64_t lo, int64_t hi) {
+                  for (int64_t t = lo; t < hi; ++t) {
+                    const T* src = blocked + t * b * plane;
+                    T* dst = plain + t * b * plane;
+                    for (int64_t j = 0; j < b; ++j)
+                      for (int64_t s = 0; s < plane; ++s) dst[j * plane + s] = src[s * b + j];
+                  }
+                });
 }
 
 #endif  // !defined(__CUDACC__)

@@ -71,7 +71,7 @@ template <int B, class F> void lane_sums(int64_t n, F&& f, double* out) {
 template <class F> void for_tiles(const Planes& l, int32_t threads, F&& f) {
   const int64_t blocks = l.channels / l.block, size = l.inner * l.block;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(size, 1));
-  parallel_for(l.batch * blocks, threads, grain, [&](int64_t lo, int64_t hi) {
+  parallel_rows(l.batch * blocks, threads, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) f(t % blocks, t * size);
   });
 }
@@ -98,7 +98,7 @@ std::vector<double> tile_sums(const Planes& l, int32_t threads, F&& tile) {
 // threads.
 template <class F> void for_planes(const Planes& l, int32_t threads, F&& f) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(l.inner, 1));
-  parallel_for(l.count(), threads, grain, [&](int64_t lo, int64_t hi) {
+  parallel_rows(l.count(), threads, grain, [&](int64_t lo, int64_t hi) {
     int64_t c = lo % l.channels;
     for (int64_t p = lo; p < hi; ++p) {
       f(c, p * l.inner);
@@ -120,7 +120,7 @@ std::vector<double> channel_sums(const Planes& l, int32_t threads, F&& plane) {
   if (inner >= 64) {
     std::vector<double> partial(l.count() * K, 0.0);
     const int64_t grain = std::max<int64_t>(1, kGrain / inner);
-    parallel_for(l.count(), threads, grain, [&](int64_t lo, int64_t hi) {
+    parallel_rows(l.count(), threads, grain, [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) plane(p % channels, p * inner, &partial[p * K]);
     });
     for (int64_t p = 0; p < l.count(); ++p)
@@ -341,7 +341,7 @@ class BatchNormGrad {
 // f(r, begin) for every row r (elements [begin, begin + cols)), split across threads.
 template <class F> void for_rows(const Rows& s, int32_t threads, F&& f) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(s.cols, 1));
-  parallel_for(s.rows, threads, grain, [&](int64_t lo, int64_t hi) {
+  parallel_rows(s.rows, threads, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) f(r, r * s.cols);
   });
 }

@@ -35,7 +35,7 @@ template <class F> void for_windows(const Pooling& p, F&& f) {
 
 template <class T> void pool(const Pooling& p, const T* x, T* y, int64_t planes, int threads) {
   const int64_t grain = std::max<int64_t>(kGrain / std::max<int64_t>(p.in_plane(), 1), 1);
-  parallel_for(planes, threads, grain, [&](int64_t lo, int64_t hi) {
+  parallel_rows(planes, threads, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t c = lo; c < hi; ++c) {
       const T* plane = x + c * p.in_plane();
       T* out = y + c * p.out_plane();
@@ -56,7 +56,7 @@ template <class T> void pool(const Pooling& p, const T* x, T* y, int64_t planes,
 template <class T>
 void pool_grad(const Pooling& p, const T* x, const T* dy, T* dx, int64_t planes, int threads) {
   const int64_t grain = std::max<int64_t>(kGrain / std::max<int64_t>(p.in_plane(), 1), 1);
-  parallel_for(planes, threads, grain, [&](int64_t lo, int64_t hi) {
+  parallel_rows(planes, threads, grain, [&](int64_t lo, int64_t hi) {
     std::fill(dx + lo * p.in_plane(), dx + hi * p.in_plane(), T(0));
     for (int64_t c = lo; c < hi; ++c) {
       const T* plane = x + c * p.in_plane();

@@ -38,10 +38,12 @@ void check_labels(const int64_t* label, int64_t n, int64_t classes, bool ignore,
 }
 
 // Call f(lane, base) for every lane, split across threads (exp-heavy work: a smaller grain than
-// the memory-bound loops').
+// the memory-bound loops'). Lanes along the last axis are rows; along another axis, adjacent
+// lanes interleave, and the chunks stay aligned.
 template <class F> void for_lanes(const Lanes& l, int32_t threads, F&& f) {
   const int64_t grain = std::max<int64_t>(1, kGrain / 8 / std::max<int64_t>(l.classes, 1));
-  parallel_for(l.count(), threads, grain, [&](int64_t lo, int64_t hi) {
+  const int64_t align = l.inner == 1 ? 1 : 64;
+  parallel_chunks(l.count(), threads, grain, align, [&](int64_t lo, int64_t hi) {
     for (int64_t lane = lo; lane < hi; ++lane) f(lane, l.base(lane));
   });
 }
@@ -261,7 +263,7 @@ class Accuracy {
     check_labels(label, rows, n, false, 0);
     std::atomic<int64_t> correct{0};
     const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1));
-    parallel_for(rows, threads, grain, [&](int64_t lo, int64_t hi) {
+    parallel_rows(rows, threads, grain, [&](int64_t lo, int64_t hi) {
       int64_t mine = 0;
       for (int64_t r = lo; r < hi; ++r) mine += accuracy_hit(x + r * n, n, label[r], k_);
       correct += mine;

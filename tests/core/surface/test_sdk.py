@@ -67,9 +67,9 @@ def build(tmp_path: Path, source: str, suffix: str, *flags: str) -> Path:
     return output
 
 
-def compile_and_run(tmp_path: Path, source: str, suffix: str) -> str:
-    """Builds and runs `source`; returns its stdout."""
-    executable = build(tmp_path, source, suffix)
+def compile_and_run(tmp_path: Path, source: str, suffix: str, *flags: str) -> str:
+    """Builds and runs `source` (with the compiler's `flags`); returns its stdout."""
+    executable = build(tmp_path, source, suffix, *flags)
     return subprocess.run([str(executable)], check=True, capture_output=True, text=True).stdout
 
 
@@ -140,6 +140,76 @@ def test_the_cpp_helpers_dispatch_check_and_size(tmp_path: Path) -> None:
         "element_size": "4 8",
         "nbytes": "24 48",
         "pc_dtype_size": "2 0",
+    }
+
+
+PARALLEL = r"""
+#include <paddle_core/parallel.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <utility>
+#include <vector>
+namespace pc = paddle_core;
+
+using Chunks = std::vector<std::pair<int64_t, int64_t>>;
+template <class Split> Chunks chunks_of(Split split) {
+  Chunks seen;
+  std::mutex m;
+  split([&](int64_t lo, int64_t hi) {
+    std::lock_guard<std::mutex> lock(m);
+    seen.emplace_back(lo, hi);
+  });
+  std::sort(seen.begin(), seen.end());
+  return seen;
+}
+void show(const char* label, const Chunks& c) {
+  std::printf("%s=", label);
+  for (auto [lo, hi] : c) std::printf("[%lld,%lld)", (long long)lo, (long long)hi);
+  std::printf("\n");
+}
+// Whether the chunks cover [0, n) once each, in order, with bounds on multiples of align.
+bool tiles(const Chunks& c, int64_t n, int64_t align) {
+  int64_t next = 0;
+  for (auto [lo, hi] : c) {
+    if (lo != next || hi <= lo || lo % align != 0) return false;
+    next = hi;
+  }
+  return next == n;
+}
+
+int main() {
+  show("rows 48 on 2", chunks_of([](auto f) { pc::parallel_rows(48, 2, 1, f); }));
+  show("rows 48 on 16", chunks_of([](auto f) { pc::parallel_rows(48, 16, 1, f); }));
+  show("rows 10 on 4, grain 4", chunks_of([](auto f) { pc::parallel_rows(10, 4, 4, f); }));
+  show("rows 3 on 2, grain 2", chunks_of([](auto f) { pc::parallel_rows(3, 2, 2, f); }));
+  show("for 48 on 2", chunks_of([](auto f) { pc::parallel_for(48, 2, 1, f); }));
+  show("for 1000 on 2", chunks_of([](auto f) { pc::parallel_for(1000, 2, 1, f); }));
+  show("for 0 on 2", chunks_of([](auto f) { pc::parallel_for(0, 2, 1, f); }));
+  int bad = 0;
+  for (int64_t n = 0; n <= 300; ++n)
+    for (int32_t t = 1; t <= 5; ++t)
+      for (int64_t align : {1, 7, 64}) {
+        auto c = chunks_of([&](auto f) { pc::parallel_chunks(n, t, 1, align, f); });
+        bad += !tiles(c, n, align);
+      }
+  std::printf("sweeps that do not tile=%d\n", bad);
+}
+"""
+
+
+def test_the_parallel_loops_split_rows_evenly_and_elements_on_cache_lines(tmp_path: Path) -> None:
+    output = compile_and_run(tmp_path, PARALLEL, ".cpp", "-fopenmp")
+    results = dict(line.split("=", 1) for line in output.splitlines())
+    assert results == {
+        "rows 48 on 2": "[0,24)[24,48)",
+        "rows 48 on 16": "".join(f"[{k},{k + 3})" for k in range(0, 48, 3)),
+        "rows 10 on 4, grain 4": "[0,5)[5,10)",  # only 10 / 4 = 2 chunks are worth a thread
+        "rows 3 on 2, grain 2": "[0,3)",  # too small to split: inline
+        "for 48 on 2": "[0,48)",  # 64-item bounds: one thread
+        "for 1000 on 2": "[0,448)[448,1000)",
+        "for 0 on 2": "",
+        "sweeps that do not tile": "0",
     }
 
 

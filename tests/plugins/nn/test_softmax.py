@@ -147,10 +147,11 @@ def test_softmax_of_extreme_logits_is_finite(op, dtype):
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "softmax_with_cross_entropy"])
-def test_results_do_not_depend_on_the_thread_count(op):
+@pytest.mark.parametrize("axis", [1, -1], ids=["strided lanes", "rows"])
+def test_results_do_not_depend_on_the_thread_count(op, axis):
     rng = np.random.default_rng(20)
     x = rand(rng, (3, 40, 700), "float32", -5, 5)
-    label = labels(rng, (3, 700), 40)
+    label = labels(rng, (3, 700) if axis == 1 else (3, 40), x.shape[axis])
     results = []
     for threads in (1, 2):
         prog = pc.Program()
@@ -158,9 +159,9 @@ def test_results_do_not_depend_on_the_thread_count(op):
             xv = pc.data("x", list(x.shape), "float32")
             if op == "softmax_with_cross_entropy":
                 yv = pc.data("y", list(label.shape), "int64")
-                outs = list(pc.ops.softmax_with_cross_entropy(xv, yv, axis=1))
+                outs = list(pc.ops.softmax_with_cross_entropy(xv, yv, axis=axis))
             else:
-                outs = [getattr(pc.ops, op)(xv, axis=1)]
+                outs = [getattr(pc.ops, op)(xv, axis=axis)]
         exe = pc.Executor("cpu", num_threads=threads)
         feed = {"x": x, "y": label} if op == "softmax_with_cross_entropy" else {"x": x}
         results.append(exe.run(prog, feed=feed, fetch_list=outs))
