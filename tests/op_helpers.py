@@ -35,11 +35,22 @@ __all__ = [
     "NUMBERS",
     "assert_matches",
     "check_grad",
+    "cpu_has_avx2_fma",
     "pc",
     "rand",
     "run1",
     "run_op",
 ]
+
+
+def cpu_has_avx2_fma() -> bool:
+    """Whether this CPU has AVX2 and FMA: where the plugins' *_avx2.cpp loops run."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx2" in flags and "fma" in flags
 
 
 def rand(rng: np.random.Generator, shape, dtype: str, low: float = -3, high: float = 3):

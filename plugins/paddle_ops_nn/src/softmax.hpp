@@ -11,7 +11,9 @@
 //
 // Numerics: every softmax subtracts its lane's maximum first, so exp never overflows, and
 // log-softmax is (x - max) - log(sum): extreme logits (±1000) give finite results. Sums over a
-// lane are carried in double. A NaN in a lane makes its softmax NaN, like NumPy's.
+// lane are carried in double. A NaN in a lane makes its softmax NaN, like NumPy's. On the CPU,
+// float32 lanes along the last axis run softmax_avx2.cpp where the CPU has AVX2 and FMA: the
+// same arithmetic, eight elements at a time.
 //
 // Hard labels: the CPU kernels check every label before using it (check_labels); the lane
 // functions also guard, so a label outside [0, C) that is not ignore_index never reads out of
@@ -26,8 +28,19 @@
 #include <vector>
 
 #include "common.hpp"
+#if !defined(__CUDACC__)
+#include <type_traits>
+
+#include "softmax_avx2.hpp"
+#endif
 
 namespace pon {
+
+#if !defined(__CUDACC__)
+// Whether the CPU runs contiguous float32 lanes with softmax_avx2.cpp: the CPU has AVX2 and
+// FMA, and PADDLE_OPS_NN_DISABLE_AVX2 is unset or 0 (read once; softmax_cpu.cpp).
+bool avx2_lanes();
+#endif
 
 // -- layout and the checks of prepare --------------------------------------------------------
 
@@ -254,6 +267,14 @@ template <class T> PADDLE_CORE_HD T lane_max(const T* x, int64_t n, int64_t s) {
 // y = softmax of one lane of x; returns (max, log of the sum of exp(x - max)).
 template <class T>
 PADDLE_CORE_HD void softmax_lane(const T* x, T* y, int64_t n, int64_t s, T& m, double& log_sum) {
+#if !defined(__CUDACC__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (s == 1 && n > 0 && avx2_lanes()) {
+      m = avx2::softmax_f32(x, y, n, log_sum);
+      return;
+    }
+  }
+#endif
   m = lane_max(x, n, s);
   double sum = 0;
   for (int64_t c = 0; c < n; ++c) {
@@ -271,6 +292,11 @@ template <bool Log, class T>
 PADDLE_CORE_HD void softmax_or_log_lane(const T* x, T* y, int64_t n, int64_t s) {
   if (n == 0) return;
   if (Log) {
+#if !defined(__CUDACC__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (s == 1 && avx2_lanes()) return avx2::log_softmax_f32(x, y, n);
+    }
+#endif
     const T m = lane_max(x, n, s);
     double sum = 0;
     for (int64_t c = 0; c < n; ++c) {

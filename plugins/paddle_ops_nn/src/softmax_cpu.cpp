@@ -6,16 +6,27 @@
 // indexes, so run only computes (and, for hard labels, checks their values before reading x
 // with them: a label outside [0, C) that is not ignore_index is an error, never an out-of-bounds
 // read). Lanes are split across the run's threads in contiguous ranges (of rows, for the last
-// axis).
+// axis). Float32 lanes along the last axis run softmax_avx2.cpp on CPUs with AVX2 and FMA.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "softmax.hpp"
 
 namespace pon {
+
+bool avx2_lanes() {
+  static const bool yes = [] {
+    const char* off = std::getenv("PADDLE_OPS_NN_DISABLE_AVX2");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           !(off != nullptr && *off != '\0' && *off != '0');
+  }();
+  return yes;
+}
+
 namespace {
 
 // Run-time check of hard labels, before any is used as an index (outside parallel regions:

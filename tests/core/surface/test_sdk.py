@@ -213,6 +213,48 @@ def test_the_parallel_loops_split_rows_evenly_and_elements_on_cache_lines(tmp_pa
     }
 
 
+AVX2 = r"""
+#include <paddle_core/avx2.hpp>
+#include <cmath>
+#include <cstdio>
+namespace avx2 = paddle_core::avx2;
+
+int main() {
+  const float x[11] = {0.0f, 1.0f, -1.0f, 10.5f, -50.25f, 88.0f, -100.0f, 89.0f, -200.0f,
+                       INFINITY, NAN};
+  float y[11] = {0};
+  _mm256_storeu_ps(y, avx2::exp8(_mm256_loadu_ps(x)));
+  const __m256i tail = avx2::first_lanes(3);  // x[8, 11) only: y[11..15] are never touched
+  _mm256_maskstore_ps(y + 8, tail, avx2::exp8(_mm256_maskload_ps(x + 8, tail)));
+  for (int i = 0; i < 11; ++i) {
+    const double want = std::exp(static_cast<double>(x[i]));
+    const float rounded = static_cast<float>(want);  // inf past FLT_MAX
+    const double ulp = std::nextafter(rounded, INFINITY) - rounded;
+    std::printf("%g=%s\n", x[i],
+                std::isnan(want) ? (std::isnan(y[i]) ? "nan" : "?")
+                : std::isinf(rounded) ? (std::isinf(y[i]) ? "inf" : "?")
+                : std::fabs(y[i] - want) <= 1.05 * ulp ? "ok" : "off");
+  }
+}
+"""
+
+
+def test_the_avx2_header_computes_exp_and_refuses_other_flags(tmp_path: Path) -> None:
+    with pytest.raises(subprocess.CalledProcessError):  # without -mavx2 -mfma: its #error
+        build(tmp_path, AVX2, ".cpp", "-c")
+    flags = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+    if "avx2" not in flags or "fma" not in flags:
+        pytest.skip("this CPU has no AVX2+FMA to run it on")
+    output = compile_and_run(tmp_path, AVX2, ".cpp", "-mavx2", "-mfma")
+    results = dict(line.split("=", 1) for line in output.splitlines())
+    assert results == {
+        **{v: "ok" for v in ("0", "1", "-1", "10.5", "-50.25", "88", "-100", "-200")},
+        "89": "inf",
+        "inf": "inf",
+        "nan": "nan",
+    }
+
+
 def test_the_c_element_sizes_agree_with_python_and_the_proto(tmp_path: Path) -> None:
     """pc_dtype_size is the one C table of element sizes: it must match dtypes.ITEMSIZE and
     the names of VarType.DataType (bits in the name / 8; BOOL is a byte), and give 0 for the

@@ -15,7 +15,18 @@ import math
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, INTS, NUMBERS, assert_matches, check_grad, pc, rand, run1, run_op
+from op_helpers import (
+    FLOATS,
+    INTS,
+    NUMBERS,
+    assert_matches,
+    check_grad,
+    cpu_has_avx2_fma,
+    pc,
+    rand,
+    run1,
+    run_op,
+)
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
@@ -60,15 +71,6 @@ def path(request, monkeypatch):
     else:
         monkeypatch.setenv("PADDLE_OPS_MATH_DISABLE_AVX2", "1")
     return request.param
-
-
-def cpu_has_avx2_fma() -> bool:
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split() for line in f if line.startswith("flags")), [])
-    except OSError:
-        return False
-    return "avx2" in flags and "fma" in flags
 
 
 @pytest.mark.parametrize("op", UNARY)

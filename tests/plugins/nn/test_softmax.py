@@ -5,10 +5,13 @@ softmax regression trained with append_backward."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, assert_matches, check_grad, pc, rand, run_op
+from op_helpers import FLOATS, assert_matches, check_grad, cpu_has_avx2_fma, pc, rand, run_op
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 
@@ -167,6 +170,104 @@ def test_results_do_not_depend_on_the_thread_count(op, axis):
         results.append(exe.run(prog, feed=feed, fetch_list=outs))
     for one, two in zip(*results):
         np.testing.assert_array_equal(one, two)
+
+
+# -- the AVX2 lanes --------------------------------------------------------------------------
+# Float32 lanes along the last axis run softmax_avx2.cpp on CPUs with AVX2 and FMA, and the
+# portable lane functions with PADDLE_OPS_NN_DISABLE_AVX2=1 (read once per process: each path
+# runs in a process of its own).
+
+LANES = """
+import sys
+import numpy as np
+from paddle_core.testing import run_op
+
+inputs = dict(np.load(sys.argv[1]))
+results = {}
+for name, x in inputs.items():
+    if name.startswith("label "):
+        continue
+    results["softmax " + name] = run_op("softmax", {"x": x})["out"][0]
+    results["log_softmax " + name] = run_op("log_softmax", {"x": x})["out"][0]
+    got = run_op("softmax_with_cross_entropy", {"logits": x, "label": inputs["label " + name]})
+    results["loss " + name] = got["loss"][0]
+np.savez(sys.argv[2], **results)
+"""
+
+
+def lanes_on_both_paths(tmp_path, inputs: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """Each input's softmax, log_softmax and loss (hard labels), from the AVX2 lanes and from
+    the portable ones."""
+    rng = np.random.default_rng(31)
+    for name, x in list(inputs.items()):
+        inputs["label " + name] = rng.integers(0, x.shape[-1], (x.shape[0], 1))
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    results = []
+    for disable in ("0", "1"):
+        out = tmp_path / f"lanes{disable}.npz"
+        command = [sys.executable, "-P", "-c", LANES, str(tmp_path / "inputs.npz"), str(out)]
+        env = {**os.environ, "PADDLE_OPS_NN_DISABLE_AVX2": disable}
+        subprocess.run(command, check=True, env=env)
+        results.append(dict(np.load(out)))
+    return results[0], results[1]
+
+
+def ulps(got, want):
+    """|got - want| in float32 ulps of want."""
+    return np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want).astype(np.float32))
+
+
+@pytest.mark.skipif(not cpu_has_avx2_fma(), reason="this CPU has no AVX2+FMA")
+def test_avx2_lanes_agree_with_the_portable_ones_and_numpy(tmp_path):
+    """Every lane length up to 40 (full eights and every tail), long lanes, and a lane whose
+    exponentials go denormal: softmax within 3 ulps of the portable lanes and of float64,
+    log_softmax within 2 ulps of log(sum)."""
+    rng = np.random.default_rng(30)
+    inputs = {f"n={n}": rand(rng, (5, n), "float32", -8, 8) for n in [*range(1, 41), 1000, 16387]}
+    inputs["wide range"] = rand(rng, (4, 301), "float32", -200, 0)
+    avx2, portable = lanes_on_both_paths(tmp_path, inputs)
+    for name, x in inputs.items():
+        if name.startswith("label "):
+            continue
+        soft, log_soft = avx2["softmax " + name], avx2["log_softmax " + name]
+        assert ulps(soft, portable["softmax " + name]).max() <= 3, name
+        # log_softmax = (x - max) - log(sum): the paths' log(sum) differ by rounding only.
+        log_sum = np.log(np.exp(x.astype(np.float64) - x.max(-1, keepdims=True)).sum(-1))
+        allowed = 2 * np.spacing(np.maximum(np.abs(log_soft), log_sum[:, None]).astype(np.float32))
+        assert (np.abs(log_soft - portable["log_softmax " + name]) <= allowed).all(), name
+        np.testing.assert_allclose(avx2["loss " + name], portable["loss " + name], rtol=1e-6)
+        # Against float64 from the same float32 x - max (whose rounding both paths share):
+        # 3 ulps (2 seen), and a few of the denormals' spacing below the normal floats.
+        shifted = (x - x.max(-1, keepdims=True)).astype(np.float64)
+        want = np.exp(shifted) / np.exp(shifted).sum(-1, keepdims=True)
+        normal = want >= np.finfo(np.float32).tiny
+        assert ulps(soft[normal], want[normal]).max() <= 3, name
+        np.testing.assert_allclose(soft[~normal], want[~normal], rtol=0, atol=2.0**-147)
+        assert_matches(log_soft, np_log_softmax(x).astype(np.float32), rtol=1e-5, atol=1e-5)
+    differ = [k for k in avx2 if not np.array_equal(avx2[k], portable[k])]
+    assert len(differ) > 40  # two paths ran (exp8 and libm's exp differ in the last bit)
+
+
+@pytest.mark.skipif(not cpu_has_avx2_fma(), reason="this CPU has no AVX2+FMA")
+def test_avx2_lanes_treat_special_values_as_the_portable_ones(tmp_path):
+    """NaN, +inf and -inf in the first eight of a lane and in its tail; extreme logits."""
+    n = 13  # one full eight and a tail of five
+    rows = []
+    for position in (0, 7, 8, 12):
+        for value in (np.nan, np.inf, -np.inf):
+            row = np.linspace(-3, 3, n, dtype=np.float32)
+            row[position] = value
+            rows.append(row)
+    rows.append(np.full(n, -np.inf, np.float32))
+    rows.append(np.where(np.arange(n) % 2 == 0, 1000, -1000).astype(np.float32))
+    x = np.stack(rows)
+    avx2, portable = lanes_on_both_paths(tmp_path, {"special": x})
+    for what in ("softmax", "log_softmax", "loss"):
+        got, want = avx2[f"{what} special"], portable[f"{what} special"]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=what)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=0, equal_nan=True, err_msg=what)
+    lane_of_nan = np.isnan(avx2["softmax special"]).any(axis=1)
+    assert (np.isnan(avx2["softmax special"]) == lane_of_nan[:, None]).all()  # whole lanes
 
 
 # -- cross_entropy ---------------------------------------------------------------------------
