@@ -7,6 +7,11 @@ empty and non-contiguous inputs; gradients are checked by finite differences in 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy: np.dtype("bfloat16"))
 import numpy as np
 
@@ -36,6 +41,7 @@ __all__ = [
     "assert_matches",
     "check_grad",
     "cpu_has_avx2_fma",
+    "on_both_paths",
     "pc",
     "rand",
     "run1",
@@ -51,6 +57,20 @@ def cpu_has_avx2_fma() -> bool:
     except OSError:
         return False
     return "avx2" in flags and "fma" in flags
+
+
+def on_both_paths(tmp_path: Path, script: str, inputs: dict, switch: str) -> tuple[dict, dict]:
+    """What ``script`` saves (it is run as ``python -c script inputs.npz out.npz``) with the
+    AVX2 loops (environment variable ``switch``=0) and with the portable ones (``switch``=1),
+    each in a fresh process: the plugins read their switch once."""
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    results = []
+    for disable in ("0", "1"):
+        out = tmp_path / f"out{disable}.npz"
+        command = [sys.executable, "-P", "-c", script, str(tmp_path / "inputs.npz"), str(out)]
+        subprocess.run(command, check=True, env={**os.environ, switch: disable})
+        results.append(dict(np.load(out)))
+    return results[0], results[1]
 
 
 def rand(rng: np.random.Generator, shape, dtype: str, low: float = -3, high: float = 3):

@@ -44,6 +44,12 @@ using pc::Slots;
 using pc::Tensor;
 using pc::Types;
 
+#if !defined(__CUDACC__)
+// Whether the CPU kernels run their float32 loops compiled for AVX2+FMA (src/*_avx2.cpp): the
+// CPU has both, and PADDLE_OPS_NN_DISABLE_AVX2 is unset or 0 (read once; avx2_cpu.cpp).
+bool use_avx2();
+#endif
+
 }  // namespace pon
 
 #endif  // PADDLE_OPS_NN_COMMON_HPP_

@@ -36,12 +36,6 @@
 
 namespace pon {
 
-#if !defined(__CUDACC__)
-// Whether the CPU runs contiguous float32 lanes with softmax_avx2.cpp: the CPU has AVX2 and
-// FMA, and PADDLE_OPS_NN_DISABLE_AVX2 is unset or 0 (read once; softmax_cpu.cpp).
-bool avx2_lanes();
-#endif
-
 // -- layout and the checks of prepare --------------------------------------------------------
 
 struct Lanes {
@@ -269,7 +263,7 @@ template <class T>
 PADDLE_CORE_HD void softmax_lane(const T* x, T* y, int64_t n, int64_t s, T& m, double& log_sum) {
 #if !defined(__CUDACC__)
   if constexpr (std::is_same_v<T, float>) {
-    if (s == 1 && n > 0 && avx2_lanes()) {
+    if (s == 1 && n > 0 && use_avx2()) {
       m = avx2::softmax_f32(x, y, n, log_sum);
       return;
     }
@@ -294,7 +288,7 @@ PADDLE_CORE_HD void softmax_or_log_lane(const T* x, T* y, int64_t n, int64_t s) 
   if (Log) {
 #if !defined(__CUDACC__)
     if constexpr (std::is_same_v<T, float>) {
-      if (s == 1 && avx2_lanes()) return avx2::log_softmax_f32(x, y, n);
+      if (s == 1 && use_avx2()) return avx2::log_softmax_f32(x, y, n);
     }
 #endif
     const T m = lane_max(x, n, s);

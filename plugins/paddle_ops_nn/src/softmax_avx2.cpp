@@ -1,6 +1,6 @@
 // The float32 softmax lanes with AVX2+FMA, eight elements at a time. This file is compiled with
-// -mavx2 -mfma; the CPU kernels call it only on CPUs that have both (softmax.hpp's
-// avx2_lanes), for lanes along the last axis.
+// -mavx2 -mfma; the CPU kernels call it only on CPUs that have both (use_avx2 of
+// common.hpp), for lanes along the last axis.
 //
 // The arithmetic is that of softmax.hpp's portable lane functions: the lane's max subtracted
 // first, the exponentials summed in double, softmax = e / sum and log-softmax =

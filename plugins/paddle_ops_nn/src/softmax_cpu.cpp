@@ -10,23 +10,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "softmax.hpp"
 
 namespace pon {
-
-bool avx2_lanes() {
-  static const bool yes = [] {
-    const char* off = std::getenv("PADDLE_OPS_NN_DISABLE_AVX2");
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           !(off != nullptr && *off != '\0' && *off != '0');
-  }();
-  return yes;
-}
-
 namespace {
 
 // Run-time check of hard labels, before any is used as an index (outside parallel regions:

@@ -12,7 +12,17 @@ import math
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, assert_matches, check_grad, pc, rand, run1, run_op
+from op_helpers import (
+    FLOATS,
+    assert_matches,
+    check_grad,
+    cpu_has_avx2_fma,
+    on_both_paths,
+    pc,
+    rand,
+    run1,
+    run_op,
+)
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 
@@ -226,3 +236,59 @@ def test_other_dtypes_are_refused(op):
 def test_nan_stays_nan(op):
     (out,) = run_op(op, {"x": np.array([np.nan, 1.0])})["out"]
     assert np.isnan(out[0]) and not np.isnan(out[1])
+
+
+# -- the AVX2 loops --------------------------------------------------------------------------
+# Float32 silu, the tanh gelu, and the gradients of those and of softplus run
+# activation_avx2.cpp on CPUs with AVX2 and FMA, and activation.hpp's portable loops with
+# PADDLE_OPS_NN_DISABLE_AVX2=1.
+
+VALUES_AND_GRADIENTS = """
+import sys
+import numpy as np
+import paddle_core as pc
+
+x = np.load(sys.argv[1])["x"]
+results = {}
+CASES = [("silu", {}), ("gelu", {"approximate": True}), ("softplus", {}),
+         ("softplus", {"beta": 2.0, "threshold": 4.0})]
+for op, attrs in CASES:
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        v = pc.data("x", list(x.shape), "float32")
+        v.stop_gradient = False
+        out = getattr(pc.ops, op)(v, **attrs)
+        (grad,) = pc.gradients([out], [v])
+    key = op + repr(sorted(attrs.items()))
+    got = pc.Executor().run(prog, feed={"x": x}, fetch_list=[out, grad])
+    results["out " + key], results["grad " + key] = got
+np.savez(sys.argv[2], **results)
+"""
+
+
+@pytest.mark.skipif(not cpu_has_avx2_fma(), reason="this CPU has no AVX2+FMA")
+def test_avx2_loops_agree_with_the_portable_ones(tmp_path):
+    """Every float32 step of 1/1024 in [-24, 24] (and a tail of 7), large magnitudes, zeros,
+    denormals, infinities and NaN. The paths differ only in how e^x is rounded (and in which
+    products fuse into an FMA), so they agree to 4 ulps times the formulas' condition number
+    in x (e^(2u) amplifies x's rounding by |x d(2u)/dx|, up to ~0.2 |x|^3); a gradient also
+    by 4 ulps of 1 where it crosses 0 (silu' and the tanh gelu's cancel there)."""
+    dense = np.arange(-24 * 1024, 24 * 1024 + 7, dtype=np.float32) / np.float32(1024)
+    special = [0.0, -0.0, 1e-40, -1e-40, 1e30, -1e30, 3e38, -3e38, np.inf, -np.inf, np.nan]
+    x = np.concatenate([dense, np.array(special, np.float32)])
+    switch = "PADDLE_OPS_NN_DISABLE_AVX2"
+    avx2, portable = on_both_paths(tmp_path, VALUES_AND_GRADIENTS, {"x": x}, switch)
+    ax = np.abs(x.astype(np.float64))
+    condition = np.minimum(1 + 2 * ax + 0.25 * ax**3, 1e4)
+    for key, want in portable.items():
+        got = avx2[key]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=key)
+        bound = 4 * np.spacing(np.abs(want)).astype(np.float64) * condition
+        if key.startswith("grad "):
+            bound += 4 * 2.0**-24
+        with np.errstate(invalid="ignore"):
+            near = (got == want) | np.isnan(want) | (np.abs(got - want.astype(np.float64)) <= bound)
+        assert near.all(), (
+            f"{key}: x={x[~near][:5]}, AVX2 {got[~near][:5]}, portable {want[~near][:5]}"
+        )
+    assert any(not np.array_equal(avx2[k], portable[k]) for k in portable)  # two paths ran

@@ -5,13 +5,19 @@ softmax regression trained with append_backward."""
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, assert_matches, check_grad, cpu_has_avx2_fma, pc, rand, run_op
+from op_helpers import (
+    FLOATS,
+    assert_matches,
+    check_grad,
+    cpu_has_avx2_fma,
+    on_both_paths,
+    pc,
+    rand,
+    run_op,
+)
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 
@@ -174,8 +180,7 @@ def test_results_do_not_depend_on_the_thread_count(op, axis):
 
 # -- the AVX2 lanes --------------------------------------------------------------------------
 # Float32 lanes along the last axis run softmax_avx2.cpp on CPUs with AVX2 and FMA, and the
-# portable lane functions with PADDLE_OPS_NN_DISABLE_AVX2=1 (read once per process: each path
-# runs in a process of its own).
+# portable lane functions with PADDLE_OPS_NN_DISABLE_AVX2=1.
 
 LANES = """
 import sys
@@ -201,15 +206,7 @@ def lanes_on_both_paths(tmp_path, inputs: dict[str, np.ndarray]) -> tuple[dict, 
     rng = np.random.default_rng(31)
     for name, x in list(inputs.items()):
         inputs["label " + name] = rng.integers(0, x.shape[-1], (x.shape[0], 1))
-    np.savez(tmp_path / "inputs.npz", **inputs)
-    results = []
-    for disable in ("0", "1"):
-        out = tmp_path / f"lanes{disable}.npz"
-        command = [sys.executable, "-P", "-c", LANES, str(tmp_path / "inputs.npz"), str(out)]
-        env = {**os.environ, "PADDLE_OPS_NN_DISABLE_AVX2": disable}
-        subprocess.run(command, check=True, env=env)
-        results.append(dict(np.load(out)))
-    return results[0], results[1]
+    return on_both_paths(tmp_path, LANES, inputs, "PADDLE_OPS_NN_DISABLE_AVX2")
 
 
 def ulps(got, want):
