@@ -1,5 +1,5 @@
-// Declarations shared by activation_cpu.cpp and activation_avx2.cpp: the float32 loops of the
-// logistic-based activations, compiled for AVX2+FMA. Plain declarations only (as in
+// Declarations shared by activation_cpu.cpp and activation_avx2.cpp: float32 activation loops
+// compiled for AVX2+FMA. Plain declarations only (as in
 // softmax_avx2.hpp). Each computes activation.hpp's formula for i in [0, n), eight at a time;
 // call only on CPUs with AVX2 and FMA.
 #ifndef PADDLE_OPS_NN_ACTIVATION_AVX2_HPP_
@@ -20,6 +20,8 @@ struct GradMap {  // dx[i] = f(v[i], g[i]); dx may be v or g
 
 Map silu();
 GradMap silu_grad();
+Map gelu();
+GradMap gelu_grad();
 Map gelu_tanh();
 GradMap gelu_tanh_grad();
 GradMap softplus_grad(float beta, float threshold);
