@@ -14,10 +14,9 @@ PyTorch is optional (`pip install torch==2.13.0`); without it only our figures p
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
-from timing import interleaved, optional
+from timing import banner, interleaved, optional, ours_beside
 
 import paddle_core as pc
 
@@ -56,10 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
-    print(__doc__.split("\n")[0])
-    print(
-        f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs: other work skews figures)"
-    )
+    banner(__doc__)
     x = np.random.default_rng(0).standard_normal((256, 4096), dtype=np.float32) * 3
     for threads in (1, 2):
         if torch is not None:
@@ -72,10 +68,7 @@ def main() -> None:
                 if torch is not None:
                     calls["torch"] = theirs(name, kwargs, x, grad)
                 t = interleaved(calls, args.repeat, warmup_seconds=0.2)
-                line = f"{label:10} {'fwd+bwd' if grad else 'fwd':8} {t['ours'] * 1e3:9.3f}"
-                if "torch" in t:
-                    line += f" {t['torch'] * 1e3:10.3f} {t['torch'] / t['ours']:9.2f}x"
-                print(line)
+                print(f"{label:10} {'fwd+bwd' if grad else 'fwd':8}" + ours_beside(t))
 
 
 if __name__ == "__main__":

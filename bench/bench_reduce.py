@@ -19,10 +19,9 @@ PyTorch is optional (`pip install torch==2.13.0`); without it its columns are sk
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
-from timing import interleaved, optional
+from timing import banner, interleaved, optional
 
 import paddle_core as pc
 
@@ -100,10 +99,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     data = {shape: rng.random(shape, dtype=np.float32) for shape in {c[1] for c in CASES}}
-    print(__doc__.split("\n")[0])
-    print(
-        f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs: other work skews figures)"
-    )
+    banner(__doc__)
     for threads in (1, 2):
         table(threads, data, args.repeat)
     accuracy(data[(N,)])

@@ -17,11 +17,10 @@ PyTorch is optional (`pip install torch==2.13.0`); without it its columns are sk
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 
 import numpy as np
-from timing import interleaved, optional
+from timing import banner, interleaved, optional
 
 import paddle_core as pc
 
@@ -82,10 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=25)
     args = parser.parse_args()
-    print(__doc__.split("\n")[0])
-    print(
-        f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs: other work skews figures)"
-    )
+    banner(__doc__)
     print(
         f"\n{'case':32} {'ours 1t ms':>10} {'ours 2t ms':>10} {'speedup':>8}"
         f" {'PyTorch 2t ms':>13} {'vs PyTorch 2t':>13}"

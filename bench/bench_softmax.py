@@ -16,10 +16,9 @@ PyTorch is optional (`pip install torch==2.13.0`); without it only our figures p
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
-from timing import interleaved, optional
+from timing import banner, interleaved, optional, ours_beside
 
 import paddle_core as pc
 
@@ -63,10 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=25)
     args = parser.parse_args()
-    print(__doc__.split("\n")[0])
-    print(
-        f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs: other work skews figures)"
-    )
+    banner(__doc__)
     rng = np.random.default_rng(0)
     for threads in (1, 2):
         if torch is not None:
@@ -81,10 +77,7 @@ def main() -> None:
                 if torch is not None:
                     calls["torch"] = theirs(case, x, label)
                 t = interleaved(calls, args.repeat, warmup_seconds=0.3)
-                line = f"{list(shape)!s:12} {case:14} {t['ours'] * 1e3:9.3f}"
-                if "torch" in t:
-                    line += f" {t['torch'] * 1e3:10.3f} {t['torch'] / t['ours']:9.2f}x"
-                print(line)
+                print(f"{list(shape)!s:12} {case:14}" + ours_beside(t))
 
 
 if __name__ == "__main__":

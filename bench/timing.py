@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -89,3 +90,21 @@ def interleaved(
             fn()
             times[name].append(clock() - begin)
     return {name: statistics.median(t) for name, t in times.items()}
+
+
+def banner(doc: str) -> None:
+    """Print a benchmark's title (the first line of its docstring) and the machine's load: other
+    work running beside a benchmark skews its figures."""
+    print(doc.split("\n")[0])
+    print(
+        f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs: other work skews figures)"
+    )
+
+
+def ours_beside(t: dict[str, float], other: str = "torch") -> str:
+    """Columns of ours' milliseconds, then, where ``other`` was timed too, its milliseconds and
+    its time over ours (above 1: ours is faster)."""
+    line = f" {t['ours'] * 1e3:9.3f}"
+    if other in t:
+        line += f" {t[other] * 1e3:10.3f} {t[other] / t['ours']:9.2f}x"
+    return line

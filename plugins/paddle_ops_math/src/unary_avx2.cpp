@@ -37,7 +37,7 @@ namespace {
 
 using paddle_core::avx2::exp8;
 using paddle_core::avx2::exp8_fast;
-using paddle_core::avx2::first_lanes;
+using paddle_core::avx2::map;
 using paddle_core::avx2::set1;
 
 // 1 / (1 + e^-x). With e = e^-|x| (at most 1, never overflows): 1 / (1 + e) for x >= 0 and
@@ -211,16 +211,6 @@ template <bool kCos> inline __m256 sincos8(__m256 x) {
   const int bad = ~_mm256_movemask_ps(_mm256_cmp_ps(ax, set1(kTrigMax), _CMP_LT_OQ)) & 0xFF;
   if (__builtin_expect(bad != 0, 0)) return sincos8_scalar<kCos>(x, y, bad);
   return y;
-}
-
-// out[i] = f(x[i]), eight at a time; the tail through masked loads and stores.
-template <class F> void map(const float* x, float* out, int64_t n, F f) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    const __m256i mask = first_lanes(static_cast<int>(n - i));
-    _mm256_maskstore_ps(out + i, mask, f(_mm256_maskload_ps(x + i, mask)));
-  }
 }
 
 }  // namespace

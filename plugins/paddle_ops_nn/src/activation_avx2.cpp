@@ -20,6 +20,7 @@ namespace {
 
 using paddle_core::avx2::exp8;
 using paddle_core::avx2::first_lanes;
+using paddle_core::avx2::map;
 using paddle_core::avx2::set1;
 
 constexpr float kTwoSqrt2OverPi = static_cast<float>(2 * 0.79788456080286535588);
@@ -102,14 +103,6 @@ inline __m256 normal_cdf8(__m256 x, __m256& pdf) {
   return _mm256_blendv_ps(_mm256_sub_ps(set1(1.0f), q), q, x);  // q where x's sign bit is set
 }
 
-template <class F> void map(const float* x, float* out, int64_t n, F f) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    const __m256i mask = first_lanes(static_cast<int>(n - i));
-    _mm256_maskstore_ps(out + i, mask, f(_mm256_maskload_ps(x + i, mask)));
-  }
-}
 template <class F> void map2(const float* v, const float* g, float* dx, int64_t n, F f) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)

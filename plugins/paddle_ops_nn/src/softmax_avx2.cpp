@@ -20,6 +20,7 @@ namespace {
 
 using paddle_core::avx2::exp8;
 using paddle_core::avx2::first_lanes;
+using paddle_core::avx2::map;
 using paddle_core::avx2::set1;
 
 // The mask of a loop's last n - i (< 8) elements, and those elements (the other lanes: fill).
@@ -74,16 +75,6 @@ template <bool Store> double exp_sum(const float* x, float* y, int64_t n, float 
   const __m256d s = _mm256_add_pd(s0, s1);
   const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
   return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-}
-
-// y[i] = f(x[i]) for i in [0, n).
-template <class F> void map(const float* x, float* y, int64_t n, F f) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    const __m256i mask = tail_mask(n, i);
-    _mm256_maskstore_ps(y + i, mask, f(_mm256_maskload_ps(x + i, mask)));
-  }
 }
 
 }  // namespace
