@@ -24,6 +24,9 @@ Map gelu();
 GradMap gelu_grad();
 Map gelu_tanh();
 GradMap gelu_tanh_grad();
+Map elu(float alpha);
+GradMap elu_grad(float alpha);
+Map softplus(float beta, float threshold);
 GradMap softplus_grad(float beta, float threshold);
 
 }  // namespace pon::avx2

@@ -4,8 +4,8 @@
 // Memory contract: x (the grad ops: out or x, and out_grad) and out are C-contiguous with equal
 // shapes and dtypes (checked in prepare); out may alias x (an activation applied in place). The
 // loops are elementwise, split across the run's threads. The formulas are activation.hpp's;
-// on CPUs with AVX2 and FMA, the float32 loops of silu, gelu, and the gradients of those and
-// of softplus are activation_avx2.cpp's.
+// on CPUs with AVX2 and FMA, the float32 loops of silu, gelu, elu and softplus and of their
+// gradients are activation_avx2.cpp's.
 #include "activation.hpp"
 #include "activation_avx2.hpp"
 
@@ -16,10 +16,17 @@ namespace {
 template <class F> avx2::Map avx2_map(const F&) { return {}; }
 avx2::Map avx2_map(const Silu&) { return avx2::silu(); }
 avx2::Map avx2_map(const Gelu& f) { return f.approximate ? avx2::gelu_tanh() : avx2::gelu(); }
+avx2::Map avx2_map(const Elu& f) { return avx2::elu(static_cast<float>(f.alpha)); }
+avx2::Map avx2_map(const Softplus& f) {
+  return avx2::softplus(static_cast<float>(f.beta), static_cast<float>(f.threshold));
+}
 template <class G> avx2::GradMap avx2_grad_map(const G&) { return {}; }
 avx2::GradMap avx2_grad_map(const SiluGrad&) { return avx2::silu_grad(); }
 avx2::GradMap avx2_grad_map(const GeluGrad& g) {
   return g.approximate ? avx2::gelu_tanh_grad() : avx2::gelu_grad();
+}
+avx2::GradMap avx2_grad_map(const EluGrad& g) {
+  return avx2::elu_grad(static_cast<float>(g.alpha));
 }
 avx2::GradMap avx2_grad_map(const SoftplusGrad& g) {
   return avx2::softplus_grad(static_cast<float>(g.beta), static_cast<float>(g.threshold));
