@@ -5,15 +5,16 @@
 // portable wheels never build for -march=native. Every function is inline, and every file
 // that includes this header is an AVX2 one, so no copy built for a lesser CPU can stand in.
 //
-// log8(x): log x with a max error of 0.75 float32 ulps (0.743 over all 2^32 bit patterns,
-// against glibc's float64 log): log(+-0) = -inf, log(x < 0) = NaN (-inf included),
-// log(inf) = inf, NaN gives NaN, denormal x exact like any other.
-// first_lanes(k): the mask of a loop's last, partial eight; map(x, out, n, f): a loop of f.
 // exp8(x): e^x with a max error of 1.05 float32 ulps against a float64 reference (1.02 over
 // every float with 1e-9 <= |x| <= 104): Cephes' reduction x = n ln2 + r, then a degree-6
 // polynomial in r with FMA. exp8 = inf above 88.72283 and at +inf; denormal results for
 // -103.97 < x < -87.34, rounded once; 0 below and at -inf; NaN gives NaN. Denormal inputs are
 // used as they are (no flush to zero).
+// log8(x): log x with a max error of 0.75 float32 ulps (0.743 over all 2^32 bit patterns,
+// against glibc's float64 log): log(+-0) = -inf, log(x < 0) = NaN (-inf included),
+// log(inf) = inf, NaN gives NaN, denormal x exact like any other.
+// map(x, out, n, f): a loop of f over n floats; first_lanes(k): the mask of its last, partial
+// eight.
 #ifndef PADDLE_CORE_AVX2_HPP_
 #define PADDLE_CORE_AVX2_HPP_
 

@@ -1,13 +1,13 @@
-// The float32 loops of silu, gelu (exact and tanh), and of their gradients and softplus's, with
-// AVX2+FMA. This file is compiled with -mavx2 -mfma; the CPU kernels use it only on CPUs that
-// have both (common.hpp's use_avx2).
+// The float32 loops of silu, gelu (exact and tanh), elu and softplus, and of their gradients,
+// with AVX2+FMA. This file is compiled with -mavx2 -mfma; the CPU kernels use it only on CPUs
+// that have both (common.hpp's use_avx2).
 //
-// silu and the tanh gelu follow activation.hpp operation for operation (sigmoid from
-// e = e^-|x|, so nothing overflows and sigmoid(-x) keeps its tail), with the SDK's exp8
-// (1.05 ulps) where the portable loops call libm. The exact gelu, x Phi(x), has no libm erfc
-// to follow: Phi comes from the normal tail Q(t) = erfc(t / sqrt 2) / 2 = e^(-t^2/2) m(t)
-// (normal_cdf8). Results agree with the portable loops to a few ulps times the formulas'
-// condition number. Tails go through masked loads and stores: nothing outside [0, n) is read
+// silu, the tanh gelu and the gradients follow activation.hpp operation for operation (sigmoid
+// from e = e^-|x|, so nothing overflows and sigmoid(-x) keeps its tail), with the SDK's exp8
+// (1.05 ulps) where the portable loops call libm's exp. Where they call erfc, expm1 and log1p,
+// this file has its own: the exact gelu's Phi from the normal tail Q(t) = erfc(t / sqrt 2) / 2
+// = e^(-t^2/2) m(t) (normal_cdf8), expm1_negative8 and log1p_unit8. Results agree with the
+// portable loops to a few ulps times the formulas' condition number. Tails go through masked loads and stores: nothing outside [0, n) is read
 // or written.
 #include <paddle_core/avx2.hpp>
 
@@ -242,10 +242,10 @@ GradMap silu_grad() { return {&silu_grad_loop}; }
 Map gelu() { return {&gelu_loop}; }
 GradMap gelu_grad() { return {&gelu_grad_loop}; }
 Map gelu_tanh() { return {&gelu_tanh_loop}; }
+GradMap gelu_tanh_grad() { return {&gelu_tanh_grad_loop}; }
 Map elu(float alpha) { return {&elu_loop, alpha}; }
 GradMap elu_grad(float alpha) { return {&elu_grad_loop, alpha}; }
 Map softplus(float beta, float threshold) { return {&softplus_loop, beta, threshold}; }
-GradMap gelu_tanh_grad() { return {&gelu_tanh_grad_loop}; }
 GradMap softplus_grad(float beta, float threshold) {
   return {&softplus_grad_loop, beta, threshold};
 }
