@@ -1,6 +1,6 @@
 """Activations on a float32 [256, 4096] tensor, ours beside PyTorch CPU.
 
-relu, silu, gelu (exact and tanh), elu and softplus: forward, and forward + gradient (of the
+relu, leaky_relu, silu, gelu (exact and tanh), elu and softplus: forward, and forward + gradient (of the
 sum, with respect to x: ours one program with pc.gradients, PyTorch torch.autograd.grad). Ours
 runs one prepared program per case through pc.Executor. At one thread: ours num_threads=1 and
 torch.set_num_threads(1); at two: both 2. Medians over --repeat rounds, each round timing both
@@ -24,6 +24,7 @@ torch = optional("torch")
 # (label, our op and attrs, PyTorch's function name in torch.nn.functional and its kwargs)
 CASES = [
     ("relu", "relu", {}, "relu", {}),
+    ("leaky_relu", "leaky_relu", {}, "leaky_relu", {"negative_slope": 0.02}),
     ("silu", "silu", {}, "silu", {}),
     ("gelu", "gelu", {}, "gelu", {}),
     ("gelu tanh", "gelu", {"approximate": True}, "gelu", {"approximate": "tanh"}),

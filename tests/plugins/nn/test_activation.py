@@ -239,7 +239,7 @@ def test_nan_stays_nan(op):
 
 
 # -- the AVX2 loops --------------------------------------------------------------------------
-# Float32 silu, gelu (exact and tanh), elu and softplus, and their gradients, run
+# Float32 leaky_relu, silu, gelu (exact and tanh), elu and softplus, and their gradients, run
 # activation_avx2.cpp on CPUs with AVX2 and FMA, and activation.hpp's portable loops with
 # PADDLE_OPS_NN_DISABLE_AVX2=1.
 
@@ -250,7 +250,8 @@ import paddle_core as pc
 
 x = np.load(sys.argv[1])["x"]
 results = {}
-CASES = [("silu", {}), ("gelu", {}), ("gelu", {"approximate": True}), ("elu", {}),
+CASES = [("leaky_relu", {}), ("leaky_relu", {"alpha": 0.3}), ("silu", {}), ("gelu", {}),
+         ("gelu", {"approximate": True}), ("elu", {}),
          ("elu", {"alpha": 0.5}), ("softplus", {}),
          ("softplus", {"beta": 2.0, "threshold": 4.0})]
 for op, attrs in CASES:
