@@ -46,7 +46,10 @@ struct Relu {  // NaN stays NaN, as in NumPy and PyTorch
 
 struct LeakyRelu {
   explicit LeakyRelu(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
-  template <class T> PADDLE_CORE_HD T operator()(T x) const { return x > T(0) ? x : T(alpha) * x; }
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
+    const T a = T(alpha);  // converted before the select: one that converts in an arm is a branch
+    return x > T(0) ? x : a * x;
+  }
   double alpha;
 };
 
@@ -94,7 +97,8 @@ struct ReluGrad {  // from out: out > 0 exactly where x > 0
 struct LeakyReluGrad {  // from out: with alpha >= 0, out > 0 exactly where x > 0 (alpha = 0 too)
   explicit LeakyReluGrad(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
   template <class T> PADDLE_CORE_HD T operator()(T out, T g) const {
-    return out > T(0) ? g : T(alpha) * g;
+    const T a = T(alpha);
+    return out > T(0) ? g : a * g;
   }
   double alpha;
 };
@@ -120,7 +124,8 @@ struct GeluGrad {  // Phi(x) + x phi(x); tanh: s + x s (1 - s) d(2u)/dx, s = sig
 struct EluGrad {
   explicit EluGrad(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
   template <class T> PADDLE_CORE_HD T operator()(T out, T g) const {
-    return out > T(0) ? g : g * (out + T(alpha));
+    const T a = T(alpha);
+    return out > T(0) ? g : g * (out + a);
   }
   double alpha;
 };

@@ -1,14 +1,15 @@
-// The float32 loops of leaky_relu, silu, gelu (exact and tanh), elu and softplus, and of their
-// gradients, with AVX2+FMA. This file is compiled with -mavx2 -mfma; the CPU kernels use it
-// only on CPUs that have both (common.hpp's use_avx2).
+// The float32 loops of silu, gelu (exact and tanh), elu and softplus, and of the gradients of
+// silu, gelu and softplus, with AVX2+FMA. This file is compiled with -mavx2 -mfma; the CPU
+// kernels use it only on CPUs that have both (common.hpp's use_avx2).
 //
-// silu, the tanh gelu and the gradients follow activation.hpp operation for operation (sigmoid
-// from e = e^-|x|, so nothing overflows and sigmoid(-x) keeps its tail), with the SDK's exp8
-// (1.05 ulps) where the portable loops call libm's exp. Where they call erfc, expm1 and log1p,
-// this file has its own: the exact gelu's Phi from the normal tail Q(t) = erfc(t / sqrt 2) / 2
-// = e^(-t^2/2) m(t) (normal_cdf8), expm1_negative8 and log1p_unit8. Results agree with the
-// portable loops to a few ulps times the formulas' condition number. Tails go through masked
-// loads and stores: nothing outside [0, n) is read or written.
+// silu, the tanh gelu and those gradients follow activation.hpp operation for operation
+// (sigmoid from e = e^-|x|, so nothing overflows and sigmoid(-x) keeps its tail), with the
+// SDK's exp8 (1.05 ulps) where the portable loops call libm's exp. Where they call erfc, expm1
+// and log1p, this file has its own: the exact gelu's Phi from the normal tail
+// Q(t) = erfc(t / sqrt 2) / 2 = e^(-t^2/2) m(t) (normal_cdf8), expm1_negative8 and
+// log1p_unit8. Results agree with the portable loops to a few ulps times the formulas'
+// condition number. Tails go through masked loads and stores: nothing outside [0, n) is read
+// or written.
 #include <paddle_core/avx2.hpp>
 
 #include <cstddef>
@@ -191,24 +192,6 @@ void gelu_grad_loop(const GradMap&, const float* x, const float* g, float* dx, i
   });
 }
 
-// leaky_relu: x above 0, alpha x at and below; its gradient, from out (alpha >= 0: out > 0
-// exactly where x > 0): g above 0, alpha g at and below.
-void leaky_relu_loop(const Map& m, const float* x, float* out, int64_t n) {
-  const __m256 alpha = set1(m.a);
-  map(x, out, n, [alpha](__m256 v) {
-    const __m256 above = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ);
-    return _mm256_blendv_ps(_mm256_mul_ps(alpha, v), v, above);
-  });
-}
-void leaky_relu_grad_loop(const GradMap& m, const float* out, const float* g, float* dx,
-                          int64_t n) {
-  const __m256 alpha = set1(m.a);
-  map2(out, g, dx, n, [alpha](__m256 v, __m256 gv) {
-    const __m256 above = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ);
-    return _mm256_blendv_ps(_mm256_mul_ps(alpha, gv), gv, above);
-  });
-}
-
 // elu: x above 0, alpha (e^x - 1) at and below.
 void elu_loop(const Map& m, const float* x, float* out, int64_t n) {
   const __m256 alpha = set1(m.a);
@@ -217,15 +200,6 @@ void elu_loop(const Map& m, const float* x, float* out, int64_t n) {
     const __m256 below = _mm256_min_ps(_mm256_setzero_ps(), v);
     const __m256 negative = _mm256_mul_ps(alpha, expm1_negative8(below));
     return _mm256_blendv_ps(negative, v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ));
-  });
-}
-
-// elu's gradient, from out: g above 0, g (out + alpha) at and below (alpha e^x there).
-void elu_grad_loop(const GradMap& m, const float* out, const float* g, float* dx, int64_t n) {
-  const __m256 alpha = set1(m.a);
-  map2(out, g, dx, n, [alpha](__m256 v, __m256 gv) {
-    const __m256 below = _mm256_mul_ps(gv, _mm256_add_ps(v, alpha));
-    return _mm256_blendv_ps(below, gv, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ));
   });
 }
 
@@ -261,10 +235,7 @@ Map gelu() { return {&gelu_loop}; }
 GradMap gelu_grad() { return {&gelu_grad_loop}; }
 Map gelu_tanh() { return {&gelu_tanh_loop}; }
 GradMap gelu_tanh_grad() { return {&gelu_tanh_grad_loop}; }
-Map leaky_relu(float alpha) { return {&leaky_relu_loop, alpha}; }
-GradMap leaky_relu_grad(float alpha) { return {&leaky_relu_grad_loop, alpha}; }
 Map elu(float alpha) { return {&elu_loop, alpha}; }
-GradMap elu_grad(float alpha) { return {&elu_grad_loop, alpha}; }
 Map softplus(float beta, float threshold) { return {&softplus_loop, beta, threshold}; }
 GradMap softplus_grad(float beta, float threshold) {
   return {&softplus_grad_loop, beta, threshold};

@@ -24,10 +24,7 @@ Map gelu();
 GradMap gelu_grad();
 Map gelu_tanh();
 GradMap gelu_tanh_grad();
-Map leaky_relu(float alpha);
-GradMap leaky_relu_grad(float alpha);
 Map elu(float alpha);
-GradMap elu_grad(float alpha);
 Map softplus(float beta, float threshold);
 GradMap softplus_grad(float beta, float threshold);
 

@@ -4,8 +4,9 @@
 // Memory contract: x (the grad ops: out or x, and out_grad) and out are C-contiguous with equal
 // shapes and dtypes (checked in prepare); out may alias x (an activation applied in place). The
 // loops are elementwise, split across the run's threads. The formulas are activation.hpp's;
-// on CPUs with AVX2 and FMA, the float32 loops of every activation but relu, and of their
-// gradients, are activation_avx2.cpp's.
+// on CPUs with AVX2 and FMA, the float32 loops of silu, gelu, elu and softplus, and the
+// gradients of silu, gelu and softplus, are activation_avx2.cpp's (the others' loops are ones
+// the compiler vectorises).
 #include "activation.hpp"
 #include "activation_avx2.hpp"
 
@@ -14,7 +15,6 @@ namespace {
 
 // The AVX2 float32 loop of a functor, where activation_avx2.cpp has one (none: loop nullptr).
 template <class F> avx2::Map avx2_map(const F&) { return {}; }
-avx2::Map avx2_map(const LeakyRelu& f) { return avx2::leaky_relu(static_cast<float>(f.alpha)); }
 avx2::Map avx2_map(const Silu&) { return avx2::silu(); }
 avx2::Map avx2_map(const Gelu& f) { return f.approximate ? avx2::gelu_tanh() : avx2::gelu(); }
 avx2::Map avx2_map(const Elu& f) { return avx2::elu(static_cast<float>(f.alpha)); }
@@ -22,15 +22,9 @@ avx2::Map avx2_map(const Softplus& f) {
   return avx2::softplus(static_cast<float>(f.beta), static_cast<float>(f.threshold));
 }
 template <class G> avx2::GradMap avx2_grad_map(const G&) { return {}; }
-avx2::GradMap avx2_grad_map(const LeakyReluGrad& g) {
-  return avx2::leaky_relu_grad(static_cast<float>(g.alpha));
-}
 avx2::GradMap avx2_grad_map(const SiluGrad&) { return avx2::silu_grad(); }
 avx2::GradMap avx2_grad_map(const GeluGrad& g) {
   return g.approximate ? avx2::gelu_tanh_grad() : avx2::gelu_grad();
-}
-avx2::GradMap avx2_grad_map(const EluGrad& g) {
-  return avx2::elu_grad(static_cast<float>(g.alpha));
 }
 avx2::GradMap avx2_grad_map(const SoftplusGrad& g) {
   return avx2::softplus_grad(static_cast<float>(g.beta), static_cast<float>(g.threshold));
