@@ -106,12 +106,14 @@ def test_the_guides_package_installs_beside_the_example_package_and_differentiat
     assert report["problems"] == [] and not [w for w in report["warnings"] if "noise" in w]
 
 
-def test_readme_snippets_run_from_the_checkout_root() -> None:
+def test_readme_snippets_run_from_the_checkout_root(tmp_path: Path) -> None:
     """There the checkout's paddle_core shadows the installed one (Python puts the current
     directory first on sys.path); the source tree then uses the installed build's compiled
     runtime and op catalog."""
     (block, *_) = [b for b in PYTHON_BLOCK.findall((ROOT / "README.md").read_text())]
-    probe = "import numpy as np\nimport paddle_core as pc\nprint(pc.__file__)\n" + block
+    # Imported from the root; the files the block saves go to a temporary directory.
+    probe = "import os\nimport paddle_core as pc\nprint(pc.__file__)\n"
+    probe += f"os.chdir({str(tmp_path)!r})\n" + block
     result = run_python(probe, ROOT)
     assert result.stdout.startswith(str(ROOT / "paddle_core" / "__init__.py"))
     assert "[[3. 3. 3. 3.]" in result.stdout
