@@ -12,7 +12,7 @@
 // or written.
 #include <paddle_core/avx2.hpp>
 
-#include <cstddef>
+#include <cstdint>
 
 #include "activation_avx2.hpp"
 
@@ -46,39 +46,27 @@ inline __m256 gelu_2u(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(set1(kTwoSqrt2OverPi), x), cubic);
 }
 
-// m(t) = Q(t) e^(t^2/2) (the Mills ratio over sqrt(2 pi): 0.5 at 0, then falling like
-// 0.4 / t), as polynomials fitted (least squares on Chebyshev nodes, in double) for relative
-// error: below 1.3e-9 in t - 1 on [0, 2], below 2.1e-9 as m = s P(s - kFarCenter), s = 1 / t,
-// on [2, 14.5] (a thirtieth of a float32 ulp). Past 14.5, Q is below half the smallest float32
-// denormal.
-constexpr double kNear[] = {
-    0.26157829163228974,     -0.13736398817734846,    0.06210716834672321,
-    -0.02508562229242885,    0.0092551915405274816,   -0.0031659660208285421,
-    0.0010157062665964102,   -0.0003075776290538837,  8.6899861546144413e-05,
-    -2.3875923126032166e-05, 7.7427246157791835e-06,  -1.9693172407031426e-06};
-constexpr double kFar[] = {
-    0.37240060248145507,  -0.15622710229612458,  -0.11036288817942558, 0.3286914189880501,
-    -0.33777108269324024, -0.035894614801075433, 0.84909494558836596,  -1.8832504864055815,
-    1.9211478363095345,   3.0607894850874033,    -10.13537949403584};
-constexpr double kFarCenter = 0.28448275862068967;
+// m(t) = Q(t) e^(t^2/2), the Mills ratio over sqrt(2 pi): 0.5 at 0, then falling like 0.4 / t.
+// One formula for all t in [0, kTailEnd], without branches: with s = 1 / (1 + t/4) and
+// v = 1 - s = (t/4) s, m = s P(v - kCenter), P of degree 9 fitted (weighted least squares on
+// Chebyshev nodes, coefficients rounded to float one at a time, the rest refitted) for relative
+// error below 1e-8, a sixth of a float32 ulp. v is formed as (t/4) s, not 1 - s, so that it
+// keeps its accuracy near t = 0; s keeps its own where t is large. Past 14.5, Q is below half
+// the smallest float32 denormal.
+constexpr float kCenter = 0.3918918967247009f;
+constexpr float kMills[] = {0.22671030461788177f,  -0.4019900858402252f,   0.525698721408844f,
+                            -0.48291659355163574f, 0.26222315430641174f,  -0.0125202015042305f,
+                            -0.08866129070520401f, 0.03319702297449112f,  0.027890056371688843f,
+                            -0.01686934567987919f};
 constexpr float kTailEnd = 14.5f;
 
-template <size_t N> inline __m256d horner(const double (&c)[N], __m256d u) {
-  __m256d r = _mm256_set1_pd(c[N - 1]);
-  for (size_t k = N - 1; k-- > 0;) r = _mm256_fmadd_pd(r, u, _mm256_set1_pd(c[k]));
-  return r;
-}
-
-// m(t) for four lanes of t in [0, kTailEnd], in double; bit k of `near` says t < 2 in lane k
-// (only the polynomials some lane needs are evaluated).
-inline __m256d mills4(__m256d t, int near) {
-  const __m256d one = _mm256_set1_pd(1.0);
-  if (near == 0xF) return horner(kNear, _mm256_sub_pd(t, one));
-  const __m256d s = _mm256_div_pd(one, t);  // inf at t = 0, where the near polynomial is taken
-  const __m256d far = _mm256_mul_pd(s, horner(kFar, _mm256_sub_pd(s, _mm256_set1_pd(kFarCenter))));
-  if (near == 0) return far;
-  const __m256d is_near = _mm256_cmp_pd(t, _mm256_set1_pd(2.0), _CMP_LT_OQ);
-  return _mm256_blendv_pd(far, horner(kNear, _mm256_sub_pd(t, one)), is_near);
+inline __m256 mills8(__m256 t) {
+  const __m256 quarter = _mm256_mul_ps(t, set1(0.25f));  // exact
+  const __m256 s = _mm256_div_ps(set1(1.0f), _mm256_add_ps(set1(1.0f), quarter));
+  const __m256 u = _mm256_fmsub_ps(quarter, s, set1(kCenter));
+  __m256 p = set1(kMills[9]);
+  for (int k = 8; k >= 0; --k) p = _mm256_fmadd_ps(p, u, set1(kMills[k]));
+  return _mm256_mul_ps(s, p);
 }
 
 // e^(-t^2/2): t t rounds to p with error e (exact, by FMA), and e^(-t^2/2) = e^(-p/2) (1 - e/2)
@@ -97,10 +85,7 @@ inline __m256 gauss8(__m256 t) {
 inline __m256 normal_cdf8(__m256 x, __m256& pdf) {
   const __m256 t = _mm256_min_ps(_mm256_andnot_ps(set1(-0.0f), x), set1(kTailEnd));
   const __m256 g = gauss8(t);
-  const int near = _mm256_movemask_ps(_mm256_cmp_ps(t, set1(2.0f), _CMP_LT_OQ));
-  const __m256d m_lo = mills4(_mm256_cvtps_pd(_mm256_castps256_ps128(t)), near & 0xF);
-  const __m256d m_hi = mills4(_mm256_cvtps_pd(_mm256_extractf128_ps(t, 1)), near >> 4);
-  const __m256 q = _mm256_mul_ps(g, _mm256_set_m128(_mm256_cvtpd_ps(m_hi), _mm256_cvtpd_ps(m_lo)));
+  const __m256 q = _mm256_mul_ps(g, mills8(t));
   pdf = _mm256_mul_ps(g, set1(kInvSqrt2Pi));
   return _mm256_blendv_ps(_mm256_sub_ps(set1(1.0f), q), q, x);  // q where x's sign bit is set
 }
