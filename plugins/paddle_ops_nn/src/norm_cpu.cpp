@@ -25,19 +25,18 @@
 namespace pon {
 namespace {
 
-// The sum of f(i) for i in [0, n), in double, as four interleaved partial sums (independent
-// additions pipeline; the order is fixed, so the result is too).
+// The sum of f(i) for i in [0, n), in double, as eight interleaved partial sums: independent
+// additions pipeline (with two doubles to a vector, four chains of them hide the adder's
+// latency); the order is fixed, so the result is too.
+constexpr int kPartials = 8;
+
 template <class F> double sum_of(int64_t n, F&& f) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  double s[kPartials] = {};
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += f(i);
-    s1 += f(i + 1);
-    s2 += f(i + 2);
-    s3 += f(i + 3);
-  }
-  for (; i < n; ++i) s0 += f(i);
-  return (s0 + s1) + (s2 + s3);
+  for (; i + kPartials <= n; i += kPartials)
+    for (int k = 0; k < kPartials; ++k) s[k] += f(i + k);
+  for (; i < n; ++i) s[0] += f(i);
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
 // -- batch_norm ------------------------------------------------------------------------------
@@ -52,18 +51,15 @@ template <class F> void with_block(int block, F&& f) {
 // sum_of for each of the B lanes of a blocked tile at once: out[j] is sum_of(n, f(., j)), its
 // additions in sum_of's order, so each lane's sum has the plain layout's bits.
 template <int B, class F> void lane_sums(int64_t n, F&& f, double* out) {
-  double s0[B] = {}, s1[B] = {}, s2[B] = {}, s3[B] = {};
+  double s[kPartials][B] = {};
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int j = 0; j < B; ++j) {
-      s0[j] += f(i, j);
-      s1[j] += f(i + 1, j);
-      s2[j] += f(i + 2, j);
-      s3[j] += f(i + 3, j);
-    }
+  for (; i + kPartials <= n; i += kPartials)
+    for (int k = 0; k < kPartials; ++k)
+      for (int j = 0; j < B; ++j) s[k][j] += f(i + k, j);
   for (; i < n; ++i)
-    for (int j = 0; j < B; ++j) s0[j] += f(i, j);
-  for (int j = 0; j < B; ++j) out[j] = (s0[j] + s1[j]) + (s2[j] + s3[j]);
+    for (int j = 0; j < B; ++j) s[0][j] += f(i, j);
+  for (int j = 0; j < B; ++j)
+    out[j] = ((s[0][j] + s[1][j]) + (s[2][j] + s[3][j])) + ((s[4][j] + s[5][j]) + (s[6][j] + s[7][j]));
 }
 
 // f(cb, begin) for every tile of a blocked x (channels cb * b .., elements [begin, begin +
@@ -346,6 +342,32 @@ template <class F> void for_rows(const Rows& s, int32_t threads, F&& f) {
   });
 }
 
+// Calls f(std::bool_constant<a>, std::bool_constant<b>): a loop that tests an optional input
+// once per element neither vectorises nor unswitches reliably; one instance per case does.
+template <class F> void with_flags(bool a, bool b, F&& f) {
+  if (a) {
+    if (b) f(std::true_type{}, std::true_type{});
+    else f(std::true_type{}, std::false_type{});
+  } else {
+    if (b) f(std::false_type{}, std::true_type{});
+    else f(std::false_type{}, std::false_type{});
+  }
+}
+
+// One row of layer_norm: its mean and variance, then y.
+template <class T, bool kScale, bool kBias>
+void normalize_row(const T* x, const T* scale, const T* bias, T* y, int64_t cols, double epsilon,
+                   T& mean, T& var) {
+  const double d = static_cast<double>(cols);
+  const double m = sum_of(cols, [&](int64_t j) { return double(x[j]); }) / d;
+  const double v = sum_of(cols, [&](int64_t j) { return (x[j] - m) * (x[j] - m); }) / d;
+  mean = static_cast<T>(m);
+  var = static_cast<T>(v);
+  const Normalize<T> n(m, inv_std_of(v, epsilon), T(0));
+  for (int64_t j = 0; j < cols; ++j)
+    y[j] = layer_norm_at(n, x[j], kScale ? scale : nullptr, kBias ? bias : nullptr, j);
+}
+
 // y = (x - mean) / sqrt(variance + epsilon) * scale + bias per row; mean and variance kept.
 class LayerNorm {
  public:
@@ -365,21 +387,17 @@ class LayerNorm {
   using Fn = void (LayerNorm::*)(const Slots&, const Slots&, int32_t) const;
 
   template <class T> void compute(const Slots& in, const Slots& out, int32_t threads) const {
-    const int64_t cols = s_.cols;
     const T* x = in(0).data<T>();
     const T* scale = in.has(1) ? in(1).data<T>() : nullptr;
     const T* bias = in.has(2) ? in(2).data<T>() : nullptr;
     T* y = out(0).data<T>();
     T* mean = out(1).data<T>();
     T* var = out(2).data<T>();
-    for_rows(s_, threads, [&](int64_t r, int64_t b) {
-      const double d = static_cast<double>(cols);
-      const double m = sum_of(cols, [&](int64_t j) { return double(x[b + j]); }) / d;
-      const double v = sum_of(cols, [&](int64_t j) { return (x[b + j] - m) * (x[b + j] - m); }) / d;
-      mean[r] = static_cast<T>(m);
-      var[r] = static_cast<T>(v);
-      const Normalize<T> n(m, inv_std_of(v, epsilon_), T(0));
-      for (int64_t j = 0; j < cols; ++j) y[b + j] = layer_norm_at(n, x[b + j], scale, bias, j);
+    with_flags(scale != nullptr, bias != nullptr, [&](auto has_scale, auto has_bias) {
+      for_rows(s_, threads, [&](int64_t r, int64_t b) {
+        normalize_row<T, decltype(has_scale)::value, decltype(has_bias)::value>(
+            x + b, scale, bias, y + b, s_.cols, epsilon_, mean[r], var[r]);
+      });
     });
   }
 
@@ -387,6 +405,17 @@ class LayerNorm {
   Rows s_;
   Fn fn_;
 };
+
+// One row of layer_norm_grad's x_grad.
+template <class T, bool kScale>
+void x_grad_row(const T* x, const T* dy, const T* scale, T* dx, int64_t cols, double m,
+                double inv) {
+  const auto g = [&](int64_t j) { return kScale ? double(dy[j]) * scale[j] : double(dy[j]); };
+  const double sum_g = sum_of(cols, g);
+  const double sum_gx = sum_of(cols, [&](int64_t j) { return g(j) * (x[j] - m); }) * inv;
+  const LayerNormGradAt<T> at(m, inv, sum_g, sum_gx, static_cast<double>(cols));
+  for (int64_t j = 0; j < cols; ++j) dx[j] = at(kScale ? dy[j] * scale[j] : dy[j], x[j]);
+}
 
 // With xhat = (x - mean) * inv_std per row (inv_std = 1 / sqrt(variance + epsilon)), g =
 // y_grad * scale, and D = cols:
@@ -421,17 +450,11 @@ class LayerNormGrad {
     T* dbias = out.has(2) ? out(2).data<T>() : nullptr;
     const double eps = epsilon_;
     if (dx != nullptr) {
-      const double d = static_cast<double>(cols);
-      for_rows(s_, threads, [&](int64_t r, int64_t b) {
-        const double m = mean[r], inv = inv_std_of(var[r], eps);
-        const auto g = [&](int64_t j) {
-          return scale != nullptr ? double(dy[b + j]) * scale[j] : double(dy[b + j]);
-        };
-        const double sum_g = sum_of(cols, g);
-        const double sum_gx = sum_of(cols, [&](int64_t j) { return g(j) * (x[b + j] - m); }) * inv;
-        const LayerNormGradAt<T> at(m, inv, sum_g, sum_gx, d);
-        for (int64_t j = 0; j < cols; ++j)
-          dx[b + j] = at(scale != nullptr ? dy[b + j] * scale[j] : dy[b + j], x[b + j]);
+      with_flags(scale != nullptr, false, [&](auto has_scale, auto) {
+        for_rows(s_, threads, [&](int64_t r, int64_t b) {
+          x_grad_row<T, decltype(has_scale)::value>(x + b, dy + b, scale, dx + b, cols, mean[r],
+                                                    inv_std_of(var[r], eps));
+        });
       });
     }
     if (dscale == nullptr && dbias == nullptr) return;
