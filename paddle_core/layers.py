@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any
 
 from . import initializer as init
@@ -145,6 +146,7 @@ def fc(
             f"fc: the dimensions of {input.name!r} after the first {num_flatten_dims} must be "
             f"known, got {list(input.shape)}"
         )
+    size = _count(size, "size", "fc")
     prefix = name or "fc"
     w = create_parameter([math.prod(columns), size], input.dtype, param_attr, prefix=f"{prefix}.w")
     out = ops.matmul_2d(input, w, x_num_col_dims=num_flatten_dims)
@@ -152,6 +154,13 @@ def fc(
     if b is not None:
         out = ops.add(out, b)
     return _activate(out, act)
+
+
+def _count(value: object, what: str, layer: str) -> int:
+    """A layer's size argument (units, filters, rows): an int of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ProgramError(f"{layer}: {what} must be an int >= 1, got {value!r}")
+    return int(value)
 
 
 def _bias(attr: init.ParamAttr | str | bool | None, size: int, dtype: str, prefix: str):
@@ -211,6 +220,7 @@ def conv2d(
     [top, bottom, left, right]. Filters start normal with standard deviation
     sqrt(2 / (channels / groups * kh * kw)), as Paddle's."""
     channels = _nchw_channels(input, "conv2d")
+    num_filters = _count(num_filters, "num_filters", "conv2d")
     kh, kw = _pair(filter_size, "filter_size", "conv2d")
     if groups < 1 or channels % groups:
         raise ProgramError(
@@ -273,6 +283,7 @@ def conv2d_transpose(
         ]
     else:
         kernel = _pair(filter_size, "filter_size", "conv2d_transpose")
+    num_filters = _count(num_filters, "num_filters", "conv2d_transpose")
     if groups < 1 or channels % groups or num_filters % groups:
         raise ProgramError(
             f"conv2d_transpose: input's {channels} channels and num_filters {num_filters} must be "
@@ -336,7 +347,11 @@ def embedding(
 ) -> Variable:
     """Rows of a [size[0], size[1]] table picked by the int64 ids ``input``. ``padding_idx``
     (negative counts from the end) gives zeros and no gradient."""
-    vocabulary, width = size
+    if isinstance(size, (str, bytes)) or not isinstance(size, Sequence) or len(size) != 2:
+        raise ProgramError(f"embedding: size must be [vocabulary, width], got {size!r}")
+    vocabulary, width = (
+        _count(v, what, "embedding") for v, what in zip(size, ("size[0]", "size[1]"))
+    )
     if padding_idx is not None and padding_idx < 0:
         padding_idx += vocabulary
     table = create_parameter([vocabulary, width], dtype, param_attr, prefix="embedding.w")

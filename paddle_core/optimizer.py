@@ -14,7 +14,9 @@ startup program::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from numbers import Real
 
 from . import ops
 from ._src.base.errors import ProgramError
@@ -36,13 +38,21 @@ __all__ = [
 ]
 
 
+def _hyperparameter(what: str, value: object, *, zero_allowed: bool = False) -> float:
+    """``value`` as a float: a finite real number (not a bool, not a string) above 0, or at
+    least 0 where ``zero_allowed``."""
+    bound = ">= 0" if zero_allowed else "> 0"
+    ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not (value >= 0 if zero_allowed else value > 0):  # type: ignore[operator]
+        raise ProgramError(f"{what} must be a finite number {bound}, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
 class L2Decay:
     """L2 weight decay: the gradient gains ``coeff * param``."""
 
     def __init__(self, coeff: float) -> None:
-        if not coeff >= 0:
-            raise ProgramError(f"L2Decay: coeff must be >= 0, got {coeff!r}")
-        self.coeff = float(coeff)
+        self.coeff = _hyperparameter("L2Decay: coeff", coeff, zero_allowed=True)
 
 
 class GradientClipByGlobalNorm:
@@ -51,11 +61,7 @@ class GradientClipByGlobalNorm:
     at most clip_norm."""
 
     def __init__(self, clip_norm: float) -> None:
-        if not clip_norm > 0:
-            raise ProgramError(
-                f"GradientClipByGlobalNorm: clip_norm must be > 0, got {clip_norm!r}"
-            )
-        self.clip_norm = float(clip_norm)
+        self.clip_norm = _hyperparameter("GradientClipByGlobalNorm: clip_norm", clip_norm)
 
     def __call__(self, grads: list[Variable]) -> list[Variable]:
         squares = [ops.sum(ops.square(g)) for g in grads]
@@ -84,8 +90,10 @@ class Optimizer:
         grad_clip: GradientClipByGlobalNorm | None = None,
     ) -> None:
         learning_rate = as_variable(learning_rate)  # a schedule built on a Model
-        if not isinstance(learning_rate, Variable) and not learning_rate > 0:
-            raise ProgramError(f"learning_rate must be > 0 (or a Variable), got {learning_rate!r}")
+        if not isinstance(learning_rate, Variable):
+            learning_rate = _hyperparameter(
+                f"{type(self).__name__}: learning_rate (a number or a Variable)", learning_rate
+            )
         self.learning_rate = learning_rate
         self.regularization = regularization
         self.grad_clip = grad_clip

@@ -299,13 +299,19 @@ def gradients(
     inputs), as data variables are by default, and those in ``no_grad_set`` (Variables or
     names) block the flow.
     """
-    targets = [targets] if isinstance(targets, Variable) else list(targets)
-    inputs = [inputs] if isinstance(inputs, Variable) else list(inputs)
+    targets = [targets] if isinstance(targets, (Variable, str)) else list(targets)
+    inputs = [inputs] if isinstance(inputs, (Variable, str)) else list(inputs)
     if not targets or not inputs:
         raise ProgramError("gradients() needs at least one target and one input")
+    for v in [*targets, *inputs]:
+        if not isinstance(v, Variable):
+            raise ProgramError(
+                f"gradients(): {v!r} is not a Variable but {type(v).__name__} (pass the "
+                "variables themselves, e.g. what pc.data or an op returned)"
+            )
     block = targets[0].block.program.global_block()
     for v in [*targets, *inputs]:
-        if not isinstance(v, Variable) or v.block.program is not block.program:
+        if v.block.program is not block.program:
             raise ProgramError(f"gradients(): {v!r} is not a variable of the targets' program")
     seeds: list[Variable | None]
     if target_gradients is None:

@@ -26,6 +26,12 @@ _NUMBERED = re.compile(r"(.+?)_(\d+)(?:\..*)?\Z")  # "split_0.outs_1" -> ("split
 
 def parse_program_desc(data: bytes, source: str | None = None) -> Any:
     """ProgramDesc from bytes; ``source`` (a path) names them in errors."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        hint = " (text format: pc.load_program on a .pbtxt file)" if isinstance(data, str) else ""
+        raise ProgramError(
+            f"a serialized ProgramDesc is bytes, as Program.serialize() returns; got "
+            f"{type(data).__name__}{hint}"
+        )
     try:
         return pb.ProgramDesc.FromString(data)
     except DecodeError as e:

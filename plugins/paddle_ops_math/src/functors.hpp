@@ -32,9 +32,11 @@ template <class T> using Modular = typename ModularOf<T>::type;
 
 template <class T> using Unsigned = std::make_unsigned_t<T>;
 
-// A value converted to D, defined for every input: a float that D cannot hold (NaN, out of
-// range) becomes D's minimum for signed D, as x86 converts and NumPy gives there; unsigned
-// D wraps around through int64 (uint64 also takes [2^63, 2^64) as it is); bool is "not zero".
+// A value converted to D, defined for every input, as NumPy converts on x86: a float goes to a
+// signed D through int32 (int64 for int64) and wraps around into D, so 300.7 gives int8 44;
+// NaN and values outside that type give its minimum, wrapped (int32's minimum, 0 for int8
+// and int16). Unsigned D wraps around through int64 (uint64 also takes [2^63, 2^64) as it is),
+// and is 0 outside. bool is "not zero".
 // A plain static_cast of such a float is undefined behaviour. float16 and bfloat16 convert as
 // their float value; to them, a value rounds once, to nearest even (paddle_core/half.hpp).
 template <class D, class S> PADDLE_CORE_HD inline D convert_to(S v) {
@@ -48,9 +50,11 @@ template <class D, class S> PADDLE_CORE_HD inline D convert_to(S v) {
     if constexpr (std::is_same_v<D, uint64_t>) {
       if (v >= S(9223372036854775808.0) && v < S(18446744073709551616.0)) return D(v);
     }
-    using Via = std::conditional_t<std::is_signed_v<D>, D, int64_t>;
-    constexpr S lo = S(std::numeric_limits<Via>::min());  // -2^(bits-1): exact in S
-    if (!(v >= lo && v < -lo)) return std::is_signed_v<D> ? std::numeric_limits<D>::min() : D(0);
+    using Signed = std::conditional_t<(sizeof(D) < 4), int32_t, D>;
+    using Via = std::conditional_t<std::is_signed_v<D>, Signed, int64_t>;
+    constexpr Via lowest = std::numeric_limits<Via>::min();
+    constexpr S lo = S(lowest);  // -2^(bits-1): exact in S
+    if (!(v >= lo && v < -lo)) return std::is_signed_v<D> ? static_cast<D>(lowest) : D(0);
     return static_cast<D>(static_cast<Via>(v));
   } else {
     return static_cast<D>(v);

@@ -70,6 +70,18 @@ def test_versions_and_several_uses_combine():
     np.testing.assert_allclose(got, numeric_grad(f, W), rtol=1e-6)
 
 
+def test_gradients_of_what_is_not_a_variable_are_refused():
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [2])
+        y = pc.ops.sum(x)
+        for targets, inputs, named in [
+            ("nope", [x], "'nope' is not a Variable but str"),
+            (y, [3], "3 .* but int"),
+        ]:
+            with pytest.raises(pc.ProgramError, match=rf"^gradients\(\): {named} \(pass the"):
+                pc.gradients(targets, inputs)
+
+
 def test_a_gradient_needing_a_value_rewritten_in_place_is_refused():
     def forward(block, x, w):
         h = pc.ops.matmul(x, w)

@@ -528,6 +528,12 @@ def test_loading_keeps_what_the_desc_holds(program, mystery):
 def test_corrupt_bytes():
     with pytest.raises(pc.ProgramError, match="is not a serialized ProgramDesc"):
         pc.Program.parse(b"\xff\xff\xff\xff")
+    with pytest.raises(pc.ProgramError, match=r"is bytes.*got str \(text format: pc.load_prog"):
+        pc.Program.parse("blocks { idx: 0 }")
+    with pytest.raises(
+        pc.ProgramError, match=r"is bytes, as Program.serialize\(\) returns; got int$"
+    ):
+        pc.Program.parse(3)
 
 
 def test_corrupt_files(tmp_path):

@@ -126,6 +126,20 @@ def test_the_evaluation_program_never_updates_a_parameter():
     assert not [op for op in test.global_block().ops if op.type == "adam"]
 
 
+def test_hyperparameters_are_finite_numbers():
+    for make, problem in [
+        (lambda: pc.optimizer.SGD(learning_rate="0.1"), "SGD: learning_rate .* got '0.1'"),
+        (lambda: pc.optimizer.Adam(learning_rate=0), "Adam: learning_rate .* > 0, got 0$"),
+        (lambda: pc.optimizer.SGD(float("nan")), "finite number > 0, got nan"),
+        (lambda: pc.optimizer.SGD(True), "got True"),
+        (lambda: pc.optimizer.L2Decay(-1e-4), "L2Decay: coeff must be a finite number >= 0"),
+        (lambda: pc.optimizer.GradientClipByGlobalNorm(None), "clip_norm .* > 0, got None"),
+    ]:
+        with pytest.raises(pc.ProgramError, match=problem):
+            make()
+    assert pc.optimizer.L2Decay(0).coeff == 0.0 and pc.optimizer.SGD(1).learning_rate == 1.0
+
+
 def test_minimize_needs_a_path_to_a_trainable_parameter():
     main = pc.Program()
     with pc.program_guard(main, pc.Program()):
@@ -325,6 +339,17 @@ def test_conv_and_pool_layers_create_filters_and_compute_paddles_shapes():
             pc.layers.pool2d(conv)
         with pytest.raises(pc.ProgramError, match="4 channels must be divisible by groups 3"):
             pc.layers.conv2d(conv, 6, 3, groups=3)
+        ids = pc.layers.data("ids", [4], dtype="int64")
+        for make, problem in [
+            (lambda: pc.layers.fc(conv, -1), "fc: size must be an int >= 1, got -1"),
+            (lambda: pc.layers.fc(conv, 0), "fc: size must be an int >= 1, got 0"),
+            (lambda: pc.layers.conv2d(conv, 2.0, 3), "conv2d: num_filters must be an int >= 1"),
+            (lambda: pc.layers.conv2d_transpose(conv, 0, 3), "conv2d_transpose: num_filters"),
+            (lambda: pc.layers.embedding(ids, [10, 0]), r"embedding: size\[1\] must be an int"),
+            (lambda: pc.layers.embedding(ids, 10), r"size must be \[vocabulary, width\], got 10"),
+        ]:
+            with pytest.raises(pc.ProgramError, match=problem):
+                make()
 
 
 def test_a_small_cnn_learns():

@@ -141,9 +141,10 @@ def test_a_kernel_rejecting_its_inputs_at_prepare_is_a_clean_error():
 @pytest.mark.parametrize("dst", [d for d in DTYPES if "int" in d] + ["bool"])
 def test_casting_floats_no_integer_holds_gives_defined_values(src, dst):
     """NaN, infinities and out-of-range values (undefined behaviour for a plain C++ cast) give
-    what x86 gives and NumPy on x86 shows: the minimum for signed types; unsigned types wrap
-    around through int64 (uint64 also holds [2^63, 2^64) as it is; NaN gives 0, where NumPy on
-    x86 shows 2^63); bool is "not zero"."""
+    what NumPy on x86 shows: signed types go through int32 (int64 for int64) and wrap around,
+    the minimum of that type where it cannot hold the value; unsigned types wrap around
+    through int64 (uint64 also holds [2^63, 2^64) as it is; NaN gives 0, where NumPy on x86
+    shows 2^63); bool is "not zero"."""
     values = [np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -3e9, 1e19, 300.7, -1.5]
     with np.errstate(all="ignore"):
         x = np.array(values).astype(src)
@@ -158,9 +159,13 @@ def test_casting_floats_no_integer_holds_gives_defined_values(src, dst):
             upper = (wide >= 2.0**63) & (wide < 2.0**64)
             want[upper] = np.trunc(wide[upper]).astype(np.uint64)
     else:
-        info = np.iinfo(dst)
-        fits = (wide >= info.min) & (wide < -float(info.min))  # NaN compares false
-        want = np.where(fits, np.trunc(np.where(fits, wide, 0)), info.min).astype(dst)
+        via = np.iinfo(dst if dst == "int64" else "int32")
+        fits = (wide >= via.min) & (wide < -float(via.min))  # NaN compares false
+        want = np.where(fits, np.trunc(np.where(fits, wide, 0)), via.min).astype(via.dtype)
+        want = want.astype(dst)  # wraps around
+        if dst in ("int8", "int16"):  # NumPy on x86 itself, for the cases where it is defined
+            with np.errstate(all="ignore"):
+                assert_matches(want[fits], wide[fits].astype(dst))
     assert_matches(run1("cast", {"x": x}, {"dtype": dst}), want)
 
 
@@ -214,3 +219,25 @@ def test_range_is_int64_by_default_and_checked_when_appended():
             pc.ops.range(limit=2.0**52, dtype="float64")
         with pytest.raises(pc.AttrError, match=r"op 'range', attr 'dtype'"):
             pc.ops.range(limit=3, dtype="bool")
+
+
+def test_integer_fills_refuse_values_their_dtype_cannot_hold():
+    """NumPy's full raises where an int8 cannot hold 200; a NaN has no integer at all. Values
+    within the range truncate toward zero, as NumPy's do."""
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [2], dtype="uint8")
+        for value, dtype, problem in [
+            (200, "int8", r"value 200.0 does not fit int8 \[-128, 127\]"),
+            (-1, "uint32", r"value -1.0 does not fit uint32"),
+            (2.0**63, "int64", r"does not fit int64"),
+            (float("nan"), "int32", r"value nan has no int32 equivalent"),
+            (float("-inf"), "int16", r"value -inf has no int16 equivalent"),
+        ]:
+            with pytest.raises(pc.ShapeError, match=rf"op 'fill_constant'.*{problem}"):
+                pc.ops.fill_constant(shape=[2], dtype=dtype, value=value)
+        with pytest.raises(pc.ShapeError, match=r"op 'full_like'.*value 256.0 does not fit uint8"):
+            pc.ops.full_like(x, value=256)
+    got = run_op("fill_constant", {}, {"shape": [3], "dtype": "int8", "value": -128.9})
+    assert_matches(got["out"][0], np.full(3, -128, np.int8))
+    got = run_op("full_like", {"x": np.zeros(2, np.float32)}, {"value": float("nan")})
+    assert np.isnan(got["out"][0]).all()  # a float fill takes any value

@@ -12,6 +12,7 @@ from .fill import (
     cast_grad,
     cast_shape,
     fill_constant_shape,
+    full_like_shape,
     range_shape,
     scale_grad,
 )

@@ -33,7 +33,29 @@ def cast_grad(ctx):
 
 
 def fill_constant_shape(ctx):
+    _check_fill_value(ctx, ctx.attrs["dtype"])
     ctx.set_output("out", ctx.attrs["shape"], ctx.attrs["dtype"])
+
+
+def full_like_shape(ctx):
+    x = ctx.input("x")
+    _check_fill_value(ctx, x.dtype)
+    ctx.set_output("out", x.shape, x.dtype)
+
+
+def _check_fill_value(ctx, dtype: str) -> None:
+    """An integer fill takes a finite value within the dtype (truncated toward zero, as NumPy's
+    full does), not one that would wrap around or stand for NaN."""
+    value = ctx.attrs["value"]
+    if dtype not in _INT_RANGE:
+        return
+    if not math.isfinite(value):
+        ctx.fail(
+            f"value {value!r} has no {dtype} equivalent (an integer fill needs a finite value)"
+        )
+    low, high = _INT_RANGE[dtype]
+    if not low <= math.trunc(value) <= high:
+        ctx.fail(f"value {value!r} does not fit {dtype} [{low}, {high}]")
 
 
 def assign_grad(ctx):
