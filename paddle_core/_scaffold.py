@@ -81,6 +81,10 @@ def new_package(name: str, directory: str | Path | None = None, *, cuda: bool = 
     substitutions = names.substitutions()
 
     def render(text: str) -> str:
+        # A line that starts with {{cuda}} is written only with --cuda; {{no_cuda}}, only without.
+        keep, drop = ("{{cuda}}", "{{no_cuda}}") if cuda else ("{{no_cuda}}", "{{cuda}}")
+        lines = text.splitlines(keepends=True)
+        text = "".join(line.removeprefix(keep) for line in lines if not line.startswith(drop))
         for key, value in substitutions.items():
             text = text.replace(key, value)
         return text

@@ -208,12 +208,24 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         _dump({"ops": rows})
         return 0
+    listed = {r["plugin"] for r in rows}
+    absent = [  # plugins the filter asks for whose ops are not there to list
+        r
+        for r in registry.records
+        if r.status in ("disabled", "broken")
+        and r.name not in listed
+        and (args.plugin is None or wanted in (normalize(r.name), normalize(r.distribution)))
+    ]
+    notes = [_not_loaded_note(r) for r in absent]
     if not rows:
-        print(
-            "No op matches the filter."
-            if args.plugin or args.device
-            else _empty_reason(registry, "ops")
-        )
+        if args.plugin and notes:
+            print("\n".join(notes))
+        else:
+            print(
+                "No op matches the filter."
+                if args.plugin or args.device
+                else _empty_reason(registry, "ops")
+            )
         return 0
     lines = plain_table(
         ("op", "plugin", "version", "devices", "dtypes", "grad"),
@@ -232,8 +244,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     plugins = len({r["plugin"] for r in rows})
     lines.append(f"{counted(len(rows), 'op')} from {counted(plugins, 'plugin')}")
     lines += [f"{r['op']}: {problem}" for r in rows for problem in r["problems"]]
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write("\n".join(lines + notes) + "\n")
     return 0
+
+
+def _not_loaded_note(record: Any) -> str:
+    """Why a plugin's ops are missing from the list."""
+    who = f"plugin {record.name!r}" + (f" ({record.distribution})" if record.distribution else "")
+    if record.status == "disabled":
+        return f"{who} is switched off: {record.disabled}."
+    return f"{who} is not loaded: {record.reason}; `paddle-ops plugins` says more."
 
 
 def _check_plugin_name(registry: Any, name: str) -> None:

@@ -131,6 +131,9 @@ def did_you_mean(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> s
     # Only names compare (an attr's choices may be numbers: channel_block's 0, 8, 16).
     names = [c for c in candidates if isinstance(c, str)]
     close = difflib.get_close_matches(word, names, n=3, cutoff=cutoff)
+    if not close:  # MATMUL is matmul in the wrong case
+        folded = {c.lower(): c for c in names}
+        close = [folded[c] for c in difflib.get_close_matches(word.lower(), folded, 3, cutoff)]
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

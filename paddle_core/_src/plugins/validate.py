@@ -66,11 +66,13 @@ def validate(target: str) -> Report:
         path = path.parent
     if _exists(path.is_dir) and _exists((path / "pyproject.toml").is_file):
         _validate_project(report, path)
-    elif os.sep in target or target.startswith(".") or _exists(path.is_dir):
+    elif _exists(path.is_dir):
         report.problems.append(
             "no pyproject.toml here; expected a plugin project directory or the name of an "
             "installed distribution"
         )
+    elif os.sep in target or target.startswith("."):
+        report.problems.append("no such directory; expected a plugin project directory")
     else:
         _validate_distribution(report, target)
     return report
@@ -174,7 +176,7 @@ def _installed_record(dist: Any, plugin: str) -> PluginRecord | None:
 
 def _validate_distribution(report: Report, name: str) -> None:
     try:
-        dist = importlib.metadata.distribution(name)
+        dist = importlib.metadata.distribution(_distribution_of_plugin(name) or name)
     except importlib.metadata.PackageNotFoundError:
         report.problems.append(
             "no distribution of this name is installed (nor is it a project directory); "
@@ -192,6 +194,15 @@ def _validate_distribution(report: Report, name: str) -> None:
         _add_manifest_findings(report, record)
         if not record.errors:
             _check_code(report, record)
+
+
+def _distribution_of_plugin(name: str) -> str | None:
+    """The distribution of the installed plugin called ``name`` (nn: paddle-ops-nn), so that
+    validate takes the names `paddle-ops list` shows; None where no plugin is called that."""
+    for ep in importlib.metadata.entry_points(group=GROUP):
+        if ep.name == name and ep.dist is not None:
+            return ep.dist.name
+    return None
 
 
 def _name(ep: Any) -> str:

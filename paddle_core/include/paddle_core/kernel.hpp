@@ -59,8 +59,9 @@ class KernelError : public std::exception {
   std::string message_;
 };
 
-// Throw a KernelError with a printf-style message.
-[[noreturn]] inline void fail(const char* format, ...) {
+// Throw a KernelError with a printf-style message: fail("got %lld", (long long)n). The
+// format attribute makes the compiler check the arguments against the format.
+[[noreturn]] __attribute__((format(printf, 1, 2))) inline void fail(const char* format, ...) {
   char buffer[512];
   va_list args;
   va_start(args, format);

@@ -7,6 +7,12 @@
 #ifndef PADDLE_CORE_PARALLEL_HPP_
 #define PADDLE_CORE_PARALLEL_HPP_
 
+// nvcc compiles the host side of .cu files without OpenMP; they include this header only
+// through headers shared with the CPU kernels, and call none of it.
+#if !defined(_OPENMP) && !defined(__CUDACC__)
+#error "paddle_core/parallel.hpp needs OpenMP: in CMake, find_package(OpenMP REQUIRED) and link OpenMP::OpenMP_CXX"
+#endif
+
 #include <omp.h>
 
 #include <algorithm>

@@ -144,6 +144,11 @@ def test_unknown_op_exits_1_with_one_line() -> None:
     assert line.endswith("?)")
 
 
+def test_an_op_named_in_the_wrong_case_is_suggested() -> None:
+    line = run_cli("show", "TOY_SCALE", check=1).stderr.strip()
+    assert line.startswith("paddle-ops: error: unknown op 'TOY_SCALE' (did you mean 'toy_scale'")
+
+
 def test_plugins_json() -> None:
     toy = next(p for p in as_json("plugins")["plugins"] if p["name"] == "toy")
     assert toy["status"] == "ok" and toy["problems"] == []
@@ -173,6 +178,19 @@ def test_doctor_clean_and_broken(broken_site: Path) -> None:
     )
     assert not any("'toy_scale'" in p for p in report["problems"])
     assert any("'toy_scale'" in w for w in report["warnings"])
+
+
+def test_list_says_which_plugins_it_could_not_list(broken_site: Path) -> None:
+    """A broken or switched-off plugin's ops are not listed; the list says so, not nothing."""
+    out = run_cli("list", pythonpath=broken_site).stdout
+    assert "plugin 'bad_syntax' (paddle-ops-broken) is not loaded: " in out
+    assert "`paddle-ops plugins` says more." in out
+    out = run_cli("list", "--plugin", "bad_syntax", pythonpath=broken_site).stdout
+    assert out.startswith("plugin 'bad_syntax' (paddle-ops-broken) is not loaded: ")
+    assert "No op matches" not in out
+    out = run_cli("list", "--plugin", "toy", env={"PADDLE_CORE_PLUGINS": "nn"}).stdout
+    assert out.startswith("plugin 'toy' (paddle-ops-toy) is switched off: ")
+    assert "plugin 'toy'" not in run_cli("list").stdout  # a working plugin: no note
 
 
 def test_doctor_warns_about_a_preference_nobody_can_honour() -> None:

@@ -56,7 +56,14 @@ def test_cuda_adds_only_the_cuda_kernels_and_their_declaration(tmp_path: Path) -
     run_cli("new", "my-ops", "--cuda", "--dir", str(tmp_path / "cuda"))
     cpu, cuda = tree(tmp_path / "cpu"), tree(tmp_path / "cuda")
     assert set(cuda) - set(cpu) == {"csrc/cos_cuda.cu", "csrc/cuda_kernels.pbtxt"}
-    assert all(cuda[name] == content for name, content in cpu.items())
+    assert all(cuda[name] == content for name, content in cpu.items() if name != "README.md")
+    readme_cpu, readme_cuda = cpu["README.md"].decode(), cuda["README.md"].decode()
+    assert "with CPU kernels." in readme_cpu and "cos_cuda.cu" not in readme_cpu
+    assert (
+        "MY_OPS_CUDA" not in readme_cpu and "as `paddle-ops new NAME --cuda` writes" in readme_cpu
+    )
+    assert "`csrc/cos_cuda.cu`, `csrc/cuda_kernels.pbtxt`" in readme_cuda
+    assert "cmake.define.MY_OPS_CUDA=OFF" in readme_cuda
 
 
 def test_the_example_package_is_what_new_writes(tmp_path: Path) -> None:

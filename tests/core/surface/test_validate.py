@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import pip_install, run_cli
 
+import paddle_core as pc
+
 FIRST_PARTY = ("paddle-core", "paddle-ops-math", "paddle-ops-nn")
 
 
@@ -69,7 +71,17 @@ def test_a_name_that_is_neither_installed_nor_a_project() -> None:
         "directory)"
     )
     result = run_cli("validate", "./nowhere", check=1)
-    assert result.stdout.startswith("./nowhere: no pyproject.toml here")
+    assert result.stdout.startswith("./nowhere: no such directory")
+    result = run_cli("validate", "tests", check=1)  # a directory, but no project
+    assert result.stdout.startswith("tests: no pyproject.toml here")
+
+
+def test_a_plugin_name_validates_its_distribution() -> None:
+    """`paddle-ops list` shows plugin names (toy); validate takes them as well as the
+    distribution's (paddle-ops-toy)."""
+    assert (
+        run_cli("validate", "toy").stdout == "toy: ok: plugin 'toy': 11 ops (paddle-core 0.1.0)\n"
+    )
 
 
 PYPROJECT = """\
