@@ -1,6 +1,6 @@
-"""Unary kernels on 16M float32: exp, tanh, sigmoid, log, sqrt, sin, cos beside NumPy and PyTorch.
+"""Unary kernels on 16M float32 beside NumPy and PyTorch.
 
-Ours runs as a one-op program through ``pc.Executor`` in steady state: a first run prepares
+exp, tanh, sigmoid, log, sqrt, sin, cos, floor, ceil and round. Ours runs as a one-op program through ``pc.Executor`` in steady state: a first run prepares
 the plan, then ``exe.run`` is timed with the same feed (the fetched output is a fresh array
 each run, as NumPy's and PyTorch's are). NumPy: ``np.exp`` etc.; sigmoid as
 ``1 / (1 + np.exp(-x))`` and, when SciPy is installed, ``scipy.special.expit``. PyTorch:
@@ -31,7 +31,7 @@ torch = optional("torch")
 special = optional("scipy.special")
 expit = special.expit if special is not None else None
 
-OPS = ["exp", "tanh", "sigmoid", "log", "sqrt", "sin", "cos"]
+OPS = ["exp", "tanh", "sigmoid", "log", "sqrt", "sin", "cos", "floor", "ceil", "round"]
 
 
 def ours(op: str, x: np.ndarray, threads: int) -> Callable[[], object]:

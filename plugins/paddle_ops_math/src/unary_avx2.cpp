@@ -1,5 +1,5 @@
-// float32 exp, tanh, sigmoid, log, sin and cos with AVX2+FMA intrinsics. This file is compiled
-// with -mavx2 -mfma; unary_cpu.cpp calls it only on CPUs that have both.
+// float32 exp, tanh, sigmoid, log, sin, cos, floor, ceil and round with AVX2+FMA intrinsics.
+// This file is compiled with -mavx2 -mfma; unary_cpu.cpp calls it only on CPUs that have both.
 //
 // Memory contract: x and out hold n floats (any alignment). The last n % 8 elements go
 // through the same vector code with masked loads and stores: nothing outside [0, n) is read
@@ -168,6 +168,20 @@ void sin_f32(const float* x, float* out, int64_t n) {
 }
 void cos_f32(const float* x, float* out, int64_t n) {
   map(x, out, n, [](__m256 v) { return sincos8<true>(v); });
+}
+// vroundps: exact, as std::floor, std::ceil and std::nearbyint (halves to even) are; -0, the
+// infinities and NaN come out as they go in, and no exception is raised.
+void floor_f32(const float* x, float* out, int64_t n) {
+  map(x, out, n,
+      [](__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); });
+}
+void ceil_f32(const float* x, float* out, int64_t n) {
+  map(x, out, n,
+      [](__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); });
+}
+void round_f32(const float* x, float* out, int64_t n) {
+  map(x, out, n,
+      [](__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); });
 }
 
 }  // namespace pom::avx2

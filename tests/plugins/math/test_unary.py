@@ -421,12 +421,21 @@ def test_grad_ops_read_the_cheaper_forward_tensor(op, forward_input):
     assert set(grad_op.inputs) == {forward_input, "out_grad"}
 
 
-def test_rounding_ops_at_halves_nan_and_infinities():
-    """round takes halves to even (NumPy, ONNX); all keep NaN and infinities; sign of NaN is
-    NaN and of -0.0 is 0."""
-    x = np.array([-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rounding_ops_at_halves_nan_and_infinities(dtype, path):
+    """round takes halves to even (NumPy, ONNX); all keep NaN, infinities and -0; sign of NaN
+    is NaN and of -0.0 is 0. floor, ceil and round are exact: bit for bit NumPy's, over
+    halves, the integers around 2^23 and 2^24 (where every float is an integer), denormals
+    and huge values, in the first eight elements and in a tail."""
+    x = [-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, np.nan, np.inf, -np.inf, 1e-45, -1e-40, 3e38]
+    big = np.ldexp(1.0, 23)
+    x += [v + d for v in (big, -big, 2 * big) for d in (-1.5, -0.5, 0.25, 0.5, 1.5)]
+    x += list(np.random.default_rng(5).uniform(-100, 100, 37).round(1))
+    x = np.array(x, dtype)
     for op in ("floor", "ceil", "round", "sign"):
-        np.testing.assert_array_equal(run1(op, {"x": x}), UNARY[op][0](x), err_msg=op)
+        got, want = run1(op, {"x": x}), UNARY[op][0](x)
+        np.testing.assert_array_equal(got, want, err_msg=op)
+        assert (np.signbit(got) == np.signbit(want)).all(), op  # -0 stays -0
 
 
 @pytest.mark.parametrize("op", ["floor", "ceil", "round", "sign"])
