@@ -10,7 +10,7 @@
 // nvcc compiles the host side of .cu files without OpenMP; they include this header only
 // through headers shared with the CPU kernels, and call none of it.
 #if !defined(_OPENMP) && !defined(__CUDACC__)
-#error "paddle_core/parallel.hpp needs OpenMP: in CMake, find_package(OpenMP REQUIRED) and link OpenMP::OpenMP_CXX"
+#error "paddle_core/parallel.hpp needs OpenMP: find_package(OpenMP) and link OpenMP::OpenMP_CXX"
 #endif
 
 #include <omp.h>

@@ -8,6 +8,9 @@
 // elements (tril and triu zero some): raw elements of the dtype's size, with no per-dtype code. Inputs and
 // outputs do not overlap; reshape alone may run in place (a no-op).
 #include <cstring>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "common.hpp"
 #include "shape.hpp"
@@ -54,6 +57,21 @@ template <class U> void copy_runs(const Copy& p, U* dst, const U* src, int64_t l
 
 constexpr int64_t kTile = 32;
 
+#if defined(__SSE2__)
+// d[i * ds + j] = s[j * ss + i] for i, j in [0, 4), 4-byte elements (SSE2: every x86-64 CPU).
+template <class U> inline void transpose4x4(U* d, int64_t ds, const U* s, int64_t ss) {
+  __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s));
+  __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + ss));
+  __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 2 * ss));
+  __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 3 * ss));
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);  // shuffles: bit patterns move unchanged, NaNs included
+  _mm_storeu_ps(reinterpret_cast<float*>(d), r0);
+  _mm_storeu_ps(reinterpret_cast<float*>(d + ds), r1);
+  _mm_storeu_ps(reinterpret_cast<float*>(d + 2 * ds), r2);
+  _mm_storeu_ps(reinterpret_cast<float*>(d + 3 * ds), r3);
+}
+#endif
+
 // Transposes: work item = kTile rows of dim `tile` (contiguous in src) for one index of the
 // other outer dims, copied in kTile x kTile blocks against the innermost dim.
 template <class U> void copy_tiles(const Copy& p, U* dst, const U* src, int64_t lo, int64_t hi) {
@@ -72,7 +90,19 @@ template <class U> void copy_tiles(const Copy& p, U* dst, const U* src, int64_t 
     const int64_t r0 = item % blocks * kTile, r1 = std::min(rows, r0 + kTile);
     for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
       const int64_t c1 = std::min(cols, c0 + kTile);
-      for (int64_t r = r0; r < r1; ++r) {
+      int64_t r = r0;
+#if defined(__SSE2__)
+      if constexpr (sizeof(U) == 4) {  // 4 x 4 blocks through registers, 4 elements a move
+        for (; r + 4 <= r1; r += 4) {
+          int64_t c = c0;
+          for (; c + 4 <= c1; c += 4)
+            transpose4x4(dst + od + r * dq + c, dq, src + os + r + c * sc, sc);
+          for (; c < c1; ++c)
+            for (int64_t i = 0; i < 4; ++i) dst[od + (r + i) * dq + c] = src[os + r + i + c * sc];
+        }
+      }
+#endif
+      for (; r < r1; ++r) {
         U* d = dst + od + r * dq;
         const U* s = src + os + r;
         for (int64_t c = c0; c < c1; ++c) d[c] = s[c * sc];

@@ -58,8 +58,10 @@ template <int B, class F> void lane_sums(int64_t n, F&& f, double* out) {
       for (int j = 0; j < B; ++j) s[k][j] += f(i + k, j);
   for (; i < n; ++i)
     for (int j = 0; j < B; ++j) s[0][j] += f(i, j);
-  for (int j = 0; j < B; ++j)
-    out[j] = ((s[0][j] + s[1][j]) + (s[2][j] + s[3][j])) + ((s[4][j] + s[5][j]) + (s[6][j] + s[7][j]));
+  for (int j = 0; j < B; ++j) {
+    const double low = (s[0][j] + s[1][j]) + (s[2][j] + s[3][j]);
+    out[j] = low + ((s[4][j] + s[5][j]) + (s[6][j] + s[7][j]));
+  }
 }
 
 // f(cb, begin) for every tile of a blocked x (channels cb * b .., elements [begin, begin +

@@ -79,6 +79,17 @@ def test_transpose(xs, perm):
         assert_matches(got, np.transpose(x, perm or None))
 
 
+def test_transpose_moves_float_bits_unchanged():
+    """Transposes move bits, whatever they mean: signalling NaNs with payloads, -0 and
+    denormals come out bit for bit (the 4 x 4 register blocks included)."""
+    bits = np.random.default_rng(3).integers(0, 2**32, (37, 45), dtype=np.uint64)
+    bits[::3] = 0x7F800001 + bits[::3] % 0x3FFFFF  # signalling NaNs
+    bits[1::5] = 0x80000000  # -0
+    x = bits.astype(np.uint32).view(np.float32)
+    (got,) = run("transpose", {"x": x}, {"perm": [1, 0]})
+    np.testing.assert_array_equal(got.view(np.uint32), x.T.view(np.uint32))
+
+
 CONCAT = [
     ([(2, 3), (4, 3)], 0),
     ([(2, 3), (2, 1), (2, 0)], 1),
