@@ -7,6 +7,7 @@
 //
 //   Random rng(ctx, seed_attr);          // in run(); seed_attr 0: the core's key and run
 //   float u = rng.uniform<float>(i);     // in [0, 1)
+//   rng.for_uniforms<float>(lo, hi, [&](int64_t i, float u) {...});  // the same, 4x faster
 //   double z = rng.normal<double>(i);    // standard normal
 //
 // With a nonzero seed the numbers are the same on every run (a fixed mask, a fixed
@@ -74,17 +75,42 @@ class Random {
     philox_.block(counter, out);
   }
 
+  // How many uniform numbers of type T one block of bits holds: 4 floats or 2 doubles.
+  template <class T> static constexpr int kPerBlock = sizeof(T) == 4 ? 4 : 2;
+
   // A uniform number in [0, 1) for element i: 24 random bits for float, 53 for double.
   template <class T> PADDLE_CORE_HD T uniform(uint64_t i) const {
+    T u[kPerBlock<T>];
+    uniforms(i / kPerBlock<T>, u);
+    return u[i % kPerBlock<T>];
+  }
+
+  // The uniform numbers of the kPerBlock<T> elements of block `block` (elements block *
+  // kPerBlock<T> on), from one block of bits: a loop over elements that calls uniform<T> for
+  // each computes the block kPerBlock<T> times.
+  template <class T> PADDLE_CORE_HD void uniforms(uint64_t block, T* u) const {
     uint32_t w[4];
+    bits(block, w);
     if constexpr (sizeof(T) == 4) {
-      bits(i / 4, w);
-      return static_cast<T>(w[i % 4] >> 8) * T(1.0 / 16777216.0);
+      for (int k = 0; k < 4; ++k) u[k] = static_cast<T>(w[k] >> 8) * T(1.0 / 16777216.0);
     } else {
-      bits(i / 2, w);
-      const uint64_t hi = w[(i % 2) * 2], lo = w[(i % 2) * 2 + 1];
-      return static_cast<T>(((hi << 21) ^ (lo >> 11)) & ((uint64_t{1} << 53) - 1)) *
-             T(1.0 / 9007199254740992.0);
+      for (int k = 0; k < 2; ++k) {
+        const uint64_t hi = w[2 * k], lo = w[2 * k + 1];
+        u[k] = static_cast<T>(((hi << 21) ^ (lo >> 11)) & ((uint64_t{1} << 53) - 1)) *
+               T(1.0 / 9007199254740992.0);
+      }
+    }
+  }
+
+  // f(i, uniform<T>(i)) for i in [lo, hi), a block of bits per kPerBlock<T> elements: the CPU
+  // loops' way to the same numbers.
+  template <class T, class F> void for_uniforms(int64_t lo, int64_t hi, F&& f) const {
+    constexpr int64_t k = kPerBlock<T>;
+    T u[k];
+    for (int64_t i = lo; i < hi;) {
+      uniforms(static_cast<uint64_t>(i / k), u);
+      for (const int64_t end = hi < (i / k + 1) * k ? hi : (i / k + 1) * k; i < end; ++i)
+        f(i, u[i % k]);
     }
   }
 

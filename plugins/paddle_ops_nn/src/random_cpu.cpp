@@ -26,7 +26,7 @@ class UniformRandom {
       using T = decltype(t);
       T* o = out(0).data<T>();
       parallel_for(out(0).numel(), ctx.num_threads(), kGrain, [&](int64_t a, int64_t b) {
-        for (int64_t i = a; i < b; ++i) o[i] = uniform_value<T>(rng, i, a_.lo, a_.hi);
+        rng.for_uniforms<T>(a, b, [&](int64_t i, T u) { o[i] = uniform_in<T>(u, a_.lo, a_.hi); });
       });
     });
   }
@@ -78,7 +78,12 @@ class Dropout {
       const T scale = static_cast<T>(a_.scale());
       const float p = static_cast<float>(a_.p);
       parallel_for(in(0).numel(), ctx.num_threads(), kGrain, [&](int64_t a, int64_t b) {
-        for (int64_t i = a; i < b; ++i) dropout_element(rng, a_.test, p, scale, x, o, mask, i);
+        if (a_.test) {
+          for (int64_t i = a; i < b; ++i) dropout_element(rng, true, p, scale, x, o, mask, i);
+          return;
+        }
+        rng.for_uniforms<float>(
+            a, b, [&](int64_t i, float u) { dropout_kept(u, p, scale, x, o, mask, i); });
       });
     });
   }

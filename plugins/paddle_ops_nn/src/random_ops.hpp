@@ -29,11 +29,15 @@ inline void check_uniform(const UniformAttrs& a, const Slots& out) {
   dispatch(out(0).dtype(), Floats{}, [](auto) {});
 }
 
-template <class T>
-PADDLE_CORE_HD T uniform_value(const Random& rng, int64_t i, double lo, double hi) {
-  const T u = rng.uniform<T>(static_cast<uint64_t>(i));
+// The value of uniform number u in [lo, hi).
+template <class T> PADDLE_CORE_HD T uniform_in(T u, double lo, double hi) {
   const T v = static_cast<T>(lo) + mul_rounded(static_cast<T>(hi - lo), u);
   return v < static_cast<T>(hi) ? v : static_cast<T>(lo);  // rounding must not reach max
+}
+
+template <class T>
+PADDLE_CORE_HD T uniform_value(const Random& rng, int64_t i, double lo, double hi) {
+  return uniform_in<T>(rng.uniform<T>(static_cast<uint64_t>(i)), lo, hi);
 }
 
 // -- gaussian_random: out[i] = N(mean, std^2); truncated: beyond 2 std drawn again -----------
@@ -98,6 +102,14 @@ inline void check_dropout_grad(const Slots& in, const Slots& out) {
   dispatch(in(1).dtype(), Floats{}, [](auto) {});
 }
 
+// Element i of dropout in training, given its uniform number u: its mask and out.
+template <class T>
+PADDLE_CORE_HD void dropout_kept(float u, float p, T scale, const T* x, T* o, uint8_t* mask,
+                                 int64_t i) {
+  mask[i] = u >= p;
+  o[i] = mask[i] ? x[i] * scale : T(0);
+}
+
 // Element i of dropout: its mask and out.
 template <class T>
 PADDLE_CORE_HD void dropout_element(const Random& rng, bool test, float p, T scale, const T* x,
@@ -106,8 +118,7 @@ PADDLE_CORE_HD void dropout_element(const Random& rng, bool test, float p, T sca
     mask[i] = 1;
     o[i] = x[i] * scale;
   } else {
-    mask[i] = rng.uniform<float>(static_cast<uint64_t>(i)) >= p;
-    o[i] = mask[i] ? x[i] * scale : T(0);
+    dropout_kept(rng.uniform<float>(static_cast<uint64_t>(i)), p, scale, x, o, mask, i);
   }
 }
 
