@@ -16,6 +16,7 @@ void sigmoid_f32(const float* x, float* out, int64_t n);
 void log_f32(const float* x, float* out, int64_t n);
 void sin_f32(const float* x, float* out, int64_t n);
 void cos_f32(const float* x, float* out, int64_t n);
+void erf_f32(const float* x, float* out, int64_t n);
 void floor_f32(const float* x, float* out, int64_t n);
 void ceil_f32(const float* x, float* out, int64_t n);
 void round_f32(const float* x, float* out, int64_t n);

@@ -6,10 +6,10 @@
 // (sigmoid from e = e^-|x|, so nothing overflows and sigmoid(-x) keeps its tail), with the
 // SDK's exp8 (1.05 ulps) where the portable loops call libm's exp. Where they call erfc, expm1
 // and log1p, this file has its own: the exact gelu's Phi from the normal tail
-// Q(t) = erfc(t / sqrt 2) / 2 = e^(-t^2/2) m(t) (normal_cdf8), expm1_negative8 and
-// log1p_unit8. Results agree with the portable loops to a few ulps times the formulas'
-// condition number. Tails go through masked loads and stores: nothing outside [0, n) is read
-// or written.
+// Q(t) = erfc(t / sqrt 2) / 2 = e^(-t^2/2) m(t) (normal_cdf8, with the SDK's gauss8 and
+// mills8), expm1_negative8 and log1p_unit8. Results agree with the portable loops to a few ulps
+// times the formulas' condition number. Tails go through masked loads and stores: nothing
+// outside [0, n) is read or written.
 #include <paddle_core/avx2.hpp>
 
 #include <cstdint>
@@ -21,8 +21,11 @@ namespace {
 
 using paddle_core::avx2::exp8;
 using paddle_core::avx2::first_lanes;
+using paddle_core::avx2::gauss8;
+using paddle_core::avx2::kTailEnd;
 using paddle_core::avx2::log8;
 using paddle_core::avx2::map;
+using paddle_core::avx2::mills8;
 using paddle_core::avx2::set1;
 
 constexpr float kTwoSqrt2OverPi = static_cast<float>(2 * 0.79788456080286535588);
@@ -44,39 +47,6 @@ inline __m256 gelu_2u(__m256 x) {
   const __m256 cubic =
       _mm256_add_ps(set1(1.0f), _mm256_mul_ps(_mm256_mul_ps(set1(kGeluCubic), x), x));
   return _mm256_mul_ps(_mm256_mul_ps(set1(kTwoSqrt2OverPi), x), cubic);
-}
-
-// m(t) = Q(t) e^(t^2/2), the Mills ratio over sqrt(2 pi): 0.5 at 0, then falling like 0.4 / t.
-// One formula for all t in [0, kTailEnd], without branches: with s = 1 / (1 + t/4) and
-// v = 1 - s = (t/4) s, m = s P(v - kCenter), P of degree 9 fitted (weighted least squares on
-// Chebyshev nodes, coefficients rounded to float one at a time, the rest refitted) for relative
-// error below 1e-8, a sixth of a float32 ulp. v is formed as (t/4) s, not 1 - s, so that it
-// keeps its accuracy near t = 0; s keeps its own where t is large. Past 14.5, Q is below half
-// the smallest float32 denormal.
-constexpr float kCenter = 0.3918918967247009f;
-constexpr float kMills[] = {0.22671030461788177f,  -0.4019900858402252f,   0.525698721408844f,
-                            -0.48291659355163574f, 0.26222315430641174f,  -0.0125202015042305f,
-                            -0.08866129070520401f, 0.03319702297449112f,  0.027890056371688843f,
-                            -0.01686934567987919f};
-constexpr float kTailEnd = 14.5f;
-
-inline __m256 mills8(__m256 t) {
-  const __m256 quarter = _mm256_mul_ps(t, set1(0.25f));  // exact
-  const __m256 s = _mm256_div_ps(set1(1.0f), _mm256_add_ps(set1(1.0f), quarter));
-  const __m256 u = _mm256_fmsub_ps(quarter, s, set1(kCenter));
-  __m256 p = set1(kMills[9]);
-  for (int k = 8; k >= 0; --k) p = _mm256_fmadd_ps(p, u, set1(kMills[k]));
-  return _mm256_mul_ps(s, p);
-}
-
-// e^(-t^2/2): t t rounds to p with error e (exact, by FMA), and e^(-t^2/2) = e^(-p/2) (1 - e/2)
-// to far below float rounding, so the square's rounding (up to 100 ulps of e^(-p/2) at t = 14)
-// is not amplified.
-inline __m256 gauss8(__m256 t) {
-  const __m256 p = _mm256_mul_ps(t, t);
-  const __m256 e = _mm256_fmsub_ps(t, t, p);
-  const __m256 g = exp8(_mm256_mul_ps(p, set1(-0.5f)));
-  return _mm256_fnmadd_ps(_mm256_mul_ps(g, e), set1(0.5f), g);
 }
 
 // Phi(x), the normal distribution function: Q(|x|) for x < 0 (relative accuracy into the

@@ -105,7 +105,7 @@ def test_non_contiguous_inputs(op):
             assert_matches(run1(op, {"x": x}), reference(x))
 
 
-VECTORISED = ["exp", "tanh", "sigmoid", "log", "sin", "cos"]
+VECTORISED = ["exp", "tanh", "sigmoid", "log", "sin", "cos", "erf"]
 
 
 def position_input(op: str) -> np.ndarray:
@@ -151,8 +151,10 @@ def test_results_do_not_depend_on_position(op, path):
 # expf/tanhf/logf/sinf/cosf (within 1, 2, 1, 1, 1 ulp in glibc) plus, for sigmoid, an add and
 # a division.
 BOUNDS = {
-    "avx2": {"exp": 1.05, "tanh": 1.5, "sigmoid": 2.5, "log": 0.75, "sin": 0.501, "cos": 0.501},
-    "portable": {"exp": 1.0, "tanh": 2.5, "sigmoid": 3.0, "log": 1.0, "sin": 1.0, "cos": 1.0},
+    "avx2": {"exp": 1.05, "tanh": 1.5, "sigmoid": 2.5, "log": 0.75, "sin": 0.501, "cos": 0.501}
+    | {"erf": 1.4},
+    "portable": {"exp": 1.0, "tanh": 2.5, "sigmoid": 3.0, "log": 1.0, "sin": 1.0, "cos": 1.0}
+    | {"erf": 1.0},
 }
 REFERENCES = {
     "exp": np.exp,
@@ -161,6 +163,7 @@ REFERENCES = {
     "log": np.log,
     "sin": np.sin,
     "cos": np.cos,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]),
 }
 # The float below 2^24 closest to a multiple of pi/2 (4.2e-9 from 161 pi/2): the hardest
 # argument reduction sin and cos meet before they switch to scalar code at 2^24.
@@ -176,6 +179,7 @@ THRESHOLDS = {
     "log": [1.0, 0.70710677, 1.4142135, 2.0, 2.0**-50 * 1.4142135, 1.1754944e-38, 3.4028235e38],
     "sin": [np.pi, np.pi / 2, 3 * np.pi / 2, CLOSEST_TO_HALF_PI_MULTIPLE, 8192 * np.pi, 2.0**24],
     "cos": [np.pi, np.pi / 2, 3 * np.pi / 2, CLOSEST_TO_HALF_PI_MULTIPLE, 8192 * np.pi, 2.0**24],
+    "erf": [1.0, 3.92, 10.253, 1e-3, 1e-30],  # its two formulas; where it rounds to 1
 }
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754942e-38, -1.1754942e-38]
 SPECIAL += [3.4028235e38, -3.4028235e38, 1.0, -1.0]
@@ -286,6 +290,7 @@ EDGES = {
     ],
 }
 EDGES["cos"] = EDGES["sin"]
+EDGES["erf"] = [1e-45, -1e-40, 1e-30, 0.99999994, 1.0, -1.0000001, 3.9, 3.92, 10.2, 11.0, -1e30]
 
 
 @pytest.mark.parametrize("op", VECTORISED)
