@@ -158,6 +158,25 @@ def test_mod_of_special_values_is_numpys(dtype):
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
+def test_float32_mod_is_exact_at_every_magnitude():
+    """float32 mod is exact, as NumPy's is, bit for bit: quotients from below 1 to beyond
+    2^29 (where the kernel leaves its double-precision path for fmod), denormals, both signs,
+    and quotients just below and above whole numbers."""
+    rng = np.random.default_rng(11)
+    bits = rng.integers(0, 2**32, (2, 400_000), dtype=np.uint64).astype(np.uint32)
+    x, y = bits.view(np.float32)
+    near = rng.integers(-40, 8, y.size).astype(np.int32)  # y within 2^-8 .. 2^40 of x
+    with np.errstate(all="ignore"):  # NaN and inf bit patterns: dropped below
+        y = np.ldexp(np.frexp(y)[0], np.frexp(x)[1] + near).astype(np.float32)
+    whole = np.float32(3.0) * np.arange(1, 1001, dtype=np.float32)  # x / y at whole numbers
+    x = np.concatenate([x, whole, np.nextafter(whole, 0), np.nextafter(whole, 1e9)])
+    y = np.concatenate([y, np.full(3000, 3.0, np.float32)])
+    keep = np.isfinite(x) & np.isfinite(y) & (y != 0)
+    x, y = x[keep], y[keep]
+    got = run1("mod", {"x": x, "y": y})
+    np.testing.assert_array_equal(got.view(np.uint32), np.mod(x, y).view(np.uint32))
+
+
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_integer_mod_is_numpys_and_by_zero_gives_zero(dtype):
     info = np.iinfo(dtype)
