@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     ),
     "inspect": (
         "show what a saved program uses: its ops and the packages that provide them",
-        "Loads a saved program (a ProgramDesc file, or text format for .pbtxt) as "
+        "Loads a saved program (a ProgramDesc file, text format for .pbtxt, JSON for .json) as "
         "pc.load_program does: ops that no loaded plugin provides fail it, each named with the "
         "command that installs its package (exit status 1). Then lists its ops by the plugin "
         "that provided them when the program was saved (distribution and version), and the "

@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:  # like git: no command shows what there is to do
         parser.print_help(sys.stderr)
         return 2
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # reported by the command's parser, with its usage, not the top level's
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     import warnings  # (not at the top: the listing path imports nothing it does not use)
 
     warnings.showwarning = _show_warning
@@ -82,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         if json_output:
             p.add_argument("--json", action="store_true", help="machine-readable output")
-        p.set_defaults(run=run)
+        p.set_defaults(run=run, parser=p)
         return p
 
     p = command("list", cmd_list)
@@ -91,7 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     p = command("show", cmd_show)
     p.add_argument("op", help="the op type, e.g. matmul")
     p = command("inspect", cmd_inspect)
-    p.add_argument("program", help="a saved program: protobuf, or text format (.pbtxt, .txt)")
+    p.add_argument(
+        "program", help="a saved program: protobuf, text format (.pbtxt, .txt) or JSON (.json)"
+    )
     command("plugins", cmd_plugins)
     command("doctor", cmd_doctor)
     p = command("validate", cmd_validate)

@@ -34,6 +34,10 @@ DTYPES: tuple[str, ...] = (
 _TO_ENUM = {name: i + 1 for i, name in enumerate(DTYPES)}
 FLOATING = frozenset({"float16", "bfloat16", "float32", "float64"})
 INTEGER = frozenset(name for name in DTYPES if "int" in name)
+# The same names for people to read: by kind (bool, int, uint, float), then in enum order.
+SHOWN_DTYPES = ", ".join(
+    sorted(DTYPES, key=lambda n: (n != "bool", n in FLOATING, n.startswith("u"), _TO_ENUM[n]))
+)
 
 
 def to_enum(name: str) -> int:
@@ -82,7 +86,7 @@ def canonical(dtype: Any) -> str:
         if name in _TO_ENUM:
             return name
     raise PaddleCoreError(
-        f"unsupported dtype {name!r}{did_you_mean(name, DTYPES)}; supported: {', '.join(DTYPES)}"
+        f"unsupported dtype {name!r}{did_you_mean(name, DTYPES)}; supported: {SHOWN_DTYPES}"
     )
 
 

@@ -1,4 +1,4 @@
-"""Saving and loading programs: files of ProgramDesc bytes (or text format) <-> Program.
+"""Saving and loading programs: files of ProgramDesc bytes (or text format, or JSON) <-> Program.
 
 Loading reads data only: no plugin code runs. It checks that every op the program uses is
 provided by a loaded plugin, and names the package to install for each one that is not (from
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 
-from google.protobuf import text_format
+from google.protobuf import json_format, text_format
 
 from ...proto import framework_pb2 as pb
 from ..base.errors import ProgramError, shown
@@ -36,18 +36,26 @@ def _path(path: object, doing: str) -> str:
     return text
 
 
-def _text_path(path: str) -> bool:
-    return path.endswith((".pbtxt", ".txt"))
+def _format_of(path: str) -> str:
+    """The file format a program path names by its suffix: "text", "json" or "binary"."""
+    if path.endswith((".pbtxt", ".txt")):
+        return "text"
+    return "json" if path.endswith(".json") else "binary"
 
 
 def save_program(program: Program, path: str | os.PathLike) -> None:
-    """Write ``program`` to ``path``: protobuf binary, or text format for ``.pbtxt``/``.txt``."""
+    """Write ``program`` to ``path``: protobuf binary, text format for ``.pbtxt``/``.txt``, or
+    protobuf's JSON mapping for ``.json``."""
     if not isinstance(program, Program):
         raise ProgramError(f"save_program expects a Program, got {type(program).__name__}")
     path = _path(path, "save the program")
     desc = program.to_desc()
-    if _text_path(path):
+    form = _format_of(path)
+    if form == "text":
         data = text_format.MessageToString(desc).encode("utf-8")
+    elif form == "json":
+        text = json_format.MessageToJson(desc, preserving_proto_field_name=True, indent=1)
+        data = (text + "\n").encode("utf-8")
     else:
         data = desc.SerializeToString()
     try:
@@ -75,11 +83,19 @@ def load_program(path: str | os.PathLike) -> Program:
             data = f.read(MAX_PROGRAM_BYTES + 1)
     except OSError as e:
         raise ProgramError(f"cannot load a program from {path!r}: {e.strerror}") from None
-    if _text_path(path):
+    form = _format_of(path)
+    if form == "text":
         desc = pb.ProgramDesc()
         try:
             text_format.Parse(data.decode("utf-8"), desc)
         except (text_format.ParseError, UnicodeDecodeError) as e:
             raise ProgramError(f"{path!r} is not a program in text format: {e}") from None
+        return Program.from_desc(desc, source=path)
+    if form == "json":
+        desc = pb.ProgramDesc()
+        try:
+            json_format.Parse(data.decode("utf-8"), desc)
+        except (json_format.ParseError, UnicodeDecodeError, RecursionError) as e:
+            raise ProgramError(f"{path!r} is not a program in JSON: {e}") from None
         return Program.from_desc(desc, source=path)
     return Program.from_desc(parse_program_desc(data, path), source=path)

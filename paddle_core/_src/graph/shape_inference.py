@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from ..base.dtypes import DTYPES, ITEMSIZE
+from ..base.dtypes import DTYPES, ITEMSIZE, SHOWN_DTYPES
 from ..base.errors import PLUGIN_CODE_ERRORS, PluginError, ShapeError, counted
 from ..base.limits import MAX_RANK, shape_problem
 from .variable import Variable, format_shape
@@ -183,7 +183,7 @@ def check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:
     if not ok:
         raise ShapeError(
             f"op {info.type!r}: its shape rule gave output {slot!r} shape {shape!r} and dtype "
-            f"{dtype!r}; expected ints >= 0 or None, and one of {', '.join(DTYPES)} "
+            f"{dtype!r}; expected ints >= 0 or None, and one of {SHOWN_DTYPES} "
             f"(a bug in {info.plugin.label})",
             op=info.type,
         )

@@ -49,11 +49,21 @@ def _as_float(value: Any) -> float:
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise ValueError("not a number")
     try:
-        return float(value)
+        result = float(value)
     except OverflowError:  # an int beyond float's range
         raise ValueError("too large for a float") from None
     except Exception:  # a hostile __float__
         raise ValueError("not a number") from None
+    # An integer a double cannot hold (beyond 2**53) is refused, not rounded: int64 fills
+    # take their value from this double, and would silently hold a neighbour.
+    if isinstance(value, numbers.Integral):
+        try:
+            exact = operator.index(value)
+        except Exception:  # a hostile __index__
+            raise ValueError("not a number") from None
+        if int(result) != exact:
+            raise ValueError("not exactly a float")
+    return result
 
 
 def _as_str(value: Any) -> str:
@@ -126,14 +136,20 @@ def _scalar_annotation(ap: pb.AttrProto, scalar_type: int) -> Any:
 
 
 def _beyond_width(ap: pb.AttrProto, item: Any) -> str:
-    """ ", outside the 32-bit range [...]" for an integer its attr's type cannot hold."""
+    """ ", outside the 32-bit range [...]" for an integer its attr's type cannot hold; for an
+    integer a float attr's double cannot hold exactly, the nearest double."""
     scalar_type = A.ELEMENT_TYPE.get(ap.type, ap.type)
-    if scalar_type not in A.INT_LIMITS or _is_bool(item):
+    if _is_bool(item) or scalar_type not in (*A.INT_LIMITS, pb.FLOAT):
         return ""
     try:
         number = operator.index(item)
     except Exception:  # not an integer, or a hostile object whose __index__ raises
         return ""
+    if scalar_type == pb.FLOAT:
+        nearest = float(number) if abs(number) < 2**1024 else None
+        if nearest is None or int(nearest) == number:
+            return ""
+        return f", which no double holds exactly (the nearest is {nearest!r})"
     low, high = A.INT_LIMITS[scalar_type]
     if low <= number <= high:
         return ""

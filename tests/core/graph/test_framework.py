@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -426,7 +427,7 @@ def test_attr_types_in_the_desc():
     assert not x.HasField("parameter")
 
 
-@pytest.mark.parametrize("filename", ["prog.pb", "prog.pbtxt"])
+@pytest.mark.parametrize("filename", ["prog.pb", "prog.pbtxt", "prog.json"])
 def test_save_and_load(tmp_path, filename):
     p = build_rich_program()
     path = tmp_path / filename
@@ -434,6 +435,9 @@ def test_save_and_load(tmp_path, filename):
     raw = path.read_bytes()
     if filename.endswith(".pbtxt"):
         assert raw.startswith(b"blocks {")
+    elif filename.endswith(".json"):
+        block = json.loads(raw)["blocks"][0]  # protobuf's JSON mapping, with its field names
+        assert block["parent_idx"] == -1 and "x" in [v["name"] for v in block["vars"]]
     else:
         assert raw == p.serialize()
     loaded = pc.load_program(str(path))
@@ -545,6 +549,13 @@ def test_corrupt_files(tmp_path):
     text.write_text("blocks { idx: zero }")
     with pytest.raises(pc.ProgramError, match=re.escape(f"{str(text)!r} is not a program in text")):
         pc.load_program(text)
+    for bad in (b'{"blocks": [{"idx": "zero"}]}', b'{"block": []}', b"[" * 100_000, b"{\xff}"):
+        path = tmp_path / "bad.json"
+        path.write_bytes(bad)
+        with pytest.raises(
+            pc.ProgramError, match=re.escape(f"{str(path)!r} is not a program in JSON")
+        ):
+            pc.load_program(path)
 
 
 def test_missing_file(tmp_path):

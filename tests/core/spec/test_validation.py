@@ -124,6 +124,22 @@ def test_int_is_accepted_for_float(x):
     op = pc.ops.toy_scale(x, scale=3).op
     assert op.attrs["scale"] == 3.0
     assert type(op.attrs["scale"]) is float
+    assert pc.ops.toy_scale(x, scale=-(2**63)).op.attrs["scale"] == -(2.0**63)
+
+
+@pytest.mark.parametrize("value", [2**53 + 1, np.int64(2**62 + 1), np.uint64(2**64 - 1)])
+def test_an_int_no_double_holds_is_refused_not_rounded(value):
+    """An int64 fill takes its value from a double attr: 2**53 + 1 would become 2**53."""
+    with pytest.raises(pc.AttrError) as info:
+        pc.ops.toy_fill(shape=[2], value=value, dtype="int64")
+    nearest = float(value)
+    assert_attr_error(
+        info.value,
+        "toy_fill",
+        "value",
+        "expected a float",
+        f"which no double holds exactly (the nearest is {nearest!r})",
+    )
 
 
 @VIA

@@ -280,6 +280,10 @@ def unary_op_text(op_type: str, attrs: str) -> str:
 def test_usage_errors_exit_2() -> None:
     assert run_cli(check=2).stderr.startswith("usage: paddle-ops")
     assert "invalid choice" in run_cli("frobnicate", check=2).stderr
+    # An option the command lacks is reported with that command's usage, which lists its own.
+    usage, error = run_cli("stubs", "--json", check=2).stderr.splitlines()
+    assert usage == "usage: paddle-ops stubs [-h] [-o OUTPUT]"
+    assert error == "paddle-ops stubs: error: unrecognized arguments: --json"
 
 
 @pytest.mark.parametrize(
