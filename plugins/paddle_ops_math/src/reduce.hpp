@@ -35,10 +35,11 @@
 
 namespace pom {
 
-// reduce_avx2.cpp: AVX2 builds of fold_run's full blocks and of fold_rows for float32 sums,
-// with the same arithmetic.
+// reduce_avx2.cpp: AVX2 builds of fold_run's full blocks (float32 sums, maxima and minima) and
+// of fold_rows for float32 sums, with the same results.
 void sum_blocks_f32_avx2(const float* x, int64_t blocks, double* wide);
 void sum_rows_f32_avx2(const float* const* rows, int n, int64_t w, double* acc);
+template <bool kMax> bool extreme_blocks_f32(const float* x, int64_t blocks, float* wide);
 
 namespace {
 
@@ -155,6 +156,7 @@ template <class T> struct Prod {
 // folds as bytes (0 or 1, and std::vector<bool> holds no bools to fold into): its maximum is
 // any, its minimum all, and over no elements they are false and true.
 template <class T, bool Max> struct Extreme {
+  static constexpr bool kMax = Max;
   static constexpr int kPerLane = 8;
   using Out = T;
   using Lane = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
@@ -178,6 +180,8 @@ template <class T, bool Max> struct Extreme {
 };
 template <class T> using Max = Extreme<T, true>;
 template <class T> using Min = Extreme<T, false>;
+template <class Op> constexpr bool kIsExtreme = false;
+template <class T, bool M> constexpr bool kIsExtreme<Extreme<T, M>> = true;
 
 // Vector lanes: 128 bytes of them (32 float, 16 double): enough independent chains to hide
 // the add latency, few enough to stay in registers.
@@ -210,6 +214,9 @@ template <class Op, class T> void fold_run(const T* x, int64_t n, typename Op::A
   if constexpr (std::is_base_of_v<Sum<float>, Op>) {  // sum and mean of float32
     static_assert(L == 32 && B == 256, "see reduce_avx2.cpp");
     if (has_avx2()) sum_blocks_f32_avx2(x, n / B, wide), i = n / B * B;
+  } else if constexpr (kIsExtreme<Op> && std::is_same_v<T, float>) {  // max and min
+    static_assert(L == 32 && B == 256, "see reduce_avx2.cpp");
+    if (has_avx2() && extreme_blocks_f32<Op::kMax>(x, n / B, wide)) i = n / B * B;
   }
   for (; i + B <= n; i += B) {  // full blocks: constant trip counts, lanes in registers
     // The block's bookkeeping leaves fewer loads in flight than a bare loop would: prefetch

@@ -1,6 +1,7 @@
-// AVX2 builds of the two hottest loops of reduce_cpu.cpp, both for float32 sums (and means):
-// the full blocks of a contiguous fold (fold_run) and the fold of rows into per-column sums
-// (fold_rows). reduce_cpu.cpp calls them when the CPU has AVX2 (checked once, at run time).
+// AVX2 builds of the hottest loops of reduce_cpu.cpp and extreme_cpu.cpp, for float32: the full
+// blocks of a contiguous fold (fold_run) for sums (and means), maxima and minima, and the fold of
+// rows into per-column sums (fold_rows). They are called when the CPU has AVX2 (checked once,
+// at run time).
 //
 // Memory contract: as documented on each function; nothing is allocated. The arithmetic is
 // exactly that of the generic loops in reduce_cpu.cpp (float lanes of 8 elements, added into
@@ -38,6 +39,28 @@ void sum_blocks_f32_avx2(const float* x, int64_t blocks, double* wide) {
   }
   for (int q = 0; q < 8; ++q) _mm256_storeu_pd(wide + 4 * q, w[q]);
 }
+
+// Reads x[0, 256 * blocks); wide[0, 32) = the running maxima (or minima) of its 32 lanes
+// (lane k: elements k, k + 32, ...), unless x holds a NaN: then wide is left alone and the
+// result is false, so that the caller's generic loop gives NaN with the payload it always
+// gives. Ties keep the earlier value, as the generic step does (vmaxps and vminps return their
+// second operand on equality, so -0 and +0 come out the same way).
+template <bool kMax> bool extreme_blocks_f32(const float* x, int64_t blocks, float* wide) {
+  __m256 w[4], nan = _mm256_setzero_ps();
+  for (int q = 0; q < 4; ++q) w[q] = _mm256_loadu_ps(wide + 8 * q);
+  for (int64_t b = 0; b < blocks * 8; ++b, x += 32) {
+    for (int q = 0; q < 4; ++q) {
+      const __m256 v = _mm256_loadu_ps(x + 8 * q);
+      w[q] = kMax ? _mm256_max_ps(v, w[q]) : _mm256_min_ps(v, w[q]);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+  }
+  if (_mm256_movemask_ps(nan)) return false;
+  for (int q = 0; q < 4; ++q) _mm256_storeu_ps(wide + 8 * q, w[q]);
+  return true;
+}
+template bool extreme_blocks_f32<true>(const float*, int64_t, float*);
+template bool extreme_blocks_f32<false>(const float*, int64_t, float*);
 
 // Reads rows[r][0, w) for r < n; acc[c] += ((0 + rows[0][c]) + rows[1][c]) + ..., the sum
 // in float, then added in double.

@@ -127,6 +127,21 @@ def test_max_and_min_keep_the_dtype_and_propagate_nan(op):
     assert_matches(run1(op, {"x": ints}, {"axes": [0]}), REDUCE[op][0](ints, axis=0))
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("where", [0, 300, 4095, 5000])
+def test_a_nan_anywhere_in_a_long_float32_run_comes_out_with_its_payload(op, where):
+    """The AVX2 blocks (256 floats) find the NaN and leave the result to the generic loop, so
+    the payload is the same on every CPU; 5000 lies in the partial last block."""
+    x = np.random.default_rng(where).standard_normal(5001).astype(np.float32)
+    x[where] = np.array(0x7FC0_1234, np.uint32).view(np.float32)
+    got = run1(op, {"x": x})
+    assert np.asarray(got, np.float32).view(np.uint32) == 0x7FC0_1234
+    rows = np.tile(x, (3, 1))
+    rows[1, where] = 1.0
+    expected = REDUCE[op][0](rows, axis=1)
+    assert_matches(run1(op, {"x": rows}, {"axes": [1]}), expected)
+
+
 def test_empty_reductions_give_the_identity():
     empty = np.zeros((0, 3), np.float32)
     assert_matches(run1("sum", {"x": empty}, {"axes": [0]}), np.zeros(3, np.float32))
