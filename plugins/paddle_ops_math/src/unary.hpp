@@ -20,6 +20,7 @@ void erf_f32(const float* x, float* out, int64_t n);
 void floor_f32(const float* x, float* out, int64_t n);
 void ceil_f32(const float* x, float* out, int64_t n);
 void round_f32(const float* x, float* out, int64_t n);
+void sign_f32(const float* x, float* out, int64_t n);
 
 }  // namespace pom::avx2
 

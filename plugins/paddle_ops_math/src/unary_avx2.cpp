@@ -1,4 +1,4 @@
-// float32 exp, tanh, sigmoid, log, sin, cos, erf, floor, ceil and round with AVX2+FMA
+// float32 exp, tanh, sigmoid, log, sin, cos, erf, floor, ceil, round and sign with AVX2+FMA
 // intrinsics.
 // This file is compiled with -mavx2 -mfma; unary_cpu.cpp calls it only on CPUs that have both.
 //
@@ -20,7 +20,7 @@
 //                                          rounding to float32; |x| >= 2^24 in scalar code
 //   erf      1.4 ulp  (measured: 1.36, just above |x| = 1)  odd polynomial below |x| = 1,
 //                                          else 1 - 2 Q(|x| sqrt 2) (the SDK's normal_tail8)
-//   floor, ceil, round: exact (vroundps)
+//   floor, ceil, round: exact (vroundps); sign: exact
 // Special values: exp(x) = inf above 88.72283 and at +inf; denormal results for
 // -103.97 < x < -87.34, rounded once; 0 below and at -inf. sigmoid(x) = e^x / (1 + e^x) for
 // x < 0, so it stays accurate down to the denormals. tanh keeps the sign of -0 and saturates
@@ -214,6 +214,15 @@ void ceil_f32(const float* x, float* out, int64_t n) {
 void round_f32(const float* x, float* out, int64_t n) {
   map(x, out, n,
       [](__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); });
+}
+// (x > 0) - (x < 0), as floats; NaN passes through (NumPy's sign), and -0 gives +0.
+void sign_f32(const float* x, float* out, int64_t n) {
+  map(x, out, n, [](__m256 v) {
+    const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+    const __m256 pos = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ), one);
+    const __m256 neg = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ), one);
+    return _mm256_blendv_ps(_mm256_sub_ps(pos, neg), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  });
 }
 
 }  // namespace pom::avx2

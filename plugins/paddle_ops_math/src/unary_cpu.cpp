@@ -8,12 +8,12 @@
 // (map_range), gradients on widened copies (AsFloat32).
 //
 // The formulas (forward, clip, gradients) are functors.hpp's, shared with the CUDA kernels.
-// float32 exp, tanh, sigmoid, log, sin, cos, erf, floor, ceil and round run the AVX2+FMA loops of
-// unary_avx2.cpp instead when the CPU has both (decided at prepare; set
+// float32 exp, tanh, sigmoid, log, sin, cos, erf, floor, ceil, round and sign run the AVX2+FMA
+// loops of unary_avx2.cpp instead when the CPU has both (decided at prepare; set
 // PADDLE_OPS_MATH_DISABLE_AVX2=1 to force the portable path), and so do float16 and bfloat16,
 // widened to float32 a chunk at a time. Their accuracy is stated there: 1.05 ulp (exp), 1.5
 // ulp (tanh), 2.5 ulp (sigmoid), 0.75 ulp (log), 0.501 ulp (sin, cos), 1.4 ulp (erf), exact
-// (floor, ceil, round). The portable path and every other op call the C library
+// (floor, ceil, round, sign). The portable path and every other op call the C library
 // (std::exp, ...; glibc measured: expf 0.5 ulp, tanhf 2.1, logf 0.78, sinf and cosf 0.56);
 // sigmoid there is computed in the same stable form from e^-|x|.
 // rsqrt is 1 / std::sqrt(x) (two roundings).
@@ -51,6 +51,7 @@ template <> struct Avx2<Erf> { static constexpr Avx2Loop loop = &avx2::erf_f32; 
 template <> struct Avx2<Floor> { static constexpr Avx2Loop loop = &avx2::floor_f32; };
 template <> struct Avx2<Ceil> { static constexpr Avx2Loop loop = &avx2::ceil_f32; };
 template <> struct Avx2<Round> { static constexpr Avx2Loop loop = &avx2::round_f32; };
+template <> struct Avx2<Sign> { static constexpr Avx2Loop loop = &avx2::sign_f32; };
 template <class F, class = void> constexpr bool has_avx2 = false;
 template <class F> constexpr bool has_avx2<F, std::void_t<decltype(Avx2<F>::loop)>> = true;
 
