@@ -57,6 +57,27 @@ def test_sort_and_argsort_match_numpys_stable_sort(shape, axis, descending):
             assert_matches(run1("sort", {"x": x}, attrs), np.sort(x, axis=axis))
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_long_rows_of_random_bits_sort_like_numpy(descending):
+    """Rows long enough for the radix sort, of every bit pattern: negatives, NaNs of either
+    sign and any payload (all last, in their order in x), -0 beside +0 (equal: in order),
+    denormals; plus rows of a few values, where most bytes agree and cost no pass."""
+    rng = np.random.default_rng(7)
+    for dtype in ALL:
+        if dtype == "bool":
+            x = rng.random((3, 500)) < 0.5
+        else:
+            raw = rng.integers(0, 256, size=(3, 500 * np.dtype(dtype).itemsize), dtype=np.uint8)
+            x = raw.view(dtype).copy()
+            x[1] = x[1, rng.integers(0, 4, size=500)]  # ties: four values, repeated
+            if dtype in FLOATS + HALVES:
+                x[2, ::7] = -0.0
+                x[2, 3::7] = 0.0
+        attrs = {"axis": 1, "descending": descending}
+        order = numpy_argsort(x, 1, descending)
+        assert_matches(run1("argsort", {"x": x}, attrs), order)
+
+
 def test_nan_sorts_last_ascending_and_first_descending():
     x = np.array([3.0, np.nan, -np.inf, 1.0, np.nan, np.inf])
     assert_matches(run1("argsort", {"x": x}), [2, 3, 0, 5, 1, 4])
