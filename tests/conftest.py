@@ -84,6 +84,22 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planning, "_warned_fallbacks", set())
 
 
+@pytest.fixture(params=["avx2", "portable"])
+def avx2_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test on one code path of paddle-ops-math's kernels that have AVX2+FMA loops
+    (chosen when a kernel is prepared; PADDLE_OPS_MATH_DISABLE_AVX2=1 forces the portable one).
+    """
+    if request.param == "avx2":
+        from op_helpers import cpu_has_avx2_fma
+
+        if not cpu_has_avx2_fma():
+            pytest.skip("this CPU has no AVX2+FMA: only the portable path runs")
+        monkeypatch.delenv("PADDLE_OPS_MATH_DISABLE_AVX2", raising=False)
+    else:
+        monkeypatch.setenv("PADDLE_OPS_MATH_DISABLE_AVX2", "1")
+    return request.param
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--run-slow",

@@ -7,6 +7,20 @@
 
 namespace pom {
 
+namespace avx2 {
+// binary_avx2.cpp: float32 mod, lanes it declines through `scalar`.
+void mod_f32(const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n,
+             float (*scalar)(float, float));
+}  // namespace avx2
+
+// The row function of float32 mod with AVX2 (binary_avx2.cpp), which gives Mod's results.
+inline float mod_f32_scalar(float a, float b) { return Mod{}(a, b); }
+inline void mod_row_f32_avx2(const void* a, int64_t sa, const void* b, int64_t sb, void* out,
+                             int64_t n) {
+  avx2::mod_f32(static_cast<const float*>(a), sa, static_cast<const float*>(b), sb,
+                static_cast<float*>(out), n, &mod_f32_scalar);
+}
+
 // out = F(x, y), broadcasting. R is the output element type: T itself, or uint8_t (bool) for
 // comparisons (Bool = true).
 template <class F, class TypeList, bool Bool = false> class Binary {
@@ -21,6 +35,9 @@ template <class F, class TypeList, bool Bool = false> class Binary {
       in_size_ = sizeof(T);
       out_size_ = sizeof(R);
     });
+    if constexpr (std::is_same_v<F, Mod>) {
+      if (in(0).dtype() == PC_FLOAT32 && use_avx2()) row_ = &mod_row_f32_avx2;
+    }
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

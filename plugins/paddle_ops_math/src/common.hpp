@@ -49,6 +49,11 @@ using pc::Types;
 // Arithmetic with defined results (Modular, convert_to) is functors.hpp's, broadcasting
 // (plan_broadcast) elementwise.hpp's.
 
+// Whether kernels run their AVX2+FMA loops (the *_avx2.cpp files): the CPU has both, and
+// PADDLE_OPS_MATH_DISABLE_AVX2 is unset or 0. It reads the environment: kernels ask when
+// prepared and keep the answer.
+bool use_avx2();
+
 // Sum `full` (shape `out`) down to the shape of `target` (right-aligned broadcast).
 template <class T>
 void reduce_to(const T* full, const Tensor& out, T* dst, const Tensor& target) {

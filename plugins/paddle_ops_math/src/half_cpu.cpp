@@ -2,19 +2,15 @@
 // AVX2/F16C loops of half_avx2.cpp or to the SDK's scalar conversions, and AsFloat32's views.
 #include "half.hpp"
 
-#include <cstdlib>
+#include "common.hpp"  // use_avx2
 
 namespace pom {
 namespace {
 
-// Whether the vector loops run: the CPU has AVX2 and F16C, and the user did not switch them off
-// (PADDLE_OPS_MATH_DISABLE_AVX2, read once: these run inside kernels' loops).
-bool use_avx2() {
-  static const bool yes = [] {
-    const char* off = std::getenv("PADDLE_OPS_MATH_DISABLE_AVX2");
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-           !(off != nullptr && *off != '\0' && *off != '0');
-  }();
+// Whether the vector loops run: use_avx2(), and the CPU has F16C (read once: these run
+// inside kernels' loops).
+bool use_f16c() {
+  static const bool yes = use_avx2() && __builtin_cpu_supports("f16c");
   return yes;
 }
 
@@ -24,19 +20,19 @@ uint16_t* bits(void* p) { return static_cast<uint16_t*>(p); }
 }  // namespace
 
 void widen(const pc::float16* src, float* dst, int64_t n) {
-  if (use_avx2()) return avx2::widen_f16(bits(src), dst, n);
+  if (use_f16c()) return avx2::widen_f16(bits(src), dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
 }
 void widen(const pc::bfloat16* src, float* dst, int64_t n) {
-  if (use_avx2()) return avx2::widen_bf16(bits(src), dst, n);
+  if (use_f16c()) return avx2::widen_bf16(bits(src), dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
 }
 void narrow(const float* src, pc::float16* dst, int64_t n) {
-  if (use_avx2()) return avx2::narrow_f16(src, bits(dst), n);
+  if (use_f16c()) return avx2::narrow_f16(src, bits(dst), n);
   for (int64_t i = 0; i < n; ++i) dst[i] = pc::float16(src[i]);
 }
 void narrow(const float* src, pc::bfloat16* dst, int64_t n) {
-  if (use_avx2()) return avx2::narrow_bf16(src, bits(dst), n);
+  if (use_f16c()) return avx2::narrow_bf16(src, bits(dst), n);
   for (int64_t i = 0; i < n; ++i) dst[i] = pc::bfloat16(src[i]);
 }
 

@@ -14,8 +14,8 @@
 // all axes, over the last axis), each output folds contiguous runs of x. If it is kept
 // ("columns": sum over the first axis), a span of neighbouring outputs folds rows of x that
 // are contiguous across the span, vectorised across it. Any further blocks (axes [0, 2] of a
-// 3-D x) are walked with an odometer. The two hottest float32 loops also have AVX2 builds
-// (reduce_avx2.cpp), chosen at run time, with the same arithmetic.
+// 3-D x) are walked with an odometer. The hottest float32 loops also have AVX2 builds
+// (reduce_avx2.cpp), chosen when the kernel is prepared (use_avx2), with the same results.
 //
 // Accuracy: float32 sums add 8 elements per vector lane in float32, then carry every lane in
 // double, so the error stays at the level of those 8-element partial sums (within 1 ulp of
@@ -42,11 +42,6 @@ void sum_rows_f32_avx2(const float* const* rows, int n, int64_t w, double* acc);
 template <bool kMax> bool extreme_blocks_f32(const float* x, int64_t blocks, float* wide);
 
 namespace {
-
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
 
 // -- plan (reduce_plan.hpp) ------------------------------------------------------------------
 
@@ -196,7 +191,9 @@ constexpr int64_t kColumns = 2048;
 constexpr int kRows = 8;
 
 // Fold the contiguous elements x[0, n) into acc.
-template <class Op, class T> void fold_run(const T* x, int64_t n, typename Op::Acc& acc) {
+// avx2: whether to run reduce_avx2.cpp's loops (use_avx2(), asked when the kernel was prepared).
+template <class Op, class T>
+void fold_run(const T* x, int64_t n, typename Op::Acc& acc, bool avx2) {
   using Lane = typename Op::Lane;
   using Acc = typename Op::Acc;
   constexpr int L = kLanes<Lane>;
@@ -213,10 +210,10 @@ template <class Op, class T> void fold_run(const T* x, int64_t n, typename Op::A
   int64_t i = 0;
   if constexpr (std::is_base_of_v<Sum<float>, Op>) {  // sum and mean of float32
     static_assert(L == 32 && B == 256, "see reduce_avx2.cpp");
-    if (has_avx2()) sum_blocks_f32_avx2(x, n / B, wide), i = n / B * B;
+    if (avx2) sum_blocks_f32_avx2(x, n / B, wide), i = n / B * B;
   } else if constexpr (kIsExtreme<Op> && std::is_same_v<T, float>) {  // max and min
     static_assert(L == 32 && B == 256, "see reduce_avx2.cpp");
-    if (has_avx2() && extreme_blocks_f32<Op::kMax>(x, n / B, wide)) i = n / B * B;
+    if (avx2 && extreme_blocks_f32<Op::kMax>(x, n / B, wide)) i = n / B * B;
   }
   for (; i + B <= n; i += B) {  // full blocks: constant trip counts, lanes in registers
     // The block's bookkeeping leaves fewer loads in flight than a bare loop would: prefetch
@@ -240,7 +237,7 @@ template <class Op, class T> void fold_run(const T* x, int64_t n, typename Op::A
 
 // Rows layout: output o folds its runs; long reductions go segment by segment.
 template <class Op, class T>
-void reduce_rows(const Plan& p, const T* x, typename Op::Out* out, int32_t threads) {
+void reduce_rows(const Plan& p, const T* x, typename Op::Out* out, int32_t threads, bool avx2) {
   using Acc = typename Op::Acc;
   const int64_t r = p.inner;
   // Fold elements [e0, e1) of the output whose first element is x[base].
@@ -248,7 +245,7 @@ void reduce_rows(const Plan& p, const T* x, typename Op::Out* out, int32_t threa
     int64_t j = e0 / r;
     walk(p.reduced, j, (e1 + r - 1) / r, [&](int64_t off) {
       const int64_t a = std::max<int64_t>(e0 - j * r, 0), b = std::min(e1 - j * r, r);
-      fold_run<Op>(x + base + off + a, b - a, acc);
+      fold_run<Op>(x + base + off + a, b - a, acc, avx2);
       ++j;
     });
   };
@@ -285,10 +282,11 @@ void reduce_rows(const Plan& p, const T* x, typename Op::Out* out, int32_t threa
 // Fold rows[0, n) (n <= kRows rows of x, each read at [0, w)) into acc[0, w): one lane per
 // column, so each row is read contiguously and the loop vectorises across columns.
 template <class Op, class T>
-void fold_rows(const T* const* rows, int n, int64_t w, typename Op::Acc* __restrict acc) {
+void fold_rows(const T* const* rows, int n, int64_t w, typename Op::Acc* __restrict acc,
+               bool avx2) {
   using Lane = typename Op::Lane;
   if constexpr (std::is_base_of_v<Sum<float>, Op>) {  // sum and mean of float32
-    if (has_avx2()) return sum_rows_f32_avx2(rows, n, w, acc);
+    if (avx2) return sum_rows_f32_avx2(rows, n, w, acc);
   }
   if (n == kRows) {  // the common case: a constant trip count, unrolled
     for (int64_t c = 0; c < w; ++c) {
@@ -307,7 +305,8 @@ void fold_rows(const T* const* rows, int n, int64_t w, typename Op::Acc* __restr
 
 // Columns layout: a span of outputs folds rows of x, kRows rows at a time.
 template <class Op, class T>
-void reduce_columns(const Plan& p, const T* x, typename Op::Out* out, int32_t threads) {
+void reduce_columns(const Plan& p, const T* x, typename Op::Out* out, int32_t threads,
+                    bool avx2) {
   using Acc = typename Op::Acc;
   constexpr int K = kRows;
   const int64_t grain = std::max<int64_t>(16, kGrain / p.count);
@@ -322,9 +321,9 @@ void reduce_columns(const Plan& p, const T* x, typename Op::Out* out, int32_t th
         int n = 0;
         walk(p.reduced, 0, p.count, [&](int64_t off) {
           rows[n++] = x + base + off + c0;
-          if (n == K) fold_rows<Op>(rows, n, w, acc), n = 0;
+          if (n == K) fold_rows<Op>(rows, n, w, acc, avx2), n = 0;
         });
-        if (n > 0) fold_rows<Op>(rows, n, w, acc);
+        if (n > 0) fold_rows<Op>(rows, n, w, acc, avx2);
         for (int64_t c = 0; c < w; ++c) out[o + c0 + c] = Op::finish(acc[c], p.count);
       }
     });
@@ -338,6 +337,7 @@ template <template <class> class Op, class TypeList> class Reduce {
   using DTypes = TypeList;
   Reduce(const Attrs& attrs, const Slots& in, const Slots& out) {
     plan_ = check_reduce(attrs, in, out);
+    avx2_ = use_avx2();
     fn_ = dispatch(in(0).dtype(), TypeList{}, [&](auto t) -> Fn {
       using T = decltype(t);
       out(0).expect_dtype(pc::DType<typename Op<T>::Out>::value, "out");
@@ -346,27 +346,28 @@ template <template <class> class Op, class TypeList> class Reduce {
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    fn_(plan_, in(0).data<void>(), out(0).data<void>(), ctx.num_threads());
+    fn_(plan_, in(0).data<void>(), out(0).data<void>(), ctx.num_threads(), avx2_);
   }
 
  private:
-  using Fn = void (*)(const Plan&, const void*, void*, int32_t);
+  using Fn = void (*)(const Plan&, const void*, void*, int32_t, bool);
 
   template <class T>
-  static void compute(const Plan& p, const void* xv, void* ov, int32_t threads) {
+  static void compute(const Plan& p, const void* xv, void* ov, int32_t threads, bool avx2) {
     using O = Op<T>;
     const T* x = static_cast<const T*>(xv);
     auto* out = static_cast<typename O::Out*>(ov);
     if (p.numel == 0) {  // nothing to fold: the identity's result (sum 0, prod 1, mean NaN, max -inf)
       std::fill(out, out + (p.count == 0 ? p.outputs : 0), O::finish(O::acc(), 0));
     } else if (p.rows) {
-      reduce_rows<O>(p, x, out, threads);
+      reduce_rows<O>(p, x, out, threads, avx2);
     } else {
-      reduce_columns<O>(p, x, out, threads);
+      reduce_columns<O>(p, x, out, threads, avx2);
     }
   }
 
   Plan plan_;
+  bool avx2_ = false;
   Fn fn_;
 };
 

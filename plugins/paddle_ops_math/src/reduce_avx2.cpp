@@ -1,7 +1,7 @@
 // AVX2 builds of the hottest loops of reduce_cpu.cpp and extreme_cpu.cpp, for float32: the full
 // blocks of a contiguous fold (fold_run) for sums (and means), maxima and minima, and the fold of
-// rows into per-column sums (fold_rows). They are called when the CPU has AVX2 (checked once,
-// at run time).
+// rows into per-column sums (fold_rows). Kernels call them where use_avx2() said so when they
+// were prepared.
 //
 // Memory contract: as documented on each function; nothing is allocated. The arithmetic is
 // exactly that of the generic loops in reduce_cpu.cpp (float lanes of 8 elements, added into

@@ -27,13 +27,6 @@
 namespace pom {
 namespace {
 
-// Whether to run the AVX2+FMA loops: the CPU has both and the user did not switch them off.
-bool use_avx2() {
-  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const char* off = std::getenv("PADDLE_OPS_MATH_DISABLE_AVX2");
-  return cpu && !(off != nullptr && *off != '\0' && *off != '0');
-}
-
 // -- forward ops: the functors of functors.hpp ------------------------------------------------
 
 // The float32 AVX2+FMA loop of functor F: Avx2<F>::loop, where F has one. (A type test, not a

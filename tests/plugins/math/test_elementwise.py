@@ -146,7 +146,7 @@ def test_pow_gradients_at_zero_and_negative_bases_are_pytorchs(dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_mod_of_special_values_is_numpys(dtype):
+def test_mod_of_special_values_is_numpys(dtype, avx2_path):
     """The sign of y, a zero with y's sign, NaN for y == 0 and for an infinite x, x itself (or
     y's infinity) for an infinite y: NumPy's npy_divmod, case by case."""
     special = [0.0, -0.0, 1.5, -1.5, 3.0, -3.0, 7.25, -7.25, np.inf, -np.inf, np.nan, 1e30, -1e-30]
@@ -158,10 +158,10 @@ def test_mod_of_special_values_is_numpys(dtype):
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
-def test_float32_mod_is_exact_at_every_magnitude():
+def test_float32_mod_is_exact_at_every_magnitude(avx2_path):
     """float32 mod is exact, as NumPy's is, bit for bit: quotients from below 1 to beyond
     2^29 (where the kernel leaves its double-precision path for fmod), denormals, both signs,
-    and quotients just below and above whole numbers."""
+    and quotients just below and above whole numbers; and with a broadcast y."""
     rng = np.random.default_rng(11)
     bits = rng.integers(0, 2**32, (2, 400_000), dtype=np.uint64).astype(np.uint32)
     x, y = bits.view(np.float32)
@@ -175,6 +175,9 @@ def test_float32_mod_is_exact_at_every_magnitude():
     x, y = x[keep], y[keep]
     got = run1("mod", {"x": x, "y": y})
     np.testing.assert_array_equal(got.view(np.uint32), np.mod(x, y).view(np.uint32))
+    for scalar in (np.float32(-2.75), np.float32(1e-30)):
+        got = run1("mod", {"x": x, "y": np.array([scalar])})
+        np.testing.assert_array_equal(got.view(np.uint32), np.mod(x, scalar).view(np.uint32))
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64"])

@@ -12,6 +12,7 @@ from op_helpers import (
     NUMBERS,
     assert_matches,
     check_grad,
+    cpu_has_avx2_fma,
     pc,
     rand,
     run1,
@@ -129,7 +130,7 @@ def test_max_and_min_keep_the_dtype_and_propagate_nan(op):
 
 @pytest.mark.parametrize("op", ["max", "min"])
 @pytest.mark.parametrize("where", [0, 300, 4095, 5000])
-def test_a_nan_anywhere_in_a_long_float32_run_comes_out_with_its_payload(op, where):
+def test_a_nan_anywhere_in_a_long_float32_run_comes_out_with_its_payload(op, where, avx2_path):
     """The AVX2 blocks (256 floats) find the NaN and leave the result to the generic loop, so
     the payload is the same on every CPU; 5000 lies in the partial last block."""
     x = np.random.default_rng(where).standard_normal(5001).astype(np.float32)
@@ -140,6 +141,22 @@ def test_a_nan_anywhere_in_a_long_float32_run_comes_out_with_its_payload(op, whe
     rows[1, where] = 1.0
     expected = REDUCE[op][0](rows, axis=1)
     assert_matches(run1(op, {"x": rows}, {"axes": [1]}), expected)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+def test_the_avx2_loops_give_the_portable_loops_bits(op, monkeypatch):
+    """Over long rows (blocks of 256 and a partial one) and down columns, with -0 among +0."""
+    if not cpu_has_avx2_fma():
+        pytest.skip("this CPU has no AVX2+FMA: only the portable path runs")
+    x = (np.random.default_rng(3).standard_normal((300, 777)) * 1e3).astype(np.float32)
+    x[7, ::5] = -0.0
+    x[8] = 0.0
+    for axes in ([], [1], [0]):
+        got = []
+        for off in ("0", "1"):
+            monkeypatch.setenv("PADDLE_OPS_MATH_DISABLE_AVX2", off)
+            got.append(np.asarray(run1(op, {"x": x}, {"axes": axes}), np.float32))
+        np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
 
 
 def test_empty_reductions_give_the_identity():

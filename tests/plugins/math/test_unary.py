@@ -21,7 +21,6 @@ from op_helpers import (
     NUMBERS,
     assert_matches,
     check_grad,
-    cpu_has_avx2_fma,
     pc,
     rand,
     run1,
@@ -61,21 +60,9 @@ UNARY = {
 SHAPES = [(3, 4), (), (0,), (3, 0), (37,), (4097, 33)]
 
 
-@pytest.fixture(params=["avx2", "portable"])
-def path(request, monkeypatch):
-    """Run the test on one code path of the float32 exp/tanh/sigmoid/log/sin/cos kernels."""
-    if request.param == "avx2":
-        if not cpu_has_avx2_fma():
-            pytest.skip("this CPU has no AVX2+FMA: only the portable path runs")
-        monkeypatch.delenv("PADDLE_OPS_MATH_DISABLE_AVX2", raising=False)
-    else:
-        monkeypatch.setenv("PADDLE_OPS_MATH_DISABLE_AVX2", "1")
-    return request.param
-
-
 @pytest.mark.parametrize("op", UNARY)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_unary_matches_numpy(op, shape, path):
+def test_unary_matches_numpy(op, shape, avx2_path):
     reference, dtypes, (low, high) = UNARY[op]
     rng = np.random.default_rng(0)
     for dtype in dtypes:
@@ -125,7 +112,7 @@ def position_input(op: str) -> np.ndarray:
 
 
 @pytest.mark.parametrize("op", VECTORISED)
-def test_results_do_not_depend_on_position(op, path):
+def test_results_do_not_depend_on_position(op, avx2_path):
     """Vector body, masked tail, unaligned starts and thread splits all give the same bits;
     lengths 0 to 40 cover every tail."""
     x = position_input(op)
@@ -231,15 +218,15 @@ def ulp_errors(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("op", VECTORISED)
-def test_float32_accuracy(op, path):
+def test_float32_accuracy(op, avx2_path):
     x = accuracy_points(op)
     got = run1(op, {"x": x})
     with np.errstate(all="ignore"):
         want = REFERENCES[op](x.astype(np.float64))
     err = ulp_errors(got, want)
     worst = int(np.argmax(err))
-    assert err[worst] <= BOUNDS[path][op], (
-        f"{op} ({path}): {err[worst]:.3f} ulp at x={x[worst]!r}: got {got[worst]!r}"
+    assert err[worst] <= BOUNDS[avx2_path][op], (
+        f"{op} ({avx2_path}): {err[worst]:.3f} ulp at x={x[worst]!r}: got {got[worst]!r}"
     )
     if op in ("log", "sin", "cos"):
         # Against the float64 result rounded to float32 (the correctly rounded float, but
@@ -248,8 +235,8 @@ def test_float32_accuracy(op, path):
             want32 = want.astype(np.float32)
         finite = np.isfinite(want32)
         apart = float_distance(got[finite], want32[finite])
-        assert apart.max() <= 1, f"{op} ({path}): {apart.max()} floats away"
-        assert np.mean(apart == 0) >= 0.99, f"{op} ({path}): {np.mean(apart == 0):.5f}"
+        assert apart.max() <= 1, f"{op} ({avx2_path}): {apart.max()} floats away"
+        assert np.mean(apart == 0) >= 0.99, f"{op} ({avx2_path}): {np.mean(apart == 0):.5f}"
 
 
 def float_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -294,14 +281,14 @@ EDGES["erf"] = [1e-45, -1e-40, 1e-30, 0.99999994, 1.0, -1.0000001, 3.9, 3.92, 10
 
 
 @pytest.mark.parametrize("op", VECTORISED)
-def test_float32_special_values(op, path):
+def test_float32_special_values(op, avx2_path):
     x = np.array(SPECIAL + EDGES[op], np.float32)
     got = run1(op, {"x": x})
     with np.errstate(all="ignore"):
         want = REFERENCES[op](x.astype(np.float64))
     err = ulp_errors(got, want)
-    assert np.all(err <= BOUNDS[path][op]), dict(
-        zip(x[err > BOUNDS[path][op]], got[err > BOUNDS[path][op]])
+    assert np.all(err <= BOUNDS[avx2_path][op]), dict(
+        zip(x[err > BOUNDS[avx2_path][op]], got[err > BOUNDS[avx2_path][op]])
     )
     zero = want == 0
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))  # tanh(-0)
@@ -427,7 +414,7 @@ def test_grad_ops_read_the_cheaper_forward_tensor(op, forward_input):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_rounding_ops_at_halves_nan_and_infinities(dtype, path):
+def test_rounding_ops_at_halves_nan_and_infinities(dtype, avx2_path):
     """round takes halves to even (NumPy, ONNX); all keep NaN, infinities and -0; sign of NaN
     is NaN and of -0.0 is 0. floor, ceil and round are exact: bit for bit NumPy's, over
     halves, the integers around 2^23 and 2^24 (where every float is an integer), denormals
