@@ -39,7 +39,8 @@ namespace pom {
 // of fold_rows for float32 sums, with the same results.
 void sum_blocks_f32_avx2(const float* x, int64_t blocks, double* wide);
 void sum_rows_f32_avx2(const float* const* rows, int n, int64_t w, double* acc);
-template <bool kMax> bool extreme_blocks_f32(const float* x, int64_t blocks, float* wide);
+bool max_blocks_f32(const float* x, int64_t blocks, float* wide);
+bool min_blocks_f32(const float* x, int64_t blocks, float* wide);
 
 namespace {
 
@@ -213,7 +214,8 @@ void fold_run(const T* x, int64_t n, typename Op::Acc& acc, bool avx2) {
     if (avx2) sum_blocks_f32_avx2(x, n / B, wide), i = n / B * B;
   } else if constexpr (kIsExtreme<Op> && std::is_same_v<T, float>) {  // max and min
     static_assert(L == 32 && B == 256, "see reduce_avx2.cpp");
-    if (avx2 && extreme_blocks_f32<Op::kMax>(x, n / B, wide)) i = n / B * B;
+    const auto blocks = Op::kMax ? &max_blocks_f32 : &min_blocks_f32;
+    if (avx2 && blocks(x, n / B, wide)) i = n / B * B;
   }
   for (; i + B <= n; i += B) {  // full blocks: constant trip counts, lanes in registers
     // The block's bookkeeping leaves fewer loads in flight than a bare loop would: prefetch

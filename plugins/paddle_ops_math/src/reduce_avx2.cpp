@@ -40,12 +40,8 @@ void sum_blocks_f32_avx2(const float* x, int64_t blocks, double* wide) {
   for (int q = 0; q < 8; ++q) _mm256_storeu_pd(wide + 4 * q, w[q]);
 }
 
-// Reads x[0, 256 * blocks); wide[0, 32) = the running maxima (or minima) of its 32 lanes
-// (lane k: elements k, k + 32, ...), unless x holds a NaN: then wide is left alone and the
-// result is false, so that the caller's generic loop gives NaN with the payload it always
-// gives. Ties keep the earlier value, as the generic step does (vmaxps and vminps return their
-// second operand on equality, so -0 and +0 come out the same way).
-template <bool kMax> bool extreme_blocks_f32(const float* x, int64_t blocks, float* wide) {
+namespace {
+template <bool kMax> bool extreme_blocks(const float* x, int64_t blocks, float* wide) {
   __m256 w[4], nan = _mm256_setzero_ps();
   for (int q = 0; q < 4; ++q) w[q] = _mm256_loadu_ps(wide + 8 * q);
   for (int64_t b = 0; b < blocks * 8; ++b, x += 32) {
@@ -59,8 +55,19 @@ template <bool kMax> bool extreme_blocks_f32(const float* x, int64_t blocks, flo
   for (int q = 0; q < 4; ++q) _mm256_storeu_ps(wide + 8 * q, w[q]);
   return true;
 }
-template bool extreme_blocks_f32<true>(const float*, int64_t, float*);
-template bool extreme_blocks_f32<false>(const float*, int64_t, float*);
+}  // namespace
+
+// Reads x[0, 256 * blocks); wide[0, 32) = the running maxima (or minima) of its 32 lanes
+// (lane k: elements k, k + 32, ...), unless x holds a NaN: then wide is left alone and the
+// result is false, so that the caller's generic loop gives NaN with the payload it always
+// gives. Ties keep the earlier value, as the generic step does (vmaxps and vminps return their
+// second operand on equality, so -0 and +0 come out the same way).
+bool max_blocks_f32(const float* x, int64_t blocks, float* wide) {
+  return extreme_blocks<true>(x, blocks, wide);
+}
+bool min_blocks_f32(const float* x, int64_t blocks, float* wide) {
+  return extreme_blocks<false>(x, blocks, wide);
+}
 
 // Reads rows[r][0, w) for r < n; acc[c] += ((0 + rows[0][c]) + rows[1][c]) + ..., the sum
 // in float, then added in double.
