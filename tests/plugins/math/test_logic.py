@@ -58,11 +58,12 @@ WHERE_SHAPES = [
     ((), (5,), (5,)),
     ((0, 3), (3,), (1, 3)),
     ((64, 700), (700,), (64, 1)),  # split across threads mid-row
+    ((2, 1, 3001), (2, 50, 1), (50, 3001)),  # chunks ending mid-row, rows broadcast
 ]
 
 
 @pytest.mark.parametrize(("cs", "xs", "ys"), WHERE_SHAPES)
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int8", "bool"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int8", "float16", "bool"])
 def test_where_matches_numpy(cs, xs, ys, dtype):
     rng = np.random.default_rng(3)
     cond = rng.random(cs) < 0.5
