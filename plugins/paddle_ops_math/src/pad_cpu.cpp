@@ -5,6 +5,7 @@
 // x's dtype; pad_grad: x (its shape), out_grad (pad's out), x_grad (x's shape), floats (float16
 // and bfloat16 summed in float32 and rounded once, AsFloat32). Shapes and paddings are checked
 // in prepare (pad.hpp), which also gives each output element's source.
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
@@ -21,6 +22,25 @@ std::vector<int64_t> last_axis_sources(const PadGeometry& g) {
   for (size_t o = 0; o < column.size(); ++o)
     column[o] = pad_source(static_cast<int64_t>(o), g.before[last], g.x_dims[last], g.mode);
   return column;
+}
+
+// The longest run [a, b) of out's columns whose sources are consecutive columns of x (the
+// unpadded middle, in every mode): a row copies it as one block. Empty (a = b) if no column
+// comes from x.
+std::pair<int64_t, int64_t> longest_copy(const std::vector<int64_t>& column) {
+  const int64_t width = static_cast<int64_t>(column.size());
+  int64_t best_a = 0, best_b = 0;
+  for (int64_t o = 0; o < width;) {
+    if (column[o] < 0) {
+      ++o;
+      continue;
+    }
+    int64_t end = o + 1;
+    while (end < width && column[end] == column[end - 1] + 1) ++end;
+    if (end - o > best_b - best_a) best_a = o, best_b = end;
+    o = end;
+  }
+  return {best_a, best_b};
 }
 
 // out's element e = x at pad.hpp's source(e), or the value. Rows of out's last axis in
@@ -55,6 +75,7 @@ class Pad {
     }
     const int64_t width = g.out_dims[g.ndim - 1];
     const std::vector<int64_t> column = last_axis_sources(g);
+    const auto [a, b] = longest_copy(column);  // copied as a block; the rest element by element
     parallel_rows(n / width, threads, std::max<int64_t>(1, kGrain / width),
                   [&](int64_t lo, int64_t hi) {
                     for (int64_t r = lo; r < hi; ++r) {
@@ -64,7 +85,11 @@ class Pad {
                         std::fill(dst, dst + width, fill);
                         continue;
                       }
-                      for (int64_t o = 0; o < width; ++o)
+                      for (int64_t o = 0; o < a; ++o)
+                        dst[o] = column[o] < 0 ? fill : x[src + column[o]];
+                      const T* from = x + src + (b > a ? column[a] : 0);
+                      std::copy(from, from + (b - a), dst + a);
+                      for (int64_t o = b; o < width; ++o)
                         dst[o] = column[o] < 0 ? fill : x[src + column[o]];
                     }
                   });
