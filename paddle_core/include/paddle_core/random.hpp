@@ -116,11 +116,18 @@ class Random {
 
   // A standard normal number for element i (Box-Muller on two uniforms of its own block).
   template <class T> PADDLE_CORE_HD T normal(uint64_t i) const {
+    double u1, u2;
+    normal_uniforms(i, u1, u2);
+    return static_cast<T>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+  }
+
+  // The two uniform numbers normal(i) is made of: u1 in (0, 1], u2 in [0, 1), each a multiple
+  // of 2^-32 (a vectorised Box-Muller takes them from here).
+  PADDLE_CORE_HD void normal_uniforms(uint64_t i, double& u1, double& u2) const {
     uint32_t w[4];
     bits(i, w);
-    const double u1 = (static_cast<double>(w[0]) + 1.0) / 4294967296.0;  // (0, 1]
-    const double u2 = static_cast<double>(w[1]) / 4294967296.0;
-    return static_cast<T>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+    u1 = (static_cast<double>(w[0]) + 1.0) / 4294967296.0;
+    u2 = static_cast<double>(w[1]) / 4294967296.0;
   }
 
  private:

@@ -51,14 +51,20 @@ struct GaussianAttrs {
 
 inline void check_gaussian(const Slots& out) { dispatch(out(0).dtype(), Floats{}, [](auto) {}); }
 
-// A standard normal number for element i of n; redraws (from the elements' later blocks: index
-// i + k * n) land beyond 2 only with probability 0.0455^k.
+// Element i of n's standard normal number, given z, its first draw: truncated, one beyond 2 is
+// drawn again (from the elements' later blocks: index i + k * n), which lands beyond 2 only
+// with probability 0.0455^k.
 template <bool kTruncated>
-PADDLE_CORE_HD double gaussian_draw(const Random& rng, int64_t i, int64_t n) {
-  double z = rng.normal<double>(static_cast<uint64_t>(i));
+PADDLE_CORE_HD double gaussian_kept(const Random& rng, int64_t i, int64_t n, double z) {
   for (uint64_t k = 1; kTruncated && std::fabs(z) > 2.0; ++k)
     z = rng.normal<double>(static_cast<uint64_t>(i) + k * static_cast<uint64_t>(n));
   return z;
+}
+
+// A standard normal number for element i of n.
+template <bool kTruncated>
+PADDLE_CORE_HD double gaussian_draw(const Random& rng, int64_t i, int64_t n) {
+  return gaussian_kept<kTruncated>(rng, i, n, rng.normal<double>(static_cast<uint64_t>(i)));
 }
 
 // -- dropout --------------------------------------------------------------------------------
