@@ -18,6 +18,8 @@
 // ulps, into the denormals (the exact gelu's and erf's tails).
 // map(x, out, n, f): a loop of f over n floats; first_lanes(k): the mask of its last, partial
 // eight.
+// philox8(key0, key1, c): Philox4x32-10 (paddle_core/random.hpp) of eight counters at once,
+// bit for bit; random_bits8(...) the eight blocks of a Random's consecutive indices.
 #ifndef PADDLE_CORE_AVX2_HPP_
 #define PADDLE_CORE_AVX2_HPP_
 
@@ -205,6 +207,54 @@ inline __m256 gauss8(__m256 t) {
 inline __m256 normal_tail8(__m256 t) {
   const __m256 tc = _mm256_min_ps(t, set1(kTailEnd));
   return _mm256_mul_ps(gauss8(tc), mills8(tc));
+}
+
+// -- Philox ------------------------------------------------------------------------------
+
+// The high and low 32 bits of m times each 32-bit lane of a (Philox's mulhilo).
+inline __m256i mulhilo8(uint32_t m, __m256i a, __m256i& lo) {
+  const __m256i mv = _mm256_set1_epi32(static_cast<int>(m));
+  const __m256i even = _mm256_mul_epu32(a, mv);  // lanes 0, 2, 4, 6: 64-bit products
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), mv);  // lanes 1, 3, 5, 7
+  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+
+// Philox4x32-10 with key (key0, key1) of eight counters: lane j of c[0..3] holds counter j's
+// four words, and is replaced by its block's (random.hpp's Philox::block, eight at a time).
+inline void philox8(uint32_t key0, uint32_t key1, __m256i c[4]) {
+  __m256i k0 = _mm256_set1_epi32(static_cast<int>(key0));
+  __m256i k1 = _mm256_set1_epi32(static_cast<int>(key1));
+  for (int round = 0; round < 10; ++round) {
+    __m256i lo0, lo1;
+    const __m256i hi0 = mulhilo8(0xD2511F53u, c[0], lo0);
+    const __m256i hi1 = mulhilo8(0xCD9E8D57u, c[2], lo1);
+    c[0] = _mm256_xor_si256(_mm256_xor_si256(hi1, c[1]), k0);
+    c[2] = _mm256_xor_si256(_mm256_xor_si256(hi0, c[3]), k1);
+    c[1] = lo1;
+    c[3] = lo0;
+    k0 = _mm256_add_epi32(k0, _mm256_set1_epi32(static_cast<int>(0x9E3779B9u)));
+    k1 = _mm256_add_epi32(k1, _mm256_set1_epi32(static_cast<int>(0xBB67AE85u)));
+  }
+}
+
+// The words of blocks first .. first + 7 of a Random with key (key0, key1) and run counter
+// `run` (Random::philox().key and Random::run(), passed as numbers): w[k] lane j is word k of
+// block first + j, as Random::bits(first + j) gives it.
+inline void random_bits8(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first,
+                         __m256i w[4]) {
+  const __m256i lanes = _mm256_setr_epi64x(0, 1, 2, 3);
+  __m256i lo = _mm256_add_epi64(_mm256_set1_epi64x(static_cast<int64_t>(first)), lanes);
+  __m256i hi = _mm256_add_epi64(lo, _mm256_set1_epi64x(4));  // indices first + 4 .. first + 7
+  // 64-bit indices -> their low and high words, lanes in order.
+  const __m256i order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  lo = _mm256_permutevar8x32_epi32(lo, order);  // low words of 0..3, then high words
+  hi = _mm256_permutevar8x32_epi32(hi, order);
+  w[0] = _mm256_permute2x128_si256(lo, hi, 0x20);
+  w[1] = _mm256_permute2x128_si256(lo, hi, 0x31);
+  w[2] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(run)));
+  w[3] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(run >> 32)));
+  philox8(key0, key1, w);
 }
 
 // out[i] = f(x[i]) for i in [0, n), f taking and returning eight lanes; the last n % 8

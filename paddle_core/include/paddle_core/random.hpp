@@ -68,6 +68,11 @@ class Random {
     philox_.key[1] = static_cast<uint32_t>(key >> 32);
   }
 
+  // The key and the run counter: what a vectorised Philox takes (paddle_core/avx2.hpp's
+  // random_bits8) to give the same blocks as bits().
+  PADDLE_CORE_HD const Philox& philox() const { return philox_; }
+  PADDLE_CORE_HD uint64_t run() const { return run_; }
+
   // The four words of block `index` (elements 4 * index .. 4 * index + 3).
   PADDLE_CORE_HD void bits(uint64_t index, uint32_t out[4]) const {
     const uint32_t counter[4] = {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32),

@@ -12,6 +12,9 @@
 #include "random_avx2.hpp"
 
 #include <immintrin.h>
+#include <paddle_core/avx2.hpp>
+
+#include <cstdint>
 
 namespace pon::avx2 {
 
@@ -72,7 +75,31 @@ inline __m256d cos_2pi4(__m256d u) {
   return _mm256_xor_pd(_mm256_blendv_pd(c, s, odd), negate);
 }
 
+// The eight unsigned 32-bit lanes of w as doubles (exact), four at a time.
+inline void to_doubles(__m256i w, __m256d& first, __m256d& second) {
+  const __m256i flipped = _mm256_xor_si256(w, _mm256_set1_epi32(INT32_MIN));  // w - 2^31, signed
+  const __m256d offset = _mm256_set1_pd(2147483648.0);
+  first = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(flipped)), offset);
+  second = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(flipped, 1)), offset);
+}
+
 }  // namespace
+
+void normal_uniforms(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first, int64_t n,
+                     double* u1, double* u2) {
+  const __m256d one = _mm256_set1_pd(1.0), scale = _mm256_set1_pd(1.0 / 4294967296.0);
+  for (int64_t j = 0; j + 8 <= n; j += 8) {
+    __m256i w[4];
+    paddle_core::avx2::random_bits8(key0, key1, run, first + static_cast<uint64_t>(j), w);
+    __m256d a[2], b[2];
+    to_doubles(w[0], a[0], a[1]);
+    to_doubles(w[1], b[0], b[1]);
+    for (int h = 0; h < 2; ++h) {
+      _mm256_storeu_pd(u1 + j + 4 * h, _mm256_mul_pd(_mm256_add_pd(a[h], one), scale));  // (0, 1]
+      _mm256_storeu_pd(u2 + j + 4 * h, _mm256_mul_pd(b[h], scale));                      // [0, 1)
+    }
+  }
+}
 
 void box_muller(const double* u1, const double* u2, double* z, int64_t n) {
   for (int64_t i = 0; i + 4 <= n; i += 4) {

@@ -14,6 +14,12 @@ namespace pon::avx2 {
 // 2 pi u errs by up to 3e-15 near its zeros. Call only on CPUs with AVX2+FMA.
 void box_muller(const double* u1, const double* u2, double* z, int64_t n);
 
+// u1[j], u2[j] = Random::normal_uniforms(first + j) for j in [0, n), n a multiple of 8, from
+// the Random's key words and run counter (Random::philox().key, Random::run()): Philox eight
+// blocks at a time, the same bits.
+void normal_uniforms(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first, int64_t n,
+                     double* u1, double* u2);
+
 }  // namespace pon::avx2
 
 #endif  // PADDLE_OPS_NN_RANDOM_AVX2_HPP_

@@ -70,11 +70,11 @@ template <bool kTruncated> class GaussianRandom {
   template <class T>
   void draw_batches(const Random& rng, T* o, int64_t n, int64_t a, int64_t b) const {
     double u1[kBatch], u2[kBatch], z[kBatch];
+    const uint32_t* key = rng.philox().key;
     for (int64_t i = a; i < b; i += kBatch) {
-      const int64_t m = std::min(kBatch, b - i), lanes = (m + 3) / 4 * 4;
-      for (int64_t k = 0; k < m; ++k)
-        rng.normal_uniforms(static_cast<uint64_t>(i + k), u1[k], u2[k]);
-      for (int64_t k = m; k < lanes; ++k) u1[k] = 1.0, u2[k] = 0.0;  // unused lanes
+      // Lanes past m draw numbers of the next elements, unused.
+      const int64_t m = std::min(kBatch, b - i), lanes = (m + 7) / 8 * 8;
+      avx2::normal_uniforms(key[0], key[1], rng.run(), static_cast<uint64_t>(i), lanes, u1, u2);
       avx2::box_muller(u1, u2, z, lanes);
       for (int64_t k = 0; k < m; ++k) {
         const double kept = gaussian_kept<kTruncated>(rng, i + k, n, z[k]);

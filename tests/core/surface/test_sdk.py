@@ -255,6 +255,47 @@ def test_the_avx2_header_computes_exp_and_refuses_other_flags(tmp_path: Path) ->
     }
 
 
+PHILOX8 = r"""
+#include <paddle_core/avx2.hpp>
+#include <paddle_core/random.hpp>
+#include <cstdio>
+namespace pc = paddle_core;
+
+int main() {
+  char message[8];
+  pc_context c{};
+  c.num_threads = 1, c.message = message, c.message_capacity = sizeof message;
+  c.random_key = 0x0123456789abcdefull, c.random_counter = 0xfedcba9876543210ull;
+  c.struct_size = sizeof(pc_context);
+  const pc::Context ctx(&c);
+  int wrong = 0, blocks = 0;
+  for (const pc::Random rng : {pc::Random(ctx, 0), pc::Random(ctx, 42)}) {
+    // From 0, and across 2^32, where an index's low word wraps and its high word counts on.
+    for (const uint64_t first : {0ull, 4294967291ull, 123456789012345ull}) {
+      __m256i w[4];
+      pc::avx2::random_bits8(rng.philox().key[0], rng.philox().key[1], rng.run(), first, w);
+      uint32_t got[4][8];
+      for (int k = 0; k < 4; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(got[k]), w[k]);
+      for (int j = 0; j < 8; ++j, ++blocks) {
+        uint32_t want[4];
+        rng.bits(first + j, want);
+        for (int k = 0; k < 4; ++k) wrong += got[k][j] != want[k];
+      }
+    }
+  }
+  std::printf("%d blocks, %d words differ\n", blocks, wrong);
+}
+"""
+
+
+def test_the_avx2_philox_gives_randoms_bits(tmp_path: Path) -> None:
+    flags = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+    if "avx2" not in flags or "fma" not in flags:
+        pytest.skip("this CPU has no AVX2+FMA to run it on")
+    output = compile_and_run(tmp_path, PHILOX8, ".cpp", "-mavx2", "-mfma")
+    assert output.strip() == "48 blocks, 0 words differ"
+
+
 def test_the_c_element_sizes_agree_with_python_and_the_proto(tmp_path: Path) -> None:
     """pc_dtype_size is the one C table of element sizes: it must match dtypes.ITEMSIZE and
     the names of VarType.DataType (bits in the name / 8; BOOL is a byte), and give 0 for the
