@@ -101,6 +101,27 @@ void normal_uniforms(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first,
   }
 }
 
+void float_uniforms(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first, int64_t blocks,
+                    float* u) {
+  const __m256 scale = _mm256_set1_ps(1.0f / 16777216.0f);
+  for (int64_t j = 0; j + 8 <= blocks; j += 8) {
+    __m256i w[4];
+    paddle_core::avx2::random_bits8(key0, key1, run, first + static_cast<uint64_t>(j), w);
+    // Lane b of w[k] is word k of block b; the output wants each block's four words together.
+    const __m256i t0 = _mm256_unpacklo_epi32(w[0], w[1]), t1 = _mm256_unpackhi_epi32(w[0], w[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(w[2], w[3]), t3 = _mm256_unpackhi_epi32(w[2], w[3]);
+    const __m256i b04 = _mm256_unpacklo_epi64(t0, t2), b15 = _mm256_unpackhi_epi64(t0, t2);
+    const __m256i b26 = _mm256_unpacklo_epi64(t1, t3), b37 = _mm256_unpackhi_epi64(t1, t3);
+    const __m256i blocks_in_order[4] = {
+        _mm256_permute2x128_si256(b04, b15, 0x20), _mm256_permute2x128_si256(b26, b37, 0x20),
+        _mm256_permute2x128_si256(b04, b15, 0x31), _mm256_permute2x128_si256(b26, b37, 0x31)};
+    for (int q = 0; q < 4; ++q) {  // 24 random bits, as floats in [0, 1)
+      const __m256 v = _mm256_cvtepi32_ps(_mm256_srli_epi32(blocks_in_order[q], 8));
+      _mm256_storeu_ps(u + 4 * j + 8 * q, _mm256_mul_ps(v, scale));
+    }
+  }
+}
+
 void box_muller(const double* u1, const double* u2, double* z, int64_t n) {
   for (int64_t i = 0; i + 4 <= n; i += 4) {
     const __m256d ln_u1 = log4(_mm256_loadu_pd(u1 + i));

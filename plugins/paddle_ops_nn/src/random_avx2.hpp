@@ -20,6 +20,11 @@ void box_muller(const double* u1, const double* u2, double* z, int64_t n);
 void normal_uniforms(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first, int64_t n,
                      double* u1, double* u2);
 
+// u[4 j + k] = the float uniform number k of block first + j (what Random::uniforms<float>
+// gives), for j in [0, blocks), blocks a multiple of 8; key and run as above.
+void float_uniforms(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first, int64_t blocks,
+                    float* u);
+
 }  // namespace pon::avx2
 
 #endif  // PADDLE_OPS_NN_RANDOM_AVX2_HPP_

@@ -15,11 +15,25 @@
 namespace pon {
 namespace {
 
+// Random::for_uniforms<float>(a, b, f) through random_avx2.cpp's Philox, eight blocks at a
+// time: f(i, u) gets the same numbers (call only where use_avx2()).
+template <class F> void for_float_uniforms(const Random& rng, int64_t a, int64_t b, F&& f) {
+  constexpr int64_t kBlocks = 64;  // a multiple of 8
+  float u[4 * kBlocks];
+  const uint32_t* key = rng.philox().key;
+  for (int64_t block = a / 4; 4 * block < b; block += kBlocks) {
+    avx2::float_uniforms(key[0], key[1], rng.run(), static_cast<uint64_t>(block), kBlocks, u);
+    const int64_t lo = std::max(a, 4 * block), hi = std::min(b, 4 * (block + kBlocks));
+    for (int64_t i = lo; i < hi; ++i) f(i, u[i - 4 * block]);
+  }
+}
+
 class UniformRandom {
  public:
   static constexpr pc::Signature signature{"", "1"};
   using DTypes = Floats;
-  UniformRandom(const Attrs& attrs, const Slots&, const Slots& out) : a_(attrs) {
+  UniformRandom(const Attrs& attrs, const Slots&, const Slots& out)
+      : a_(attrs), avx2_(use_avx2()) {
     check_uniform(a_, out);
   }
 
@@ -29,13 +43,18 @@ class UniformRandom {
       using T = decltype(t);
       T* o = out(0).data<T>();
       parallel_for(out(0).numel(), ctx.num_threads(), kGrain, [&](int64_t a, int64_t b) {
-        rng.for_uniforms<T>(a, b, [&](int64_t i, T u) { o[i] = uniform_in<T>(u, a_.lo, a_.hi); });
+        auto put = [&](int64_t i, T u) { o[i] = uniform_in<T>(u, a_.lo, a_.hi); };
+        if constexpr (std::is_same_v<T, float>) {
+          if (avx2_) return for_float_uniforms(rng, a, b, put);
+        }
+        rng.for_uniforms<T>(a, b, put);
       });
     });
   }
 
  private:
   UniformAttrs a_;
+  bool avx2_;
 };
 
 // With AVX2, the first draws of kBatch elements at a time go through random_avx2.cpp's
@@ -91,7 +110,8 @@ class Dropout {
  public:
   static constexpr pc::Signature signature{"1", "11"};
   using DTypes = Floats;
-  Dropout(const Attrs& attrs, const Slots& in, const Slots& out) : a_(attrs) {
+  Dropout(const Attrs& attrs, const Slots& in, const Slots& out)
+      : a_(attrs), avx2_(use_avx2()) {
     check_dropout(in, out);
   }
 
@@ -109,14 +129,16 @@ class Dropout {
           for (int64_t i = a; i < b; ++i) dropout_element(rng, true, p, scale, x, o, mask, i);
           return;
         }
-        rng.for_uniforms<float>(
-            a, b, [&](int64_t i, float u) { dropout_kept(u, p, scale, x, o, mask, i); });
+        auto keep = [&](int64_t i, float u) { dropout_kept(u, p, scale, x, o, mask, i); };
+        if (avx2_) return for_float_uniforms(rng, a, b, keep);
+        rng.for_uniforms<float>(a, b, keep);
       });
     });
   }
 
  private:
   DropoutForwardAttrs a_;
+  bool avx2_;
 };
 
 class DropoutGrad {

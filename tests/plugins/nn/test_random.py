@@ -59,30 +59,38 @@ def test_results_do_not_depend_on_the_thread_count():
     np.testing.assert_array_equal(one, two)
 
 
-NORMALS = """
+DRAWS = """
 import sys
 import numpy as np
 import paddle_core as pc
 
+x = np.load(sys.argv[1])["x"]
 results = {}
-for op in ("gaussian_random", "truncated_gaussian_random"):
-    prog = pc.Program()
-    with pc.program_guard(prog):
-        out = getattr(pc.ops, op)(shape=[1_000_003], dtype="float64", seed=11)
-    results[op] = pc.Executor().run(prog, fetch_list=[out])[0]
-np.savez(sys.argv[2], **results)
+prog = pc.Program()
+with pc.program_guard(prog):
+    fetch = {op: getattr(pc.ops, op)(shape=[1_000_003], dtype="float64", seed=11)
+             for op in ("gaussian_random", "truncated_gaussian_random")}
+    fetch["uniform_random"] = pc.ops.uniform_random(shape=[1_000_003], seed=12)
+    fetch["dropout"], fetch["mask"] = pc.ops.dropout(pc.data("x", [None, 1001]), seed=13)
+got = pc.Executor().run(prog, feed={"x": x}, fetch_list=list(fetch.values()))
+np.savez(sys.argv[2], **dict(zip(fetch, got)))
 """
 
 
 @pytest.mark.skipif(not cpu_has_avx2_fma(), reason="this CPU has no AVX2+FMA")
-def test_the_avx2_box_muller_agrees_with_libms(tmp_path):
-    """The vectorised log and cosine against libm's, over a million draws (and a partial
-    batch) of either op: within 4 ulps, plus where the result is near 0 what libm's own
-    cosine errs by there (its argument 2 pi u, rounded, is off by up to 4.4e-16, times a
-    radius of at most 6.7; the vectorised one takes u's quadrant out exactly first)."""
-    avx2, portable = on_both_paths(tmp_path, NORMALS, {}, "PADDLE_OPS_NN_DISABLE_AVX2")
-    for op, want in portable.items():
-        got = avx2[op]
+def test_the_avx2_draws_are_the_portable_ones(tmp_path):
+    """Float32 uniforms (uniform_random, dropout) from the AVX2 Philox are the portable path's
+    bit for bit, over a million elements and the partial blocks at the ends of threads' chunks.
+    Normals: the vectorised log and cosine against libm's within 4 ulps, plus where the result
+    is near 0 what libm's own cosine errs by there (its argument 2 pi u, rounded, is off by up
+    to 4.4e-16, times a radius of at most 6.7; the vectorised one takes u's quadrant out
+    exactly first)."""
+    x = np.random.default_rng(0).standard_normal((999, 1001)).astype(np.float32)
+    avx2, portable = on_both_paths(tmp_path, DRAWS, {"x": x}, "PADDLE_OPS_NN_DISABLE_AVX2")
+    for key in ("uniform_random", "dropout", "mask"):
+        np.testing.assert_array_equal(avx2[key], portable[key], err_msg=key)
+    for op in ("gaussian_random", "truncated_gaussian_random"):
+        got, want = avx2[op], portable[op]
         excess = np.abs(got - want) - 4 * np.spacing(np.abs(want))
         assert excess.max() <= 3e-15, f"{op}: off by {excess.max()} at {want[np.argmax(excess)]}"
         assert np.mean(got == want) > 0.3  # the same numbers, not merely the same distribution
