@@ -124,6 +124,12 @@ def while_loop(
     program = default_main_program()
     parent = program.current_block()
     where = f"while_loop (op 'while_block' in block {parent.idx})"
+    if not isinstance(loop_vars, (list, tuple)):
+        hint = " (one variable: [x])" if isinstance(loop_vars, Variable) else ""
+        raise ProgramError(
+            f"{where}: loop_vars must be a non-empty list or tuple of Variables{hint}, got "
+            f"{type(loop_vars).__name__}"
+        )
     loop_vars = list(loop_vars)
     if not loop_vars or not all(isinstance(v, Variable) for v in loop_vars):
         raise ProgramError(f"{where}: loop_vars must be a non-empty sequence of Variables")
@@ -180,6 +186,12 @@ def cond(pred: Variable, true_fn: Callable[[], Any], false_fn: Callable[[], Any]
     parent = program.current_block()
     where = f"cond (op 'cond_block' in block {parent.idx})"
     _check_condition(pred, where, "cond_block")
+    for which, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
+        if not callable(fn):
+            raise ProgramError(
+                f"{where}: {which} must be a function that builds the branch and returns its "
+                f"value(s), got {type(fn).__name__}"
+            )
     results, blocks = [], []
     for fn in (true_fn, false_fn):
         block = program.create_block()
@@ -192,8 +204,15 @@ def cond(pred: Variable, true_fn: Callable[[], Any], false_fn: Callable[[], Any]
         f"cond (op 'cond_block' in block {parent.idx}, true block {blocks[0].idx}, "
         f"false block {blocks[1].idx})"
     )
+    for which, result, block in zip(("true_fn", "false_fn"), results, blocks):
+        if not isinstance(result, (Variable, list, tuple)) or len(_as_list(result)) == 0:
+            raise ProgramError(
+                f"{where}: {which} must return a Variable or a non-empty sequence of them, got "
+                f"{_structure(result)}"
+            )
+        _check_no_outer_writes(block, where, which)
     single = [isinstance(r, Variable) for r in results]
-    outs = [[r] if isinstance(r, Variable) else list(r) for r in results]
+    outs = [_as_list(r) for r in results]
     if single[0] != single[1] or len(outs[0]) != len(outs[1]):
         raise ShapeError(
             f"{where}: the branches return different structures: true_fn "
@@ -231,6 +250,24 @@ def cond(pred: Variable, true_fn: Callable[[], Any], false_fn: Callable[[], Any]
     )
     out = [parent.var(name) for name in op.output("out")]
     return out[0] if single[0] else out
+
+
+def _as_list(result: Any) -> list:
+    return [result] if isinstance(result, Variable) else list(result)
+
+
+def _check_no_outer_writes(block: Any, where: str, which: str) -> None:
+    """A branch's effects leave it only as the values it returns: an op of the branch writing
+    a variable of an outer block would change nothing outside (one run holds one value per
+    variable), so it is refused."""
+    for op in block.ops:
+        for name in op.output_names:
+            if name not in block.vars:
+                raise ProgramError(
+                    f"{where}: op {op.type!r} of {which}'s branch writes {name!r}, a variable "
+                    "of an outer block; a branch changes nothing outside it but the values it "
+                    "returns: return the new value instead (e.g. pc.layers.assign(value))"
+                )
 
 
 def _structure(result: Any) -> str:
@@ -284,6 +321,8 @@ def assign(x: Variable, output: Variable | None = None) -> Variable:
     which must have its dtype and shape."""
     if output is None:
         return ops.assign(x)
+    if not isinstance(output, Variable):
+        raise ProgramError(f"assign: output must be a Variable, got {type(output).__name__}")
     if not _same_type(x, output):
         raise ShapeError(
             f"assign: {x.name!r} is {x.dtype}{format_shape(x.shape)}, but output "

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from ._src.base.errors import ProgramError
 from ._src.graph.program import Program, default_main_program
-from ._src.graph.serialization import load_program, save_program
+from ._src.graph.serialization import load_program, make_directory, save_program
 from ._src.graph.variable import Variable
 from ._src.run.planning import prune
 from ._src.run.scope import Scope, global_scope
@@ -61,7 +61,7 @@ def save_inference_model(
     program = program or default_main_program()
     fetch_names = [t.name if isinstance(t, Variable) else str(t) for t in targets]
     inference = _pruned(program.clone(for_test=True), list(feed_names), fetch_names)
-    os.makedirs(dirname, exist_ok=True)
+    dirname = make_directory(dirname, "save the inference model")
     save_program(inference, os.path.join(dirname, MODEL))
     block = inference.global_block()
     used = {n for op in block.ops for n in op.input_names}

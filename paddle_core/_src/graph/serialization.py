@@ -21,7 +21,7 @@ from .program import Program
 MAX_PROGRAM_BYTES = 2**31 - 1
 
 
-def _path(path: object, doing: str) -> str:
+def checked_path(path: object, doing: str) -> str:
     """``path`` as text; ProgramError unless it is a str or os.PathLike naming one (an int
     would be taken by open() as a file descriptor: 0 is stdin)."""
     try:
@@ -36,6 +36,17 @@ def _path(path: object, doing: str) -> str:
     return text
 
 
+def make_directory(dirname: object, doing: str) -> str:
+    """``dirname`` (checked as ``checked_path`` does), created with its parents if need be;
+    ProgramError naming it when that fails."""
+    path = checked_path(dirname, doing)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise ProgramError(f"cannot {doing} to {path!r}: {e.strerror or e}") from None
+    return path
+
+
 def _format_of(path: str) -> str:
     """The file format a program path names by its suffix: "text", "json" or "binary"."""
     if path.endswith((".pbtxt", ".txt")):
@@ -48,7 +59,7 @@ def save_program(program: Program, path: str | os.PathLike) -> None:
     protobuf's JSON mapping for ``.json``."""
     if not isinstance(program, Program):
         raise ProgramError(f"save_program expects a Program, got {type(program).__name__}")
-    path = _path(path, "save the program")
+    path = checked_path(path, "save the program")
     desc = program.to_desc()
     form = _format_of(path)
     if form == "text":
@@ -68,7 +79,7 @@ def save_program(program: Program, path: str | os.PathLike) -> None:
 def load_program(path: str | os.PathLike) -> Program:
     """Read a program written by ``save_program``. Raises OpNotFoundError naming every op no
     loaded plugin provides, with the package to install (see ``Program.from_desc``)."""
-    path = _path(path, "load a program")
+    path = checked_path(path, "load a program")
     try:
         # Only a regular file: a FIFO would block the open, /dev/zero never end.
         info = os.stat(path)

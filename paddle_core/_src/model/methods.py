@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..base.errors import ProgramError
+from ..base.errors import ProgramError, shown
 from ..graph.append import append
 from .expression import Expression
 
@@ -64,6 +64,8 @@ def model_method(layer: Layer) -> Layer:
             model = model_of((*args, *kwargs.values()))
             if model is None:
                 return layer(*args, **kwargs)  # the Program API, as it always was
+        elif not callable(getattr(model, "guard", None)):
+            raise ProgramError(f"{layer.__name__}(): model must be a pc.Model, got {shown(model)}")
         args = tuple(unwrap(a, model) for a in args)
         kwargs = {k: unwrap(v, model) for k, v in kwargs.items()}
         with model.guard():

@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import DeviceError, FeedError, ProgramError
+from ..base.errors import DeviceError, FeedError, ProgramError, shown
+from ..base.limits import MAX_THREADS
 from ..graph.program import Program, program_guard
 from ..graph.variable import Variable
 from ..plugins import hooks
 from ..plugins.devices import get_device
 from ..plugins.registry import get_registry
-from ..run.executor import default_num_threads, feed_array
+from ..run.executor import check_setting, default_num_threads, feed_array
 from ..run.planning import plan
 from ..run.prepared import PreparedProgram
 from ..run.scope import CLOCK, Scope
@@ -65,6 +66,7 @@ class Model:
                 raise ProgramError(f"Model: {what} must be a Program, got {type(program).__name__}")
         if scope is not None and not isinstance(scope, Scope):
             raise ProgramError(f"Model: scope must be a Scope, got {type(scope).__name__}")
+        check_setting("Model", "num_threads", num_threads, 1, MAX_THREADS, none_ok=True)
         self._set_programs(main_program, startup_program)
         self._device = None if device is None else get_device(device)
         self._ran = False  # the device is fixed once the model ran (init or run)
@@ -472,6 +474,11 @@ class Model:
         loss = self._target(loss)
         if isinstance(loss, TrainStep):
             raise ProgramError("minimize() takes a loss, not a training step")
+        if isinstance(optimizer, type) or not callable(getattr(optimizer, "minimize", None)):
+            raise ProgramError(
+                "minimize() takes an optimizer: an instance such as "
+                f"pc.optimizer.Adam(learning_rate=1e-3), got {shown(optimizer)}"
+            )
         with self.guard():
             updates, params_grads = optimizer.minimize(
                 loss.variable,

@@ -4,7 +4,8 @@ variables, which ``Model.save`` writes and ``pc.load_model`` / ``Model.load`` re
     main.pb      the main program (a ProgramDesc)
     startup.pb   the startup program
     values.npz   every persistable value the scope holds: parameters, and the optimizer's
-                 state and step counters, so that training resumes exactly
+                 state and step counters; and the count of the scope's runs that drew random
+                 numbers (RANDOM_RUNS), so that training resumes exactly, dropout included
 
 Reading checks every value against its declared shape and dtype before any is set.
 """
@@ -14,15 +15,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from ..base.errors import FeedError
 from ..graph.program import Program
-from ..graph.serialization import load_program, save_program
+from ..graph.serialization import checked_path, load_program, make_directory, save_program
 from ..graph.variable import Parameter
 from ..run.scope import Scope
 from ..run.values import load_values as load_npz
 from ..run.values import save_values
 
 MAIN, STARTUP, VALUES = "main.pb", "startup.pb", "values.npz"
+RANDOM_RUNS = "paddle_core:random_runs"  # a key no variable's name takes
 
 
 def save(main: Program, startup: Program, scope: Scope, dirname: str | os.PathLike) -> None:
@@ -39,14 +43,16 @@ def save(main: Program, startup: Program, scope: Scope, dirname: str | os.PathLi
                 f"parameter {var.name!r} has no value yet; run the model (or model.init()) "
                 "before saving it"
             )
-    os.makedirs(dirname, exist_ok=True)
+    dirname = make_directory(dirname, "save the model")
     save_program(main, os.path.join(dirname, MAIN))
     save_program(startup, os.path.join(dirname, STARTUP))
-    save_values(os.path.join(dirname, VALUES), names, scope)
+    runs = {RANDOM_RUNS: np.array(scope.random_runs, np.int64)}
+    save_values(os.path.join(dirname, VALUES), names, scope, runs)
 
 
 def load_programs(dirname: str | os.PathLike) -> tuple[Program, Program]:
     """The main and startup programs saved in ``dirname``."""
+    dirname = checked_path(dirname, "load a model")
     return load_program(os.path.join(dirname, MAIN)), load_program(os.path.join(dirname, STARTUP))
 
 
@@ -57,4 +63,9 @@ def load_values(main: Program, scope: Scope, dirname: str | os.PathLike) -> Any:
     persistables = [v for v in block.vars.values() if v.persistable]
     optional = {v.name for v in persistables if not isinstance(v, Parameter)}
     names = [v.name for v in persistables]
-    return load_npz(os.path.join(dirname, VALUES), block, names, scope, optional)
+    path = os.path.join(checked_path(dirname, "load a model"), VALUES)
+    loaded = load_npz(path, block, names, scope, optional)
+    with np.load(path, allow_pickle=False) as archive:  # (read: load_npz opened it)
+        if RANDOM_RUNS in archive.files:  # (models saved before it was kept: not there)
+            scope.random_runs = int(archive[RANDOM_RUNS])
+    return loaded

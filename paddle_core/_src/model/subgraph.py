@@ -25,7 +25,7 @@ from ..base.dtypes import name_of
 from ..base.errors import FeedError, ProgramError
 from ..plugins import hooks
 from ..plugins.registry import get_registry
-from ..run.planning import plan, prune
+from ..run.planning import first_reads, plan, prune
 from ..run.prepared import PreparedProgram
 from .expression import Target
 
@@ -46,24 +46,23 @@ def extract(
     updates = any(t.updates for t in targets)
     pending = sorted(targets, key=lambda t: t.end)  # a name is needed before its end
     end = max([t.end for t in targets] + [i + 1 for i in forced], default=0)
+    feed_until = first_reads(block, fed)  # a fed variable's computing ops: see first_reads
     need: set[str] = set()
     kept = []
     for i in range(len(ops) - 1, -1, -1):
         if at[i] >= end:
             continue
         while pending and pending[-1].end > at[i]:
-            name = pending.pop().name
-            if name not in fed:
-                need.add(name)
+            need.add(pending.pop().name)
         op = ops[i]
         inserted = origins is not None and origins[i] is None
         if inserted or at[i] not in forced:
-            if not any(n in need for n in op.output_names):
+            if not any(n in need and feed_until.get(n, -1) <= i for n in op.output_names):
                 continue
             if not updates and op.role == "optimize" and _writes_persistable(block, op):
                 continue  # read the scope's value instead: evaluating never trains
         kept.append((i, op))
-        need.update(n for n in op.input_names if n not in fed)
+        need.update(op.input_names)
     kept.reverse()
     return kept
 

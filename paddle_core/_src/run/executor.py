@@ -52,12 +52,15 @@ def default_num_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _check_setting(name: str, value: Any, low: int, high: int, none_ok: bool = False) -> None:
+def check_setting(
+    owner: str, name: str, value: Any, low: int, high: int, none_ok: bool = False
+) -> None:
+    """ConfigError unless ``value`` (``owner``'s setting ``name``) is an int in [low, high]."""
     if value is None and none_ok:
         return
     if type(value) is not int or not low <= value <= high:
         raise ConfigError(
-            f"Executor: {name} must be an int in [{low}, {high}]"
+            f"{owner}: {name} must be an int in [{low}, {high}]"
             f"{' or None' if none_ok else ''}, got {shown(value)}"
         )
 
@@ -75,8 +78,8 @@ class Executor:
         reuse_memory: bool = True,
     ) -> None:
         self.device = devices.get_device(device)
-        _check_setting("num_threads", num_threads, 1, MAX_THREADS, none_ok=True)
-        _check_setting("cache_size", cache_size, 1, 2**31 - 1)
+        check_setting("Executor", "num_threads", num_threads, 1, MAX_THREADS, none_ok=True)
+        check_setting("Executor", "cache_size", cache_size, 1, 2**31 - 1)
         if type(reuse_memory) is not bool:
             raise ConfigError(
                 f"Executor: reuse_memory must be True or False, got {shown(reuse_memory)}"

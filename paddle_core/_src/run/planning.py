@@ -177,6 +177,8 @@ def plan(
         ops = prune(block, fetch_names, fed - carried)
     else:
         ops = select(block, set(fed), origins)
+    feed_until = first_reads(block, fed - carried)
+    index_of = {id(op): index for index, op in enumerate(block.ops)}
     for op in ops:
         for name in op.input_names:
             if name not in available:
@@ -188,11 +190,16 @@ def plan(
                 _persistable_input(spec, block, name, problem)
                 available.add(name)
         for name in op.output_names:
-            if name in fed and name not in carried:
+            if name not in feed_until:
+                continue
+            var = block.find_var(name)
+            # The feed stands for this op's output, or a persistable value would be updated
+            # from a feed rather than from the scope.
+            if feed_until[name] > index_of[id(op)] or (var is not None and var.persistable):
                 raise FeedError(
                     f"variable {name!r} is fed, but op {op.type!r} (needed for the fetches) "
-                    "computes it; feed only variables no needed op writes (set persistable "
-                    "values with scope.set_var)"
+                    "computes it before any op reads it; feed only variables no needed op "
+                    "computes first (set persistable values with scope.set_var)"
                 )
         step = _step(registry, manager, op, device, fallback, spec.shapes)
         if step.info.opdef.random:
@@ -216,16 +223,32 @@ def plan(
     return spec
 
 
+def first_reads(block: Any, fed: set[str]) -> dict[str, int]:
+    """For each fed variable, the index of the first op of ``block`` that reads it (the
+    block's length if none does). A feed stands for the ops before that index that compute
+    its variable: they are skipped (feeding an intermediate value). An op from there on that
+    writes it updates the fed value (``x = x + 1``, a loop's carried variable), and runs."""
+    first = dict.fromkeys(fed, len(block.ops))
+    for index, op in enumerate(block.ops):
+        for name in op.input_names:
+            if name in fed and first[name] > index:
+                first[name] = index
+    return first
+
+
 def prune(block: Any, fetch_names: list[str], fed: set[str]) -> list[Any]:
-    """The ops needed for the fetches, in order, plus ops writing persistable variables."""
-    needed = set(fetch_names) - fed
+    """The ops needed for the fetches, in order, plus ops writing persistable variables (a
+    fed variable: see ``first_reads``)."""
+    feed_until = first_reads(block, fed)
+    needed = set(fetch_names)
     kept = []
-    for op in reversed(block.ops):
+    for index in range(len(block.ops) - 1, -1, -1):
+        op = block.ops[index]
         outputs = op.output_names
         persists = any((v := block.find_var(n)) is not None and v.persistable for n in outputs)
-        if persists or any(n in needed for n in outputs):
+        if persists or any(n in needed and feed_until.get(n, -1) <= index for n in outputs):
             kept.append(op)
-            needed.update(n for n in op.input_names if n not in fed)
+            needed.update(op.input_names)
     kept.reverse()
     return kept
 

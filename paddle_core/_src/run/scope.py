@@ -96,14 +96,27 @@ class Scope:
             scope = scope.parent
         return 0
 
-    def next_random_run(self) -> int:
-        """The counter a run drawing random numbers gives its random ops: how many such runs
-        this scope tree saw before (kept by its root, so child scopes continue the stream)."""
+    @property
+    def random_runs(self) -> int:
+        """How many runs drew random numbers in this scope tree (its root's count): saved with
+        a model, so that its random ops continue their streams where they left off."""
         root = self
         while root.parent is not None:
             root = root.parent
-        counter = root._random_runs
-        root._random_runs += 1
+        return root._random_runs
+
+    @random_runs.setter
+    def random_runs(self, count: int) -> None:
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        root._random_runs = count
+
+    def next_random_run(self) -> int:
+        """The counter a run drawing random numbers gives its random ops: how many such runs
+        this scope tree saw before (kept by its root, so child scopes continue the stream)."""
+        counter = self.random_runs
+        self.random_runs = counter + 1
         return counter
 
     def __contains__(self, name: object) -> bool:

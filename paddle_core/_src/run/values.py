@@ -8,6 +8,7 @@ so a file that does not fit changes nothing. ``pc.io`` (parameters, inference mo
 from __future__ import annotations
 
 import os
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -22,9 +23,12 @@ def _kind(block: Any, name: str) -> str:
     return "parameter" if isinstance(block.find_var(name), Parameter) else "variable"
 
 
-def save_values(path: str | os.PathLike, names: list[str], scope: Scope) -> None:
-    """Write the values of ``names`` in ``scope`` to ``path``; every one must have a value."""
-    values = {}
+def save_values(
+    path: str | os.PathLike, names: list[str], scope: Scope, extra: dict | None = None
+) -> None:
+    """Write the values of ``names`` in ``scope`` to ``path``, and the arrays of ``extra``
+    under their keys; every name must have a value."""
+    values = dict(extra or {})
     for name in names:
         value = scope.find_var(name)
         if value is None:
@@ -52,8 +56,9 @@ def load_values(
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError) as e:
-        raise ProgramError(f"cannot read parameters from {os.fspath(path)!r}: {e}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:  # missing, truncated, corrupt
+        reason = str(e) or type(e).__name__
+        raise ProgramError(f"cannot read parameters from {os.fspath(path)!r}: {reason}") from None
     for name in names:
         if name not in arrays:
             if name in optional:

@@ -332,3 +332,63 @@ def test_loading_checks_every_value_first(tmp_path):
     assert "fc.b_0" not in other.root_scope  # nothing was set
     with pytest.raises(pc.ProgramError, match="cannot read"):
         other.load(tmp_path / "nowhere")
+
+
+def test_a_checkpoint_resumes_random_ops_where_they_left_off(tmp_path):
+    """values.npz keeps the scope's count of runs that drew random numbers, so dropout's
+    masks after loading are the ones training would have drawn next."""
+
+    def with_dropout():
+        model = pc.Model()
+        x = pc.layers.data("x", [4], model=model)
+        hidden = pc.layers.dropout(pc.layers.fc(x, 8), dropout_prob=0.5)
+        loss = pc.layers.mean(pc.ops.square(pc.layers.fc(hidden, 1)))
+        return model, model.minimize(loss, pc.optimizer.Adam(0.01))
+
+    data = {"x": np.random.default_rng(1).standard_normal((6, 4)).astype(np.float32)}
+    model, step = with_dropout()
+    model.feed(data)
+    for _ in range(3):
+        step.value()
+    model.save(tmp_path / "model")
+    twin, twin_step = with_dropout()
+    twin.load(tmp_path / "model")
+    twin.feed(data)
+    for _ in range(3):
+        np.testing.assert_array_equal(twin_step.value(), step.value())
+
+
+def test_saving_and_loading_refuse_bad_places_and_broken_files(tmp_path):
+    model, _, _ = small_classifier()
+    model.init()
+    (tmp_path / "file").write_text("")
+    for place in (tmp_path / "file" / "sub", tmp_path / "file", "/proc/no/such/dir"):
+        with pytest.raises(pc.ProgramError, match="cannot save the model to"):
+            model.save(place)
+    for place in (None, 3, ""):
+        with pytest.raises(pc.ProgramError, match="the path must be a non-empty str"):
+            model.save(place)
+        with pytest.raises(pc.ProgramError, match="the path must be a non-empty str"):
+            pc.load_model(place)
+    model.save(tmp_path / "model")
+    values = tmp_path / "model" / "values.npz"
+    whole = values.read_bytes()
+    broken = {"empty": b"", "truncated": whole[: len(whole) // 2], "flipped": bytearray(whole)}
+    broken["flipped"][len(whole) // 2] ^= 0xFF
+    for data in broken.values():
+        values.write_bytes(bytes(data))
+        with pytest.raises(pc.ProgramError, match=r"cannot read parameters from .*values\.npz"):
+            model.load(tmp_path / "model")
+
+
+def test_a_models_settings_and_optimizer_are_checked():
+    with pytest.raises(pc.ConfigError, match=r"Model: num_threads must be an int in \[1, 4096\]"):
+        pc.Model(num_threads="2")
+    model = pc.Model()
+    x = pc.layers.data("x", [4], model=model)
+    loss = pc.layers.mean(pc.layers.fc(x, 1))
+    for optimizer in ("adam", pc.optimizer.Adam):
+        with pytest.raises(pc.ProgramError, match=r"minimize\(\) takes an optimizer: an instance"):
+            model.minimize(loss, optimizer)
+    with pytest.raises(pc.ProgramError, match=r"data\(\): model must be a pc\.Model, got 'x'"):
+        pc.layers.data("z", [2], model="x")

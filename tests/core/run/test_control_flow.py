@@ -254,6 +254,45 @@ def test_cond_branches_of_different_types():
             pc.layers.cond(p, lambda: x, lambda: (x, x))
 
 
+def test_cond_and_while_loop_refuse_what_they_cannot_build_from():
+    main = pc.Program()
+    with pc.program_guard(main):
+        x = pc.data("x", [2], "float32")
+        p = pc.data("p", [1], "bool")
+        cases = [
+            ((lambda: None, lambda: x), "true_fn must return a Variable or a non-empty sequence"),
+            ((lambda: x, lambda: 1), "false_fn must return a Variable .*got a int"),
+            ((lambda: [], lambda: []), r"got 0 value\(s\)"),
+            ((x, lambda: x), "true_fn must be a function .*got Variable"),
+        ]
+        for (true_fn, false_fn), problem in cases:
+            with pytest.raises(pc.ProgramError, match=problem):
+                pc.layers.cond(p, true_fn, false_fn)
+        with pytest.raises(pc.ProgramError, match=r"loop_vars must be .*\(one variable: \[x\]\)"):
+            pc.layers.while_loop(lambda v: ops.less(v, v), lambda v: [v], x)
+        with pytest.raises(pc.ProgramError, match="assign: output must be a Variable, got int"):
+            pc.layers.assign(x, output=3)
+
+
+def test_a_cond_branch_writing_an_outer_variable_is_refused():
+    """Its write would change nothing outside the branch (it used to be ignored silently);
+    returning the new value works."""
+    main = pc.Program()
+    with pc.program_guard(main, pc.Program()):
+        p = pc.data("p", [1], "bool")
+        v = ops.fill_constant(shape=[1], dtype="float32", value=1.0)
+        five = ops.fill_constant(shape=[1], dtype="float32", value=5.0)
+        with pytest.raises(
+            pc.ProgramError, match=f"op 'assign' of true_fn's branch writes '{v.name}', a variable"
+        ):
+            pc.layers.cond(p, lambda: pc.layers.assign(five, output=v), lambda: v)
+        out = pc.layers.cond(p, lambda: pc.layers.assign(five), lambda: v)
+    exe = pc.Executor()
+    for flag, want in ((True, 5.0), (False, 1.0)):
+        (got,) = exe.run(main, feed={"p": np.array([flag])}, fetch_list=[out])
+        assert got.tolist() == [want]
+
+
 def test_a_run_past_max_iters():
     main = pc.Program()
     with pc.program_guard(main):

@@ -125,6 +125,42 @@ def test_feeding_a_variable_that_a_needed_op_computes_is_refused():
     assert mine.tolist() == [[0.0, 0.0]]  # untouched
 
 
+def test_a_fed_variable_is_the_first_value_of_one_updated_after_it_is_read():
+    """x = x + 1 on a fed x: the feed is x's value until the update, which runs (it used to
+    be skipped as if the feed stood for it, silently); a feed still stands for the ops that
+    compute a variable before anything reads it (feeding an intermediate value)."""
+    prog = pc.Program()
+    with pc.program_guard(prog, pc.Program()):
+        x = pc.data("x", [1], "int64")
+        one = ops.fill_constant(shape=[1], dtype="int64", value=1)
+        pc.layers.assign(ops.add(x, one), output=x)
+        after = ops.scale(x, scale=1.0)
+        a = pc.data("a", [2])
+        y = ops.exp(a)
+        z = ops.scale(y, scale=2.0)
+    feed = {"x": np.array([3]), "a": np.zeros(2, F32), y.name: np.full(2, 5.0, F32)}
+    got = pc.Executor().run(prog, feed=feed, fetch_list=[after, x, z])
+    assert [v.tolist() for v in got] == [[4], [4], [10.0, 10.0]]
+    model = pc.Model(main_program=prog)
+    assert model.expression(after).value(feed={"x": np.array([7])}).tolist() == [8]
+
+
+def test_a_while_block_with_its_carried_variables_fed_runs():
+    prog = pc.Program()
+    with pc.program_guard(prog, pc.Program()):
+        going = pc.data("p", [1], "bool")
+        x = pc.data("x", [1], "int64")
+        ten = ops.fill_constant(shape=[1], dtype="int64", value=10)
+        one = ops.fill_constant(shape=[1], dtype="int64", value=1)
+        loop = pc.layers.While(going)
+        with loop.block():
+            pc.layers.assign(ops.add(x, one), output=x)
+            pc.layers.assign(ops.less(x, ten), output=going)
+    feed = {"x": np.array([3]), "p": np.array([True])}
+    got = pc.Executor().run(prog, feed=feed, fetch_list=[x, going])
+    assert [v.tolist() for v in got] == [[10], [False]]
+
+
 def test_feeding_a_persistable_variable_an_op_updates_is_refused():
     prog = pc.Program()
     block = prog.global_block()
