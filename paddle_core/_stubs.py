@@ -90,8 +90,11 @@ def _imports(body: str) -> str:
 
 
 def write_stubs(registry: Any, path: Path | None = None) -> Path:
+    """Write the stubs to ``path`` (its directories made if need be), by default beside
+    paddle_core/ops.py."""
     target = path or Path(ops.__file__).with_suffix(".pyi")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(stub_text(registry), encoding="utf-8")
     except OSError as e:
         raise PaddleCoreError(

@@ -583,7 +583,9 @@ def cmd_stubs(args: argparse.Namespace) -> int:
 
     from ._stubs import write_stubs
 
-    path = Path(args.output) if args.output else None
+    if args.output == "":
+        raise PaddleCoreError("--output needs a file name, e.g. typings/paddle_core/ops.pyi")
+    path = Path(args.output) if args.output is not None else None
     written = write_stubs(get_registry(), path)
     print(f"wrote {written}")
     return 0

@@ -14,23 +14,43 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import ops
-from ._src.base.errors import ProgramError, ShapeError
+from ._src.base.errors import ProgramError, ShapeError, shown
 from ._src.graph.block import Block
 from ._src.graph.program import default_main_program
 from ._src.graph.variable import Variable, format_shape
+from ._src.model.expression import Expression
 
 MAX_ITERS = 1_000_000  # while_block's default max_iters
 
 
+# What to do with a model's expression, which control flow does not take.
+_EXPRESSION_HINT = (
+    " (a model's expressions: build the loop or cond inside `with model.guard():` from their "
+    "`.variable`s)"
+)
+
+
+def _hint_for(value: Any) -> str:
+    return _EXPRESSION_HINT if isinstance(value, Expression) else ""
+
+
 def _check_condition(pred: Any, where: str, op: str) -> None:
     if not isinstance(pred, Variable):
-        raise ProgramError(f"{where}: the condition must be a Variable, got {type(pred).__name__}")
+        raise ProgramError(
+            f"{where}: the condition must be a Variable, got {type(pred).__name__}{_hint_for(pred)}"
+        )
     if pred.dtype != "bool" or tuple(pred.shape) not in ((), (1,)):
         raise ShapeError(
             f"{where}: the condition {pred.name!r} must be a bool scalar (shape [] or [1]), "
             f"got {pred.dtype}{format_shape(pred.shape)}",
             op=op,
         )
+
+
+def _check_max_iters(max_iters: Any, where: str) -> None:
+    """Before the body is built: a refused loop leaves nothing behind in the program."""
+    if type(max_iters) is not int or not 1 <= max_iters < 2**63:
+        raise ProgramError(f"{where}: max_iters must be an int >= 1, got {shown(max_iters)}")
 
 
 def _outer_reads(blocks: Sequence[Block], parent: Block) -> list[str]:
@@ -124,15 +144,17 @@ def while_loop(
     program = default_main_program()
     parent = program.current_block()
     where = f"while_loop (op 'while_block' in block {parent.idx})"
+    _check_max_iters(max_iters, where)
     if not isinstance(loop_vars, (list, tuple)):
-        hint = " (one variable: [x])" if isinstance(loop_vars, Variable) else ""
+        hint = " (one variable: [x])" if isinstance(loop_vars, Variable) else _hint_for(loop_vars)
         raise ProgramError(
             f"{where}: loop_vars must be a non-empty list or tuple of Variables{hint}, got "
             f"{type(loop_vars).__name__}"
         )
     loop_vars = list(loop_vars)
     if not loop_vars or not all(isinstance(v, Variable) for v in loop_vars):
-        raise ProgramError(f"{where}: loop_vars must be a non-empty sequence of Variables")
+        hint = next((_hint_for(v) for v in loop_vars if isinstance(v, Expression)), "")
+        raise ProgramError(f"{where}: loop_vars must be a non-empty sequence of Variables{hint}")
     carried = [ops.assign(v) for v in loop_vars]
     condition = cond_fn(*carried)
     _check_condition(condition, where, "while_block")
@@ -294,6 +316,7 @@ class While:
         program = default_main_program()
         where = f"While (op 'while_block' in block {program.current_block_idx})"
         _check_condition(cond, where, "while_block")
+        _check_max_iters(max_iters, where)
         self.cond = cond
         self.max_iters = max_iters
 
@@ -311,7 +334,8 @@ class While:
         if self.cond.name not in carried:
             raise ProgramError(
                 f"{where}: the body never writes the condition {self.cond.name!r}, so the "
-                f"loop would never end (recompute it: e.g. less(i, n, output=...))"
+                "loop would never end (recompute it: e.g. "
+                "pc.layers.assign(pc.ops.less(i, n), output=cond))"
             )
         _append_while(parent, body, self.cond, carried, self.max_iters, in_place=True)
 

@@ -101,12 +101,23 @@ def load_program(path: str | os.PathLike) -> Program:
             text_format.Parse(data.decode("utf-8"), desc)
         except (text_format.ParseError, UnicodeDecodeError) as e:
             raise ProgramError(f"{path!r} is not a program in text format: {e}") from None
-        return Program.from_desc(desc, source=path)
+        return _program(desc, path)
     if form == "json":
         desc = pb.ProgramDesc()
         try:
             json_format.Parse(data.decode("utf-8"), desc)
         except (json_format.ParseError, UnicodeDecodeError, RecursionError) as e:
             raise ProgramError(f"{path!r} is not a program in JSON: {e}") from None
+        return _program(desc, path)
+    return _program(parse_program_desc(data, path), path)
+
+
+def _program(desc: pb.ProgramDesc, path: str) -> Program:
+    """``desc`` as a Program; a structural problem names the file (a missing op's error
+    names it already, with the package to install)."""
+    try:
         return Program.from_desc(desc, source=path)
-    return Program.from_desc(parse_program_desc(data, path), source=path)
+    except ProgramError as e:
+        if type(e) is not ProgramError:
+            raise
+        raise ProgramError(f"{path!r} holds no valid program: {e}") from None

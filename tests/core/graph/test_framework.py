@@ -623,11 +623,15 @@ def test_newer_format_version():
         ),
     ],
 )
-def test_malformed_desc(change, message):
+def test_malformed_desc(change, message, tmp_path):
     desc = _desc_with_unknown_op()
     change(desc)
     with pytest.raises(pc.ProgramError, match=re.escape(message)):
         pc.Program.from_desc(desc)
+    path = tmp_path / "main.pb"  # from a file, the error names it
+    path.write_bytes(desc.SerializeToString())
+    with pytest.raises(pc.ProgramError, match=re.escape(f"{str(path)!r} holds no valid program")):
+        pc.load_program(path)
 
 
 def test_appending_after_loading_does_not_collide():

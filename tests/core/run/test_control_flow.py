@@ -272,6 +272,17 @@ def test_cond_and_while_loop_refuse_what_they_cannot_build_from():
             pc.layers.while_loop(lambda v: ops.less(v, v), lambda v: [v], x)
         with pytest.raises(pc.ProgramError, match="assign: output must be a Variable, got int"):
             pc.layers.assign(x, output=3)
+        before = main.serialize()
+        for bad in (0, -2, 1.5, True):
+            with pytest.raises(pc.ProgramError, match="max_iters must be an int >= 1"):
+                pc.layers.While(p, max_iters=bad)
+            with pytest.raises(pc.ProgramError, match="max_iters must be an int >= 1"):
+                pc.layers.while_loop(lambda v: p, lambda v: [v], [x], max_iters=bad)
+        assert main.serialize() == before  # refused before anything was built
+    model = pc.Model()
+    e = pc.layers.data("e", [1], "bool", model=model)
+    with pytest.raises(pc.ProgramError, match=r"got Expression \(a model's expressions: build"):
+        pc.layers.cond(e, lambda: x, lambda: x)
 
 
 def test_a_cond_branch_writing_an_outer_variable_is_refused():

@@ -202,7 +202,7 @@ def test_doctor_warns_about_a_preference_nobody_can_honour() -> None:
 
 
 def test_stubs_are_valid_python_with_signatures(tmp_path: Path) -> None:
-    target = tmp_path / "ops.pyi"
+    target = tmp_path / "typings" / "paddle_core" / "ops.pyi"  # the directories are made
     assert run_cli("stubs", "-o", str(target)).stdout.strip() == f"wrote {target}"
     text = target.read_text()
     tree = ast.parse(text)
@@ -294,6 +294,7 @@ def test_usage_errors_exit_2() -> None:
         (("show", "x" * 5000), "unknown op 'xxx"),
         (("new", "pkg", "--dir", "/proc/no/such/dir"), "cannot write the package to"),
         (("stubs", "-o", "/proc/no/such/dir/ops.pyi"), "cannot write the stubs to"),
+        (("stubs", "-o", ""), "--output needs a file name"),
     ],
 )
 def test_hostile_arguments_get_one_line_errors(args: tuple[str, ...], message: str) -> None:
