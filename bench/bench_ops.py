@@ -1,9 +1,10 @@
 """A survey: ops of both plugins on a float32 [256, 4096] tensor, ours beside PyTorch CPU.
 
 One row per op (forward only): the elementwise ops other benchmarks leave out, reductions,
-transpose, clip, layer_norm and dropout, so that an op far behind shows. Ours runs a prepared
-one-op program through pc.Executor (num_threads 1, then 2), PyTorch the same op on the same
-buffer (torch.set_num_threads alike). x is standard normal times 3; log and sqrt take |x| +
+transpose, sort, clip, layer_norm, dropout, cumsum, where, pad, argmax, topk and a random
+initialiser, so that an op far behind shows. Ours runs a prepared one-op program through
+pc.Executor (num_threads 1, then 2), PyTorch the same op on the same buffer
+(torch.set_num_threads alike). x is standard normal times 3; log and sqrt take |x| +
 0.5, mod and pow a second tensor around 2. Medians over --repeat rounds, each round timing
 both in turn; ratios above 1 mean ours is faster.
 
@@ -51,13 +52,19 @@ CASES = [
     ("sort", [X], {}, lambda x: torch.sort(x)),
     ("layer_norm", [X], {}, lambda x: torch.nn.functional.layer_norm(x, (4096,))),
     ("dropout", [X], {"dropout_prob": 0.5}, lambda x: torch.nn.functional.dropout(x, 0.5)),
+    ("cumsum", [X], {"axis": 1}, lambda x: torch.cumsum(x, 1)),
+    ("where", [X > 0, X, Y], {}, lambda c, x, y: torch.where(c, x, y)),
+    ("pad", [X], {"paddings": [0, 0, 2, 2]}, lambda x: torch.nn.functional.pad(x, (2, 2))),
+    ("argmax", [X], {"axis": 1}, lambda x: torch.argmax(x, 1)),
+    ("topk", [X], {"k": 10, "axis": 1}, lambda x: torch.topk(x, 10, 1)),
+    ("gaussian_random", [], {"shape": [256, 4096]}, lambda: torch.randn(256, 4096)),
 ]
 
 
 def ours(op: str, inputs: list[np.ndarray], attrs: dict, threads: int):
     prog = pc.Program()
     with pc.program_guard(prog):
-        slots = [pc.data(f"x{k}", list(a.shape)) for k, a in enumerate(inputs)]
+        slots = [pc.data(f"x{k}", list(a.shape), a.dtype) for k, a in enumerate(inputs)]
         out = getattr(pc.ops, op)(*slots, **attrs)
         if isinstance(out, (tuple, list)):  # layer_norm: y, mean, variance
             out = out[0]
