@@ -85,14 +85,14 @@ def main() -> None:
         if torch is not None:
             torch.set_num_threads(threads)
         print(f"\n{threads} thread(s)")
-        print(f"{'op':12} {'ours ms':>9} {'PyTorch ms':>10} {'vs PyTorch':>10}")
+        print(f"{'op':16} {'ours ms':>9} {'PyTorch ms':>10} {'vs PyTorch':>10}")
         for op, inputs, attrs, theirs in cases:
             calls = {"ours": ours(op, inputs, attrs, threads)}
             if torch is not None:
                 tensors = [torch.from_numpy(a) for a in inputs]
                 calls["torch"] = lambda theirs=theirs, tensors=tensors: theirs(*tensors)
             t = interleaved(calls, args.repeat, warmup_seconds=0.1)
-            print(f"{op:12}" + ours_beside(t))
+            print(f"{op:16}" + ours_beside(t))
 
 
 if __name__ == "__main__":
