@@ -65,7 +65,7 @@ def load_values(main: Program, scope: Scope, dirname: str | os.PathLike) -> Any:
     names = [v.name for v in persistables]
     path = os.path.join(checked_path(dirname, "load a model"), VALUES)
     loaded = load_npz(path, block, names, scope, optional)
-    with np.load(path, allow_pickle=False) as archive:  # (read: load_npz opened it)
-        if RANDOM_RUNS in archive.files:  # (models saved before it was kept: not there)
+    with np.load(path, allow_pickle=False) as archive:  # (load_npz checked the file)
+        if RANDOM_RUNS in archive.files:  # (absent from models saved before it was kept)
             scope.random_runs = int(archive[RANDOM_RUNS])
     return loaded

@@ -96,21 +96,21 @@ class Scope:
             scope = scope.parent
         return 0
 
+    def _root(self) -> Scope:
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        return root
+
     @property
     def random_runs(self) -> int:
         """How many runs drew random numbers in this scope tree (its root's count): saved with
         a model, so that its random ops continue their streams where they left off."""
-        root = self
-        while root.parent is not None:
-            root = root.parent
-        return root._random_runs
+        return self._root()._random_runs
 
     @random_runs.setter
     def random_runs(self, count: int) -> None:
-        root = self
-        while root.parent is not None:
-            root = root.parent
-        root._random_runs = count
+        self._root()._random_runs = count
 
     def next_random_run(self) -> int:
         """The counter a run drawing random numbers gives its random ops: how many such runs
