@@ -232,7 +232,7 @@ def cond(pred: Variable, true_fn: Callable[[], Any], false_fn: Callable[[], Any]
                 f"{where}: {which} must return a Variable or a non-empty sequence of them, got "
                 f"{_structure(result)}"
             )
-        _check_no_outer_writes(block, where, which)
+        _check_no_outer_writes(block, parent, where, which)
     single = [isinstance(r, Variable) for r in results]
     outs = [_as_list(r) for r in results]
     if single[0] != single[1] or len(outs[0]) != len(outs[1]):
@@ -278,18 +278,18 @@ def _as_list(result: Any) -> list:
     return [result] if isinstance(result, Variable) else list(result)
 
 
-def _check_no_outer_writes(block: Any, where: str, which: str) -> None:
+def _check_no_outer_writes(block: Block, parent: Block, where: str, which: str) -> None:
     """A branch's effects leave it only as the values it returns: an op of the branch writing
     a variable of an outer block would change nothing outside (one run holds one value per
     variable), so it is refused."""
-    for op in block.ops:
-        for name in op.output_names:
-            if name not in block.vars:
-                raise ProgramError(
-                    f"{where}: op {op.type!r} of {which}'s branch writes {name!r}, a variable "
-                    "of an outer block; a branch changes nothing outside it but the values it "
-                    "returns: return the new value instead (e.g. pc.layers.assign(value))"
-                )
+    written = _outer_writes(block, parent)
+    if written:
+        op = next(op for op in block.ops if written[0] in op.output_names)
+        raise ProgramError(
+            f"{where}: op {op.type!r} of {which}'s branch writes {written[0]!r}, a variable of "
+            "an outer block; a branch changes nothing outside it but the values it returns: "
+            "return the new value instead (e.g. pc.layers.assign(value))"
+        )
 
 
 def _structure(result: Any) -> str:
