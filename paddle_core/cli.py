@@ -88,7 +88,11 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     p = command("list", cmd_list)
-    p.add_argument("--plugin", help="only ops of this plugin (name or distribution)")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        help="only ops of this plugin (name or distribution); repeat it for several",
+    )
     p.add_argument("--device", help="only ops with a kernel for this device type (cpu, cuda)")
     p = command("show", cmd_show)
     p.add_argument("op", help="the op type, e.g. matmul")
@@ -181,13 +185,15 @@ def dtypes_cell(dtypes: list[str]) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     registry = get_registry()
     infos = [registry.ops[t] for t in registry.op_types()]
-    if args.plugin is not None:  # (an empty name names nothing: an error, not "every plugin")
-        wanted = normalize(args.plugin)
-        _check_plugin_name(registry, args.plugin)
+    wanted = set()
+    for name in args.plugin or ():  # (an empty name names nothing: an error, not "every plugin")
+        _check_plugin_name(registry, name)
+        wanted.add(normalize(name))
+    if wanted:
         infos = [
             i
             for i in infos
-            if wanted in (normalize(i.plugin.name), normalize(i.plugin.distribution))
+            if {normalize(i.plugin.name), normalize(i.plugin.distribution)} & wanted
         ]
     if args.device is not None:
         infos = [i for i in infos if args.device in i.devices]
@@ -218,7 +224,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for r in registry.records
         if r.status in ("disabled", "broken")
         and r.name not in listed
-        and (args.plugin is None or wanted in (normalize(r.name), normalize(r.distribution)))
+        and (not wanted or {normalize(r.name), normalize(r.distribution)} & wanted)
     ]
     notes = [_not_loaded_note(r) for r in absent]
     if not rows:

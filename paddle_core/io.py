@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Sequence
 
-from ._src.base.errors import ProgramError
+from ._src.base.errors import ProgramError, shown
 from ._src.graph.program import Program, default_main_program
 from ._src.graph.serialization import load_program, make_directory, save_program
 from ._src.graph.variable import Variable
@@ -35,8 +35,8 @@ def save_params(
     path: str | os.PathLike, program: Program | None = None, scope: Scope | None = None
 ) -> None:
     """Write ``program``'s parameters' values (from ``scope``) to ``path`` (``.npz``)."""
-    program = program or default_main_program()
-    save_values(path, [p.name for p in program.all_parameters()], scope or global_scope())
+    program, scope = _program_and_scope("save_params", program, scope, path)
+    save_values(path, [p.name for p in program.all_parameters()], scope)
 
 
 def load_params(
@@ -44,9 +44,9 @@ def load_params(
 ) -> None:
     """Read parameters written by ``save_params`` into ``scope``: every one of ``program``'s
     parameters must be in the file, with its declared shape and dtype."""
-    program = program or default_main_program()
+    program, scope = _program_and_scope("load_params", program, scope, path)
     names = [p.name for p in program.all_parameters()]
-    load_values(path, program.global_block(), names, scope or global_scope())
+    load_values(path, program.global_block(), names, scope)
 
 
 def save_inference_model(
@@ -58,15 +58,15 @@ def save_inference_model(
 ) -> Program:
     """Write the model computing ``targets`` from ``feed_names`` to directory ``dirname``;
     return the pruned program it holds."""
-    program = program or default_main_program()
-    fetch_names = [t.name if isinstance(t, Variable) else str(t) for t in targets]
+    program, scope = _program_and_scope("save_inference_model", program, scope, dirname)
+    feed_names, fetch_names = _names("feed_names", feed_names), _names("targets", targets)
     inference = _pruned(program.clone(for_test=True), list(feed_names), fetch_names)
     dirname = make_directory(dirname, "save the inference model")
     save_program(inference, os.path.join(dirname, MODEL))
     block = inference.global_block()
     used = {n for op in block.ops for n in op.input_names}
     persistables = [v.name for v in block.vars.values() if v.persistable and v.name in used]
-    save_values(os.path.join(dirname, PARAMS), persistables, scope or global_scope())
+    save_values(os.path.join(dirname, PARAMS), persistables, scope)
     with open(os.path.join(dirname, META), "w", encoding="utf-8") as f:
         json.dump({"feed": list(feed_names), "fetch": fetch_names}, f, indent=1)
     return inference
@@ -94,6 +94,43 @@ def load_inference_model(
         optional=set(persistables),
     )
     return program, feed, [block.var(name) for name in fetch]
+
+
+def _program_and_scope(
+    call: str, program: object, scope: object, path: object = None
+) -> tuple[Program, Scope]:
+    """``program`` and ``scope``, or the defaults for None; ProgramError for anything else,
+    and for an Executor anywhere (Paddle fluid's functions took one; these take none)."""
+    for what, value, kind in (
+        ("path", path, None),
+        ("program", program, Program),
+        ("scope", scope, Scope),
+    ):
+        executor = type(value).__name__ == "Executor"
+        if executor or (kind is not None and value is not None and not isinstance(value, kind)):
+            expected = "a str or os.PathLike" if kind is None else f"a {kind.__name__} or None"
+            raise ProgramError(
+                f"{call}(): {what} must be {expected}, got {type(value).__name__} {shown(value)}"
+                + (" (these functions take no executor)" if executor else "")
+            )
+    return program or default_main_program(), scope or global_scope()  # type: ignore[return-value]
+
+
+def _names(what: str, given: object) -> list[str]:
+    """Variable names from a list of names or Variables; ProgramError for anything else (a
+    lone string would otherwise be read as its characters)."""
+    items = None
+    if not isinstance(given, (str, bytes, Variable)):
+        try:
+            items = list(given)  # type: ignore[call-overload]
+        except TypeError:
+            pass
+    if items is None or not all(isinstance(i, (str, Variable)) for i in items):
+        raise ProgramError(
+            f"save_inference_model(): {what} must be a list of variable names or Variables, "
+            f"got {type(given).__name__} {shown(given)}"
+        )
+    return [i.name if isinstance(i, Variable) else i for i in items]
 
 
 def _pruned(program: Program, feed_names: list[str], fetch_names: list[str]) -> Program:

@@ -26,6 +26,7 @@ from ._src.graph.operator import Operator
 from ._src.graph.program import Program, default_startup_program
 from ._src.graph.variable import Initializer, Parameter, Variable
 from ._src.model.expression import Expression, as_variable
+from ._src.plugins.registry import get_registry
 
 __all__ = [
     "SGD",
@@ -97,7 +98,12 @@ class Optimizer:
         self.learning_rate = learning_rate
         self.regularization = regularization
         self.grad_clip = grad_clip
-        self.attrs: dict[str, object] = {}  # the update op's attrs
+        self._set_attrs()
+
+    def _set_attrs(self, **attrs: object) -> None:
+        """The update op's attrs, checked against its declaration now: a bad value (Adam's
+        beta1=2.0) is refused where it is given, not at minimize."""
+        self.attrs: dict[str, object] = get_registry().op(self.op).signature().validate(attrs)
 
     def minimize(
         self,
@@ -191,7 +197,7 @@ class Momentum(Optimizer):
         **kwargs: object,
     ) -> None:
         super().__init__(learning_rate, **kwargs)  # type: ignore[arg-type]
-        self.attrs = {"mu": momentum, "use_nesterov": use_nesterov}
+        self._set_attrs(mu=momentum, use_nesterov=use_nesterov)
 
 
 class Adam(Optimizer):
@@ -209,7 +215,7 @@ class Adam(Optimizer):
         **kwargs: object,
     ) -> None:
         super().__init__(learning_rate, **kwargs)  # type: ignore[arg-type]
-        self.attrs = {"beta1": beta1, "beta2": beta2, "epsilon": epsilon}
+        self._set_attrs(beta1=beta1, beta2=beta2, epsilon=epsilon)
 
 
 class AdamW(Adam):
@@ -227,4 +233,4 @@ class AdamW(Adam):
         **kwargs: object,
     ) -> None:
         super().__init__(learning_rate, beta1, beta2, epsilon, **kwargs)
-        self.attrs["coeff"] = weight_decay
+        self._set_attrs(**{**self.attrs, "coeff": weight_decay})

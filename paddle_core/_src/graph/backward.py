@@ -139,9 +139,26 @@ class GradContext:
             raise ProgramError(
                 f"op {grad_type!r} (the gradient of op {self.op.type!r}) needs {name!r} as "
                 f"op {self.op.type!r} {verb} it, but op {rewriter.type!r} rewrites {name!r} in "
-                f"place afterwards; give op {rewriter.type!r} an output of its own (e.g. "
-                f"{name + '_1'!r}) so that the value stays available"
+                f"place afterwards; {_remedy(rewriter, name)}"
             )
+
+
+def _remedy(rewriter: Any, name: str) -> str:
+    """What to do about ``rewriter`` overwriting ``name`` before its gradient reads it."""
+    if rewriter.role == "optimize":  # (an update appended by an earlier minimize)
+        return (
+            "it updates a parameter for an earlier minimize(), and a program's gradients are "
+            "taken before its updates: minimize once (of the sum of the losses, if several)"
+        )
+    if rewriter.type == "while_block":  # (the block form updates its carried variables)
+        return (
+            "the While block form updates its loop variables in place; for gradients, write "
+            "the loop with pc.control_flow.while_loop, whose results are new variables"
+        )
+    return (
+        f"give op {rewriter.type!r} an output of its own (e.g. {name + '_1'!r}) so that the "
+        "value stays available"
+    )
 
 
 def _drop_none(slots: dict[str, Any]) -> dict[str, Any]:

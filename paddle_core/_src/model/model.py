@@ -304,8 +304,14 @@ class Model:
         return copy
 
     def _target(self, target: Any) -> Expression:
-        if isinstance(target, TrainStep) and target.model is self:
-            return target
+        if isinstance(target, TrainStep):
+            if target.model is self:
+                return target
+            # (by name it would be its loss: evaluating, where the caller meant to train)
+            raise ProgramError(
+                f"{target!r} is a training step of another model; run it with its own model "
+                f"(step.value()), or evaluate its loss here: model.run([step.loss])"
+            )
         return self.expression(target)
 
     def init(self) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 
 from ..base.errors import ConfigError, did_you_mean
+from ..base.limits import MAX_THREADS
 
 # Every environment variable paddle-core reads; another PADDLE_CORE_* is a mistake to report.
 VARIABLES = (
@@ -117,6 +118,22 @@ class Settings:
 def normalize(name: str) -> str:
     """Plugin and distribution names compare case-insensitively, with - and _ alike."""
     return name.strip().lower().replace("-", "_")
+
+
+def thread_setting(environ: dict[str, str] | os._Environ = os.environ) -> tuple[int | None, str]:
+    """The thread count PADDLE_CORE_NUM_THREADS, else OMP_NUM_THREADS, gives (None: neither
+    gives one), and what is wrong with PADDLE_CORE_NUM_THREADS ("" when nothing is)."""
+    problem = ""
+    for var in ("PADDLE_CORE_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = environ.get(var, "").strip()
+        if value.isdigit() and 0 < int(value) <= MAX_THREADS:
+            return int(value), problem
+        if value and var == "PADDLE_CORE_NUM_THREADS":  # (OMP_NUM_THREADS has forms of its own)
+            problem = (
+                f"PADDLE_CORE_NUM_THREADS={value!r} is not a thread count in [1, {MAX_THREADS}]; "
+                "ignoring it"
+            )
+    return None, problem
 
 
 def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Settings:

@@ -12,7 +12,7 @@ from typing import Any
 from ..._version import __version__
 from ..base.errors import KernelLoadError, PluginError
 from . import hooks, loading
-from .config import normalize
+from .config import normalize, thread_setting
 from .discovery import PluginRecord
 from .registry import Registry, discover
 
@@ -44,6 +44,8 @@ def report(registry: Registry) -> dict[str, Any]:
     """Problems (exit 1) and warnings found across plugins, conflicts, kernels and the index."""
     problems: list[str] = []
     warnings: list[str] = list(registry.settings_warnings)
+    threads_problem = thread_setting()[1]  # (the executor warns of it at its first run)
+    warnings += [threads_problem] if threads_problem else []
     for record in registry.records:
         check_plugin_code(record, registry)
         if record.status in ("broken", "partial"):

@@ -418,6 +418,12 @@ class Registry:
             if record is not None and not record.loaded:
                 state = record.disabled or f"broken: {record.reason}"
                 return f": it is provided by {package}{saved}; {record.label} is {state}"
+            if record is not None and version and record.version == version:
+                return (  # (reinstalling the same version would change nothing)
+                    f": it is provided by {package}{saved}, but the installed "
+                    f"{record.distribution} {record.version} does not provide it; the program "
+                    f"was saved from another build of {package} (a development install?)"
+                )
             if record is not None:
                 pinned = shlex.quote(f"{package}=={version}") if version else package
                 return (

@@ -30,7 +30,7 @@ from ..base.warn import warn
 from ..graph.program import Program, default_main_program
 from ..graph.variable import Variable, format_shape
 from ..plugins import devices, hooks
-from ..plugins.config import ConfigWarning
+from ..plugins.config import ConfigWarning, thread_setting
 from ..plugins.registry import get_registry
 from .planning import plan
 from .prepared import PreparedProgram
@@ -39,16 +39,11 @@ from .scope import Scope, global_scope
 
 def default_num_threads() -> int:
     """PADDLE_CORE_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use."""
-    for var in ("PADDLE_CORE_NUM_THREADS", "OMP_NUM_THREADS"):
-        value = os.environ.get(var, "").strip()
-        if value.isdigit() and 0 < int(value) <= MAX_THREADS:
-            return int(value)
-        if value and var == "PADDLE_CORE_NUM_THREADS":  # (OMP_NUM_THREADS has forms of its own)
-            warn(
-                f"PADDLE_CORE_NUM_THREADS={value!r} is not a thread count in [1, {MAX_THREADS}]; "
-                "ignoring it",
-                ConfigWarning,
-            )
+    threads, problem = thread_setting()
+    if problem:
+        warn(problem, ConfigWarning)
+    if threads is not None:
+        return threads
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

@@ -108,6 +108,44 @@ def test_a_later_rewrite_of_a_value_a_gradient_needs_is_refused():
         build(forward)
 
 
+def test_minimizing_twice_is_refused_with_a_remedy_the_user_can_apply():
+    with pc.program_guard(pc.Program(), pc.Program()):
+        x = pc.layers.data("x", [4])
+        loss = pc.layers.mean(pc.layers.fc(x, 2))
+        pc.optimizer.SGD(0.1).minimize(loss)
+        with pytest.raises(pc.ProgramError) as err:
+            pc.optimizer.SGD(0.1).minimize(loss)
+    assert "but op 'sgd' rewrites" in str(err.value)
+    assert str(err.value).endswith(
+        "it updates a parameter for an earlier minimize(), and a program's gradients are taken "
+        "before its updates: minimize once (of the sum of the losses, if several)"
+    )
+
+
+def test_gradients_through_the_while_block_form_point_to_while_loop():
+    with pc.program_guard(pc.Program(), pc.Program()):
+        x = pc.layers.data("x", [1], append_batch_size=False)
+        x.stop_gradient = False
+        i = pc.ops.fill_constant(shape=[1], dtype="int64", value=0)
+        n = pc.ops.fill_constant(shape=[1], dtype="int64", value=3)
+        cond = pc.ops.less(i, n)
+        acc = pc.layers.assign(x)
+        loop = pc.control_flow.While(cond)
+        with loop.block():
+            pc.layers.assign(pc.ops.mul(acc, x), output=acc)
+            pc.layers.assign(
+                pc.ops.add(i, pc.ops.fill_constant(shape=[1], dtype="int64", value=1)), output=i
+            )
+            pc.layers.assign(pc.ops.less(i, n), output=cond)
+        with pytest.raises(pc.ProgramError) as err:
+            pc.gradients([acc], [x])
+    assert "but op 'while_block' rewrites" in str(err.value)
+    assert str(err.value).endswith(
+        "the While block form updates its loop variables in place; for gradients, write the "
+        "loop with pc.control_flow.while_loop, whose results are new variables"
+    )
+
+
 def test_a_rewrite_the_gradients_do_not_need_is_fine():
     def forward(block, x, w):
         h = pc.ops.matmul(x, w)

@@ -421,3 +421,19 @@ def test_an_op_the_installed_version_of_its_distribution_lacks():
         f"paddle-ops-toy {toy_version()}; install the version the program was saved with: "
         "`pip install paddle-ops-toy==0.0.1`"
     )
+
+
+def test_an_op_missing_from_the_very_version_it_was_saved_with():
+    """Saved with the installed version, yet the op is not there (another build, e.g. a
+    development install): pinning the same version would change nothing, so no command."""
+    desc = build_toy().to_desc()
+    desc.blocks[0].ops[1].type = "toy_unreleased"
+    desc.blocks[0].ops[1].provider.version = toy_version()
+    with pytest.raises(pc.OpNotFoundError) as err:
+        pc.Program.from_desc(desc)
+    assert str(err.value) == (
+        "the program uses op 'toy_unreleased', which no loaded plugin provides: it is provided "
+        f"by paddle-ops-toy (the program was saved with {toy_version()}), but the installed "
+        f"paddle-ops-toy {toy_version()} does not provide it; the program was saved from "
+        "another build of paddle-ops-toy (a development install?)"
+    )

@@ -248,6 +248,13 @@ def test_an_evaluation_clone_shares_the_parameters_and_evaluates_the_source_expr
     assert evaluation.expression(loss).variable is not loss.variable
     with pytest.raises(pc.ProgramError, match="another model"):
         model.expression(evaluation.expression(loss))
+    weights = {p.name(): model.scope.find_var(p.name()).copy() for p in model.parameters()}
+    with pytest.raises(pc.ProgramError, match="is a training step of another model"):
+        evaluation.run([step], feed={x: data})  # (by name it would only evaluate the loss)
+    for name, value in weights.items():
+        np.testing.assert_array_equal(model.scope.find_var(name), value)
+    (evaluated,) = evaluation.run([step.loss], feed={x: data})
+    assert np.isfinite(evaluated).all()
 
 
 def test_a_learning_rate_schedule_drives_a_models_optimizer():

@@ -94,6 +94,9 @@ def test_list_table_and_filters() -> None:
     assert row.split() in [line.split() for line in toy]
     assert toy[-1] == f"{len(TOY_OPS)} ops from 1 plugin"
     assert {r["op"] for r in as_json("list", "--plugin", "paddle-ops-toy")["ops"]} == TOY_OPS
+    both = as_json("list", "--plugin", "toy", "--plugin", "core")["ops"]  # several: each one's
+    assert {r["plugin"] for r in both} == {"toy", "core"}
+    assert TOY_OPS < {r["op"] for r in both}
     # toy has no CUDA kernels (paddle-ops-math may have some, depending on its build)
     assert (
         "No op matches the filter." in run_cli("list", "--plugin", "toy", "--device", "cuda").stdout
@@ -199,6 +202,14 @@ def test_doctor_warns_about_a_preference_nobody_can_honour() -> None:
     )
     warning = "preference toy_scale=nobody: no such plugin provides op 'toy_scale'"
     assert warning in report["warnings"]
+
+
+def test_doctor_warns_about_a_thread_count_that_is_not_one() -> None:
+    report = json.loads(run_cli("doctor", "--json", env={"PADDLE_CORE_NUM_THREADS": "abc"}).stdout)
+    warning = "PADDLE_CORE_NUM_THREADS='abc' is not a thread count in [1, 4096]; ignoring it"
+    assert warning in report["warnings"]
+    clean = json.loads(run_cli("doctor", "--json", env={"PADDLE_CORE_NUM_THREADS": "2"}).stdout)
+    assert not any("NUM_THREADS" in w for w in clean["warnings"])
 
 
 def test_stubs_are_valid_python_with_signatures(tmp_path: Path) -> None:

@@ -140,6 +140,21 @@ def test_hyperparameters_are_finite_numbers():
     assert pc.optimizer.L2Decay(0).coeff == 0.0 and pc.optimizer.SGD(1).learning_rate == 1.0
 
 
+def test_update_attrs_are_checked_where_the_optimizer_is_made():
+    for make, problem in [
+        (
+            lambda: pc.optimizer.Adam(beta1=2.0),
+            r"op 'adam', attr 'beta1': .*\[0, 1\), got float 2.0",
+        ),
+        (lambda: pc.optimizer.AdamW(weight_decay="x"), "op 'adamw', attr 'coeff': .* got str 'x'"),
+        (lambda: pc.optimizer.Momentum(0.1, momentum=float("nan")), "attr 'mu': .* got float nan"),
+    ]:
+        with pytest.raises(pc.AttrError, match=problem):
+            make()
+    assert pc.optimizer.AdamW(weight_decay=0.5).attrs["coeff"] == 0.5
+    assert pc.optimizer.Adam(beta2=0.5).attrs == {"beta1": 0.9, "beta2": 0.5, "epsilon": 1e-8}
+
+
 def test_minimize_needs_a_path_to_a_trainable_parameter():
     main = pc.Program()
     with pc.program_guard(main, pc.Program()):
@@ -248,6 +263,27 @@ def test_save_and_load_params(tmp_path):
         match=r"parameter 'fc.w_0' is declared float32\[8, 16\], but .* holds float32\[8, 5\]",
     ):
         pc.io.load_params(tmp_path / "wrong.npz", main, pc.Scope())
+
+
+def test_io_arguments_are_checked_and_an_executor_is_named(tmp_path):
+    """Paddle fluid's io functions took an executor; ours do not, and say so."""
+    main, _, _, _, _, logits = classifier(pc.optimizer.SGD(0.1))
+    exe, path = pc.Executor(), tmp_path / "m"
+    for call, problem in [
+        (lambda: pc.io.save_params(exe, path, main), r"save_params\(\): path must be a str"),
+        (lambda: pc.io.load_params(path, main, exe), r"load_params\(\): scope must be a Scope"),
+        (lambda: pc.io.save_inference_model(path, ["x"], [logits], exe), "program must be a"),
+    ]:
+        with pytest.raises(pc.ProgramError, match=problem + ".*take no executor"):
+            call()
+    for feed, targets, problem in [
+        ("x", [logits], "feed_names must be a list .* got str 'x'"),
+        (["x"], logits, "targets must be a list .* got Variable"),
+        (["x"], [1], "targets must be a list .* got list"),
+    ]:
+        with pytest.raises(pc.ProgramError, match=problem):
+            pc.io.save_inference_model(path, feed, targets, main)
+    assert not path.exists()  # nothing written before the arguments are known to be good
 
 
 def test_an_inference_model_runs_in_a_fresh_process(tmp_path):
