@@ -140,7 +140,9 @@ def _help(parser: argparse.ArgumentParser, command: str | None) -> int:
 def _console() -> Any:
     from rich.console import Console  # (~45 ms: not for `list`)
 
-    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+    # No markup: what is printed comes from plugins and messages ("[kh, kw]", "[plugins]"),
+    # which rich would read as its tags and drop.
+    return Console(width=None if sys.stdout.isatty() else 160, highlight=False, markup=False)
 
 
 def _table(*columns: str, title: str | None = None) -> Any:
@@ -390,10 +392,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     console = _console()
     proto = info.proto
-    console.print(f"[bold]{info.type}[/bold]  from {info.plugin.label}")
-    console.print(signature_text(info), markup=False)
+    console.print(info.type, style="bold", end="")
+    console.print(f"  from {info.plugin.label}")
+    console.print(signature_text(info))
     console.print()
-    console.print(proto.comment.strip() or "(no description)", markup=False)
+    console.print(proto.comment.strip() or "(no description)")
     for title, slots in (("inputs", proto.inputs), ("outputs", proto.outputs)):
         table = _table("name", "kind", "comment", title=title)
         for s in slots:
@@ -415,19 +418,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     if not info.available:
         broken = info.plugin.status == "broken"
         why = info.plugin.reason if broken else "none of its kernels can run"
-        console.print(f"unavailable: {why}", markup=False)
+        console.print(f"unavailable: {why}")
     for problem in info.missing_kernels():
-        console.print(f"missing kernels: {problem}", markup=False)
-    console.print(f"shape rule: {info.opdef.shape_rule}", markup=False)
+        console.print(f"missing kernels: {problem}")
+    console.print(f"shape rule: {info.opdef.shape_rule}")
     rule = info.opdef.grad_rule
     grad = {
         "none": "- (not differentiable)",
         "zero": f"{rule} (its outputs are constant in its inputs: no gradient flows back)",
     }.get(info.grad, rule)
-    console.print(f"grad rule:  {grad}", markup=False)
+    console.print(f"grad rule:  {grad}")
     if info.others:
         names = ", ".join(p.label for p in info.others)
-        console.print(f"also declared by {names} (not used)", markup=False)
+        console.print(f"also declared by {names} (not used)")
     return 0
 
 
@@ -469,7 +472,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 types.append(op.type)
     console = _console()
     blocks, count = counted(len(program.blocks), "block"), counted(len(ops), "op")
-    console.print(f"{args.program}: {blocks}, {count}", markup=False)
+    console.print(f"{args.program}: {blocks}, {count}")
     table = _table("distribution", "version", "plugin", "ops")
     for provider, types in groups.items():
         if provider is None:
@@ -480,7 +483,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         table.add_row(*row)
     console.print(table)
     if requires:
-        console.print("requires: " + " ".join(requires), markup=False)
+        console.print("requires: " + " ".join(requires))
     return 0
 
 
@@ -541,9 +544,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         console = _console()
         for p in report["problems"]:
-            console.print(f"[red]problem[/red]  {p}")
+            console.print("problem", style="red", end="")
+            console.print(f"  {p}")
         for w in report["warnings"]:
-            console.print(f"[yellow]warning[/yellow]  {w}")
+            console.print("warning", style="yellow", end="")
+            console.print(f"  {w}")
         plugins = len(registry.records)
         console.print(
             f"{counted(len(report['problems']), 'problem')}, "

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ._src.base.errors import ProgramError
+from ._src.base.errors import ProgramError, shown
 from ._src.graph.variable import Initializer
 
 __all__ = [
@@ -135,6 +135,35 @@ class ParamAttr:
         regularizer: object = None,
         trainable: bool = True,
     ) -> None:
+        from .optimizer import L2Decay  # (the optimizer module builds on this one)
+
+        checks = [
+            (
+                "name",
+                name,
+                name is None or (isinstance(name, str) and name),
+                "a non-empty str or None",
+            ),
+            (
+                "initializer",
+                initializer,
+                initializer is None
+                or isinstance(initializer, Initializer)
+                or (callable(initializer) and not isinstance(initializer, type)),
+                "an initializer (pc.initializer.Xavier(), Constant(0.5), ...), a "
+                "pc.Initializer or None",
+            ),
+            (
+                "regularizer",
+                regularizer,
+                regularizer is None or isinstance(regularizer, L2Decay),
+                "a pc.optimizer.L2Decay or None",
+            ),
+            ("trainable", trainable, isinstance(trainable, bool), "a bool"),
+        ]
+        for what, value, ok, expected in checks:
+            if not ok:
+                raise ProgramError(f"ParamAttr: {what} must be {expected}, got {shown(value)}")
         self.name, self.initializer = name, initializer
         self.regularizer, self.trainable = regularizer, trainable
 

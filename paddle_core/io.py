@@ -4,6 +4,10 @@
   ``scope`` to ``path`` as a NumPy ``.npz`` archive: one array per parameter, by name.
   ``load_params`` reads one back into a scope, checking every array against the parameter's
   declared shape and dtype first (nothing is loaded unless all fit).
+- ``save_persistables(path, program, scope)`` writes every persistable value instead: the
+  parameters, the optimizer's state (moments, beta powers, velocities), the learning-rate
+  step counter, and the scope's count of random runs (dropout's masks). ``load_persistables``
+  reads them back, so training resumes exactly where it stopped (a checkpoint).
 - ``save_inference_model(dirname, feed_names, targets, program, scope)`` writes what running
   the model needs: ``model.pb`` (the program's evaluation clone, pruned to the ops that compute
   ``targets`` from the feeds; a ProgramDesc), ``params.npz`` (the persistable values that
@@ -22,11 +26,19 @@ from ._src.base.errors import ProgramError, shown
 from ._src.graph.program import Program, default_main_program
 from ._src.graph.serialization import load_program, make_directory, save_program
 from ._src.graph.variable import Variable
+from ._src.model import storage
 from ._src.run.planning import prune
 from ._src.run.scope import Scope, global_scope
 from ._src.run.values import load_values, save_values
 
-__all__ = ["load_inference_model", "load_params", "save_inference_model", "save_params"]
+__all__ = [
+    "load_inference_model",
+    "load_params",
+    "load_persistables",
+    "save_inference_model",
+    "save_params",
+    "save_persistables",
+]
 
 MODEL, PARAMS, META = "model.pb", "params.npz", "model.json"
 
@@ -47,6 +59,26 @@ def load_params(
     program, scope = _program_and_scope("load_params", program, scope, path)
     names = [p.name for p in program.all_parameters()]
     load_values(path, program.global_block(), names, scope)
+
+
+def save_persistables(
+    path: str | os.PathLike, program: Program | None = None, scope: Scope | None = None
+) -> None:
+    """Write every persistable value of ``program`` (from ``scope``) to ``path`` (``.npz``), as a
+    checkpoint to resume training from: the parameters, the optimizer's state, the step
+    counter and the scope's count of random runs."""
+    program, scope = _program_and_scope("save_persistables", program, scope, path)
+    storage.save_persistables(program, scope, path)
+
+
+def load_persistables(
+    path: str | os.PathLike, program: Program | None = None, scope: Scope | None = None
+) -> None:
+    """Read a checkpoint written by ``save_persistables`` into ``scope``: every parameter of
+    ``program`` must be in the file with its declared shape and dtype (nothing is set
+    otherwise); the optimizer's state is set where the file has it."""
+    program, scope = _program_and_scope("load_persistables", program, scope, path)
+    storage.load_persistables(program, scope, path)
 
 
 def save_inference_model(

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 from numbers import Integral
 from typing import Any
 
 from . import initializer as init
 from . import ops
+from ._src.base.dtypes import FLOATING
 from ._src.base.errors import ProgramError
 from ._src.graph.block import append_initializer
 from ._src.graph.program import data as program_data
@@ -77,6 +79,11 @@ def data(
     name: str, shape: Sequence[int], dtype: str = "float32", append_batch_size: bool = True
 ) -> Variable:
     """An input fed at run time; ``append_batch_size`` puts an unknown batch dimension first."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise ProgramError(
+            f"data {name!r}: shape must be a list of dimensions (None for unknown ones), got "
+            f"{shape!r}"
+        )
     return program_data(name, [None, *shape] if append_batch_size else list(shape), dtype)
 
 
@@ -95,6 +102,12 @@ def create_parameter(
         raise ProgramError(
             f"{prefix}: attr False means no such parameter, which only a layer's optional "
             "parameters (a bias) may be; pass a ParamAttr, a name or None"
+        )
+    if dtype not in FLOATING:  # (the initializers would refuse it, naming themselves)
+        raise ProgramError(
+            f"{prefix}: a parameter's dtype is a float dtype ({', '.join(sorted(FLOATING))}), "
+            f"got {dtype!r}; a layer's parameters take its input's dtype: cast an integer "
+            "input first (pc.ops.cast)"
         )
     attr = init.ParamAttr.of(attr) or init.ParamAttr()
     program = default_main_program()
@@ -173,10 +186,12 @@ def _bias(attr: init.ParamAttr | str | bool | None, size: int, dtype: str, prefi
 
 def _pair(value: int | Sequence[int], what: str, layer: str) -> list[int]:
     """An int for both spatial axes, or [height, width]."""
-    pair = [value, value] if isinstance(value, int) else list(value)
-    if len(pair) != 2:
+    pair = [value, value] if isinstance(value, Integral) else None
+    if pair is None and isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        pair = list(value)
+    if pair is None or len(pair) != 2:
         raise ProgramError(f"{layer}: {what} must be an int or [height, width], got {value!r}")
-    return pair
+    return [_count(v, what, layer) for v in pair]
 
 
 def _paddings(value: int | Sequence[int], layer: str) -> list[int]:
@@ -352,6 +367,11 @@ def embedding(
     vocabulary, width = (
         _count(v, what, "embedding") for v, what in zip(size, ("size[0]", "size[1]"))
     )
+    if padding_idx is not None and not -vocabulary <= padding_idx < vocabulary:
+        raise ProgramError(
+            f"embedding: padding_idx {padding_idx!r} is not a row of the {vocabulary}-row table "
+            f"(negative ones count from the end: [-{vocabulary}, {vocabulary - 1}])"
+        )
     if padding_idx is not None and padding_idx < 0:
         padding_idx += vocabulary
     table = create_parameter([vocabulary, width], dtype, param_attr, prefix="embedding.w")
@@ -366,7 +386,12 @@ def dropout(
     seed: int | None = None,
     dropout_implementation: str = "downgrade_in_infer",
 ) -> Variable:
-    """Zero elements at random while training (``clone(for_test=True)`` switches it off)."""
+    """Zero each element with probability ``dropout_prob`` while training; ``is_test`` (which
+    ``clone(for_test=True)`` sets) draws nothing. ``dropout_implementation``:
+    "downgrade_in_infer" (Paddle's default) keeps the kept elements as they are while training
+    and scales every element by 1 - dropout_prob at test time; "upscale_in_train" (PyTorch's
+    convention) scales the kept elements by 1 / (1 - dropout_prob) while training and passes
+    the input through at test time."""
     out, _ = ops.dropout(
         x,
         dropout_prob=dropout_prob,
@@ -518,51 +543,63 @@ def accuracy(input: Variable, label: Variable, k: int = 1) -> Variable:
 
 @model_method
 def relu(x: Variable) -> Variable:
+    """max(x, 0)."""
     return ops.relu(x)
 
 
 @model_method
 def leaky_relu(x: Variable, alpha: float = 0.02) -> Variable:
+    """x where x > 0, else alpha * x."""
     return ops.leaky_relu(x, alpha=alpha)
 
 
 @model_method
 def gelu(x: Variable, approximate: bool = False) -> Variable:
+    """x * Phi(x), Phi the standard normal's distribution function (``approximate``: its tanh
+    approximation, PyTorch's approximate="tanh")."""
     return ops.gelu(x, approximate=approximate)
 
 
 @model_method
 def elu(x: Variable, alpha: float = 1.0) -> Variable:
+    """x where x > 0, else alpha * (exp(x) - 1)."""
     return ops.elu(x, alpha=alpha)
 
 
 @model_method
 def softplus(x: Variable) -> Variable:
+    """log(1 + exp(x)) (the op's default beta 1 and threshold 20, as PyTorch's), computed
+    without overflow."""
     return ops.softplus(x)
 
 
 @model_method
 def silu(x: Variable) -> Variable:
+    """x * sigmoid(x) (swish)."""
     return ops.silu(x)
 
 
 @model_method
 def sigmoid(x: Variable) -> Variable:
+    """1 / (1 + exp(-x))."""
     return ops.sigmoid(x)
 
 
 @model_method
 def tanh(x: Variable) -> Variable:
+    """The hyperbolic tangent."""
     return ops.tanh(x)
 
 
 @model_method
 def softmax(input: Variable, axis: int = -1) -> Variable:
+    """exp(input) / sum(exp(input)) along ``axis`` (computed from input - its maximum)."""
     return ops.softmax(input, axis=axis)
 
 
 @model_method
 def log_softmax(input: Variable, axis: int = -1) -> Variable:
+    """log(softmax(input)) along ``axis``, computed as input - max - log(sum(exp(...)))."""
     return ops.log_softmax(input, axis=axis)
 
 
@@ -608,6 +645,11 @@ def piecewise_decay(boundaries: Sequence[int], values: Sequence[float]) -> Varia
     """values[i] from step boundaries[i - 1] on (values[0] before boundaries[0])."""
     if len(values) != len(boundaries) + 1:
         raise ProgramError("piecewise_decay: values must have one more entry than boundaries")
+    for b in boundaries:
+        if isinstance(b, bool) or not isinstance(b, Integral) or b < 0:
+            raise ProgramError(f"piecewise_decay: boundaries are steps (ints >= 0), got {b!r}")
+    if any(a >= b for a, b in pairwise(boundaries)):
+        raise ProgramError(f"piecewise_decay: boundaries must increase, got {list(boundaries)}")
     step = step_counter()
     lr = ops.fill_constant(shape=[1], value=float(values[0]))
     for boundary, before, after in zip(boundaries, values, values[1:]):
@@ -621,6 +663,7 @@ def exponential_decay(
     learning_rate: float, decay_steps: int, decay_rate: float, staircase: bool = False
 ) -> Variable:
     """learning_rate * decay_rate ^ (step / decay_steps) (the exponent floored: staircase)."""
+    decay_steps = _count(decay_steps, "decay_steps", "exponential_decay")
     exponent = ops.scale(step_counter(), scale=1.0 / decay_steps)
     if staircase:
         exponent = ops.cast(ops.cast(exponent, dtype="int64"), dtype="float32")
@@ -630,6 +673,8 @@ def exponential_decay(
 @model_method
 def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
     """learning_rate * (cos(pi * epoch / epochs) + 1) / 2, epoch = floor(step / step_each_epoch)."""
+    step_each_epoch = _count(step_each_epoch, "step_each_epoch", "cosine_decay")
+    epochs = _count(epochs, "epochs", "cosine_decay")
     epoch = ops.cast(
         ops.cast(ops.scale(step_counter(), scale=1.0 / step_each_epoch), dtype="int64"),
         dtype="float32",
@@ -643,6 +688,7 @@ def linear_lr_warmup(
     learning_rate: float | Variable, warmup_steps: int, start_lr: float, end_lr: float
 ) -> Variable:
     """From start_lr to end_lr linearly over the first warmup_steps, then ``learning_rate``."""
+    warmup_steps = _count(warmup_steps, "warmup_steps", "linear_lr_warmup")
     step = step_counter()
     ramp = ops.scale(step, scale=(end_lr - start_lr) / warmup_steps, bias=start_lr)
     warming = ops.cast(ops.less(step, _constant(warmup_steps)), dtype="float32")

@@ -1,9 +1,10 @@
 """Optimizers: ``minimize(loss)`` appends backward and the parameter updates, as in Paddle fluid.
 
 ``minimize`` appends the gradient ops (``append_backward``), then, in the "optimize" role (so
-that ``clone(for_test=True)`` drops them): L2 weight decay (the optimizer's
-``regularization``, or a parameter's own ``ParamAttr(regularizer=...)``), gradient clipping
-(``grad_clip``), and one update op per parameter, from a plugin (paddle-ops-nn's sgd,
+that ``clone(for_test=True)`` drops them): gradient clipping (``grad_clip``), then L2 weight
+decay (the optimizer's ``regularization``, or a parameter's own
+``ParamAttr(regularizer=...)``), added to the clipped gradient as Paddle fluid and PyTorch add
+it, and one update op per parameter, from a plugin (paddle-ops-nn's sgd,
 momentum, adam, adamw). The update writes the parameter in place; its state (velocity,
 moments, beta powers) and the learning rate are persistable variables initialised by the
 startup program::
@@ -14,12 +15,13 @@ startup program::
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Iterable
 from numbers import Real
 
 from . import ops
-from ._src.base.errors import ProgramError
+from ._src.base.errors import ProgramError, did_you_mean, shown
 from ._src.graph.backward import append_backward
 from ._src.graph.block import append_initializer
 from ._src.graph.operator import Operator
@@ -89,11 +91,31 @@ class Optimizer:
         learning_rate: float | Variable,
         regularization: L2Decay | None = None,
         grad_clip: GradientClipByGlobalNorm | None = None,
+        **unknown: object,
     ) -> None:
+        name = type(self).__name__
+        if unknown:  # (Python's TypeError would name Optimizer.__init__, and suggest nothing)
+            key = next(iter(unknown))
+            params = inspect.signature(type(self)).parameters.values()
+            known = [p.name for p in params if p.kind != p.VAR_KEYWORD]
+            known += ["regularization", "grad_clip"]
+            raise ProgramError(
+                f"{name} has no argument {key!r}{did_you_mean(key, known)}; its arguments "
+                f"are: {', '.join(dict.fromkeys(known))}"
+            )
+        for what, value, kind in (
+            ("regularization", regularization, L2Decay),
+            ("grad_clip", grad_clip, GradientClipByGlobalNorm),
+        ):
+            if value is not None and not isinstance(value, kind):
+                raise ProgramError(
+                    f"{name}: {what} must be a pc.optimizer.{kind.__name__} or None, got "
+                    f"{shown(value)}"
+                )
         learning_rate = as_variable(learning_rate)  # a schedule built on a Model
         if not isinstance(learning_rate, Variable):
             learning_rate = _hyperparameter(
-                f"{type(self).__name__}: learning_rate (a number or a Variable)", learning_rate
+                f"{name}: learning_rate (a number or a Variable)", learning_rate
             )
         self.learning_rate = learning_rate
         self.regularization = regularization
@@ -130,9 +152,10 @@ class Optimizer:
         startup = (startup_program or default_startup_program()).global_block()
         block = program.global_block()
         with program.role_guard("optimize"):
-            grads = [self._regularized(p, g) for p, g in params_grads]
-            if self.grad_clip is not None:
+            grads = [g for _, g in params_grads]
+            if self.grad_clip is not None:  # (clipped first: the decay is not, as in fluid)
                 grads = self.grad_clip(grads)
+            grads = [self._regularized(p, g) for (p, _), g in zip(params_grads, grads)]
             update = [
                 self._append_update(block, startup, p, g) for (p, _), g in zip(params_grads, grads)
             ]

@@ -148,7 +148,9 @@ def _remedy(rewriter: Any, name: str) -> str:
     if rewriter.role == "optimize":  # (an update appended by an earlier minimize)
         return (
             "it updates a parameter for an earlier minimize(), and a program's gradients are "
-            "taken before its updates: minimize once (of the sum of the losses, if several)"
+            "taken before its updates: minimize once (of the sum of the losses, if several); "
+            "a loaded model's program holds its updates already, and model.run() runs one "
+            "training step"
         )
     if rewriter.type == "while_block":  # (the block form updates its carried variables)
         return (

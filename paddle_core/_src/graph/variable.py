@@ -13,6 +13,7 @@ from ..base import dtypes as D
 from ..base.errors import PaddleCoreError, ProgramError, shown
 from ..base.limits import MAX_RANK, as_dim, shape_problem, take
 from ..spec.attrs import infer_attr_value
+from .arithmetic import Arithmetic, append_arithmetic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: these modules build on this one
@@ -64,8 +65,9 @@ def format_shape(shape: Shape) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-class Variable:
-    """A named tensor slot in a block. ``op`` is the operator that last wrote it, if any."""
+class Variable(Arithmetic):
+    """A named tensor slot in a block. ``op`` is the operator that last wrote it, if any.
+    Python's arithmetic operators append ops (``x * 2 + y``: see graph/arithmetic.py)."""
 
     __slots__ = (
         "block",
@@ -115,6 +117,9 @@ class Variable:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    def _apply(self, op: str, operands: tuple) -> Variable:
+        return append_arithmetic(op, operands)
 
     def __repr__(self) -> str:
         return f"Variable({self.name!r}, shape={format_shape(self.shape)}, dtype={self.dtype!r})"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base.errors import ProgramError
+from ..graph.arithmetic import Arithmetic, append_arithmetic
 from ..graph.variable import Variable, format_shape
 
 
@@ -28,11 +29,12 @@ class Target:
         self.name, self.end, self.forced, self.updates = name, end, forced, updates
 
 
-class Expression:
+class Expression(Arithmetic):
     """A value of a model's net: ``name()``, ``shape``, ``dtype``, and ``value(feed=None)``,
     computed by running only the ops it needs and recomputed only when a feed or a persistable
     value (a parameter) it depends on changed. Made by layers and ops called on a model's
-    expressions (or with ``model=``), and by ``Model.expression``."""
+    expressions (or with ``model=``), by their arithmetic (``2 * a + b``), and by
+    ``Model.expression``."""
 
     __slots__ = ("model", "variable", "anchor", "_graph", "_value", "_clock", "_scope")
 
@@ -74,6 +76,14 @@ class Expression:
 
     def _target(self, block: Any) -> Target:
         return Target(self.variable.name, _end(self, block))
+
+    def _apply(self, op: str, operands: tuple) -> Expression:
+        from .methods import model_of, unwrap  # (methods imports this module)
+
+        model = model_of(operands)
+        with model.guard():
+            out = append_arithmetic(op, tuple(unwrap(v, model) for v in operands))
+        return model.wrap(out)
 
     def __repr__(self) -> str:
         return (

@@ -32,6 +32,21 @@ RANDOM_RUNS = "paddle_core:random_runs"  # a key no variable's name takes
 def save(main: Program, startup: Program, scope: Scope, dirname: str | os.PathLike) -> None:
     """Write ``main``, ``startup`` and the persistable values of ``main`` (from ``scope``)
     to ``dirname``; every parameter must have a value."""
+    names = _saved_names(main, scope, "run the model (or model.init()) before saving it")
+    dirname = make_directory(dirname, "save the model")
+    save_program(main, os.path.join(dirname, MAIN))
+    save_program(startup, os.path.join(dirname, STARTUP))
+    _save(names, scope, os.path.join(dirname, VALUES))
+
+
+def save_persistables(main: Program, scope: Scope, path: str | os.PathLike) -> None:
+    """Write the persistable values of ``main`` (from ``scope``) and its count of random runs
+    to the ``.npz`` file ``path``; every parameter must have a value."""
+    _save(_saved_names(main, scope, "run the startup program before saving"), scope, path)
+
+
+def _saved_names(main: Program, scope: Scope, remedy: str) -> list[str]:
+    """The persistable variables of ``main`` that ``scope`` holds: every parameter must."""
     names = []
     for var in main.global_block().vars.values():
         if not var.persistable:
@@ -39,15 +54,12 @@ def save(main: Program, startup: Program, scope: Scope, dirname: str | os.PathLi
         if var.name in scope:
             names.append(var.name)
         elif isinstance(var, Parameter):
-            raise FeedError(
-                f"parameter {var.name!r} has no value yet; run the model (or model.init()) "
-                "before saving it"
-            )
-    dirname = make_directory(dirname, "save the model")
-    save_program(main, os.path.join(dirname, MAIN))
-    save_program(startup, os.path.join(dirname, STARTUP))
-    runs = {RANDOM_RUNS: np.array(scope.random_runs, np.int64)}
-    save_values(os.path.join(dirname, VALUES), names, scope, runs)
+            raise FeedError(f"parameter {var.name!r} has no value yet; {remedy}")
+    return names
+
+
+def _save(names: list[str], scope: Scope, path: str | os.PathLike) -> None:
+    save_values(path, names, scope, {RANDOM_RUNS: np.array(scope.random_runs, np.int64)})
 
 
 def load_programs(dirname: str | os.PathLike) -> tuple[Program, Program]:
@@ -59,11 +71,18 @@ def load_programs(dirname: str | os.PathLike) -> tuple[Program, Program]:
 def load_values(main: Program, scope: Scope, dirname: str | os.PathLike) -> Any:
     """Set ``main``'s persistable values in ``scope`` from ``dirname``: every parameter must
     be there; other persistable values (the optimizer's state) are set where present."""
+    return load_persistables(
+        main, scope, os.path.join(checked_path(dirname, "load a model"), VALUES)
+    )
+
+
+def load_persistables(main: Program, scope: Scope, path: str | os.PathLike) -> Any:
+    """Set ``main``'s persistable values in ``scope`` from the ``.npz`` file ``path`` (as
+    ``save_persistables`` wrote it), and the scope's count of random runs where it is there."""
     block = main.global_block()
     persistables = [v for v in block.vars.values() if v.persistable]
     optional = {v.name for v in persistables if not isinstance(v, Parameter)}
     names = [v.name for v in persistables]
-    path = os.path.join(checked_path(dirname, "load a model"), VALUES)
     loaded = load_npz(path, block, names, scope, optional)
     with np.load(path, allow_pickle=False) as archive:  # (load_npz checked the file)
         if RANDOM_RUNS in archive.files:  # (absent from models saved before it was kept)

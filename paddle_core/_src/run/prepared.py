@@ -41,6 +41,7 @@ from ..base.errors import (
     KernelRuntimeError,
     PaddleCoreError,
     ProgramError,
+    shown,
 )
 from ..base.host import ALIGNMENT, aligned_empty, host_array
 from ..graph.variable import format_shape
@@ -429,10 +430,14 @@ def _checked_persistable(
 
 
 def _declared(name: str, value: Any, shape: tuple, dtype: str) -> None:
-    got = f"{getattr(value, 'dtype', type(value).__name__)}{list(getattr(value, 'shape', []))}"
+    declared = f"{dtype}{format_shape(shape)}"
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        got = f"{type(value).__name__} {value.dtype}{list(value.shape)}"
+    else:  # (a list, a number: set_var stores what it is given)
+        got = f"{type(value).__name__} {shown(value, 40)}, not an array"
     raise FeedError(
-        f"persistable variable {name!r} holds {type(value).__name__} {got} in the scope, but the "
-        f"program declares {dtype}{format_shape(shape)}"
+        f"persistable variable {name!r} holds {got} in the scope, but the program declares "
+        f"{declared} (set it with scope.set_var({name!r}, np.asarray(value, {dtype!r})))"
     )
 
 

@@ -54,10 +54,15 @@ def load_values(
     """Set ``names`` in ``scope`` from ``path``, each checked against its variable in
     ``block`` first; names in ``optional`` may be absent from the file. Return those set."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):  # (one .npy array)
+            raise ValueError("it holds one array, not an .npz archive of named arrays")
+        with loaded as archive:
             arrays = {name: archive[name] for name in archive.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:  # missing, truncated, corrupt
         reason = str(e) or type(e).__name__
+        if "pickle" in reason:  # (NumPy's advice to allow pickles: not for parameters)
+            reason = "it is not an .npz archive of arrays"
         raise ProgramError(f"cannot read parameters from {os.fspath(path)!r}: {reason}") from None
     for name in names:
         if name not in arrays:

@@ -118,7 +118,8 @@ def test_minimizing_twice_is_refused_with_a_remedy_the_user_can_apply():
     assert "but op 'sgd' rewrites" in str(err.value)
     assert str(err.value).endswith(
         "it updates a parameter for an earlier minimize(), and a program's gradients are taken "
-        "before its updates: minimize once (of the sum of the losses, if several)"
+        "before its updates: minimize once (of the sum of the losses, if several); a loaded "
+        "model's program holds its updates already, and model.run() runs one training step"
     )
 
 

@@ -326,6 +326,12 @@ def test_a_saved_model_loads_back_with_its_values(tmp_path):
     np.testing.assert_array_equal(twin_step.value(), step.value())
     assert twin.scope.find_var("fc.w_0@beta1_pow").tolist() == pytest.approx([0.9**5])
 
+    # The loaded model holds its training already: minimize again is refused, saying so.
+    with pytest.raises(pc.ProgramError, match=r"loaded model's program .* model.run\(\) runs one"):
+        loaded.minimize(loaded.expression(step.loss.name()), pc.optimizer.SGD(0.1))
+    with pytest.raises(pc.ProgramError, match="for an earlier minimize"):
+        model.minimize(step.loss, pc.optimizer.SGD(0.1))
+
 
 def test_loading_checks_every_value_first(tmp_path):
     model, _, _ = small_classifier()

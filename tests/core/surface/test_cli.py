@@ -136,6 +136,8 @@ def test_show_human() -> None:
     assert "toy_leaky_relu(x, *, alpha=0.02, name=None)" in out
     assert "float in [0, 1), default 0.02" in out
     assert "python:leaky_relu_cpu" in out
+    # Text in brackets is the plugin's, not rich's markup: shown as written.
+    assert "[kh, kw] (ignored with global_pooling)" in run_cli("show", "pool2d").stdout
 
 
 def test_unknown_op_exits_1_with_one_line() -> None:

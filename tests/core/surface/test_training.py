@@ -203,6 +203,42 @@ def test_clipping_by_global_norm_keeps_direction_and_bounds_the_norm():
     np.testing.assert_allclose(got, [-3.0, -4.0], rtol=1e-6)  # within the bound: unchanged
 
 
+def test_the_decay_is_added_to_the_clipped_gradient_as_in_fluid_and_pytorch():
+    w0, x = [1.0, 2.0], [3.0, 4.0]  # gradient (3, 4): norm 5, clipped to (0.06, 0.08)
+    optimizer = pc.optimizer.SGD(
+        1.0,
+        regularization=pc.optimizer.L2Decay(0.5),
+        grad_clip=pc.optimizer.GradientClipByGlobalNorm(0.1),
+    )
+    got = linear_step(optimizer, w0, x)
+    np.testing.assert_allclose(got, [1.0 - (0.06 + 0.5), 2.0 - (0.08 + 1.0)], rtol=1e-6)
+
+
+def test_layer_and_schedule_arguments_are_checked():
+    L, opt = pc.layers, pc.optimizer
+    with pc.program_guard(pc.Program(), pc.Program()):
+        image, ids = L.data("image", [3, 8, 8]), L.data("ids", [1], dtype="int64")
+        for make, problem in [
+            (lambda: L.piecewise_decay([4, 2], [0.1, 0.05, 0.01]), "boundaries must increase"),
+            (lambda: L.piecewise_decay([1.5], [0.1, 0.05]), r"steps \(ints >= 0\), got 1.5"),
+            (lambda: L.exponential_decay(0.1, 0, 0.5), "decay_steps must be an int >= 1, got 0"),
+            (lambda: L.cosine_decay(0.1, 0, 5), "step_each_epoch must be an int >= 1"),
+            (lambda: L.linear_lr_warmup(0.1, 0, 0.0, 0.1), "warmup_steps must be an int >= 1"),
+            (lambda: L.conv2d(image, 6, 0), "conv2d: filter_size must be an int >= 1, got 0"),
+            (lambda: L.pool2d(image, pool_size=[2, -1]), "pool_size must be an int >= 1"),
+            (lambda: L.embedding(ids, [7, 3], padding_idx=-8), r"padding_idx -8 .*\[-7, 6\]"),
+            (lambda: L.fc(ids, 2), "fc.w: a parameter's dtype is a float dtype .* got 'int64'"),
+            (lambda: L.data("q", None), "shape must be a list of dimensions"),
+            (lambda: pc.ParamAttr(regularizer=0.1), "regularizer must be a pc.optimizer.L2Decay"),
+            (lambda: pc.ParamAttr(initializer="foo"), "initializer must be an initializer"),
+            (lambda: opt.SGD(0.1, regularization=0.1), "SGD: regularization must be"),
+            (lambda: opt.SGD(0.1, grad_clip=1.0), "SGD: grad_clip must be"),
+            (lambda: opt.Adam(0.1, beta_1=0.9), "Adam has no argument 'beta_1' .*'beta1'"),
+        ]:
+            with pytest.raises(pc.ProgramError, match=problem):
+                make()
+
+
 def schedule(make, steps: int):
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
@@ -284,6 +320,53 @@ def test_io_arguments_are_checked_and_an_executor_is_named(tmp_path):
         with pytest.raises(pc.ProgramError, match=problem):
             pc.io.save_inference_model(path, feed, targets, main)
     assert not path.exists()  # nothing written before the arguments are known to be good
+
+
+def test_a_checkpoint_of_the_persistables_resumes_training_exactly(tmp_path):
+    """Adam's moments, the schedule's step counter and dropout's run count come back too."""
+
+    def build():
+        main, startup = pc.Program(), pc.Program()
+        main.random_seed = startup.random_seed = 7
+        with pc.program_guard(main, startup):
+            x, y = pc.layers.data("x", [8]), pc.layers.data("y", [1], dtype="int64")
+            hidden = pc.layers.dropout(pc.layers.fc(x, 16, act="relu"), dropout_prob=0.3)
+            loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(pc.layers.fc(hidden, 5), y))
+            lr = pc.layers.exponential_decay(0.05, 2, 0.5)
+            pc.optimizer.Adam(lr).minimize(loss)
+        return main, startup, loss
+
+    def steps(main, loss, scope, n):
+        exe = pc.Executor()
+        feed = {"x": X[:32], "y": Y[:32]}
+        return [exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0] for _ in range(n)]
+
+    main, startup, loss = build()
+    straight = pc.Scope()
+    pc.Executor().run(startup, scope=straight)
+    want = steps(main, loss, straight, 6)
+
+    main, startup, loss = build()
+    first = pc.Scope()
+    pc.Executor().run(startup, scope=first)
+    steps(main, loss, first, 3)
+    pc.io.save_persistables(tmp_path / "checkpoint.npz", main, first)
+    resumed = pc.Scope()
+    pc.io.load_persistables(tmp_path / "checkpoint.npz", main, resumed)
+    got = steps(main, loss, resumed, 3)
+    for g, w in zip(got, want[3:]):
+        np.testing.assert_array_equal(g, w)
+    for p in main.all_parameters():
+        np.testing.assert_array_equal(resumed.get(p.name), straight.get(p.name))
+    np.save(tmp_path / "one.npy", np.zeros(3))
+    for path, problem in [
+        (tmp_path / "one.npy", "holds one array, not an .npz archive"),
+        (tmp_path / "junk", "is not an .npz archive of arrays"),
+    ]:
+        if path.name == "junk":
+            path.write_bytes(b"\x80\x04junk")
+        with pytest.raises(pc.ProgramError, match=problem):
+            pc.io.load_persistables(path, main, pc.Scope())
 
 
 def test_an_inference_model_runs_in_a_fresh_process(tmp_path):
@@ -407,3 +490,24 @@ def test_a_small_cnn_learns():
         for _ in range(60)
     ]
     assert losses[-1] < losses[0] / 4
+
+
+def test_a_persistable_set_to_a_list_or_a_misshapen_array_is_named():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [3])
+        out = pc.layers.fc(x, 4, param_attr="w", bias_attr=False)
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
+    for value, got in [
+        ([[1.0] * 4] * 3, r"holds list \[\[1.0, .*, not an array"),
+        (np.zeros((4, 3), np.float32), r"holds ndarray float32\[4, 3\]"),
+    ]:
+        scope.set_var("w", value)
+        with pytest.raises(
+            pc.FeedError,
+            match=rf"'w' {got} in the scope, but the program declares float32\[3, 4\] \(set it with scope.set_var\('w', np.asarray\(value, 'float32'\)\)\)",
+        ):
+            pc.Executor().run(
+                main, feed={"x": np.ones((2, 3), np.float32)}, fetch_list=[out], scope=scope
+            )
