@@ -456,3 +456,26 @@ def test_shapes_and_dtypes_are_inferred_when_appended():
         assert pc.ops.max(x, axes=[0, 2], keepdim=True).shape == (1, 4, 1)
         assert pc.ops.max(x).dtype == "int32"
         assert pc.ops.argmin(x, axis=0).shape == (4, 5)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int8"])
+def test_arg_reductions_of_long_rows_on_both_paths(op, dtype, avx2_path):
+    """Rows long enough for the vectorised blocks: the extreme, then its first (last) place;
+    NaN in the first block, the middle and the tail, ties of -0 and +0, rows of one value."""
+    rng = np.random.default_rng(21)
+    x = rand(rng, (12, 1000), dtype, -50, 50)
+    if dtype.startswith("float"):
+        x[1, 3] = x[2, 600] = x[3, 999] = x[3, 500] = np.nan
+        x[4] = 0.0
+        x[4, 10::7] = -0.0
+        x[5] = -np.inf if op == "argmax" else np.inf
+        x[6, [40, 700]] = 1e30 if op == "argmax" else -1e30
+    else:
+        x[4] = x[4, 0]
+    for last in (False, True):
+        want = getattr(np, op)(x, axis=1)
+        if last:
+            want = x.shape[1] - 1 - getattr(np, op)(np.flip(x, 1), axis=1)
+        got = run1(op, {"x": x}, {"axis": 1, "select_last_index": last})
+        assert_matches(got, want)
