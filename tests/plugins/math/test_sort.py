@@ -76,6 +76,9 @@ def test_long_rows_of_random_bits_sort_like_numpy(descending):
         attrs = {"axis": 1, "descending": descending}
         order = numpy_argsort(x, 1, descending)
         assert_matches(run1("argsort", {"x": x}, attrs), order)
+        for k in (1, 37, 499):  # topk: the same keys, the first k kept
+            got = run_op("topk", {"x": x}, {"k": k, "axis": 1, "largest": descending})
+            assert_matches(got["indices"][0], order[:, :k])
 
 
 def test_nan_sorts_last_ascending_and_first_descending():
