@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from ._src.base.errors import ProgramError, shown
 from ._src.graph.variable import Initializer
 
@@ -159,13 +161,13 @@ class ParamAttr:
                 regularizer is None or isinstance(regularizer, L2Decay),
                 "a pc.optimizer.L2Decay or None",
             ),
-            ("trainable", trainable, isinstance(trainable, bool), "a bool"),
+            ("trainable", trainable, isinstance(trainable, (bool, np.bool_)), "a bool"),
         ]
         for what, value, ok, expected in checks:
             if not ok:
                 raise ProgramError(f"ParamAttr: {what} must be {expected}, got {shown(value)}")
         self.name, self.initializer = name, initializer
-        self.regularizer, self.trainable = regularizer, trainable
+        self.regularizer, self.trainable = regularizer, bool(trainable)
 
     @staticmethod
     def of(attr: ParamAttr | str | bool | None) -> ParamAttr | None:

@@ -24,9 +24,10 @@ from collections.abc import Sequence
 
 from ._src.base.errors import ProgramError, shown
 from ._src.graph.program import Program, default_main_program
-from ._src.graph.serialization import load_program, make_directory, save_program
+from ._src.graph.serialization import checked_path, load_program, make_directory, save_program
 from ._src.graph.variable import Variable
 from ._src.model import storage
+from ._src.run.executor import Executor
 from ._src.run.planning import prune
 from ._src.run.scope import Scope, global_scope
 from ._src.run.values import load_values, save_values
@@ -109,6 +110,7 @@ def load_inference_model(
 ) -> tuple[Program, list[str], list[Variable]]:
     """(program, feed names, fetch variables) of a model saved by ``save_inference_model``,
     its values loaded into ``scope`` (default: the global scope)."""
+    _, scope = _program_and_scope("load_inference_model", None, scope, dirname)
     try:
         with open(os.path.join(dirname, META), encoding="utf-8") as f:
             meta = json.load(f)
@@ -122,28 +124,30 @@ def load_inference_model(
         os.path.join(dirname, PARAMS),
         block,
         persistables,
-        scope or global_scope(),
+        scope,
         optional=set(persistables),
     )
     return program, feed, [block.var(name) for name in fetch]
 
 
 def _program_and_scope(
-    call: str, program: object, scope: object, path: object = None
+    call: str, program: object, scope: object, path: object
 ) -> tuple[Program, Scope]:
     """``program`` and ``scope``, or the defaults for None; ProgramError for anything else,
-    and for an Executor anywhere (Paddle fluid's functions took one; these take none)."""
-    for what, value, kind in (
-        ("path", path, None),
-        ("program", program, Program),
-        ("scope", scope, Scope),
-    ):
-        executor = type(value).__name__ == "Executor"
-        if executor or (kind is not None and value is not None and not isinstance(value, kind)):
-            expected = "a str or os.PathLike" if kind is None else f"a {kind.__name__} or None"
+    for a path that is none, and for an Executor anywhere (Paddle fluid's functions took one;
+    these take none)."""
+    for what, value in (("path", path), ("program", program), ("scope", scope)):
+        if isinstance(value, Executor):
             raise ProgramError(
-                f"{call}(): {what} must be {expected}, got {type(value).__name__} {shown(value)}"
-                + (" (these functions take no executor)" if executor else "")
+                f"{call}(): {what} must not be an Executor (these functions take none), got "
+                f"{shown(value)}"
+            )
+    checked_path(path, f"run {call}()")
+    for what, value, kind in (("program", program, Program), ("scope", scope, Scope)):
+        if value is not None and not isinstance(value, kind):
+            raise ProgramError(
+                f"{call}(): {what} must be a {kind.__name__} or None, got "
+                f"{type(value).__name__} {shown(value)}"
             )
     return program or default_main_program(), scope or global_scope()  # type: ignore[return-value]
 

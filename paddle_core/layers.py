@@ -26,6 +26,8 @@ from itertools import pairwise
 from numbers import Integral
 from typing import Any
 
+import numpy as np
+
 from . import initializer as init
 from . import ops
 from ._src.base.dtypes import FLOATING
@@ -79,6 +81,8 @@ def data(
     name: str, shape: Sequence[int], dtype: str = "float32", append_batch_size: bool = True
 ) -> Variable:
     """An input fed at run time; ``append_batch_size`` puts an unknown batch dimension first."""
+    if isinstance(shape, np.ndarray):
+        shape = shape.tolist()
     if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
         raise ProgramError(
             f"data {name!r}: shape must be a list of dimensions (None for unknown ones), got "
@@ -103,11 +107,12 @@ def create_parameter(
             f"{prefix}: attr False means no such parameter, which only a layer's optional "
             "parameters (a bias) may be; pass a ParamAttr, a name or None"
         )
-    if dtype not in FLOATING:  # (the initializers would refuse it, naming themselves)
+    attr = init.ParamAttr.of(attr) or init.ParamAttr()
+    if attr.trainable and dtype not in FLOATING:  # (the random initializers would refuse it)
         raise ProgramError(
-            f"{prefix}: a parameter's dtype is a float dtype ({', '.join(sorted(FLOATING))}), "
-            f"got {dtype!r}; a layer's parameters take its input's dtype: cast an integer "
-            "input first (pc.ops.cast)"
+            f"{prefix}: a trainable parameter has a float dtype ({', '.join(sorted(FLOATING))}), "
+            f"got {dtype!r}; a layer's parameters take its input's dtype: cast an integer input "
+            "first (pc.ops.cast), or make the parameter ParamAttr(trainable=False)"
         )
     attr = init.ParamAttr.of(attr) or init.ParamAttr()
     program = default_main_program()

@@ -51,6 +51,9 @@ def _hyperparameter(what: str, value: object, *, zero_allowed: bool = False) -> 
     return float(value)  # type: ignore[arg-type]
 
 
+_REQUIRED: object = object()  # an argument that must be given (so that a misspelt one is named)
+
+
 class L2Decay:
     """L2 weight decay: the gradient gains ``coeff * param``."""
 
@@ -88,7 +91,7 @@ class Optimizer:
 
     def __init__(
         self,
-        learning_rate: float | Variable,
+        learning_rate: float | Variable = _REQUIRED,  # type: ignore[assignment]
         regularization: L2Decay | None = None,
         grad_clip: GradientClipByGlobalNorm | None = None,
         **unknown: object,
@@ -103,6 +106,8 @@ class Optimizer:
                 f"{name} has no argument {key!r}{did_you_mean(key, known)}; its arguments "
                 f"are: {', '.join(dict.fromkeys(known))}"
             )
+        if learning_rate is _REQUIRED:  # (after the unknown arguments: a misspelt one first)
+            raise ProgramError(f"{name}: learning_rate is required (a number or a Variable)")
         for what, value, kind in (
             ("regularization", regularization, L2Decay),
             ("grad_clip", grad_clip, GradientClipByGlobalNorm),
@@ -125,7 +130,9 @@ class Optimizer:
     def _set_attrs(self, **attrs: object) -> None:
         """The update op's attrs, checked against its declaration now: a bad value (Adam's
         beta1=2.0) is refused where it is given, not at minimize."""
-        self.attrs: dict[str, object] = get_registry().op(self.op).signature().validate(attrs)
+        self.attrs: dict[str, object] = {}
+        if self.op:  # (the base class names no op)
+            self.attrs = get_registry().op(self.op).signature().validate(attrs)
 
     def minimize(
         self,
@@ -214,7 +221,7 @@ class Momentum(Optimizer):
 
     def __init__(
         self,
-        learning_rate: float | Variable,
+        learning_rate: float | Variable = _REQUIRED,  # type: ignore[assignment]
         momentum: float = 0.9,
         use_nesterov: bool = False,
         **kwargs: object,

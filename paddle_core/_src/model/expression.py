@@ -37,6 +37,7 @@ class Expression(Arithmetic):
     ``Model.expression``."""
 
     __slots__ = ("model", "variable", "anchor", "_graph", "_value", "_clock", "_scope")
+    _rank = 1  # (`variable + expression` is the expression's model's: see Arithmetic)
 
     def __init__(self, model: Any, variable: Variable, anchor: Any = None) -> None:
         self.model = model

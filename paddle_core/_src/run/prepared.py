@@ -431,13 +431,15 @@ def _checked_persistable(
 
 def _declared(name: str, value: Any, shape: tuple, dtype: str) -> None:
     declared = f"{dtype}{format_shape(shape)}"
+    hint = f" (set it with scope.set_var({name!r}, np.asarray(value, {dtype!r})))"
     if hasattr(value, "dtype") and hasattr(value, "shape"):
         got = f"{type(value).__name__} {value.dtype}{list(value.shape)}"
+        hint = hint if D.name_of(value.dtype) != dtype else ""  # (a shape no cast mends)
     else:  # (a list, a number: set_var stores what it is given)
         got = f"{type(value).__name__} {shown(value, 40)}, not an array"
     raise FeedError(
         f"persistable variable {name!r} holds {got} in the scope, but the program declares "
-        f"{declared} (set it with scope.set_var({name!r}, np.asarray(value, {dtype!r})))"
+        f"{declared}{hint}"
     )
 
 

@@ -61,7 +61,7 @@ def load_values(
             arrays = {name: archive[name] for name in archive.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:  # missing, truncated, corrupt
         reason = str(e) or type(e).__name__
-        if "pickle" in reason:  # (NumPy's advice to allow pickles: not for parameters)
+        if isinstance(e, ValueError) and "allow_pickle" in reason:  # (not for parameters)
             reason = "it is not an .npz archive of arrays"
         raise ProgramError(f"cannot read parameters from {os.fspath(path)!r}: {reason}") from None
     for name in names:

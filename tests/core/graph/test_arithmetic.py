@@ -103,17 +103,39 @@ def test_gradients_flow_through_the_operators():
 def test_what_python_would_compute_otherwise_is_refused_with_what_to_write():
     with pc.program_guard(pc.Program()):
         x, i = pc.data("x", [3], "float32"), pc.data("i", [3], "int32")
+        u, b = pc.data("u", [3], "uint8"), pc.data("b", [3], "bool")
+        big = pc.data("big", [3], "int64")
         cases = [
             (lambda: i / 2, r"^'i' \(int32\) / 2: '/' of integers would floor them .* write //"),
             (lambda: x // 2, r"^'x' \(float32\) // 2: '//' of floats .* pc.ops.floor\(a / b\)"),
-            (lambda: i * 2.5, r"2.5 is no int32 value, .* cast the tensor to a float dtype"),
-            (lambda: i + float("nan"), "nan is no int32 value"),
+            (lambda: i * 2.5, r"2.5 is a float, .* NumPy would compute in floats; cast"),
+            (lambda: i * 2.0, "2.0 is a float"),
+            (lambda: i + float("nan"), "nan is a float"),
+            (lambda: i**-1, "a negative power of integers is a fraction"),
+            (lambda: u + 300, r"300 does not fit the tensor's dtype uint8 \[0, 255\]"),
+            (lambda: big + (2**53 + 1), "beyond 2\\*\\*53, where a constant is no longer exact"),
+            (lambda: x + 10**400, "is beyond the range of float64"),
+            (lambda: x @ 2, "'@' multiplies matrices, not a matrix by a number"),
+            (lambda: b + 1, "arithmetic of bool tensors is not offered"),
+            (lambda: -b, "^-'b' \\(bool\\): arithmetic of bool tensors"),
             (lambda: np.ones(3) * x, "are variables and numbers, not ndarray"),
             (lambda: x + "a", "^'x' \\(float32\\) \\+ 'a': .* not str"),
         ]
         for make, message in cases:
             with pytest.raises(pc.OpInputError, match=message):
                 make()
+
+
+def test_numbers_take_the_tensors_dtype_as_numpy_would():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x, i = pc.data("x", [3], "float64"), pc.data("i", [3], "int32")
+        outs = [x + 0.1, x * True, i * True, np.float64(0.1) * x, i + np.int64(7), x + np.inf]
+    got = run(prog, {"x": X[0], "i": I[:3]}, outs)
+    want = [X[0] + 0.1, X[0] * True, I[:3] * True, 0.1 * X[0], I[:3] + 7, X[0] + np.inf]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)  # (0.1 exactly: the constant is a double)
+        assert g.dtype == w.dtype
 
 
 def test_comparisons_stay_pythons_so_variables_stay_dict_keys():
@@ -129,6 +151,9 @@ def test_expressions_compute_into_their_model():
     z = 1 - x * 2
     assert isinstance(z, pc.Expression) and z.model is model
     np.testing.assert_array_equal(z.value(feed={x: np.ones((2, 3), np.float32)}), -np.ones((2, 3)))
+    # A Variable of the model's program beside an expression: the expression's model builds.
+    for mixed in (z + x.variable, x.variable + z):
+        assert isinstance(mixed, pc.Expression) and mixed.model is model
     other = pc.layers.data("x", [3], model=pc.Model())
     with pytest.raises(pc.ProgramError, match="belongs to another model"):
         z + other
