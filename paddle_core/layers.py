@@ -114,7 +114,6 @@ def create_parameter(
             f"got {dtype!r}; a layer's parameters take its input's dtype: cast an integer input "
             "first (pc.ops.cast), or make the parameter ParamAttr(trainable=False)"
         )
-    attr = init.ParamAttr.of(attr) or init.ParamAttr()
     program = default_main_program()
     name = attr.name or program.unique_name(prefix)
     initializer = attr.initializer_for(shape, dtype, default_initializer or init.Xavier())

@@ -127,9 +127,7 @@ _BOOL = (
 
 def _number(value: Any) -> int | float | None:
     """A Python or NumPy number as int (bools as 0 and 1) or float; None for anything else."""
-    if isinstance(value, (bool, np.bool_)):
-        return int(value)
-    if isinstance(value, Integral):
+    if isinstance(value, (Integral, np.bool_)):  # (bool is an Integral; NumPy's is not)
         return int(value)
     if isinstance(value, Real):
         return float(value)
