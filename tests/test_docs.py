@@ -1,4 +1,4 @@
-"""Documentation that runs: the README's and guide's Python blocks, the examples, the walkthrough.
+"""Documentation that runs: the Python blocks of the README and docs/, examples, walkthrough.
 
 Examples that do not run are a common complaint about op libraries; ours run in CI.
 """
@@ -41,21 +41,42 @@ def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.mark.parametrize(
-    "document", ["README.md", "docs/writing-op-plugins.md", "docs/model.md", "docs/control_flow.md"]
-)
+# Every page whose Python blocks run on any machine: each one's blocks are one script, so each
+# page is self-contained. docs/cuda.md's block needs a GPU (test_the_cuda_guide_runs_on_a_gpu).
+RUNNABLE_DOCUMENTS = [
+    "README.md",
+    "docs/programs.md",
+    "docs/training.md",
+    "docs/model.md",
+    "docs/control_flow.md",
+    "docs/writing-op-plugins.md",
+]
+GPU_DOCUMENTS = ["docs/cuda.md"]
+# Outputs a page shows in its comments, which its run must print: they are the real ones.
+SHOWN_OUTPUTS = {
+    "docs/programs.md": [
+        "AttrError: op 'scale', attr 'scale': expected a float, got str '2'",
+        "OpNotFoundError: unknown op 'scael' (did you mean 'scale' or 'scatter' or 'ceil'?)",
+    ],
+}
+
+
+@pytest.mark.parametrize("document", RUNNABLE_DOCUMENTS)
 def test_python_blocks_run(document: str, tmp_path: Path) -> None:
     """Each document's Python blocks run in order, as one script."""
     blocks = [b for b in PYTHON_BLOCK.findall((ROOT / document).read_text()) if runnable(b)]
     assert blocks, f"{document} has no Python blocks"
     prelude = "import numpy as np\nimport paddle_core as pc\n"
     result = run_python(prelude + "\n".join(blocks), tmp_path)
-    if document == "README.md":  # the outputs the README shows are the real ones
-        for line in (
-            "AttrError: op 'scale', attr 'scale': expected a float, got str '2'",
-            "OpNotFoundError: unknown op 'scael' (did you mean 'scale' or 'scatter' or 'ceil'?)",
-        ):
-            assert line in result.stdout
+    for line in SHOWN_OUTPUTS.get(document, []):
+        assert line in result.stdout
+
+
+def test_every_page_with_python_blocks_is_run() -> None:
+    """A page whose Python blocks no test runs would go stale unnoticed."""
+    pages = ["README.md", *(f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md")))]
+    with_blocks = {page for page in pages if PYTHON_BLOCK.search((ROOT / page).read_text())}
+    assert with_blocks == set(RUNNABLE_DOCUMENTS) | set(GPU_DOCUMENTS)
 
 
 @pytest.mark.gpu
@@ -63,7 +84,7 @@ def test_the_cuda_guide_runs_on_a_gpu(tmp_path: Path) -> None:
     reason = pc.CUDA.unavailable_reason(0)
     if reason is not None:
         pytest.skip(f"no usable CUDA device: {reason}")
-    (block,) = PYTHON_BLOCK.findall((ROOT / "docs" / "cuda.md").read_text())
+    (block,) = PYTHON_BLOCK.findall((ROOT / GPU_DOCUMENTS[0]).read_text())
     assert run_python(block, tmp_path).stdout.startswith("True")
 
 
@@ -173,27 +194,43 @@ def test_the_threads_table_is_the_benchmarks_settings() -> None:
     assert "`OMP_WAIT_POLICY=passive` is no substitute" in section
 
 
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_the_readme_is_a_front_page() -> None:
+    """The README says what paddle-core is, how to start and where to read on; the manual is in
+    docs/. So it stays short, its quick start is the two commands, and it links every page."""
+    text = (ROOT / "README.md").read_text()
+    size = len(text.encode())
+    assert size <= 8000, f"README.md is {size} bytes: move the detail to a page under docs/"
+    section = text[text.index("## Quick start\n") :]
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)[1]
+    assert [line.split("#")[0].strip() for line in block.splitlines()] == [
+        "./dev demo",
+        "./dev test",
+    ]
+    linked = {link for link in LINK.findall(text) if link.startswith("docs/")}
+    pages = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
+    assert pages <= linked, f"pages the README does not link: {sorted(pages - linked)}"
+
+
 def test_the_docs_point_at_paths_that_exist() -> None:
-    """Every relative link in the docs resolves, and every repository path the README and the
-    authoring guide name in backticks exists (an include path such as paddle_core/kernel.hpp
-    under the SDK's include directory)."""
+    """Every relative link in the docs resolves, and every repository path they name in
+    backticks exists (an include path such as paddle_core/kernel.hpp under the SDK's include
+    directory, a module such as plugins/registry.py under paddle_core/_src)."""
     documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     documents += sorted(ROOT.glob("plugins/*/README.md")) + sorted(
         ROOT.glob("examples/*/README.md")
     )
     missing = []
     for doc in documents:
-        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text()):
+        for link in LINK.findall(doc.read_text()):
             if "://" not in link and not (doc.parent / link).exists():
                 missing.append(f"{doc.relative_to(ROOT)}: link {link}")
-    include = ROOT / "paddle_core" / "include"
+    bases = [ROOT, ROOT / "paddle_core" / "include", ROOT / "paddle_core" / "_src"]
     top = ("tests/", "examples/", "bench/", "plugins/", "paddle_core/", "docs/", "protos/")
-    for doc in (ROOT / "README.md", ROOT / "docs" / "writing-op-plugins.md"):
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         for path in re.findall(r"`([\w./-]+)`", doc.read_text()):
-            if (
-                path.startswith(top)
-                and not (ROOT / path).exists()
-                and not (include / path).exists()
-            ):
+            if path.startswith(top) and not any((base / path).exists() for base in bases):
                 missing.append(f"{doc.relative_to(ROOT)}: path {path}")
     assert not missing, "\n".join(missing)

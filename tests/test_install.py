@@ -1,9 +1,9 @@
-"""The README's install instructions, followed to the letter in fresh environments.
+"""The install instructions, followed to the letter in fresh environments.
 
 Each test copies the checkout's files (what `git ls-files` lists, untracked ones included: a
 fresh clone of this working tree, without its build directories and environments) and runs
-the README's commands there with a new virtual environment: the quick start (`./dev demo`,
-then `./dev test`), and the plain-pip install of one plugin. They build the core and the
+the documented commands there with a new virtual environment: the README's quick start
+(`./dev demo`, then `./dev test`), and docs/plugins.md's plain-pip install of one plugin. They build the core and the
 plugins from scratch, so they take minutes and are marked slow: `./dev test --run-slow`.
 """
 
@@ -24,9 +24,9 @@ from conftest import ROOT
 pytestmark = pytest.mark.slow
 
 
-def readme_block(heading: str) -> str:
-    """The first bash block of the README section with this heading."""
-    text = (ROOT / "README.md").read_text()
+def bash_block(document: str, heading: str) -> str:
+    """The first bash block of the section of ``document`` with this heading."""
+    text = (ROOT / document).read_text()
     section = text[text.index(f"## {heading}\n") :]
     return re.search(r"```bash\n(.*?)```", section, re.DOTALL)[1]
 
@@ -73,7 +73,8 @@ def test_the_quick_start_in_a_fresh_clone(tmp_path: Path) -> None:
     """`./dev demo` and `./dev test` as the README shows them; `./dev test` leaves no test
     plugin in the environment; a second `./dev demo` compiles nothing."""
     clone, env = fresh_clone(tmp_path), user_env(tmp_path)
-    commands = [line.split("#")[0].strip() for line in readme_block("Quick start").splitlines()]
+    block = bash_block("README.md", "Quick start")
+    commands = [line.split("#")[0].strip() for line in block.splitlines()]
     assert commands == ["./dev demo", "./dev test"]
     demo = bash("./dev demo", clone, env)
     assert "examples/train_digits.py" in demo and "ops from 3 plugins" in demo
@@ -89,10 +90,10 @@ def test_the_quick_start_in_a_fresh_clone(tmp_path: Path) -> None:
 
 
 def test_one_plugin_with_plain_pip_in_a_fresh_environment(tmp_path: Path) -> None:
-    """The README's plain-pip section, line by line (pip's build isolation on); then a missing
+    """docs/plugins.md's plain-pip section, line by line (pip's build isolation on); then a missing
     op's hint names the command for where the user is (the clone), which works as given."""
     clone, env = fresh_clone(tmp_path), user_env(tmp_path)
-    out = bash(readme_block("Installing one plugin with plain pip"), clone, env)
+    out = bash(bash_block("docs/plugins.md", "Installing one plugin with plain pip"), clone, env)
     assert re.search(r"^scale\s+math\s", out, re.MULTILINE), out
     assert out.rstrip().endswith("from 1 plugin")
     hint = bash(
@@ -107,7 +108,7 @@ def test_one_plugin_with_plain_pip_in_a_fresh_environment(tmp_path: Path) -> Non
     )
     bash(f"source env/bin/activate && {command}", clone, env)  # the hint works as given
     assert "conv2d" in bash("env/bin/paddle-ops list --plugin nn", clone, env)
-    assert command in (ROOT / "README.md").read_text()
+    assert command in (ROOT / "docs" / "plugins.md").read_text()
 
 
 SAVE_A_PROGRAM = """
