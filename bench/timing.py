@@ -29,7 +29,7 @@ def use_cpu_time() -> None:
     clock = time.process_time
 
 
-# The optional packages, and what pip installs each (the README's Performance section).
+# The optional packages, and what pip installs each (docs/performance.md).
 OPTIONAL = {
     "torch": "torch==2.13.0",
     "onnxruntime": "onnxruntime",

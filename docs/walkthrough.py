@@ -52,7 +52,7 @@ with pc.program_guard(prog):
     try:
         pc.ops.scale(x, scale="2")
     except pc.AttrError as e:
-        step(7, "spec/validation.py", str(e))
+        step(7, "spec/attr_validator.py", str(e))
 
     # 8. Appending: attrs validated, inputs bound, the shape rule infers the output; the op
     #    lands in the current block of the current program.

@@ -49,7 +49,7 @@ _EXPORTS = {
     "Model": "_src.model.model",
     "Expression": "_src.model.expression",
     "TrainStep": "_src.model.expression",
-    "default_model": "_src.model.default",
+    "default_model": "_src.model.default_model",
     "load_model": "_src.model.model",
     "Scope": "_src.run.scope",
     "global_scope": "_src.run.scope",
@@ -88,8 +88,7 @@ _EXPORTS = {
     "ConfigError": "_src.base.errors",
 }
 # Public modules: the generated ops, the rules manifests name, the op-testing kit, training
-# (layers, optimizers, initializers, saving models), and shape_rules (the old name of rules,
-# kept so that code using it goes on working).
+# (layers, optimizers, initializers, saving models).
 _SUBMODULES = {
     "initializer",
     "io",
@@ -97,7 +96,6 @@ _SUBMODULES = {
     "ops",
     "optimizer",
     "rules",
-    "shape_rules",
     "testing",
 }
 
@@ -121,7 +119,7 @@ def __dir__() -> list[str]:
 
 TYPE_CHECKING = False  # (not typing.TYPE_CHECKING: importing typing costs start-up time)
 if TYPE_CHECKING:  # let type checkers and editors see the lazy names
-    from . import initializer, io, layers, ops, optimizer, rules, shape_rules, testing
+    from . import initializer, io, layers, ops, optimizer, rules, testing
     from ._sdk import get_cmake_dir, get_include
     from ._src.base.cpu import CPU
     from ._src.base.cuda import CUDA
@@ -157,7 +155,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     from ._src.graph.serialization import load_program, save_program
     from ._src.graph.shape_inference import ShapeContext
     from ._src.graph.variable import Initializer, Parameter, Variable
-    from ._src.model.default import default_model
+    from ._src.model.default_model import default_model
     from ._src.model.expression import Expression, TrainStep
     from ._src.model.model import Model, load_model
     from ._src.plugins.config import ConfigWarning

@@ -53,7 +53,7 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "Checks every plugin for real (imports its rules, kernels and hooks), then reports "
         "problems (exit status 1): broken plugins, conflicts no preference settles, ops without "
         "kernels, a stale plugin index; and warnings: settings that name nothing, preferences "
-        "nobody can honour, old spellings in manifests.",
+        "nobody can honour.",
         [("paddle-ops doctor", "what is wrong, if anything"), ("paddle-ops doctor --json", "")],
     ),
     "validate": (

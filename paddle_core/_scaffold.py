@@ -3,8 +3,8 @@
 The package is rendered from ``templates/op_package``: every file there ends in ``.tmpl``, and
 ``{{dist}}``, ``{{package}}``, ``{{plugin}}``, ``{{op}}``, ... in file names and contents are
 replaced by the names derived from NAME (``gitignore`` becomes ``.gitignore``). The CUDA files
-(``*_cuda.cu`` and their manifest part) are written only with ``--cuda``; the rest does not
-depend on it (CMakeLists.txt builds whatever ``csrc/*_cuda.cu`` there are).
+(``*_cuda.cu``) and the lines that start with ``{{cuda}}`` (their kernels in the manifest) are
+written only with ``--cuda``; CMakeLists.txt builds whatever ``csrc/*_cuda.cu`` there are.
 ``examples/paddle_ops_example`` is what ``paddle-ops new paddle-ops-example --cuda`` writes.
 """
 
@@ -19,12 +19,12 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from ._src.base.errors import ConfigError
-from ._src.base.native import KERNEL_ABI_VERSION
+from ._src.base.runtime import KERNEL_ABI_VERSION
 from ._version import __version__
 
 _DIST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")  # PEP 508
 _IDENT = re.compile(r"[a-z][a-z0-9_]*\Z")  # what the manifest allows in op types
-_CUDA_ONLY = ("_cuda.cu.tmpl", "cuda_kernels.pbtxt.tmpl")
+_CUDA_ONLY = ("_cuda.cu.tmpl",)
 _FIRST_PARTY_PREFIX = "paddle_ops_"  # paddle-ops-math is plugin "math": so is paddle-ops-foo "foo"
 
 

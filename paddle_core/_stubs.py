@@ -42,8 +42,8 @@ def signature(info: Any) -> str:
     params.append("*")
     for ap in info.proto.attrs:
         text = f"{ap.name}: {A.ANNOTATION[ap.type]}"
-        if ap.name in info.defaults:
-            text += f" = {source(info.defaults[ap.name])}"
+        if ap.name in info.attr_defaults:
+            text += f" = {source(info.attr_defaults[ap.name])}"
         params.append(text)
     params.append("name: str | None = None")
     head, tail = f"def {info.type}(", f") -> {return_annotation(info)}:"

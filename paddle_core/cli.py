@@ -348,8 +348,8 @@ def op_json(info: Any) -> dict[str, Any]:
                 "name": ap.name,
                 "type": A.type_name(ap.type),
                 "comment": ap.comment,
-                "required": ap.name not in info.defaults,
-                "default": info.defaults.get(ap.name),
+                "required": ap.name not in info.attr_defaults,
+                "default": info.attr_defaults.get(ap.name),
                 "min": bound(ap, "min"),
                 "max": bound(ap, "max"),
                 "choices": A.from_attr_value(ap.choices) if ap.HasField("choices") else None,
@@ -365,6 +365,10 @@ def op_json(info: Any) -> dict[str, Any]:
                 "plugin": refs[0].plugin.name,
             }
             for (device, dtype), refs in sorted(info.kernels.items())
+        ],
+        "not_built": [
+            {"device": device, "ref": symbol, "plugin": plugin.name, "why": why}
+            for plugin, device, symbol, why in get_registry().unbuilt_kernels(info.type)
         ],
         "available": info.available,
         "problems": info.missing_kernels(),
@@ -408,13 +412,18 @@ def cmd_show(args: argparse.Namespace) -> int:
     if proto.attrs:
         table = _table("name", "accepts", "comment", title="attrs")
         for ap in proto.attrs:
-            table.add_row(ap.name, attr_summary(ap, info.defaults), ap.comment)
+            table.add_row(ap.name, attr_summary(ap, info.attr_defaults), ap.comment)
         console.print(table)
     table = _table("device", "dtype", "kernel", "plugin", title="kernels")
     for (device, dtype), refs in sorted(info.kernels.items()):
         missing = " (missing)" if refs[0].missing else ""
         table.add_row(device, dtype, f"{refs[0].impl}:{refs[0].ref}{missing}", refs[0].plugin.name)
+    unbuilt = get_registry().unbuilt_kernels(info.type)
+    for plugin, device, symbol, _ in unbuilt:
+        table.add_row(device, "-", f"native:{symbol} (not built)", plugin.name)
     console.print(table)
+    for plugin, device, symbol, why in unbuilt:
+        console.print(f"{device} kernel {symbol!r} of {plugin.label}: {why}")
     if not info.available:
         broken = info.plugin.status == "broken"
         why = info.plugin.reason if broken else "none of its kernels can run"
@@ -447,7 +456,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         {
             "block": block.idx,
             "type": op.type,
-            "provider": None if op.provider is None else dict(op.provider._asdict()),
+            "provider": dict(op.provider._asdict()),
         }
         for block in program.blocks
         for op in block.ops
@@ -475,12 +484,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     console.print(f"{args.program}: {blocks}, {count}")
     table = _table("distribution", "version", "plugin", "ops")
     for provider, types in groups.items():
-        if provider is None:
-            row = ("(not recorded)", "", "", ", ".join(types))
-        else:
-            dist = provider.distribution or "(registered from Python)"
-            row = (dist, provider.version, provider.plugin, ", ".join(types))
-        table.add_row(*row)
+        dist = provider.distribution or "(registered from Python)"
+        table.add_row(dist, provider.version, provider.plugin, ", ".join(types))
     console.print(table)
     if requires:
         console.print("requires: " + " ".join(requires))
@@ -566,7 +571,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ._src.plugins.validate import summary_line, validate  # (plugin code: not for `list`)
+    from ._src.plugins.plugin_check import summary_line, validate  # (plugin code: not for `list`)
 
     report = validate(args.target)
     if args.json:

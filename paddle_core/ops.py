@@ -61,7 +61,7 @@ def make_function(info: Any) -> Any:
     proto = info.proto
     inputs = [s.name for s in proto.inputs]
     attrs = [a.name for a in proto.attrs]
-    defaults = info.defaults
+    defaults = info.attr_defaults
     # Inputs default to None; _bind_inputs reports a missing required one by name.
     params = [f"{s.name}=None" for s in proto.inputs]
     params.append("*_surplus")
@@ -156,7 +156,7 @@ def _signature(info: Any) -> Any:
         for s in info.proto.inputs
     ]
     params += [
-        P(a.name, P.KEYWORD_ONLY, default=info.defaults.get(a.name, P.empty))
+        P(a.name, P.KEYWORD_ONLY, default=info.attr_defaults.get(a.name, P.empty))
         for a in info.proto.attrs
     ]
     params.append(P("name", P.KEYWORD_ONLY, default=None))

@@ -8,9 +8,7 @@
 
 A shape rule receives a ``paddle_core.ShapeContext``; a grad rule a ``paddle_core.GradContext``
 (docs/writing-op-plugins.md describes both). ``broadcast_shapes`` is for plugins' own shape
-rules. The spellings ``paddle_core.shape_rules:*`` and ``paddle_core.backward:default_grad``
-that manifests used before still work (those modules remain, as aliases); ``paddle-ops doctor``
-notes them.
+rules.
 """
 
 from ._src.graph.backward import default_grad, no_grad

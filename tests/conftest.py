@@ -65,12 +65,12 @@ def fresh_registry() -> Iterator[None]:
 def fresh_default_programs() -> Iterator[None]:
     """Each test starts with empty default main and startup programs."""
     import paddle_core as pc
-    from paddle_core._src.graph import defaults
+    from paddle_core._src.graph import default_programs
 
     saved = pc.default_main_program(), pc.default_startup_program()
-    defaults.main, defaults.startup = pc.Program(), pc.Program()
+    default_programs.main, default_programs.startup = pc.Program(), pc.Program()
     yield
-    defaults.main, defaults.startup = saved
+    default_programs.main, default_programs.startup = saved
 
 
 @pytest.fixture

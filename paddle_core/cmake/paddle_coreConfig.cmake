@@ -10,9 +10,12 @@
 get_filename_component(_paddle_core_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 set(paddle_core_INCLUDE_DIR "${_paddle_core_root}/include")
 set(paddle_core_KERNEL_ABI_VERSION 1)
+set(paddle_core_RUNTIME_DIR "${_paddle_core_root}/_src/base")  # the compiled runtime, _runtime.*
 if(NOT TARGET paddle_core::sdk)
   add_library(paddle_core::sdk INTERFACE IMPORTED)
   set_target_properties(paddle_core::sdk PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${paddle_core_INCLUDE_DIR}")
 endif()
 # paddle_core_cuda_kernels(): the CUDA build recipe plugins share (docs/writing-op-plugins.md).
 include("${CMAKE_CURRENT_LIST_DIR}/paddle_coreCuda.cmake")
+# paddle_core_record_kernels(): record the kernels a module exports, for discovery.
+include("${CMAKE_CURRENT_LIST_DIR}/paddle_coreKernels.cmake")

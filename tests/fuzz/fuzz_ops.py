@@ -57,7 +57,7 @@ class Case:
             self.inputs[slot.name] = [self._like(rng, common) for _ in range(count)]
         self.attrs = {}
         for ap in info.proto.attrs:
-            if ap.name in info.defaults and rng.random() < 0.35:
+            if ap.name in info.attr_defaults and rng.random() < 0.35:
                 continue  # its default
             self.attrs[ap.name] = self._attr(rng, ap)
 

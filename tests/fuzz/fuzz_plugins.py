@@ -99,7 +99,7 @@ KEEP: list = []  # forged structs and their strings stay alive as long as the pr
 class Fuzzer:
     def __init__(self, rng: np.random.Generator, site: Path) -> None:
         import paddle_core as pc
-        from paddle_core._src.base import native
+        from paddle_core._src.base.runtime import compiled_runtime
 
         self.pc, self.rng, self.site = pc, rng, site
         registry = pc.get_registry()
@@ -107,7 +107,7 @@ class Fuzzer:
         for record in registry.records:
             for f in record.manifest_files:
                 self.corpus.append(Path(f).read_text(encoding="utf-8"))
-        self.real = dict(native.runtime().kernels())  # symbol -> capsule of real kernels
+        self.real = dict(compiled_runtime().kernels())  # symbol -> capsule of real kernels
         self.real_module = "paddle_core._src.base._runtime"
         try:
             math = importlib.import_module("paddle_ops_math._C")
@@ -115,7 +115,7 @@ class Fuzzer:
             self.real_module = "paddle_ops_math._C"
         except ImportError:
             pass
-        self.layout = native.runtime().KERNEL_LAYOUT
+        self.layout = compiled_runtime().KERNEL_LAYOUT
         self.n = 0
 
     def pick(self, values):

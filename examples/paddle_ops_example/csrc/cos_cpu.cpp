@@ -76,11 +76,6 @@ class CosGrad {
 
 }  // namespace
 
-// The kernels of this file, by the names the manifest uses.
-const pc::Family& cos_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Cos>("example_cos"),
-      pc::kernel<CosGrad>("example_cos_grad"),
-  };
-  return family;
-}
+// The kernels of this file, under the names the manifest gives them.
+PADDLE_CORE_REGISTER_KERNELS(pc::kernel<Cos>("example_cos"),
+                             pc::kernel<CosGrad>("example_cos_grad"));

@@ -81,10 +81,6 @@ class CosGradCuda {
 
 }  // namespace
 
-const pc::Family& cos_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<CosCuda>("example_cos_cuda"),
-      pc::kernel<CosGradCuda>("example_cos_grad_cuda"),
-  };
-  return family;
-}
+// The kernels of this file, under the names the manifest gives them.
+PADDLE_CORE_REGISTER_KERNELS(pc::kernel<CosCuda>("example_cos_cuda"),
+                             pc::kernel<CosGradCuda>("example_cos_grad_cuda"));

@@ -48,7 +48,7 @@ def missing(what: str) -> str:
     return (
         f"{what} is missing: paddle_core was imported from {PACKAGE}, a source tree, where "
         f"it is not built, and {found}. Install paddle-core from the checkout (`./dev demo`, "
-        "or see the README's install section)"
+        "or see docs/plugins.md)"
     )
 
 

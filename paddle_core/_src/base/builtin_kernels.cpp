@@ -75,12 +75,8 @@ class AddN {
 
 }  // namespace
 
-const Family& builtin_kernels() {
-  static const Family family = {
-      kernel<FillLike>("fill_like"),
-      kernel<AddN>("add_n"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    kernel<FillLike>("fill_like"),
+    kernel<AddN>("add_n"));
 
 }  // namespace paddle_core

@@ -26,10 +26,6 @@
 #include "paddle_core/kernel_abi.h"
 #include "paddle_core/pybind.hpp"
 
-namespace paddle_core {
-const Family& builtin_kernels();  // builtin_kernels.cpp
-}  // namespace paddle_core
-
 namespace py = pybind11;
 
 namespace {
@@ -452,12 +448,11 @@ class Plan {
 
 PYBIND11_MODULE(_runtime, m) {
   m.doc() = "paddle-core's compiled half: kernel capsule checks and the executor's run loop.";
-  // The core's own kernels (add_n, fill_like: every backward uses them), exported like any
-  // plugin's (this sets KERNEL_ABI_VERSION and KERNEL_LAYOUT, the core's own, too);
-  // builtin/ops.pbtxt declares them.
-  paddle_core::export_kernels(m, {&paddle_core::builtin_kernels()});
-  m.attr("KERNEL_V1_SIZE") = PC_KERNEL_V1_SIZE;
-  m.attr("KERNEL_LAYOUT_ABI1_FIRST") = PC_KERNEL_LAYOUT_ABI1_FIRST;  // of modules exporting none
+  // The core's own kernels (add_n, fill_like: every backward uses them; builtin_kernels.cpp
+  // registers them), exported like any plugin's (this sets KERNEL_ABI_VERSION and
+  // KERNEL_LAYOUT, the core's own, too); builtin/ops.pbtxt declares them.
+  paddle_core::export_kernels(m);
+  m.attr("KERNEL_BASE_SIZE") = PC_KERNEL_BASE_SIZE;
   PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> failure;
   failure.call_once_and_store_result(
       [&]() { return py::exception<KernelFailure>(m, "KernelFailure"); });
@@ -481,15 +476,13 @@ PYBIND11_MODULE(_runtime, m) {
       "kernel_signature",
       [](py::capsule capsule) {
         const pc_kernel* k = kernel_of(capsule);
-        // Fields after ABI 1's first layout, read only when the kernel's struct_size covers
-        // them; None where a kernel declares nothing (or was built before they existed).
-        auto covers = [k](size_t end) { return k->struct_size >= end; };
+        if (k->struct_size < PC_KERNEL_BASE_SIZE)  // (loading refuses it before, by kernel_info)
+          throw std::invalid_argument("its pc_kernel is smaller than ABI 1's");
+        // None where a kernel declares nothing.
         py::object inputs = py::none(), outputs = py::none(), dtypes = py::none();
-        if (covers(offsetof(pc_kernel, outputs) + sizeof k->outputs)) {
-          if (k->inputs != nullptr) inputs = py::str(bounded(k->inputs));
-          if (k->outputs != nullptr) outputs = py::str(bounded(k->outputs));
-        }
-        if (covers(offsetof(pc_kernel, dtypes) + sizeof k->dtypes) && k->dtypes != nullptr) {
+        if (k->inputs != nullptr) inputs = py::str(bounded(k->inputs));
+        if (k->outputs != nullptr) outputs = py::str(bounded(k->outputs));
+        if (k->dtypes != nullptr) {
           py::list list;
           for (size_t n = 0; k->dtypes[n] != 0; ++n) {
             if (n == kMaxDeclared) throw std::invalid_argument("its dtypes list does not end");

@@ -25,7 +25,7 @@ from typing import Any
 from ..base.errors import PLUGIN_CODE_ERRORS, OpNotFoundError, PaddleCoreError, ProgramError
 from ..plugins.registry import get_registry
 from .block import Block
-from .operator import Operator
+from .operator import Operator, checked_attrs
 from .variable import Parameter, Variable
 
 GRAD_SUFFIX = "@GRAD"
@@ -35,15 +35,11 @@ class GradContext:
     """What a grad rule sees: the forward op, its outputs' gradients, and where to put its
     inputs' gradients (names; None where no gradient is needed or flows)."""
 
-    def __init__(
-        self, backward: _Backward, index: int, op: Operator, defaults: dict[str, Any]
-    ) -> None:
+    def __init__(self, backward: _Backward, index: int, op: Operator, info: Any) -> None:
         self._backward = backward
         self._index = index  # the op's position among the forward ops
         self.op = op
-        # An op loaded from a program saved before its plugin added an attr lacks that attr:
-        # the rule reads its default, as the op's kernel gets it when planned.
-        self.attrs = op.attrs if defaults.keys() <= op.attrs.keys() else {**defaults, **op.attrs}
+        self.attrs = checked_attrs(op, info)  # as the op's kernel reads them
         self.block = backward.block  # where gradient ops go
         self._input_grads: dict[tuple[str, int], str | None] = {}
         # Forward values handed to the rule, and the version of each it stands for.
@@ -378,7 +374,7 @@ def _apply_rules(forward: list[Operator], backward: _Backward, targets: set[Valu
                 "plugin declares no grad rule), but gradients must flow through it"
             )
         try:
-            rule(GradContext(backward, index, op, info.defaults))
+            rule(GradContext(backward, index, op, info))
         except PaddleCoreError:
             raise
         except PLUGIN_CODE_ERRORS as e:  # a bug in the rule surfaces as our error, naming the op

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..base.errors import ProgramError, did_you_mean, shown
 from ..plugins.registry import get_registry
-from . import defaults
+from . import default_programs
 from .append import append
 from .operator import Operator
 from .variable import (
@@ -132,7 +132,7 @@ class Block:
                     f"parameter {name!r}: initializer must be a paddle_core.Initializer (e.g. "
                     f"pc.initializer.Constant(0.0)), got {type(initializer).__name__}"
                 )
-            append_initializer(param, initializer, defaults.startup.global_block())
+            append_initializer(param, initializer, default_programs.startup.global_block())
         return block._add_var(param)  # type: ignore[return-value]
 
     def _check_new(self, name: str) -> None:

@@ -57,69 +57,12 @@ def program_from_desc(cls: type, desc: Any) -> Any:
         block = Block(program, i, bdesc.parent_idx)
         program.blocks.append(block)
         for vdesc in bdesc.vars:
-            shape = tuple(None if d < 0 else d for d in vdesc.shape)
-            try:
-                dtype = D.from_enum(vdesc.dtype)
-            except PaddleCoreError as e:
-                raise ProgramError(f"variable {vdesc.name!r} in block {i}: {e}") from None
-            if vdesc.HasField("parameter"):
-                info = vdesc.parameter
-                init = None
-                if info.initializer:
-                    init = Initializer(
-                        info.initializer,
-                        **_attr_dict(info.initializer_attrs, f"parameter {vdesc.name!r}"),
-                    )
-                var: Variable = Parameter(
-                    block,
-                    vdesc.name,
-                    shape,
-                    dtype,
-                    trainable=info.trainable,
-                    initializer=init,
-                    optimize_attrs=_attr_dict(info.optimize_attrs, f"parameter {vdesc.name!r}"),
-                )
-                var.persistable, var.stop_gradient = vdesc.persistable, vdesc.stop_gradient
-            else:
-                var = Variable(
-                    block,
-                    vdesc.name,
-                    shape,
-                    dtype,
-                    persistable=vdesc.persistable,
-                    is_data=vdesc.is_data,
-                    stop_gradient=vdesc.stop_gradient,
-                )
+            var = _variable(block, vdesc)
             if var.name in block.vars:
                 raise ProgramError(f"block {i} declares variable {var.name!r} twice")
             block.vars[var.name] = var
         for odesc in bdesc.ops:
-            if odesc.role >= len(ROLES):
-                raise ProgramError(
-                    f"op {odesc.type!r} (#{len(block.ops)} in block {i}) has role {odesc.role}, "
-                    "which this paddle-core does not know (upgrade paddle-core)"
-                )
-            op = Operator(
-                block,
-                odesc.type,
-                {s.name: list(s.vars) for s in odesc.inputs},
-                {s.name: list(s.vars) for s in odesc.outputs},
-                _attr_dict(odesc.attrs, f"op {odesc.type!r} in block {i}"),
-                {a.name: a.value.type for a in odesc.attrs},
-                ROLES[odesc.role],
-                _provider(odesc),
-            )
-            for name in op.input_names + op.output_names:
-                if block.find_var(name) is None:
-                    raise ProgramError(
-                        f"op {op.type!r} (#{len(block.ops)} in block {i}) uses variable "
-                        f"{name!r}, which no enclosing block declares"
-                    )
-            for name in op.output_names:
-                out = block.find_var(name)
-                if out is not None and not isinstance(out, Parameter):
-                    out.op = op
-            block.ops.append(op)
+            block.ops.append(_operator(block, odesc))
     for block in program.blocks:  # sub-blocks come after their ops' blocks: checked last
         for op in block.ops:
             names = [a for a, t in op.attr_types.items() if t == pb.BLOCK]
@@ -135,9 +78,77 @@ def program_from_desc(cls: type, desc: Any) -> Any:
     return program
 
 
-def _provider(odesc: Any) -> Provider | None:
-    if not odesc.HasField("provider"):  # saved before providers were recorded
-        return None
+def _variable(block: Block, vdesc: Any) -> Variable:
+    """The Variable (or Parameter) a VarDesc of ``block`` declares."""
+    shape = tuple(None if d < 0 else d for d in vdesc.shape)
+    try:
+        dtype = D.from_enum(vdesc.dtype)
+    except PaddleCoreError as e:
+        raise ProgramError(f"variable {vdesc.name!r} in block {block.idx}: {e}") from None
+    if not vdesc.HasField("parameter"):
+        return Variable(
+            block,
+            vdesc.name,
+            shape,
+            dtype,
+            persistable=vdesc.persistable,
+            is_data=vdesc.is_data,
+            stop_gradient=vdesc.stop_gradient,
+        )
+    info = vdesc.parameter
+    init = None
+    if info.initializer:
+        init = Initializer(
+            info.initializer, **_attr_dict(info.initializer_attrs, f"parameter {vdesc.name!r}")
+        )
+    param = Parameter(
+        block,
+        vdesc.name,
+        shape,
+        dtype,
+        trainable=info.trainable,
+        initializer=init,
+        optimize_attrs=_attr_dict(info.optimize_attrs, f"parameter {vdesc.name!r}"),
+    )
+    param.persistable, param.stop_gradient = vdesc.persistable, vdesc.stop_gradient
+    return param
+
+
+def _operator(block: Block, odesc: Any) -> Operator:
+    """The Operator an OpDesc of ``block`` holds, each variable it names declared in the block or
+    an enclosing one; its outputs (but parameters) get it as the op that computes them."""
+    where = f"op {odesc.type!r} (#{len(block.ops)} in block {block.idx})"
+    if odesc.role >= len(ROLES):
+        raise ProgramError(
+            f"{where} has role {odesc.role}, which this paddle-core does not know (upgrade "
+            "paddle-core)"
+        )
+    op = Operator(
+        block,
+        odesc.type,
+        {s.name: list(s.vars) for s in odesc.inputs},
+        {s.name: list(s.vars) for s in odesc.outputs},
+        _attr_dict(odesc.attrs, f"op {odesc.type!r} in block {block.idx}"),
+        {a.name: a.value.type for a in odesc.attrs},
+        ROLES[odesc.role],
+        _provider(odesc, where),
+    )
+    for name in op.input_names + op.output_names:
+        if block.find_var(name) is None:
+            raise ProgramError(f"{where} uses variable {name!r}, which no enclosing block declares")
+    for name in op.output_names:
+        out = block.find_var(name)
+        if out is not None and not isinstance(out, Parameter):
+            out.op = op
+    return op
+
+
+def _provider(odesc: Any, owner: str) -> Provider:
+    if not odesc.HasField("provider"):
+        raise ProgramError(
+            f"{owner} records no provider (the plugin, distribution and version that provided "
+            "it): every program paddle-core writes records one per op"
+        )
     p = odesc.provider
     return Provider(p.plugin, p.distribution, p.version)
 

@@ -51,8 +51,8 @@ class Operator:
         outputs: dict[str, list[str]],
         attrs: dict[str, Any],
         attr_types: dict[str, int],
-        role: str = "forward",
-        provider: Provider | None = None,
+        role: str,
+        provider: Provider,
     ) -> None:
         self.block = block
         self.type = type
@@ -64,7 +64,7 @@ class Operator:
         self.attr_types = attr_types  # attr -> AttrType (shared with the op's registry entry)
         self.role = role  # one of ROLES
         # Who provided the op's type when it was appended (a loaded op keeps what its program
-        # recorded; None for programs saved before providers were recorded).
+        # recorded).
         self.provider = provider
 
     def input(self, slot: str) -> list[str]:
@@ -135,9 +135,8 @@ class Operator:
             desc.outputs.add(name=slot, vars=names)
         for name, value in self.attrs.items():
             to_attr_value(self.attr_types[name], value, desc.attrs.add(name=name).value)
-        if self.provider is not None:
-            p = desc.provider
-            p.plugin, p.distribution, p.version = self.provider
+        p = desc.provider
+        p.plugin, p.distribution, p.version = self.provider
 
 
 def block_indices(op_type: str, attrs: dict[str, Any], names: tuple, program: Any) -> dict:
@@ -190,3 +189,12 @@ def check_sub_blocks(op_type: str, attrs: dict[str, Any], names: Any, block: Any
                 op=op_type,
                 attr=name,
             )
+
+
+def checked_attrs(op: Operator, info: Any) -> Any:
+    """The attrs of ``op`` as its kernel and grad rule read them: an op appended through the API
+    was validated then; one loaded from a program is validated now (its op's ``info``), so
+    that attrs it does not record read their defaults and wrong ones are refused, naming it."""
+    if op.attr_types is info.attr_types:
+        return op.attrs
+    return info.validator().validate(dict(op.attrs))

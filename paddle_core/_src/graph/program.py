@@ -16,7 +16,7 @@ from typing import Any
 from ...proto import framework_pb2 as pb
 from ..base.errors import ProgramError
 from ..plugins.registry import get_registry
-from . import defaults
+from . import default_programs
 from .block import Block
 from .desc import parse_program_desc, program_from_desc
 from .operator import ROLES
@@ -200,18 +200,18 @@ def _to_inference(op: Any) -> None:
 
 # -- the default programs and program_guard -------------------------------------------------
 
-defaults.main = Program()
-defaults.startup = Program()
+default_programs.main = Program()
+default_programs.startup = Program()
 
 
 def default_main_program() -> Program:
     """The program ops are appended to outside any ``program_guard``."""
-    return defaults.main
+    return default_programs.main
 
 
 def default_startup_program() -> Program:
     """The program initializers go to outside any ``program_guard``."""
-    return defaults.startup
+    return default_programs.startup
 
 
 @contextlib.contextmanager
@@ -225,14 +225,14 @@ def program_guard(
         raise ProgramError(
             f"program_guard expects a startup Program, got {type(startup_program).__name__}"
         )
-    saved = defaults.main, defaults.startup
-    defaults.main = main_program
+    saved = default_programs.main, default_programs.startup
+    default_programs.main = main_program
     if startup_program is not None:
-        defaults.startup = startup_program
+        default_programs.startup = startup_program
     try:
         yield main_program
     finally:
-        defaults.main, defaults.startup = saved
+        default_programs.main, default_programs.startup = saved
 
 
 def data(name: str, shape: Sequence[int | None], dtype: Any = "float32") -> Variable:
@@ -240,6 +240,8 @@ def data(name: str, shape: Sequence[int | None], dtype: Any = "float32") -> Vari
 
     Use None (or -1) for dimensions known only at run time, typically the batch size.
     """
-    var = defaults.main.current_block().create_global_var(name, shape, dtype, stop_gradient=True)
+    var = default_programs.main.current_block().create_global_var(
+        name, shape, dtype, stop_gradient=True
+    )
     var.is_data = True
     return var

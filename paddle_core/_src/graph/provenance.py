@@ -7,8 +7,7 @@ anything runs:
 
 - every op type, in every block, is in the registry; the missing ones are reported together,
   in one ``OpNotFoundError`` naming each op and the package to install
-  (``pip install 'my-ops>=0.1'``, from the recorded distribution and version). An op saved
-  before providers were recorded is explained as an unknown op at run time always was;
+  (``pip install 'my-ops>=0.1'``, from the recorded distribution and version);
 - an op provided here by another distribution than the recorded one, or by an older version
   of it, is reported in a ``ProviderMismatchWarning``: the program may compute something else,
   or use what that version does not have. A newer version is what upgrading gives: no warning.
@@ -35,15 +34,14 @@ def check_ops(program: Any, source: str | None = None) -> None:
     """Check every op of a loaded ``program`` against the registry (see the module docstring);
     ``source`` (a path) names the program in the error and warnings."""
     registry = get_registry()
-    missing: dict[str, Provider | None] = {}  # op type -> the provider first recorded for it
+    missing: dict[str, Provider] = {}  # op type -> the provider first recorded for it
     mismatched: dict[tuple[Provider, Provider], list[str]] = {}  # (recorded, here) -> ops
     for block in program.blocks:
         for op in block.ops:
             info = registry.ops.get(op.type)
             if info is None:
-                if missing.get(op.type) is None:
-                    missing[op.type] = op.provider
-            elif op.provider is not None and _differs(op.provider, info.provider):
+                missing.setdefault(op.type, op.provider)
+            elif _differs(op.provider, info.provider):
                 ops = mismatched.setdefault((op.provider, info.provider), [])
                 if op.type not in ops:
                     ops.append(op.type)
@@ -57,13 +55,12 @@ def check_ops(program: Any, source: str | None = None) -> None:
 def requirements(program: Any) -> list[str]:
     """What installing ``program``'s providers takes, as pip requirements: each recorded
     distribution at the highest version recorded for it (``"paddle-ops-math>=0.1.0"``), by
-    name. Plugins registered from Python, and ops saved before providers were recorded, have
-    no distribution to name."""
+    name. Plugins registered from Python have no distribution to name."""
     wanted: dict[str, Provider] = {}
     for block in program.blocks:
         for op in block.ops:
             p = op.provider
-            if p is None or not p.distribution:
+            if not p.distribution:
                 continue
             key = normalize(p.distribution)
             known = wanted.get(key)
@@ -75,18 +72,17 @@ def requirements(program: Any) -> list[str]:
     ]
 
 
-def _missing_message(registry: Any, missing: dict[str, Provider | None], what: str) -> str:
+def _missing_message(registry: Any, missing: dict[str, Provider], what: str) -> str:
     if len(missing) == 1:
         ((op, provider),) = missing.items()
         reason = registry.missing_reason(op, provider)
         return f"{what} uses op {op!r}, which no loaded plugin provides{reason}"
     # Ops that share a recorded provider share one line (and one install command).
-    groups: dict[Provider | str, list[str]] = {}
+    groups: dict[Provider, list[str]] = {}
     for op, provider in missing.items():
-        groups.setdefault(provider if provider is not None else op, []).append(op)
+        groups.setdefault(provider, []).append(op)
     lines = [f"{what} uses {counted(len(missing), 'op')} that no loaded plugin provides:"]
-    for key, ops in groups.items():
-        provider = key if isinstance(key, Provider) else None
+    for provider, ops in groups.items():
         names = ", ".join(repr(op) for op in ops)
         reason = registry.missing_reason(ops[0], provider)
         lines.append(f"  {'op' if len(ops) == 1 else 'ops'} {names}{reason}")

@@ -128,9 +128,9 @@ def check_forward_relation(info: Any, ctx: ShapeContext) -> None:
     expected: dict[str, list[tuple[tuple, str]]] = {}
     slots = {i.name: ctx.inputs.get(i.name) for i in proto.inputs}
     required = all(v for i, v in zip(proto.inputs, slots.values()) if not i.dispensable)
-    if required and forward.attr_types.keys() <= {*forward.defaults, *ctx.attrs}:
+    if required and forward.attr_types.keys() <= {*forward.attr_defaults, *ctx.attrs}:
         attrs = {
-            **forward.defaults,
+            **forward.attr_defaults,
             **{k: v for k, v in ctx.attrs.items() if k in forward.attr_types},
         }
         fctx = ShapeContext(

@@ -1,4 +1,4 @@
-"""Layer 6, model: the seeds' Model and Expression, over programs and the run layer.
+"""Layer 6, model: Model and Expression, over programs and the run layer.
 
 A Model owns a main and a startup program, a stack of scopes, the parameter -> gradient map
 and a device; an Expression is a variable's value at one point of a model's net, computed on

@@ -1,9 +1,8 @@
 """Expression: a variable's value at one point of a model's net, computed when asked for.
 
-The seeds' Expression holds its model, the variable's name and the place of the op computing
-it. Ours holds the Variable and its *anchor*, the last op of the global block when it was made:
-its value is the variable's after the ops up to the anchor (so an expression made before an
-op rewrites its variable in place keeps meaning the earlier value). An expression of a
+An Expression holds the Variable and its *anchor*, the last op of the global block when it was
+made: its value is the variable's after the ops up to the anchor (so an expression made before
+an op rewrites its variable in place keeps meaning the earlier value). An expression of a
 persistable variable (a parameter, optimizer state) has no anchor: its value is the scope's.
 
 ``value()`` asks the model, which runs the expression's subgraph and keeps the result with

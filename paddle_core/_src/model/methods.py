@@ -1,11 +1,10 @@
 """Model methods: how layers and the generated ops reach a model.
 
-The seeds' "model methods" take ``model=None`` and Expressions, and return Expressions. Ours
-are the Program API's functions, unchanged, with a way in: given ``model=``, or called on an
+Model methods take ``model=None`` and Expressions, and return Expressions. They are the
+Program API's functions, unchanged, with a way in: given ``model=``, or called on an
 expression, a layer runs inside the model's ``guard()`` on the expressions' Variables, and
 what it returns comes back as the model's Expressions. Called with neither, it is the Program
-API as it always was (the default model's programs are the default programs), returning
-Variables.
+API itself (the default model's programs are the default programs), returning Variables.
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ def model_method(layer: Layer) -> Layer:
         if model is None:
             model = model_of((*args, *kwargs.values()))
             if model is None:
-                return layer(*args, **kwargs)  # the Program API, as it always was
+                return layer(*args, **kwargs)  # the Program API itself
         elif not callable(getattr(model, "guard", None)):
             raise ProgramError(f"{layer.__name__}(): model must be a pc.Model, got {shown(model)}")
         args = tuple(unwrap(a, model) for a in args)

@@ -1,4 +1,4 @@
-"""Model: the seeds' Model, owning what training a network needs, and running Expressions.
+"""Model: owns what training a network needs, and runs Expressions.
 
 A Model holds a main program (the net; its blocks are the net stack), a startup program (the
 parameters' initialisers), a stack of scopes (the root one holds the parameters; models may
@@ -10,7 +10,7 @@ is a write, stamped on the scopes' ``CLOCK``), initialises parameters the scope 
 those: models sharing a scope share their values), finds or builds the subgraph of the
 requested expressions and runs it, or serves a kept result while nothing it read changed.
 
-Saving is ``storage``'s; the global model (``default_model()``) is ``default``'s.
+Saving is ``storage``'s; the global model (``default_model()``) is ``default_model``'s.
 """
 
 from __future__ import annotations

@@ -17,13 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..base.errors import FeedError
+from ..base.errors import FeedError, ProgramError
 from ..graph.program import Program
 from ..graph.serialization import checked_path, load_program, make_directory, save_program
 from ..graph.variable import Parameter
 from ..run.scope import Scope
-from ..run.values import load_values as load_npz
-from ..run.values import save_values
+from ..run.values import read_archive, save_values, set_values
 
 MAIN, STARTUP, VALUES = "main.pb", "startup.pb", "values.npz"
 RANDOM_RUNS = "paddle_core:random_runs"  # a key no variable's name takes
@@ -78,13 +77,19 @@ def load_values(main: Program, scope: Scope, dirname: str | os.PathLike) -> Any:
 
 def load_persistables(main: Program, scope: Scope, path: str | os.PathLike) -> Any:
     """Set ``main``'s persistable values in ``scope`` from the ``.npz`` file ``path`` (as
-    ``save_persistables`` wrote it), and the scope's count of random runs where it is there."""
+    ``save_persistables`` wrote it), and the scope's count of random runs."""
     block = main.global_block()
     persistables = [v for v in block.vars.values() if v.persistable]
     optional = {v.name for v in persistables if not isinstance(v, Parameter)}
     names = [v.name for v in persistables]
-    loaded = load_npz(path, block, names, scope, optional)
-    with np.load(path, allow_pickle=False) as archive:  # (load_npz checked the file)
-        if RANDOM_RUNS in archive.files:  # (absent from models saved before it was kept)
-            scope.random_runs = int(archive[RANDOM_RUNS])
+    arrays = read_archive(path)
+    runs = arrays.get(RANDOM_RUNS)
+    if runs is None or runs.shape != () or runs.dtype != np.int64:
+        raise ProgramError(
+            f"{os.fspath(path)!r} holds no count of random runs: it was not written by "
+            "save_persistables or Model.save (save_params writes parameters only: read it with "
+            "load_params)"
+        )
+    loaded = set_values(arrays, path, block, names, scope, optional)
+    scope.random_runs = int(runs)
     return loaded

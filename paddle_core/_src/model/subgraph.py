@@ -2,9 +2,9 @@
 
 An expression is a variable's value at a point of its model's net: after the ops that were in
 the global block when it was made (its anchor is the last of them; an expression of a
-persistable variable has none and is the value in the scope). ``extract`` is the seeds'
-``extract_subnet_from``: walking back from the latest anchor, an op is kept when it writes a
-variable still needed, and then its inputs are needed. Unlike the executor's ``prune`` it keeps
+persistable variable has none and is the value in the scope). ``extract`` walks back from the
+latest anchor: an op is kept when it writes a variable still needed, and then its inputs are
+needed. Unlike the executor's ``prune`` it keeps
 no op for its side effect alone, and it skips ops of the "optimize" role that write persistable
 variables (parameter updates, optimizer state, the step counter) unless a training step is
 among the targets: evaluating an expression never trains.

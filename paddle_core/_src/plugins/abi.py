@@ -4,8 +4,7 @@ A module exports ``KERNEL_ABI_VERSION`` and ``KERNEL_LAYOUT``, the layout finger
 ``kernel_abi.h`` it was compiled with; the core's compiled runtime exports its own, compiled
 from the core's header. The rules for comparing layouts (struct by struct, each by its growth
 rule, so that a plugin built against an older header of the same ABI still loads) are written
-at the top of kernel_abi.h; ``layout_difference`` applies them. A module that exports no
-layout predates fingerprints: it has ABI 1's first layout.
+at the top of kernel_abi.h; ``layout_difference`` applies them.
 
 Each function returns a problem (a sentence naming what differs and the command that fixes it)
 or "": loading refuses the module on a problem, ``paddle-ops validate`` prints it.
@@ -14,8 +13,8 @@ or "": loading refuses the module on a problem, ``paddle-ops validate`` prints i
 from __future__ import annotations
 
 from ..._version import __version__
-from ..base import native
 from ..base.dtypes import DTYPES
+from ..base.runtime import KERNEL_ABI_VERSION, compiled_runtime
 from .catalog import rebuild_command
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `paddle-ops list`
@@ -25,17 +24,20 @@ if TYPE_CHECKING:
 
 def module_problem(module: Any, name: str, distribution: str) -> str:
     """Why the compiled module ``name`` speaks another kernel ABI or layout than the core, or ""."""
-    runtime = native.runtime()
+    runtime = compiled_runtime()
     abi = getattr(module, "KERNEL_ABI_VERSION", None)
     layout = getattr(module, "KERNEL_LAYOUT", None)
-    ours = f"paddle-core {__version__} speaks kernel ABI {native.KERNEL_ABI_VERSION}"
-    if abi != native.KERNEL_ABI_VERSION:
+    ours = f"paddle-core {__version__} speaks kernel ABI {KERNEL_ABI_VERSION}"
+    if abi != KERNEL_ABI_VERSION:
         return (
             f"its compiled module {name!r} was built for kernel ABI {abi}, but {ours}; "
             + _rebuild(distribution)
         )
-    if layout is None:  # built before modules exported their layout: ABI 1's first one
-        layout = runtime.KERNEL_LAYOUT_ABI1_FIRST
+    if layout is None:
+        return (
+            f"its compiled module {name!r} exports no KERNEL_LAYOUT (it was not built with the "
+            "SDK's paddle_core/pybind.hpp); " + _rebuild(distribution)
+        )
     if not isinstance(layout, str):
         return f"its compiled module {name!r} exports a KERNEL_LAYOUT that is not text: {layout!r}"
     difference = layout_difference(layout, runtime.KERNEL_LAYOUT)
@@ -50,22 +52,22 @@ def module_problem(module: Any, name: str, distribution: str) -> str:
 
 def capsule_problem(symbol: str, capsule: Any, distribution: str) -> str:
     """Why kernel capsule ``symbol`` of a module of the right ABI cannot be used, or ""."""
-    runtime = native.runtime()
+    runtime = compiled_runtime()
     try:
         abi, size, exported, has_run = runtime.kernel_info(capsule)
     except Exception as e:
         return f"kernel {symbol!r} is not a kernel capsule: {e}"
-    if size < runtime.KERNEL_V1_SIZE:  # ABI 1's first layout; later ones grow
+    if size < runtime.KERNEL_BASE_SIZE:  # ABI 1's pc_kernel; later ones grow
         ours = parse(runtime.KERNEL_LAYOUT)["pc_kernel"][1]
         return (
             f"kernel {symbol!r} has a pc_kernel of struct_size {size}, but paddle-core "
-            f"{__version__} needs at least {runtime.KERNEL_V1_SIZE} (ABI "
-            f"{native.KERNEL_ABI_VERSION}'s first layout; its own pc_kernel is {ours} bytes): "
+            f"{__version__} needs at least {runtime.KERNEL_BASE_SIZE} (ABI "
+            f"{KERNEL_ABI_VERSION}'s; its own pc_kernel is {ours} bytes): "
             "the module was not built with the SDK's kernel_abi.h; " + _rebuild(distribution)
         )
-    if abi != native.KERNEL_ABI_VERSION or exported != symbol or not has_run:
+    if abi != KERNEL_ABI_VERSION or exported != symbol or not has_run:
         return (
-            f"kernel {symbol!r} is malformed (ABI {abi}, expected {native.KERNEL_ABI_VERSION}; "
+            f"kernel {symbol!r} is malformed (ABI {abi}, expected {KERNEL_ABI_VERSION}; "
             f"name {exported!r}, expected {symbol!r}; run {'set' if has_run else 'missing'})"
         )
     return ""
@@ -158,7 +160,7 @@ def signature_problem(symbol: str, capsule: Any, proto: Any, dtypes: Any) -> str
     manifest lists for it, by what the kernel declares it fits (kernel_abi.h, pc_kernel), or "".
     A kernel that declares nothing is not checked."""
     try:
-        inputs, outputs, accepted = native.runtime().kernel_signature(capsule)
+        inputs, outputs, accepted = compiled_runtime().kernel_signature(capsule)
     except Exception as e:  # a forged table: texts or lists that do not end
         return f"kernel {symbol!r} has a malformed declaration of what it fits: {e}"
     found = []
@@ -194,7 +196,7 @@ def signature_problem(symbol: str, capsule: Any, proto: Any, dtypes: Any) -> str
 def declares_fit(capsule: Any) -> bool:
     """Whether a kernel declares its slots and dtypes (one that does not is not checked)."""
     try:
-        return None not in native.runtime().kernel_signature(capsule)
+        return None not in compiled_runtime().kernel_signature(capsule)
     except Exception:  # malformed: signature_problem says so
         return True
 

@@ -11,7 +11,7 @@ are not on an index yet; a core built from a checkout that still exists is point
 
 1. a wheelhouse ``<checkout>/dist`` (``./dev wheels``) holding the package:
    ``pip install --find-links dist paddle-ops-nn``;
-2. one holding the core's wheel only (the README's plain-pip install):
+2. one holding the core's wheel only (the plain-pip install of docs/plugins.md):
    ``pip install --find-links dist ./plugins/paddle_ops_nn``, which builds the plugin;
 3. no wheelhouse: build the core's wheel into one first, then as 2.
 

@@ -2,15 +2,20 @@
 
 A plugin registers one entry point in group ``paddle_core.plugins`` whose value names its
 manifest as ``package:file.pbtxt``, or ``package:directory`` holding several ``*.pbtxt``
-files (one per op family, merged in name order). The core owns the loader loop: each plugin is read on its
-own, every failure is recorded against that plugin (``PluginRecord.errors``), and nothing here
-raises. The result is cached on disk (``index_cache``), so a process that finds nothing changed
-reads one small JSON file instead of scanning distributions and parsing manifests.
+files (one per op family, merged in name order). Beside its kernel module, its build records
+what the compiled module exports (``kernels.json``: each kernel's dtypes, see
+paddle_core/cmake/record_kernels.py), which fills in the dtypes the manifest does not list.
+The core owns the loader loop: each plugin is read on its own, every failure is recorded
+against that plugin (``PluginRecord.errors``), and nothing here raises. The result is cached
+on disk (``index_cache``), so a process that finds nothing changed reads one small JSON file
+instead of scanning distributions and parsing manifests.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import os
 
 from ..base.errors import ManifestError, counted
 
@@ -29,8 +34,10 @@ class PluginRecord:
     """What the core knows about one plugin: identity, status, and its manifest.
 
     ``errors`` are found at discovery (unreadable or invalid manifest, incompatible core): such
-    a plugin registers no ops. ``runtime_errors`` are found on first use (a rules module that
-    raises, a missing Python kernel): its ops stay listed but cannot run. ``missing_symbols``
+    a plugin registers no ops. ``unbuilt`` are the kernels its manifest declares that its build
+    did not make ([op, device, symbol, why]): a CUDA kernel of a build without a CUDA toolkit is
+    only unavailable, a CPU one a problem. ``runtime_errors`` are found on first use (a rules
+    module that raises, a missing Python kernel): its ops stay listed but cannot run. ``missing_symbols``
     are native kernels its compiled module lacks, ``refused_kernels`` kernels bound to an op
     they do not fit: only the ops using them are affected.
     ``disabled`` is set from the user's settings. The manifest is kept serialised;
@@ -45,14 +52,15 @@ class PluginRecord:
         "entry_point",
         "manifest_path",
         "manifest_files",
+        "kernel_record",
         "comment",
-        "rules_module",
         "kernel_module",
         "hooks_module",
         "errors",
         "warnings",
         "ops",
         "kernel_packs",
+        "unbuilt",
         "manifest_b64",
         "kernel_problem",
     )
@@ -73,14 +81,15 @@ class PluginRecord:
         self.entry_point = fields.get("entry_point", "")
         self.manifest_path = fields.get("manifest_path", "")  # the file or directory named
         self.manifest_files: list[str] = list(fields.get("manifest_files", ()))
+        self.kernel_record = fields.get("kernel_record", "")  # kernels.json, where there is one
         self.comment = fields.get("comment", "")
-        self.rules_module = fields.get("rules_module", "")
         self.kernel_module = fields.get("kernel_module", "")
         self.hooks_module = fields.get("hooks_module", "")
         self.errors: list[str] = list(fields.get("errors", ()))
         self.warnings: list[str] = list(fields.get("warnings", ()))
         self.ops: list[dict[str, Any]] = list(fields.get("ops", ()))
         self.kernel_packs: list[dict[str, Any]] = list(fields.get("kernel_packs", ()))
+        self.unbuilt: list[list[str]] = list(fields.get("unbuilt", ()))
         self.manifest_b64: str = fields.get("manifest_b64", "")
         # Why the compiled kernel module cannot be used (not installed, failed to import, wrong
         # ABI): found without importing at discovery, or by a process that tried to load it,
@@ -95,8 +104,8 @@ class PluginRecord:
         self.refused_kernels: list[list[str]] = []
         self.disabled: str | None = None  # "disabled by <the setting>", when the user did
         self.runtime_errors: list[str] = []
-        # Where bare rule/kernel names resolve: None means import rules_module on first use;
-        # in-process plugins (register_plugin) resolve names on their own object.
+        # Where bare rule/kernel names resolve, for in-process plugins (register_plugin): their
+        # own object. An installed plugin's names are spelled in full at discovery.
         self.namespace: Any = fields.get("namespace")
         self._manifest = None
 
@@ -106,6 +115,12 @@ class PluginRecord:
         found = self.errors + self.runtime_errors
         if self.kernel_problem and self.kernel_problem not in found:
             found.append(self.kernel_problem)
+        if not self.kernel_problem:  # (a module that cannot be used says it for all)
+            found += [
+                f"op {op!r}: {device} kernel {symbol!r}: {why}"
+                for op, device, symbol, why in self.unbuilt
+                if device == "cpu"
+            ]
         for op, symbols in self.missing_kernels().items():
             found.append(f"op {op!r}: " + missing_symbols_reason(self.kernel_module, symbols))
         found += [f"op {op!r}: {why}" for op, _, why in self.refused_kernels]
@@ -119,7 +134,8 @@ class PluginRecord:
             return "disabled"
         if self.errors or self.runtime_errors or self.kernel_problem:
             return "broken"
-        return "partial" if self.missing_symbols or self.refused_kernels else "ok"
+        cpu_unbuilt = any(device == "cpu" for _, device, _, _ in self.unbuilt)
+        return "partial" if self.missing_symbols or self.refused_kernels or cpu_unbuilt else "ok"
 
     def refusal(self, op: str, symbol: str) -> str:
         """Why kernel ``symbol`` was refused for ``op`` (it does not fit), or ""."""
@@ -192,14 +208,17 @@ def missing_symbols_reason(module: str, symbols: list[str]) -> str:
 
 
 # Manifest fields that hold one value for the whole plugin: every file that sets one must agree.
+# (rules_module holds for its own file: spelt into each of its names before merging.)
 _PLUGIN_FIELDS = (
     "comment",
     "requires_core",
     "kernel_abi",
-    "rules_module",
     "kernel_module",
     "hooks_module",
 )
+# The record of a plugin's build, beside its kernel module (paddle_core_record_kernels).
+KERNEL_RECORD = "kernels.json"
+MAX_RECORD_BYTES = 16 << 20
 
 
 def record_from_manifest(
@@ -221,6 +240,8 @@ def record_from_manifest(
             record.errors.append(str(e))
             continue
         bounds += M.bound_problems(part, text)
+        if record.namespace is None:  # (an in-process plugin's bare names are on its object)
+            M.qualify(part)
         for field in _PLUGIN_FIELDS:
             value, current = getattr(part, field), getattr(parsed, field)
             if value and current and value != current:
@@ -236,8 +257,11 @@ def record_from_manifest(
     errors, warnings = M.check(parsed, core_version=core_version, in_process=in_process)
     record.errors += errors + bounds
     record.warnings += warnings
+    if not record.errors:
+        recorded = read_kernel_record(record, parsed.kernel_module)
+        record.unbuilt, clashes = M.resolve_dtypes(parsed, recorded)
+        record.errors += clashes
     record.comment = parsed.comment
-    record.rules_module = parsed.rules_module
     record.kernel_module = parsed.kernel_module
     record.hooks_module = parsed.hooks_module
     summary = M.summarize(parsed)
@@ -246,6 +270,39 @@ def record_from_manifest(
     record.manifest_b64 = base64.b64encode(parsed.SerializeToString()).decode("ascii")
     record._manifest = parsed
     return record
+
+
+def read_kernel_record(record: PluginRecord, kernel_module: str) -> dict[str, Any] | None:
+    """symbol -> dtypes (or None) of each kernel in the record the build left beside
+    ``kernel_module`` (paddle_core/cmake/record_kernels.py writes it); None when there is none.
+    Sets ``record.kernel_record``; a record that cannot be read goes to ``record.errors``."""
+    spec = find_spec(kernel_module) if kernel_module else None
+    if spec is None or not spec.origin or not spec.has_location:
+        return None
+    path = os.path.join(os.path.dirname(spec.origin), KERNEL_RECORD)
+    if not os.path.isfile(path):
+        return None
+    record.kernel_record = path
+    try:
+        if os.path.getsize(path) > MAX_RECORD_BYTES:
+            raise ValueError(f"it holds more than {MAX_RECORD_BYTES} bytes")
+        with open(path, encoding="utf-8") as f:
+            kernels = json.load(f)["kernels"]
+        if not isinstance(kernels, dict) or not all(
+            dtypes is None
+            or (
+                isinstance(dtypes, list) and all(type(d) is int and 0 < d < 1 << 16 for d in dtypes)
+            )
+            for dtypes in kernels.values()
+        ):
+            raise ValueError("its 'kernels' is not a map of symbol -> list of dtype numbers")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        record.errors.append(
+            f"the record of its build, {path!r}, is unreadable ({type(e).__name__}: {e}): "
+            "reinstall the plugin"
+        )
+        return None
+    return kernels
 
 
 def is_first_party(distribution: str) -> bool:

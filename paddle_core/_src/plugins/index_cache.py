@@ -6,8 +6,8 @@ The index is valid while all of these hold (checked with a few ``stat`` calls, n
 - for every ``sys.path`` directory whose mtime moved, the same ``*.dist-info``/``*.egg-info``
   entries with the same mtimes (pip recreates these on install, upgrade and removal, and a
   new or removed distribution changes its directory's mtime);
-- every plugin's manifest file (and manifest directory) has the same size and mtime
-  (editable installs edit in place).
+- every plugin's manifest file (and manifest directory), and the record of its build
+  (kernels.json), has the same size and mtime (editable installs edit in place).
 
 One file per interpreter and resolved ``sys.path`` (so ``python -c`` and a console script,
 whose first path entries differ, do not evict each other), under the cache directory. Writes
@@ -32,7 +32,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing would slow `
 if TYPE_CHECKING:
     from typing import Any
 
-FORMAT = 3  # 3: op summaries say "grad": "yes" | "zero" | "none"
+FORMAT = 4  # 4: records hold the kernel record and the kernels not built
 PROBLEMS_FILE = "kernel-problems.json"
 
 
@@ -73,12 +73,13 @@ def store(cache_dir: str, core_version: str, records: list[PluginRecord]) -> Non
         "core": core_version,
         "python": sys.version,
         "paths": [[p, _mtime(p), _dists(p)] for p in search_path()],
-        # Every manifest file, and a manifest directory itself (its mtime moves when files
-        # are added or removed).
+        # Every manifest file, a manifest directory itself (its mtime moves when files are
+        # added or removed), and the kernel record of each build.
         "manifests": {
             path: _file_state(path)
             for r in records
-            for path in dict.fromkeys([r.manifest_path, *r.manifest_files])
+            for path in dict.fromkeys([r.manifest_path, *r.manifest_files, r.kernel_record])
+            if path
         },
         "plugins": [r.to_json() for r in records],
     }

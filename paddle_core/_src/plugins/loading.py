@@ -1,7 +1,8 @@
 """Loading plugin code on first use: rules and Python kernels by reference, native kernel tables.
 
-A manifest names Python code as "function" (in the plugin's rules module, or on an in-process
-plugin's object) or "module:function"; ``resolve`` imports it. A plugin's compiled module
+A manifest names Python code as "module:function", or as "function" in a file that sets a
+rules_module (discovery spells it in full) or on an in-process plugin's object; ``resolve``
+imports it. A plugin's compiled module
 exports ``KERNEL_ABI_VERSION``, ``KERNEL_LAYOUT`` and ``kernels() -> {symbol: capsule}`` (see
 paddle_core/include/paddle_core/pybind.hpp). The first time one of its native kernels is
 needed, the module is imported and checked once: the ABI version and struct layout against the
@@ -37,20 +38,18 @@ if TYPE_CHECKING:
 
 
 def resolve(plugin: PluginRecord, ref: str, what: str) -> Any:
-    """Resolve "function" (in the plugin's rules module or object) or "module:function".
+    """Resolve "module:function", or "function" on an in-process plugin's object (discovery
+    spells an installed plugin's bare names in full, with their file's rules_module).
 
     Failures are recorded against the plugin (shown by ``paddle-ops plugins``) and raised as
     PluginError naming the plugin, what was being resolved and why.
     """
     module_name, sep, attr = ref.rpartition(":")
     try:
-        if sep:
+        if sep or plugin.namespace is None:
             owner, where = importlib.import_module(module_name), repr(module_name)
-        elif plugin.namespace is not None:
-            owner, where = plugin.namespace, f"the object registered as {plugin.name!r}"
         else:
-            module_name = plugin.rules_module
-            owner, where = importlib.import_module(module_name), repr(module_name)
+            owner, where = plugin.namespace, f"the object registered as {plugin.name!r}"
     except PLUGIN_CODE_ERRORS as e:
         message = f"importing {module_name!r} raised {type(e).__name__}: {e}"
         _record(plugin, message)

@@ -142,7 +142,7 @@ class OpInfo:
         "_proto",
         "_opdef",
         "_attr_types",
-        "_defaults",
+        "_attr_defaults",
         "_validator",
         "_shape_rule",
         "_signature",
@@ -157,7 +157,7 @@ class OpInfo:
         self.provider = Provider(plugin.name, plugin.distribution, plugin.version)
         # (device, dtype) -> candidate kernels, preferred first.
         self.kernels: dict[tuple[str, str], list[KernelRef]] = {}
-        self._opdef = self._proto = self._attr_types = self._defaults = None
+        self._opdef = self._proto = self._attr_types = self._attr_defaults = None
         self._validator = self._shape_rule = self._signature = None
 
     def __repr__(self) -> str:
@@ -183,17 +183,17 @@ class OpInfo:
         return self._attr_types
 
     @property
-    def defaults(self) -> dict[str, Any]:
+    def attr_defaults(self) -> dict[str, Any]:
         """attr name -> default Python value, for attrs that have one."""
-        if self._defaults is None:
+        if self._attr_defaults is None:
             from ..spec.attrs import from_attr_value  # (protobuf: off the listing path)
 
-            self._defaults = {
+            self._attr_defaults = {
                 a.name: from_attr_value(a.default)
                 for a in self.proto.attrs
                 if a.HasField("default")
             }
-        return self._defaults
+        return self._attr_defaults
 
     def signature(self) -> OpSignature:
         if self._signature is None:
@@ -250,7 +250,7 @@ class OpInfo:
     def validator(self):
         """The attr validator (a pydantic model, built on first call)."""
         if self._validator is None:
-            from ..spec.validation import AttrValidator  # (pydantic: off the listing path)
+            from ..spec.attr_validator import AttrValidator  # (pydantic: off the listing path)
 
             self._validator = AttrValidator(self)
         return self._validator
@@ -380,6 +380,17 @@ class Registry:
 
     def op_types(self) -> list[str]:
         return sorted(self.ops)
+
+    def unbuilt_kernels(self, op: str) -> list[tuple[PluginRecord, str, str, str]]:
+        """(plugin, device, symbol, why) for each kernel of ``op`` that a loaded plugin declares
+        but its build did not make (a CUDA kernel of a build without a CUDA toolkit)."""
+        return [
+            (record, device, symbol, why)
+            for record in self.records
+            if record.loaded
+            for unbuilt_op, device, symbol, why in record.unbuilt
+            if unbuilt_op == op
+        ]
 
     def op(self, op: str) -> OpInfo:
         """The OpInfo for ``op``; OpNotFoundError says what to do when it is missing."""

@@ -2,8 +2,8 @@
 
 Done once per (program version, feed signature, fetch list) by the executor:
 
-1. prune to the ops the fetches need (the seeds' ``extract_subnet_from``), keeping ops that
-   write persistable variables (their effect outlives the run) and never recomputing fed ones;
+1. prune to the ops the fetches need, keeping ops that write persistable variables (their
+   effect outlives the run) and never recomputing fed ones;
 2. check that every input will be available (fed, computed earlier, or persistable);
 3. select each op's kernel by (op, device, dtype) through the ``paddle_core_select_kernel``
    hook, falling back to a kernel of the device's ``fallback`` type (CPU) when the device has
@@ -29,6 +29,7 @@ from ..base.errors import (
     did_you_mean,
 )
 from ..base.warn import warn
+from ..graph.operator import checked_attrs
 from ..graph.shape_inference import ShapeContext, TensorSpec, check_spec, infer, shape_fits
 from ..graph.variable import format_shape
 from ..plugins.devices import get_device
@@ -156,15 +157,8 @@ def plan(
     manager = plugin_manager()
     feed_names = [name for name, _, _ in signature]
     origins = None
-    if block_idx == 0 and _passes_apply(manager, program, device, feed_names, fetch_names):
-        program = program.clone()  # passes rewrite a private copy, never the user's program
-        before = {id(op): i for i, op in enumerate(program.global_block().ops)}
-        hook = manager.hook.paddle_core_transform_program
-        with _failures_named(hook):
-            hook(program=program, device=device, feed_names=feed_names, fetch_names=fetch_names)
-        origins = [before.get(id(op)) for op in program.global_block().ops]
-        if origins == list(range(len(before))):
-            origins = None  # (ops rebound in place, none inserted or removed)
+    if block_idx == 0:
+        program, origins = _transformed(manager, program, device, feed_names, fetch_names)
     block = program.block(block_idx)
     spec = PlanSpec(program, feed_names, fetch_names)
     spec.shapes = {name: (tuple(shape), dtype) for name, shape, dtype in signature}
@@ -180,30 +174,11 @@ def plan(
     feed_until = first_reads(block, fed - carried)
     index_of = {id(op): index for index, op in enumerate(block.ops)}
     for op in ops:
-        for name in op.input_names:
-            if name not in available:
-                listed = ", ".join(feed_names) or "nothing"
-                problem = (
-                    f"op {op.type!r} needs variable {name!r}, which is neither fed nor computed "
-                    f"by an earlier op; add it to feed (fed: {listed})"
-                )
-                _persistable_input(spec, block, name, problem)
-                available.add(name)
-        for name in op.output_names:
-            if name not in feed_until:
-                continue
-            var = block.find_var(name)
-            # The feed stands for this op's output, or a persistable value would be updated
-            # from a feed rather than from the scope.
-            if feed_until[name] > index_of[id(op)] or (var is not None and var.persistable):
-                raise FeedError(
-                    f"variable {name!r} is fed, but op {op.type!r} (needed for the fetches) "
-                    "computes it before any op reads it; feed only variables no needed op "
-                    "computes first (set persistable values with scope.set_var)"
-                )
+        _bind_inputs(spec, block, op, available)
+        _check_fed_outputs(block, op, index_of[id(op)], feed_until)
         step = _step(registry, manager, op, device, fallback, spec.shapes)
         if step.info.opdef.random:
-            step.random_key = random_key(program.random_seed, block.idx, block.ops.index(op))
+            step.random_key = random_key(program.random_seed, block.idx, index_of[id(op)])
             spec.random = True
         if op.type in CONTROL_OPS:  # its blocks are planned too; they give its shapes
             step.sub_specs = plan_sub_blocks(step, spec.shapes, device, plan)
@@ -221,6 +196,54 @@ def plan(
             problem = f"fetch {name!r} is neither fed nor computed by any op of the program"
             _persistable_input(spec, block, name, problem)
     return spec
+
+
+def _transformed(
+    manager: Any, program: Any, device: Any, feed_names: list[str], fetch_names: list[str]
+) -> tuple[Any, list[int | None] | None]:
+    """``program`` after the program passes that have something to do (on a private copy: never
+    the user's program), and each op's index before them (None where the ops are the same)."""
+    if not _passes_apply(manager, program, device, feed_names, fetch_names):
+        return program, None
+    program = program.clone()
+    before = {id(op): i for i, op in enumerate(program.global_block().ops)}
+    hook = manager.hook.paddle_core_transform_program
+    with _failures_named(hook):
+        hook(program=program, device=device, feed_names=feed_names, fetch_names=fetch_names)
+    origins = [before.get(id(op)) for op in program.global_block().ops]
+    if origins == list(range(len(before))):
+        return program, None  # (ops rebound in place, none inserted or removed)
+    return program, origins
+
+
+def _bind_inputs(spec: PlanSpec, block: Any, op: Any, available: set[str]) -> None:
+    """Every input of ``op`` is fed or computed by an earlier op, or else a persistable value
+    read from the scope; anything else names the variable and what was fed."""
+    for name in op.input_names:
+        if name not in available:
+            listed = ", ".join(spec.feed_names) or "nothing"
+            problem = (
+                f"op {op.type!r} needs variable {name!r}, which is neither fed nor computed "
+                f"by an earlier op; add it to feed (fed: {listed})"
+            )
+            _persistable_input(spec, block, name, problem)
+            available.add(name)
+
+
+def _check_fed_outputs(block: Any, op: Any, index: int, feed_until: dict[str, int]) -> None:
+    """A fed variable that ``op`` (at ``index``) writes must be read before: the feed stands
+    for this op's output otherwise, or a persistable value would be updated from a feed rather
+    than from the scope."""
+    for name in op.output_names:
+        if name not in feed_until:
+            continue
+        var = block.find_var(name)
+        if feed_until[name] > index or (var is not None and var.persistable):
+            raise FeedError(
+                f"variable {name!r} is fed, but op {op.type!r} (needed for the fetches) "
+                "computes it before any op reads it; feed only variables no needed op "
+                "computes first (set persistable values with scope.set_var)"
+            )
 
 
 def first_reads(block: Any, fed: set[str]) -> dict[str, int]:
@@ -269,10 +292,7 @@ def _persistable_input(spec: PlanSpec, block: Any, name: str, problem: str) -> N
 
 def _step(registry: Any, manager: Any, op: Any, device: Any, fallback: Any, shapes: dict) -> Step:
     info = registry.op(op.type)
-    if op.attr_types is info.attr_types:  # appended through the API: validated then
-        attrs = op.attrs
-    else:
-        attrs = info.validator().validate(dict(op.attrs))
+    attrs = checked_attrs(op, info)
     inputs = _slots(op, "input", op.inputs, info.proto.inputs)
     outputs = _slots(op, "output", op.outputs, info.proto.outputs)
     dtype = kernel_dtype(op, info, inputs, shapes)

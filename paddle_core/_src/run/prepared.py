@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from ..base import dtypes as D
-from ..base import native
 from ..base.errors import (
     PLUGIN_CODE_ERRORS,
     FeedError,
@@ -44,6 +43,7 @@ from ..base.errors import (
     shown,
 )
 from ..base.host import ALIGNMENT, aligned_empty, host_array
+from ..base.runtime import compiled_runtime
 from ..graph.variable import format_shape
 from ..plugins import hooks
 from . import control
@@ -203,7 +203,7 @@ class CompiledRunner:
     def __init__(
         self, spec: PlanSpec, device: Any, num_threads: int, reuse_memory: bool = True
     ) -> None:
-        runtime = native.runtime()
+        runtime = compiled_runtime()
         self.spec = spec
         self.device = device
         self.plan = runtime.Plan(num_threads, device.stream())
@@ -487,7 +487,7 @@ def _prepare(plan: Any, steps: list[Step]) -> None:
     """Run the native kernels' prepare; a refusal is a KernelError naming op and kernel."""
     try:
         plan.prepare()
-    except native.runtime().KernelFailure as e:
+    except compiled_runtime().KernelFailure as e:
         index, message = e.args
         step = steps[index]
         raise KernelError(
@@ -595,7 +595,7 @@ class StepKernel:
     """
 
     def __init__(self, step: Step, shapes: dict[str, tuple[tuple, str]], num_threads: int):
-        runtime = native.runtime()
+        runtime = compiled_runtime()
         self.step = step
         self.device = step.device
         self.plan = runtime.Plan(num_threads, step.device.stream())

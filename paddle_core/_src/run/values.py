@@ -53,6 +53,11 @@ def load_values(
 ) -> list[str]:
     """Set ``names`` in ``scope`` from ``path``, each checked against its variable in
     ``block`` first; names in ``optional`` may be absent from the file. Return those set."""
+    return set_values(read_archive(path), path, block, names, scope, optional)
+
+
+def read_archive(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The named arrays of the ``.npz`` file ``path``; ProgramError naming it if unreadable."""
     try:
         loaded = np.load(path, allow_pickle=False)
         if not isinstance(loaded, np.lib.npyio.NpzFile):  # (one .npy array)
@@ -64,6 +69,19 @@ def load_values(
         if isinstance(e, ValueError) and "allow_pickle" in reason:  # (not for parameters)
             reason = "it is not an .npz archive of arrays"
         raise ProgramError(f"cannot read parameters from {os.fspath(path)!r}: {reason}") from None
+    return arrays
+
+
+def set_values(
+    arrays: dict[str, np.ndarray],
+    path: str | os.PathLike,
+    block: Any,
+    names: list[str],
+    scope: Scope,
+    optional: set[str] | frozenset[str] = frozenset(),
+) -> list[str]:
+    """``load_values`` for the ``arrays`` read from ``path``: every one checked before any is
+    set."""
     for name in names:
         if name not in arrays:
             if name in optional:

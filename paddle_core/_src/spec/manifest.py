@@ -16,19 +16,15 @@ from google.protobuf import text_format
 
 from ...proto import framework_pb2 as pb
 from ..base.errors import ManifestError
-from ..base.native import KERNEL_ABI_VERSION
+from ..base.runtime import KERNEL_ABI_VERSION
 from . import attrs as A
 
 _IDENT = re.compile(r"[a-z][a-z0-9_]*\Z")  # a leading "_" could shadow the generated code's names
 _REF = re.compile(r"([A-Za-z_][\w.]*:)?[A-Za-z_]\w*\Z")  # "function" or "module:function"
-# Modules manifests named before paddle_core.rules was their public, stable home. They still
-# resolve (the modules are aliases), and doctor notes each use.
-_RENAMED = {
-    "paddle_core.shape_rules": "paddle_core.rules",
-    "paddle_core.backward": "paddle_core.rules",
-}
 # Parameter names the generated API uses itself; attrs and inputs may not take them.
 RESERVED = frozenset({"name"})
+# The device whose kernels give an op's dtypes to its kernels of other devices that list none.
+CPU = "cpu"
 
 
 def parse(text: str, *, plugin: str, source: str) -> pb.PluginManifest:
@@ -65,26 +61,11 @@ def check(
         problems += [f"{where}: {p}" for p in _check_op(opdef, bare_ok)]
         if not opdef.proto.comment:
             warnings.append(f"{where} has no comment (its docstring will be empty)")
-        warnings += [f"{where}: {w}" for w in _old_spellings(opdef.shape_rule, opdef.grad_rule)]
     for pack in manifest.kernel_packs:
         if not _IDENT.match(pack.op):
             problems.append(f"kernel pack for {pack.op!r}: op is not a valid op type")
         problems += [f"kernels for {pack.op!r}: {p}" for p in _check_kernels(pack.kernels, bare_ok)]
-    kernels = list(_all_kernels(manifest))
-    warnings += _old_spellings(*(k.python for k in kernels if k.WhichOneof("impl") == "python"))
     return problems, warnings
-
-
-def _old_spellings(*used: str) -> list[str]:
-    """A note per reference that names a module by its old path."""
-    notes = []
-    for ref in used:
-        module, _, name = ref.rpartition(":")
-        if module in _RENAMED:
-            notes.append(
-                f"{ref!r} is an old spelling that still works; write '{_RENAMED[module]}:{name}'"
-            )
-    return notes
 
 
 def _check_compatibility(manifest: pb.PluginManifest, core_version: str) -> list[str]:
@@ -111,6 +92,105 @@ def _check_compatibility(manifest: pb.PluginManifest, core_version: str) -> list
             f"but paddle-core {core_version} speaks kernel ABI {KERNEL_ABI_VERSION}"
         )
     return problems
+
+
+def qualify(manifest: pb.PluginManifest) -> None:
+    """Spell the bare names of one manifest file's rules and Python kernels in full
+    ("module:function", with the file's rules_module), then drop its rules_module: the files of a
+    plugin merge into one manifest, each keeping the rules module it names."""
+    module = manifest.rules_module
+    if not module:
+        return
+
+    def full(ref: str) -> str:
+        return f"{module}:{ref}" if ref and ":" not in ref else ref
+
+    for opdef in manifest.ops:
+        opdef.shape_rule = full(opdef.shape_rule)
+        opdef.grad_rule = full(opdef.grad_rule)
+    for k in _all_kernels(manifest):
+        if k.WhichOneof("impl") == "python":
+            k.python = full(k.python)
+    manifest.ClearField("rules_module")
+
+
+def resolve_dtypes(
+    manifest: pb.PluginManifest, recorded: dict[str, list[int] | None] | None
+) -> tuple[list[list[str]], list[str]]:
+    """Give every kernel that lists no dtypes its dtypes, and take out the kernels that cannot be
+    registered; return (unbuilt, problems).
+
+    A kernel of another device than the CPU takes the dtypes of its op's CPU kernels (in the same
+    op or kernel pack), if any; else a native kernel takes those its class declares, from
+    ``recorded`` (symbol -> dtypes, or None where the class declares none: the build's
+    kernels.json; None when the plugin has none). Taken out, as [op, device, symbol, why] in
+    ``unbuilt``: a native kernel of another device than the CPU that the record lacks (a build
+    without its toolkit did not compile it), and a kernel whose dtypes are still unknown.
+    ``problems``: a (device, dtype) that two kernels of one op give."""
+    unbuilt: list[list[str]] = []
+    problems: list[str] = []
+    declarations = [(opdef.proto.type, opdef.kernels) for opdef in manifest.ops]
+    declarations += [(pack.op, pack.kernels) for pack in manifest.kernel_packs]
+
+    def own(k) -> list[int]:  # the kernel's own dtypes: listed, else recorded
+        if k.dtypes or k.WhichOneof("impl") != "native" or recorded is None:
+            return list(k.dtypes)
+        return list(recorded.get(k.native) or ())
+
+    for op, kernels in declarations:
+        cpu = list(dict.fromkeys(d for k in kernels if k.device == CPU for d in own(k)))
+        seen: dict[tuple[str, int], str] = {}
+        out = []
+        for i, k in enumerate(kernels):
+            symbol = getattr(k, k.WhichOneof("impl") or "native")
+            why = _unbuilt(k, recorded)
+            if not why and not k.dtypes and not (cpu and k.device != CPU) and not own(k):
+                why = _unknown_dtypes(k, recorded)
+            if why:
+                unbuilt.append([op, k.device, symbol, why])
+                out.append(i)
+                continue
+            if not k.dtypes:
+                k.dtypes.extend(cpu if k.device != CPU and cpu else own(k))
+            for dtype in k.dtypes:
+                other = seen.setdefault((k.device, dtype), symbol)
+                if other != symbol:
+                    problems.append(
+                        f"op {op!r}: {k.device} kernels {other!r} and {symbol!r} both take "
+                        f"{pb.VarType.DataType.Name(dtype)}"
+                    )
+        for i in reversed(out):
+            del kernels[i]
+    return unbuilt, problems
+
+
+def _unbuilt(k, recorded: dict[str, list[int] | None] | None) -> str:
+    """Why a native kernel of another device than the CPU is not in the build, or ""."""
+    if k.WhichOneof("impl") != "native" or k.device == CPU or recorded is None:
+        return ""
+    if k.native in recorded:
+        return ""
+    return (
+        f"not built: the plugin's build did not compile {k.device} kernels (for cuda: no CUDA "
+        "toolkit where it was built)"
+    )
+
+
+def _unknown_dtypes(k, recorded: dict[str, list[int] | None] | None) -> str:
+    if k.WhichOneof("impl") != "native":
+        return "lists no dtypes"
+    if recorded is None:
+        return (
+            "its dtypes are unknown: the manifest lists none, and the plugin's build recorded none "
+            "(no kernels.json beside its kernel module: the SDK's paddle_core_record_kernels "
+            "writes it)"
+        )
+    if k.native in recorded:
+        return "its dtypes are unknown: the manifest lists none, and its class declares no DTypes"
+    return (
+        f"its dtypes are unknown: the manifest lists none, and the plugin's build recorded no "
+        f"kernel {k.native!r} (is it registered with PADDLE_CORE_REGISTER_KERNELS?)"
+    )
 
 
 def _all_kernels(manifest: pb.PluginManifest):
@@ -258,13 +338,16 @@ def range_violations(ap: pb.AttrProto, item: Any) -> list[str]:
 def _check_kernels(kernels, bare_ok: bool) -> list[str]:
     problems = []
     seen: set[tuple[str, int]] = set()
+    has_cpu = any(k.device == CPU for k in kernels)
     for k in kernels:
         impl = k.WhichOneof("impl")
         name = f"{k.device or '?'} kernel"
         if not _IDENT.match(k.device):
             problems.append(f"{name}: device must be a lowercase identifier like 'cpu'")
-        if not k.dtypes or 0 in k.dtypes:
-            problems.append(f"{name}: lists no dtypes")
+        if 0 in k.dtypes:
+            problems.append(f"{name}: lists DATA_TYPE_UNSPECIFIED among its dtypes")
+        elif not k.dtypes and impl == "python" and (k.device == CPU or not has_cpu):
+            problems.append(f"{name}: lists no dtypes")  # (only native kernels' are recorded)
         if impl is None:
             problems.append(f"{name}: sets neither `python` nor `native`")
         elif impl == "python":

@@ -34,7 +34,9 @@ def signature_text(info: Any) -> str:
     parts = [name + (f"={default}" if default else "") for name, _, default in parameters(info)]
     parts.append("*")
     for ap in info.proto.attrs:
-        default = f"={A.render(info.defaults[ap.name])}" if ap.name in info.defaults else ""
+        default = (
+            f"={A.render(info.attr_defaults[ap.name])}" if ap.name in info.attr_defaults else ""
+        )
         parts.append(ap.name + default)
     parts.append("name=None")
     return f"{info.type}({', '.join(parts)})"
@@ -73,7 +75,8 @@ def docstring(info: Any) -> str:
     for ap in proto.attrs:
         lines.append(
             wrap(
-                f"{ap.name} ({attr_summary(ap, info.defaults)}): {ap.comment}".rstrip(": "), "    "
+                f"{ap.name} ({attr_summary(ap, info.attr_defaults)}): {ap.comment}".rstrip(": "),
+                "    ",
             )
         )
     lines.append("    name (str, optional): Name of the output variable (default: generated).")

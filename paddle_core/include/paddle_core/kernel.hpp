@@ -3,9 +3,9 @@
 // A kernel is a class K with
 //   K(const Attrs& attrs, const Slots& in, const Slots& out);   // prepare: check, decode
 //   void run(const Slots& in, const Slots& out, const Context& ctx) const;
-// registered as `paddle_core::kernel<K>("symbol")`. The constructor runs once per plan with
-// data-less tensors (shapes and dtypes only): validate there with `fail(...)`, keep decoded
-// attrs as members. `run` then only computes. A constructor that also takes a
+// registered as `paddle_core::kernel<K>("symbol")` (see "registration" at the end). The
+// constructor runs once per plan with data-less tensors (shapes and dtypes only): validate
+// there with `fail(...)`, keep decoded attrs as members. `run` then only computes. A constructor that also takes a
 // `const Context&` gets the plan's (its thread count and stream), for kernels that size work
 // per thread in prepare. Exceptions never cross the ABI: the
 // trampolines below turn them into PC_ERROR plus a message.
@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -254,23 +255,19 @@ class Attrs {
   const pc_attrs* a_;
 };
 
-// The per-call context. Fields newer than ABI 1's first layout read as 0 from a core that
-// does not fill them (its struct_size does not cover them).
+// The per-call context. A field added after ABI 1's context (PC_CONTEXT_BASE_SIZE) is read
+// through a getter that checks ctx->struct_size covers it, and reads as 0 from a core that does
+// not fill it.
 class Context {
  public:
   explicit Context(pc_context* c) : c_(c) {}
   int32_t num_threads() const { return c_->num_threads > 0 ? c_->num_threads : 1; }
   void* stream() const { return c_->stream; }
   // For ops declared `random`: the op's key and the run's counter (see kernel_abi.h).
-  uint64_t random_key() const { return covers(offsetof(pc_context, random_key)) ? c_->random_key : 0; }
-  uint64_t random_counter() const {
-    return covers(offsetof(pc_context, random_counter)) ? c_->random_counter : 0;
-  }
+  uint64_t random_key() const { return c_->random_key; }
+  uint64_t random_counter() const { return c_->random_counter; }
 
  private:
-  bool covers(size_t offset) const {
-    return c_->struct_size > 0 && static_cast<size_t>(c_->struct_size) >= offset + sizeof(uint64_t);
-  }
   pc_context* c_;
 };
 
@@ -367,9 +364,50 @@ template <class K> constexpr pc_kernel kernel(const char* name) {
                    detail::DTypesOf<K>::value};
 }
 
-// The kernels of one source file ("family"); each file ends with one of these and the
-// plugin's module lists the families (see paddle_core/pybind.hpp).
-using Family = std::vector<pc_kernel>;
+// -- registration ------------------------------------------------------------------------------
+//
+// Each kernel source file registers its own kernels, at its bottom, under the names its
+// manifest gives them (KernelDef.native):
+//
+//   PADDLE_CORE_REGISTER_KERNELS(pc::kernel<Scale>("scale"), pc::kernel<Cast>("cast"));
+//
+// The registration runs when the module is loaded, into a table private to the module (hidden
+// visibility: two plugins' tables never mix), and the module's one `export_kernels(m)`
+// (paddle_core/pybind.hpp) exports whatever its files registered. So a new kernel touches its
+// own file only, and a CUDA file's kernels exist exactly in the builds that compile it. Link
+// kernel files as object files (an OBJECT library, or the module's own sources), never from a
+// static archive: the linker drops an archive member nothing refers to, registration and all.
+
+namespace detail {
+
+__attribute__((visibility("hidden"))) inline std::vector<const pc_kernel*>& registered() {
+  static std::vector<const pc_kernel*> kernels;
+  return kernels;
+}
+
+// A file's kernels, kept for the life of the module (the exported capsules point at them).
+class Registration {
+ public:
+  Registration(std::initializer_list<pc_kernel> kernels) : kernels_(kernels) {
+    for (const pc_kernel& k : kernels_) registered().push_back(&k);
+  }
+
+ private:
+  std::vector<pc_kernel> kernels_;
+};
+
+}  // namespace detail
+
+// Every kernel the module's files registered, in no particular order.
+inline const std::vector<const pc_kernel*>& registered_kernels() { return detail::registered(); }
+
+#define PADDLE_CORE_CONCAT_(a, b) a##b
+#define PADDLE_CORE_NAME_(prefix, line) PADDLE_CORE_CONCAT_(prefix, line)
+#define PADDLE_CORE_REGISTER_KERNELS(...)                                                   \
+  static const ::paddle_core::detail::Registration PADDLE_CORE_NAME_(paddle_core_kernels_, \
+                                                                     __LINE__) {            \
+    __VA_ARGS__                                                                             \
+  }
 
 }  // namespace paddle_core
 

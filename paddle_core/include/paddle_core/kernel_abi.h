@@ -38,10 +38,11 @@
  * buffer when a program binds both to one variable, or when both have one shape and dtype
  * and no later op reads the input, so the kernel must read each element before writing it.
  *
- * Growing compatibly: structs gain fields only at their end. pc_kernel carries its size, and
- * the core reads a field added after ABI 1's first layout (PC_KERNEL_V1_SIZE) only when the
- * kernel's struct_size covers it. pc_context carries its size too: a kernel reads a newer
- * field only when ctx->struct_size covers it (kernel.hpp's Context does the check).
+ * Growing compatibly: within ABI 1, structs gain fields only at their end, and only the two
+ * that carry their size. pc_kernel: the core accepts any struct_size from ABI 1's
+ * (PC_KERNEL_BASE_SIZE) on, and reads a field added later only when the kernel's struct_size
+ * covers it. pc_context: a kernel reads a field added later only when ctx->struct_size covers
+ * it (PC_CONTEXT_BASE_SIZE is ABI 1's; kernel.hpp's Context does the check).
  *
  * Layout fingerprint: the ABI version says what the structs mean; the fingerprint says how the
  * compiler laid them out, so that a plugin built with an edited or mismatched header (or for
@@ -59,9 +60,7 @@
  *   sized  (pc_context, pc_kernel): they carry struct_size, checked before a newer field is
  *          read: either side's fields must be the first fields of the other's.
  * A struct the plugin's text lacks is one it was built before (it does not use it); one the
- * core lacks is ignored. A module exporting no KERNEL_LAYOUT was built before fingerprints
- * existed, by a header of ABI 1: it is taken to have ABI 1's first layout
- * (PC_KERNEL_LAYOUT_ABI1_FIRST) and checked by the same rules. A mismatch is refused with a
+ * core lacks is ignored. A module exporting no KERNEL_LAYOUT, or a mismatch, is refused with a
  * message naming the plugin, both layouts, the struct that differs and the command that
  * rebuilds the plugin against the installed paddle-core.
  * Kernels for CUDA must enqueue work on ctx->stream only.
@@ -194,18 +193,22 @@ typedef struct pc_attrs {
 typedef struct pc_context {
   void* stream;            /* cudaStream_t for CUDA kernels; NULL on CPU */
   int32_t num_threads;     /* CPU threads a kernel may use (>= 1) */
-  int32_t struct_size;     /* sizeof(pc_context) as the core filled it (0 from the first cores
-                              of ABI 1, whose context ends at message_capacity) */
+  int32_t struct_size;     /* sizeof(pc_context) as the core filled it: a kernel reads a field
+                              added after ABI 1's only when this covers it */
   char* message;           /* where to write the reason on PC_ERROR */
   size_t message_capacity;
-  /* Since struct_size covers them: for ops declared `random` in their manifest, a key for
-   * the op (stable across runs of a program: from its random seed and the op's place) and a
-   * counter for the run (how many runs drew random numbers on the scope before this one).
-   * A counter-based generator (paddle_core/random.hpp) turns (key, counter, element index)
-   * into numbers independent of thread count and device. 0 for other ops. */
+  /* For ops declared `random` in their manifest, a key for the op (stable across runs of a
+   * program: from its random seed and the op's place) and a counter for the run (how many
+   * runs drew random numbers on the scope before this one). A counter-based generator
+   * (paddle_core/random.hpp) turns (key, counter, element index) into numbers independent of
+   * thread count and device. 0 for other ops. */
   uint64_t random_key;
   uint64_t random_counter;
 } pc_context;
+
+/* The size of ABI 1's pc_context (it ends at random_counter): every core of ABI 1 fills at
+ * least this much. Fields added later are read only when ctx->struct_size covers them. */
+#define PC_CONTEXT_BASE_SIZE (offsetof(pc_context, random_counter) + sizeof(uint64_t))
 
 typedef pc_status (*pc_prepare_fn)(const pc_attrs* attrs, const pc_tensors* inputs,
                                    const pc_tensors* outputs, pc_context* ctx, void** state);
@@ -222,11 +225,10 @@ typedef struct pc_kernel {
   pc_prepare_fn prepare;
   pc_run_fn run;
   pc_release_fn release;
-  /* Since struct_size covers them: the ops the kernel can be bound to. When its module loads,
-   * the core checks them against every op the manifest binds the kernel to, and refuses the
-   * kernel for an op that does not fit (the op is then unavailable, with a message naming
-   * plugin, op and kernel) instead of letting it read slots or dtypes it does not have. NULL
-   * (or a kernel built before the fields existed): not declared, not checked.
+  /* The ops the kernel can be bound to. When its module loads, the core checks them against
+   * every op the manifest binds the kernel to, and refuses the kernel for an op that does not
+   * fit (the op is then unavailable, with a message naming plugin, op and kernel) instead of
+   * letting it read slots or dtypes it does not have. NULL: not declared, not checked.
    *
    * inputs, outputs: one character per slot, in OpProto order, saying how many tensors the
    * kernel handles there: '1' exactly one (a plain slot), '?' none or one (dispensable), '+'
@@ -242,9 +244,9 @@ typedef struct pc_kernel {
   const int32_t* dtypes;
 } pc_kernel;
 
-/* The size of ABI 1's first pc_kernel layout (it ends at `release`): the least struct_size the
- * core accepts. Fields added later are read only when a kernel's struct_size covers them. */
-#define PC_KERNEL_V1_SIZE (offsetof(pc_kernel, release) + sizeof(pc_release_fn))
+/* The size of ABI 1's pc_kernel (it ends at `dtypes`): the least struct_size the core
+ * accepts. Fields added later are read only when a kernel's struct_size covers them. */
+#define PC_KERNEL_BASE_SIZE (offsetof(pc_kernel, dtypes) + sizeof(const int32_t*))
 
 /* The structs that cross the boundary, for the layout fingerprint (see the top of this file):
  * STRUCT(type, growth rule) then FIELD(type, field) per field, in declaration order. A field
@@ -271,16 +273,6 @@ typedef struct pc_kernel {
   FIELD(pc_kernel, abi_version) FIELD(pc_kernel, struct_size) FIELD(pc_kernel, name)           \
   FIELD(pc_kernel, prepare) FIELD(pc_kernel, run) FIELD(pc_kernel, release)                  \
   FIELD(pc_kernel, inputs) FIELD(pc_kernel, outputs) FIELD(pc_kernel, dtypes)
-
-/* ABI 1's first layout (on 64-bit platforms), as pc_kernel_layout() writes it: the layout of
- * modules that export no KERNEL_LAYOUT. Frozen: it never changes. */
-#define PC_KERNEL_LAYOUT_ABI1_FIRST                                                            \
-  "pc_tensor:array:40=0+8,8+8,16+8,24+4,28+4,32+4,36+4;"                                      \
-  "pc_tensors:core:24=0+8,8+8,16+4,20+4;"                                                      \
-  "pc_attr:array:64=0+8,8+4,12+4,16+8,24+8,32+8,40+8,48+8,56+8;"                               \
-  "pc_attrs:core:16=0+8,8+4;"                                                                  \
-  "pc_context:sized:32=0+8,8+4,12+4,16+8,24+8;"                                                \
-  "pc_kernel:sized:40=0+4,4+4,8+8,16+8,24+8,32+8"
 
 static inline size_t pc_layout_put_(char* out, size_t capacity, size_t n, const char* text) {
   for (; *text; ++text, ++n)

@@ -3,18 +3,17 @@
 // The only header that needs pybind11; include it in one small file of the plugin:
 //
 //   #include <paddle_core/pybind.hpp>
-//   const paddle_core::Family& binary_kernels();   // defined in binary_cpu.cpp
-//   PYBIND11_MODULE(_C, m) { paddle_core::export_kernels(m, {&binary_kernels()}); }
+//   PYBIND11_MODULE(_C, m) { paddle_core::export_kernels(m); }
 //
 // The module then has KERNEL_ABI_VERSION, KERNEL_LAYOUT (the layout fingerprint of the header
-// it was built with) and kernels() -> {name: capsule}, which the core checks against its own
+// it was built with) and kernels() -> {name: capsule}: every kernel its source files
+// registered (PADDLE_CORE_REGISTER_KERNELS in kernel.hpp). The core checks them against its own
 // ABI and layout and against the plugin's manifest (both ways) when it first loads the module.
 #ifndef PADDLE_CORE_PYBIND_HPP_
 #define PADDLE_CORE_PYBIND_HPP_
 
 #include <pybind11/pybind11.h>
 
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -30,15 +29,13 @@ inline std::string kernel_layout() {
   return text;
 }
 
-inline void export_kernels(pybind11::module_& m, std::initializer_list<const Family*> families) {
+inline void export_kernels(pybind11::module_& m) {
   pybind11::dict table;
-  for (const Family* family : families) {
-    for (const pc_kernel& k : *family) {
-      if (table.contains(k.name))
-        throw std::runtime_error(std::string("kernel '") + k.name + "' is exported twice");
-      // Capsules point into static storage: no destructor.
-      table[k.name] = pybind11::capsule(static_cast<const void*>(&k), PADDLE_CORE_KERNEL_CAPSULE);
-    }
+  for (const pc_kernel* k : registered_kernels()) {
+    if (table.contains(k->name))
+      throw std::runtime_error(std::string("kernel '") + k->name + "' is registered twice");
+    // Capsules point into the registrations, which live as long as the module: no destructor.
+    table[k->name] = pybind11::capsule(static_cast<const void*>(k), PADDLE_CORE_KERNEL_CAPSULE);
   }
   m.attr("KERNEL_ABI_VERSION") = PADDLE_CORE_KERNEL_ABI_VERSION;
   m.attr("KERNEL_LAYOUT") = kernel_layout();

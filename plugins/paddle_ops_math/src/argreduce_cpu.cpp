@@ -96,12 +96,8 @@ template <bool Max> class ArgReduce {
 
 }  // namespace
 
-const pc::Family& argreduce_kernels() {
-  static const pc::Family family = {
-      pc::kernel<AsFloat32<ArgReduce<true>>>("argmax"),
-      pc::kernel<AsFloat32<ArgReduce<false>>>("argmin"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<AsFloat32<ArgReduce<true>>>("argmax"),
+    pc::kernel<AsFloat32<ArgReduce<false>>>("argmin"));
 
 }  // namespace pom

@@ -10,18 +10,14 @@
 
 namespace pom {
 
-const pc::Family& binary_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Binary<Add, AllNumbers>>("add"),
-      pc::kernel<Binary<Sub, AllNumbers>>("sub"),
-      pc::kernel<Binary<Mul, AllNumbers>>("mul"),
-      pc::kernel<Binary<Div, AllNumbers>>("div"),
-      pc::kernel<Binary<Pow, AllNumbers>>("pow"),
-      pc::kernel<Binary<Mod, AllNumbers>>("mod"),
-      pc::kernel<Binary<Maximum, AllNumbers>>("maximum"),
-      pc::kernel<Binary<Minimum, AllNumbers>>("minimum"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Binary<Add, AllNumbers>>("add"),
+    pc::kernel<Binary<Sub, AllNumbers>>("sub"),
+    pc::kernel<Binary<Mul, AllNumbers>>("mul"),
+    pc::kernel<Binary<Div, AllNumbers>>("div"),
+    pc::kernel<Binary<Pow, AllNumbers>>("pow"),
+    pc::kernel<Binary<Mod, AllNumbers>>("mod"),
+    pc::kernel<Binary<Maximum, AllNumbers>>("maximum"),
+    pc::kernel<Binary<Minimum, AllNumbers>>("minimum"));
 
 }  // namespace pom

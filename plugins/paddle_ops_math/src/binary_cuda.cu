@@ -61,19 +61,15 @@ class AddNCuda {
 
 }  // namespace
 
-const pc::Family& binary_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<BinaryCuda<Add, AllNumbers>>("add_cuda"),
-      pc::kernel<BinaryCuda<Sub, AllNumbers>>("sub_cuda"),
-      pc::kernel<BinaryCuda<Mul, AllNumbers>>("mul_cuda"),
-      pc::kernel<BinaryCuda<Div, AllNumbers>>("div_cuda"),
-      pc::kernel<BinaryCuda<Pow, AllNumbers>>("pow_cuda"),
-      pc::kernel<BinaryCuda<Mod, AllNumbers>>("mod_cuda"),
-      pc::kernel<BinaryCuda<Maximum, AllNumbers>>("maximum_cuda"),
-      pc::kernel<BinaryCuda<Minimum, AllNumbers>>("minimum_cuda"),
-      pc::kernel<AddNCuda>("add_n_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<BinaryCuda<Add, AllNumbers>>("add_cuda"),
+    pc::kernel<BinaryCuda<Sub, AllNumbers>>("sub_cuda"),
+    pc::kernel<BinaryCuda<Mul, AllNumbers>>("mul_cuda"),
+    pc::kernel<BinaryCuda<Div, AllNumbers>>("div_cuda"),
+    pc::kernel<BinaryCuda<Pow, AllNumbers>>("pow_cuda"),
+    pc::kernel<BinaryCuda<Mod, AllNumbers>>("mod_cuda"),
+    pc::kernel<BinaryCuda<Maximum, AllNumbers>>("maximum_cuda"),
+    pc::kernel<BinaryCuda<Minimum, AllNumbers>>("minimum_cuda"),
+    pc::kernel<AddNCuda>("add_n_cuda"));
 
 }  // namespace pom

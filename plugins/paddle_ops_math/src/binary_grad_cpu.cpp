@@ -67,18 +67,14 @@ template <class GX, class GY> class BinaryGrad {
 
 }  // namespace
 
-const pc::Family& binary_grad_kernels() {
-  static const pc::Family family = {
-      pc::kernel<AsFloat32<BinaryGrad<GradOne, GradOne>>>("add_grad"),
-      pc::kernel<AsFloat32<BinaryGrad<GradOne, GradNeg>>>("sub_grad"),
-      pc::kernel<AsFloat32<BinaryGrad<GradMulX, GradMulY>>>("mul_grad"),
-      pc::kernel<AsFloat32<BinaryGrad<GradDivX, GradDivY>>>("div_grad"),
-      pc::kernel<AsFloat32<BinaryGrad<GradPowX, GradPowY>>>("pow_grad"),
-      pc::kernel<AsFloat32<BinaryGrad<GradOne, GradModY>>>("mod_grad"),
-      pc::kernel<AsFloat32<BinaryGrad<GradMaxX, GradMaxY>>>("maximum_grad"),
-      pc::kernel<AsFloat32<BinaryGrad<GradMinX, GradMinY>>>("minimum_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<AsFloat32<BinaryGrad<GradOne, GradOne>>>("add_grad"),
+    pc::kernel<AsFloat32<BinaryGrad<GradOne, GradNeg>>>("sub_grad"),
+    pc::kernel<AsFloat32<BinaryGrad<GradMulX, GradMulY>>>("mul_grad"),
+    pc::kernel<AsFloat32<BinaryGrad<GradDivX, GradDivY>>>("div_grad"),
+    pc::kernel<AsFloat32<BinaryGrad<GradPowX, GradPowY>>>("pow_grad"),
+    pc::kernel<AsFloat32<BinaryGrad<GradOne, GradModY>>>("mod_grad"),
+    pc::kernel<AsFloat32<BinaryGrad<GradMaxX, GradMaxY>>>("maximum_grad"),
+    pc::kernel<AsFloat32<BinaryGrad<GradMinX, GradMinY>>>("minimum_grad"));
 
 }  // namespace pom

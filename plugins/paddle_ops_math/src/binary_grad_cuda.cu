@@ -114,18 +114,14 @@ template <class GX, class GY> class BinaryGradCuda {
 
 }  // namespace
 
-const pc::Family& binary_grad_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<BinaryGradCuda<GradOne, GradOne>>("add_grad_cuda"),
-      pc::kernel<BinaryGradCuda<GradOne, GradNeg>>("sub_grad_cuda"),
-      pc::kernel<BinaryGradCuda<GradMulX, GradMulY>>("mul_grad_cuda"),
-      pc::kernel<BinaryGradCuda<GradDivX, GradDivY>>("div_grad_cuda"),
-      pc::kernel<BinaryGradCuda<GradPowX, GradPowY>>("pow_grad_cuda"),
-      pc::kernel<BinaryGradCuda<GradOne, GradModY>>("mod_grad_cuda"),
-      pc::kernel<BinaryGradCuda<GradMaxX, GradMaxY>>("maximum_grad_cuda"),
-      pc::kernel<BinaryGradCuda<GradMinX, GradMinY>>("minimum_grad_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<BinaryGradCuda<GradOne, GradOne>>("add_grad_cuda"),
+    pc::kernel<BinaryGradCuda<GradOne, GradNeg>>("sub_grad_cuda"),
+    pc::kernel<BinaryGradCuda<GradMulX, GradMulY>>("mul_grad_cuda"),
+    pc::kernel<BinaryGradCuda<GradDivX, GradDivY>>("div_grad_cuda"),
+    pc::kernel<BinaryGradCuda<GradPowX, GradPowY>>("pow_grad_cuda"),
+    pc::kernel<BinaryGradCuda<GradOne, GradModY>>("mod_grad_cuda"),
+    pc::kernel<BinaryGradCuda<GradMaxX, GradMaxY>>("maximum_grad_cuda"),
+    pc::kernel<BinaryGradCuda<GradMinX, GradMinY>>("minimum_grad_cuda"));
 
 }  // namespace pom

@@ -8,16 +8,12 @@
 
 namespace pom {
 
-const pc::Family& compare_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Binary<Equal, AllNumbers, true>>("equal"),
-      pc::kernel<Binary<NotEqual, AllNumbers, true>>("not_equal"),
-      pc::kernel<Binary<Less, AllNumbers, true>>("less"),
-      pc::kernel<Binary<LessEqual, AllNumbers, true>>("less_equal"),
-      pc::kernel<Binary<Greater, AllNumbers, true>>("greater"),
-      pc::kernel<Binary<GreaterEqual, AllNumbers, true>>("greater_equal"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Binary<Equal, AllNumbers, true>>("equal"),
+    pc::kernel<Binary<NotEqual, AllNumbers, true>>("not_equal"),
+    pc::kernel<Binary<Less, AllNumbers, true>>("less"),
+    pc::kernel<Binary<LessEqual, AllNumbers, true>>("less_equal"),
+    pc::kernel<Binary<Greater, AllNumbers, true>>("greater"),
+    pc::kernel<Binary<GreaterEqual, AllNumbers, true>>("greater_equal"));
 
 }  // namespace pom

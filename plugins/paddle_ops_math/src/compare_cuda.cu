@@ -8,16 +8,12 @@
 
 namespace pom {
 
-const pc::Family& compare_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<BinaryCuda<Equal, AllNumbers, true>>("equal_cuda"),
-      pc::kernel<BinaryCuda<NotEqual, AllNumbers, true>>("not_equal_cuda"),
-      pc::kernel<BinaryCuda<Less, AllNumbers, true>>("less_cuda"),
-      pc::kernel<BinaryCuda<LessEqual, AllNumbers, true>>("less_equal_cuda"),
-      pc::kernel<BinaryCuda<Greater, AllNumbers, true>>("greater_cuda"),
-      pc::kernel<BinaryCuda<GreaterEqual, AllNumbers, true>>("greater_equal_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<BinaryCuda<Equal, AllNumbers, true>>("equal_cuda"),
+    pc::kernel<BinaryCuda<NotEqual, AllNumbers, true>>("not_equal_cuda"),
+    pc::kernel<BinaryCuda<Less, AllNumbers, true>>("less_cuda"),
+    pc::kernel<BinaryCuda<LessEqual, AllNumbers, true>>("less_equal_cuda"),
+    pc::kernel<BinaryCuda<Greater, AllNumbers, true>>("greater_cuda"),
+    pc::kernel<BinaryCuda<GreaterEqual, AllNumbers, true>>("greater_equal_cuda"));
 
 }  // namespace pom

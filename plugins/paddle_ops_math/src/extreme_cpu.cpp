@@ -8,12 +8,8 @@ namespace pom {
 // float32, float64, every integer and bool: the largest bool is true where any element is.
 using ExtremeTypes = Join<Join<Floats, AllInts>, Types<bool>>;
 
-const pc::Family& extreme_kernels() {
-  static const pc::Family family = {
-      pc::kernel<AsFloat32<Reduce<Max, ExtremeTypes>>>("max"),
-      pc::kernel<AsFloat32<Reduce<Min, ExtremeTypes>>>("min"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<AsFloat32<Reduce<Max, ExtremeTypes>>>("max"),
+    pc::kernel<AsFloat32<Reduce<Min, ExtremeTypes>>>("min"));
 
 }  // namespace pom

@@ -155,15 +155,11 @@ class Assign {
 
 }  // namespace
 
-const pc::Family& fill_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Scale>("scale"),
-      pc::kernel<Cast>("cast"),
-      pc::kernel<Fill>("fill"),
-      pc::kernel<Assign>("assign"),
-      pc::kernel<Range>("range"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Scale>("scale"),
+    pc::kernel<Cast>("cast"),
+    pc::kernel<Fill>("fill"),
+    pc::kernel<Assign>("assign"),
+    pc::kernel<Range>("range"));
 
 }  // namespace pom

@@ -174,16 +174,12 @@ class AssignCuda {
 
 }  // namespace
 
-const pc::Family& fill_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<ScaleCuda>("scale_cuda"),
-      pc::kernel<CastCuda>("cast_cuda"),
-      pc::kernel<FillCuda>("fill_cuda"),
-      pc::kernel<FillLikeCuda>("fill_like_cuda"),
-      pc::kernel<AssignCuda>("assign_cuda"),
-      pc::kernel<RangeCuda>("range_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<ScaleCuda>("scale_cuda"),
+    pc::kernel<CastCuda>("cast_cuda"),
+    pc::kernel<FillCuda>("fill_cuda"),
+    pc::kernel<FillLikeCuda>("fill_like_cuda"),
+    pc::kernel<AssignCuda>("assign_cuda"),
+    pc::kernel<RangeCuda>("range_cuda"));
 
 }  // namespace pom

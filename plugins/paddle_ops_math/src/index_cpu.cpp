@@ -145,13 +145,9 @@ class OneHot {
 
 }  // namespace
 
-const pc::Family& index_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Gather>("gather"),
-      pc::kernel<GatherGrad>("gather_grad"),
-      pc::kernel<OneHot>("one_hot"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Gather>("gather"),
+    pc::kernel<GatherGrad>("gather_grad"),
+    pc::kernel<OneHot>("one_hot"));
 
 }  // namespace pom

@@ -180,13 +180,9 @@ class OneHotCuda {
 
 }  // namespace
 
-const pc::Family& index_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<GatherCuda>("gather_cuda"),
-      pc::kernel<GatherGradCuda>("gather_grad_cuda"),
-      pc::kernel<OneHotCuda>("one_hot_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<GatherCuda>("gather_cuda"),
+    pc::kernel<GatherGradCuda>("gather_grad_cuda"),
+    pc::kernel<OneHotCuda>("one_hot_cuda"));
 
 }  // namespace pom

@@ -124,18 +124,14 @@ class Where {
 
 }  // namespace
 
-const pc::Family& logic_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Predicate<IsNan, AllNumbers>>("isnan"),
-      pc::kernel<Predicate<IsInf, AllNumbers>>("isinf"),
-      pc::kernel<Predicate<IsFinite, AllNumbers>>("isfinite"),
-      pc::kernel<Predicate<Not, Bools>>("logical_not"),
-      pc::kernel<Binary<And, Bools, true>>("logical_and"),
-      pc::kernel<Binary<Or, Bools, true>>("logical_or"),
-      pc::kernel<Binary<Xor, Bools, true>>("logical_xor"),
-      pc::kernel<Where>("where"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Predicate<IsNan, AllNumbers>>("isnan"),
+    pc::kernel<Predicate<IsInf, AllNumbers>>("isinf"),
+    pc::kernel<Predicate<IsFinite, AllNumbers>>("isfinite"),
+    pc::kernel<Predicate<Not, Bools>>("logical_not"),
+    pc::kernel<Binary<And, Bools, true>>("logical_and"),
+    pc::kernel<Binary<Or, Bools, true>>("logical_or"),
+    pc::kernel<Binary<Xor, Bools, true>>("logical_xor"),
+    pc::kernel<Where>("where"));
 
 }  // namespace pom

@@ -84,18 +84,14 @@ class WhereCuda {
 
 }  // namespace
 
-const pc::Family& logic_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<PredicateCuda<IsNan, AllNumbers>>("isnan_cuda"),
-      pc::kernel<PredicateCuda<IsInf, AllNumbers>>("isinf_cuda"),
-      pc::kernel<PredicateCuda<IsFinite, AllNumbers>>("isfinite_cuda"),
-      pc::kernel<PredicateCuda<Not, Bools>>("logical_not_cuda"),
-      pc::kernel<BinaryCuda<And, Bools, true>>("logical_and_cuda"),
-      pc::kernel<BinaryCuda<Or, Bools, true>>("logical_or_cuda"),
-      pc::kernel<BinaryCuda<Xor, Bools, true>>("logical_xor_cuda"),
-      pc::kernel<WhereCuda>("where_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<PredicateCuda<IsNan, AllNumbers>>("isnan_cuda"),
+    pc::kernel<PredicateCuda<IsInf, AllNumbers>>("isinf_cuda"),
+    pc::kernel<PredicateCuda<IsFinite, AllNumbers>>("isfinite_cuda"),
+    pc::kernel<PredicateCuda<Not, Bools>>("logical_not_cuda"),
+    pc::kernel<BinaryCuda<And, Bools, true>>("logical_and_cuda"),
+    pc::kernel<BinaryCuda<Or, Bools, true>>("logical_or_cuda"),
+    pc::kernel<BinaryCuda<Xor, Bools, true>>("logical_xor_cuda"),
+    pc::kernel<WhereCuda>("where_cuda"));
 
 }  // namespace pom

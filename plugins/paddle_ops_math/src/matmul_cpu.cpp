@@ -1,5 +1,5 @@
 // Matrix products through OpenBLAS (scipy-openblas32, NumPy's own build): matmul (batched,
-// with transposes, NumPy batch broadcasting), matmul_2d (the seeds' `mul`: both operands
+// with transposes, NumPy batch broadcasting), matmul_2d (Paddle fluid's `mul`: both operands
 // flattened to 2-D by x_num_col_dims / y_num_col_dims), and their gradients.
 //
 // Memory contract: all tensors C-contiguous, of one floating dtype, shapes checked in prepare
@@ -177,14 +177,10 @@ class Matmul2DGrad {
 
 }  // namespace
 
-const pc::Family& matmul_kernels() {
-  static const pc::Family family = {
-      pc::kernel<AsFloat32<Matmul>>("matmul"),
-      pc::kernel<AsFloat32<MatmulGrad>>("matmul_grad"),
-      pc::kernel<AsFloat32<Matmul2D>>("matmul_2d"),
-      pc::kernel<AsFloat32<Matmul2DGrad>>("matmul_2d_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<AsFloat32<Matmul>>("matmul"),
+    pc::kernel<AsFloat32<MatmulGrad>>("matmul_grad"),
+    pc::kernel<AsFloat32<Matmul2D>>("matmul_2d"),
+    pc::kernel<AsFloat32<Matmul2DGrad>>("matmul_2d_grad"));
 
 }  // namespace pom

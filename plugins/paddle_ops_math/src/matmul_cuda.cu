@@ -292,14 +292,10 @@ class Matmul2DGradCuda {
 
 }  // namespace
 
-const pc::Family& matmul_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<MatmulCuda>("matmul_cuda"),
-      pc::kernel<MatmulGradCuda>("matmul_grad_cuda"),
-      pc::kernel<Matmul2DCuda>("matmul_2d_cuda"),
-      pc::kernel<Matmul2DGradCuda>("matmul_2d_grad_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<MatmulCuda>("matmul_cuda"),
+    pc::kernel<MatmulGradCuda>("matmul_grad_cuda"),
+    pc::kernel<Matmul2DCuda>("matmul_2d_cuda"),
+    pc::kernel<Matmul2DGradCuda>("matmul_2d_grad_cuda"));
 
 }  // namespace pom

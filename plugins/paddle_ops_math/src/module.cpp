@@ -1,5 +1,6 @@
 // paddle_ops_math._C: the kernel table the core loads (see paddle_core/pybind.hpp), and the
-// process-wide threading setup. The only file that includes pybind11.
+// process-wide threading setup. The only file that includes pybind11; the kernels register
+// themselves in their own files.
 #include <cblas.h>
 #include <dlfcn.h>
 #include <link.h>
@@ -15,40 +16,7 @@
 #include <paddle_core/pybind.hpp>
 
 namespace pom {
-// One family per source file (src/<family>_cpu.cpp).
-const paddle_core::Family& binary_kernels();
-const paddle_core::Family& binary_grad_kernels();
-const paddle_core::Family& compare_kernels();
-const paddle_core::Family& fill_kernels();
-const paddle_core::Family& index_kernels();
-const paddle_core::Family& logic_kernels();
-const paddle_core::Family& matmul_kernels();
-const paddle_core::Family& pad_kernels();
-const paddle_core::Family& argreduce_kernels();
-const paddle_core::Family& extreme_kernels();
-const paddle_core::Family& reduce_kernels();
-const paddle_core::Family& reduce_grad_kernels();
-const paddle_core::Family& scan_kernels();
-const paddle_core::Family& scatter_kernels();
-const paddle_core::Family& shape_kernels();
-const paddle_core::Family& sort_kernels();
-const paddle_core::Family& unary_kernels();
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
-// One family per CUDA kernel source file (src/<family>_cuda.cu; cublas_cuda.cu loads cuBLAS).
-const paddle_core::Family& binary_cuda_kernels();
-const paddle_core::Family& binary_grad_cuda_kernels();
-const paddle_core::Family& compare_cuda_kernels();
-const paddle_core::Family& fill_cuda_kernels();
-const paddle_core::Family& index_cuda_kernels();
-const paddle_core::Family& logic_cuda_kernels();
-const paddle_core::Family& matmul_cuda_kernels();
-const paddle_core::Family& pad_cuda_kernels();
-const paddle_core::Family& reduce_cuda_kernels();
-const paddle_core::Family& scan_cuda_kernels();
-const paddle_core::Family& scatter_cuda_kernels();
-const paddle_core::Family& shape_cuda_kernels();
-const paddle_core::Family& unary_cuda_kernels();
-const paddle_core::Family& unary_grad_cuda_kernels();
 // Why cuBLAS (loaded at run time for the CUDA matmul kernels) cannot be used, or nullptr.
 const char* cublas_unavailable_reason();
 #endif
@@ -139,21 +107,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled kernels of paddle-ops-math: CPU, and CUDA when built with a toolkit.";
   scipy_openblas_set_threads_callback_function(&pom::run_blas_jobs);
   pthread_atfork(nullptr, nullptr, [] { pom::forked = true; });
-  paddle_core::export_kernels(
-      m, {&pom::argreduce_kernels(), &pom::binary_kernels(), &pom::binary_grad_kernels(),
-          &pom::compare_kernels(), &pom::extreme_kernels(), &pom::fill_kernels(),
-          &pom::index_kernels(), &pom::logic_kernels(), &pom::matmul_kernels(),
-          &pom::pad_kernels(), &pom::reduce_kernels(), &pom::reduce_grad_kernels(),
-          &pom::scan_kernels(), &pom::scatter_kernels(), &pom::shape_kernels(),
-          &pom::sort_kernels(), &pom::unary_kernels(),
-#ifdef PADDLE_OPS_MATH_WITH_CUDA
-          &pom::binary_cuda_kernels(), &pom::binary_grad_cuda_kernels(),
-          &pom::compare_cuda_kernels(), &pom::fill_cuda_kernels(), &pom::index_cuda_kernels(),
-          &pom::logic_cuda_kernels(), &pom::matmul_cuda_kernels(), &pom::pad_cuda_kernels(),
-          &pom::reduce_cuda_kernels(), &pom::scan_cuda_kernels(), &pom::scatter_cuda_kernels(),
-          &pom::shape_cuda_kernels(), &pom::unary_cuda_kernels(), &pom::unary_grad_cuda_kernels(),
-#endif
-      });
+  paddle_core::export_kernels(m);  // every kernel src/*_cpu.cpp and src/*_cuda.cu registered
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
   paddle_core::export_cuda_build(m, PADDLE_OPS_MATH_CUDA_ARCHITECTURES);
 #else

@@ -148,12 +148,8 @@ class PadGrad {
 
 }  // namespace
 
-const pc::Family& pad_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Pad>("pad"),
-      pc::kernel<AsFloat32<PadGrad>>("pad_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Pad>("pad"),
+    pc::kernel<AsFloat32<PadGrad>>("pad_grad"));
 
 }  // namespace pom

@@ -59,9 +59,6 @@ class PadCuda {
 
 }  // namespace
 
-const pc::Family& pad_cuda_kernels() {
-  static const pc::Family family = {pc::kernel<PadCuda>("pad_cuda")};
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(pc::kernel<PadCuda>("pad_cuda"));
 
 }  // namespace pom

@@ -4,13 +4,9 @@
 #include "reduce.hpp"
 
 namespace pom {
-const pc::Family& reduce_kernels() {
-  static const pc::Family family = {
-      pc::kernel<AsFloat32<Reduce<Sum, Join<Floats, AllInts>>>>("sum"),
-      pc::kernel<AsFloat32<Reduce<Mean, Floats>>>("mean"),
-      pc::kernel<AsFloat32<Reduce<Prod, Join<Floats, AllInts>>>>("prod"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<AsFloat32<Reduce<Sum, Join<Floats, AllInts>>>>("sum"),
+    pc::kernel<AsFloat32<Reduce<Mean, Floats>>>("mean"),
+    pc::kernel<AsFloat32<Reduce<Prod, Join<Floats, AllInts>>>>("prod"));
 
 }  // namespace pom

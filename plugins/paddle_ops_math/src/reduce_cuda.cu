@@ -318,22 +318,18 @@ template <bool Max> class ArgReduceCuda {
 
 }  // namespace
 
-const pc::Family& reduce_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<ReduceCuda<SumOp, ArgTypes>>("sum_cuda"),
-      pc::kernel<ReduceCuda<MeanOp, AllFloats>>("mean_cuda"),
-      pc::kernel<ReduceCuda<ProdOp, ArgTypes>>("prod_cuda"),
-      pc::kernel<ReduceCuda<MaxOp, ExtremeTypes>>("max_cuda"),
-      pc::kernel<ReduceCuda<MinOp, ExtremeTypes>>("min_cuda"),
-      pc::kernel<ReduceGradCuda<SumGrad>>("sum_grad_cuda"),
-      pc::kernel<ReduceGradCuda<SumGrad, true>>("mean_grad_cuda"),
-      pc::kernel<ReduceGradCuda<ExtremeGrad>>("max_grad_cuda"),
-      pc::kernel<ReduceGradCuda<ExtremeGrad>>("min_grad_cuda"),
-      pc::kernel<ReduceGradCuda<ProdGrad>>("prod_grad_cuda"),
-      pc::kernel<ArgReduceCuda<true>>("argmax_cuda"),
-      pc::kernel<ArgReduceCuda<false>>("argmin_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<ReduceCuda<SumOp, ArgTypes>>("sum_cuda"),
+    pc::kernel<ReduceCuda<MeanOp, AllFloats>>("mean_cuda"),
+    pc::kernel<ReduceCuda<ProdOp, ArgTypes>>("prod_cuda"),
+    pc::kernel<ReduceCuda<MaxOp, ExtremeTypes>>("max_cuda"),
+    pc::kernel<ReduceCuda<MinOp, ExtremeTypes>>("min_cuda"),
+    pc::kernel<ReduceGradCuda<SumGrad>>("sum_grad_cuda"),
+    pc::kernel<ReduceGradCuda<SumGrad, true>>("mean_grad_cuda"),
+    pc::kernel<ReduceGradCuda<ExtremeGrad>>("max_grad_cuda"),
+    pc::kernel<ReduceGradCuda<ExtremeGrad>>("min_grad_cuda"),
+    pc::kernel<ReduceGradCuda<ProdGrad>>("prod_grad_cuda"),
+    pc::kernel<ArgReduceCuda<true>>("argmax_cuda"),
+    pc::kernel<ArgReduceCuda<false>>("argmin_cuda"));
 
 }  // namespace pom

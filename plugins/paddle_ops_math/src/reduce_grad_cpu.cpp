@@ -85,15 +85,11 @@ template <template <class> class G, bool Mean = false> class ReduceGrad {
 
 }  // namespace
 
-const pc::Family& reduce_grad_kernels() {
-  static const pc::Family family = {
-      pc::kernel<AsFloat32<ReduceGrad<SumGrad>>>("sum_grad"),
-      pc::kernel<AsFloat32<ReduceGrad<SumGrad, true>>>("mean_grad"),
-      pc::kernel<AsFloat32<ReduceGrad<ExtremeGrad>>>("max_grad"),
-      pc::kernel<AsFloat32<ReduceGrad<ExtremeGrad>>>("min_grad"),
-      pc::kernel<AsFloat32<ReduceGrad<ProdGrad>>>("prod_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<AsFloat32<ReduceGrad<SumGrad>>>("sum_grad"),
+    pc::kernel<AsFloat32<ReduceGrad<SumGrad, true>>>("mean_grad"),
+    pc::kernel<AsFloat32<ReduceGrad<ExtremeGrad>>>("max_grad"),
+    pc::kernel<AsFloat32<ReduceGrad<ExtremeGrad>>>("min_grad"),
+    pc::kernel<AsFloat32<ReduceGrad<ProdGrad>>>("prod_grad"));
 
 }  // namespace pom

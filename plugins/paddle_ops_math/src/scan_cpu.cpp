@@ -117,9 +117,6 @@ class Cumsum {
 
 }  // namespace
 
-const pc::Family& scan_kernels() {
-  static const pc::Family family = {pc::kernel<Cumsum>("cumsum")};
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(pc::kernel<Cumsum>("cumsum"));
 
 }  // namespace pom

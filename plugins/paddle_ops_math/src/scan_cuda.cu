@@ -74,9 +74,6 @@ class CumsumCuda {
 
 }  // namespace
 
-const pc::Family& scan_cuda_kernels() {
-  static const pc::Family family = {pc::kernel<CumsumCuda>("cumsum_cuda")};
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(pc::kernel<CumsumCuda>("cumsum_cuda"));
 
 }  // namespace pom

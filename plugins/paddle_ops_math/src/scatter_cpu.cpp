@@ -322,16 +322,12 @@ template <bool Nd> class ScatterGrad {
 
 }  // namespace
 
-const pc::Family& scatter_kernels() {
-  static const pc::Family family = {
-      pc::kernel<GatherNd>("gather_nd"),
-      pc::kernel<GatherNdGrad>("gather_nd_grad"),
-      pc::kernel<Scatter<false>>("scatter"),
-      pc::kernel<AsFloat32<ScatterGrad<false>>>("scatter_grad"),
-      pc::kernel<Scatter<true>>("scatter_nd"),
-      pc::kernel<AsFloat32<ScatterGrad<true>>>("scatter_nd_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<GatherNd>("gather_nd"),
+    pc::kernel<GatherNdGrad>("gather_nd_grad"),
+    pc::kernel<Scatter<false>>("scatter"),
+    pc::kernel<AsFloat32<ScatterGrad<false>>>("scatter_grad"),
+    pc::kernel<Scatter<true>>("scatter_nd"),
+    pc::kernel<AsFloat32<ScatterGrad<true>>>("scatter_nd_grad"));
 
 }  // namespace pom

@@ -189,14 +189,10 @@ template <bool Nd, bool Grad = false> class ScatterCuda {
 
 }  // namespace
 
-const pc::Family& scatter_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<GatherNdCuda>("gather_nd_cuda"),
-      pc::kernel<ScatterCuda<true, true>>("gather_nd_grad_cuda"),
-      pc::kernel<ScatterCuda<false>>("scatter_cuda"),
-      pc::kernel<ScatterCuda<true>>("scatter_nd_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<GatherNdCuda>("gather_nd_cuda"),
+    pc::kernel<ScatterCuda<true, true>>("gather_nd_grad_cuda"),
+    pc::kernel<ScatterCuda<false>>("scatter_cuda"),
+    pc::kernel<ScatterCuda<true>>("scatter_nd_cuda"));
 
 }  // namespace pom

@@ -383,24 +383,20 @@ template <bool Size> class ShapeOf {
 
 }  // namespace
 
-const pc::Family& shape_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Reshape>("reshape"),
-      pc::kernel<Transpose>("transpose"),
-      pc::kernel<Concat>("concat"),
-      pc::kernel<Split>("split"),
-      pc::kernel<Slice>("slice"),
-      pc::kernel<SliceGrad>("slice_grad"),
-      pc::kernel<BroadcastTo>("broadcast_to"),
-      pc::kernel<AsFloat32<BroadcastToGrad>>("broadcast_to_grad"),
-      pc::kernel<Tile>("tile"),
-      pc::kernel<AsFloat32<TileGrad>>("tile_grad"),
-      pc::kernel<TriangleKernel<true>>("tril"),
-      pc::kernel<TriangleKernel<false>>("triu"),
-      pc::kernel<ShapeOf<false>>("shape"),
-      pc::kernel<ShapeOf<true>>("size"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Reshape>("reshape"),
+    pc::kernel<Transpose>("transpose"),
+    pc::kernel<Concat>("concat"),
+    pc::kernel<Split>("split"),
+    pc::kernel<Slice>("slice"),
+    pc::kernel<SliceGrad>("slice_grad"),
+    pc::kernel<BroadcastTo>("broadcast_to"),
+    pc::kernel<AsFloat32<BroadcastToGrad>>("broadcast_to_grad"),
+    pc::kernel<Tile>("tile"),
+    pc::kernel<AsFloat32<TileGrad>>("tile_grad"),
+    pc::kernel<TriangleKernel<true>>("tril"),
+    pc::kernel<TriangleKernel<false>>("triu"),
+    pc::kernel<ShapeOf<false>>("shape"),
+    pc::kernel<ShapeOf<true>>("size"));
 
 }  // namespace pom

@@ -341,24 +341,20 @@ template <bool Size> class ShapeOfCuda {
 
 }  // namespace
 
-const pc::Family& shape_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<CopyCuda<reshape_copy>>("reshape_cuda"),
-      pc::kernel<CopyCuda<check_transpose>>("transpose_cuda"),
-      pc::kernel<ConcatCuda>("concat_cuda"),
-      pc::kernel<SplitCuda>("split_cuda"),
-      pc::kernel<CopyCuda<check_slice>>("slice_cuda"),
-      pc::kernel<SliceGradCuda>("slice_grad_cuda"),
-      pc::kernel<CopyCuda<broadcast_to_copy>>("broadcast_to_cuda"),
-      pc::kernel<BroadcastToGradCuda>("broadcast_to_grad_cuda"),
-      pc::kernel<CopyCuda<tile_copy>>("tile_cuda"),
-      pc::kernel<TileGradCuda>("tile_grad_cuda"),
-      pc::kernel<TriangleCuda<true>>("tril_cuda"),
-      pc::kernel<TriangleCuda<false>>("triu_cuda"),
-      pc::kernel<ShapeOfCuda<false>>("shape_cuda"),
-      pc::kernel<ShapeOfCuda<true>>("size_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<CopyCuda<reshape_copy>>("reshape_cuda"),
+    pc::kernel<CopyCuda<check_transpose>>("transpose_cuda"),
+    pc::kernel<ConcatCuda>("concat_cuda"),
+    pc::kernel<SplitCuda>("split_cuda"),
+    pc::kernel<CopyCuda<check_slice>>("slice_cuda"),
+    pc::kernel<SliceGradCuda>("slice_grad_cuda"),
+    pc::kernel<CopyCuda<broadcast_to_copy>>("broadcast_to_cuda"),
+    pc::kernel<BroadcastToGradCuda>("broadcast_to_grad_cuda"),
+    pc::kernel<CopyCuda<tile_copy>>("tile_cuda"),
+    pc::kernel<TileGradCuda>("tile_grad_cuda"),
+    pc::kernel<TriangleCuda<true>>("tril_cuda"),
+    pc::kernel<TriangleCuda<false>>("triu_cuda"),
+    pc::kernel<ShapeOfCuda<false>>("shape_cuda"),
+    pc::kernel<ShapeOfCuda<true>>("size_cuda"));
 
 }  // namespace pom

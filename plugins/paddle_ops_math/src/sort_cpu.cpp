@@ -199,13 +199,9 @@ template <int W> class Sort {
 
 }  // namespace
 
-const pc::Family& sort_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Sort<kValues>>("sort"),
-      pc::kernel<Sort<kIndices>>("argsort"),
-      pc::kernel<Sort<kValues | kIndices>>("topk"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Sort<kValues>>("sort"),
+    pc::kernel<Sort<kIndices>>("argsort"),
+    pc::kernel<Sort<kValues | kIndices>>("topk"));
 
 }  // namespace pom

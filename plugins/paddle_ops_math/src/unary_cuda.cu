@@ -10,26 +10,22 @@
 
 namespace pom {
 
-const pc::Family& unary_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<UnaryCuda<Abs, AllNumbers>>("abs_cuda"),
-      pc::kernel<UnaryCuda<Neg, AllNumbers>>("neg_cuda"),
-      pc::kernel<UnaryCuda<Exp, AllFloats>>("exp_cuda"),
-      pc::kernel<UnaryCuda<Log, AllFloats>>("log_cuda"),
-      pc::kernel<UnaryCuda<Sqrt, AllFloats>>("sqrt_cuda"),
-      pc::kernel<UnaryCuda<Rsqrt, AllFloats>>("rsqrt_cuda"),
-      pc::kernel<UnaryCuda<Square, AllNumbers>>("square_cuda"),
-      pc::kernel<UnaryCuda<Sin, AllFloats>>("sin_cuda"),
-      pc::kernel<UnaryCuda<Cos, AllFloats>>("cos_cuda"),
-      pc::kernel<UnaryCuda<Tanh, AllFloats>>("tanh_cuda"),
-      pc::kernel<UnaryCuda<Sigmoid, AllFloats>>("sigmoid_cuda"),
-      pc::kernel<UnaryCuda<Floor, AllFloats>>("floor_cuda"),
-      pc::kernel<UnaryCuda<Ceil, AllFloats>>("ceil_cuda"),
-      pc::kernel<UnaryCuda<Round, AllFloats>>("round_cuda"),
-      pc::kernel<UnaryCuda<Sign, AllNumbers>>("sign_cuda"),
-      pc::kernel<UnaryCuda<Erf, AllFloats>>("erf_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<UnaryCuda<Abs, AllNumbers>>("abs_cuda"),
+    pc::kernel<UnaryCuda<Neg, AllNumbers>>("neg_cuda"),
+    pc::kernel<UnaryCuda<Exp, AllFloats>>("exp_cuda"),
+    pc::kernel<UnaryCuda<Log, AllFloats>>("log_cuda"),
+    pc::kernel<UnaryCuda<Sqrt, AllFloats>>("sqrt_cuda"),
+    pc::kernel<UnaryCuda<Rsqrt, AllFloats>>("rsqrt_cuda"),
+    pc::kernel<UnaryCuda<Square, AllNumbers>>("square_cuda"),
+    pc::kernel<UnaryCuda<Sin, AllFloats>>("sin_cuda"),
+    pc::kernel<UnaryCuda<Cos, AllFloats>>("cos_cuda"),
+    pc::kernel<UnaryCuda<Tanh, AllFloats>>("tanh_cuda"),
+    pc::kernel<UnaryCuda<Sigmoid, AllFloats>>("sigmoid_cuda"),
+    pc::kernel<UnaryCuda<Floor, AllFloats>>("floor_cuda"),
+    pc::kernel<UnaryCuda<Ceil, AllFloats>>("ceil_cuda"),
+    pc::kernel<UnaryCuda<Round, AllFloats>>("round_cuda"),
+    pc::kernel<UnaryCuda<Sign, AllNumbers>>("sign_cuda"),
+    pc::kernel<UnaryCuda<Erf, AllFloats>>("erf_cuda"));
 
 }  // namespace pom

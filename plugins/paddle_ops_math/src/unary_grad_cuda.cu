@@ -91,24 +91,20 @@ class ClipCuda {
 
 }  // namespace
 
-const pc::Family& unary_grad_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<UnaryGradCuda<AbsGrad>>("abs_grad_cuda"),
-      pc::kernel<UnaryCuda<Neg, AllFloats>>("neg_grad_cuda"),
-      pc::kernel<UnaryGradCuda<ExpGrad>>("exp_grad_cuda"),
-      pc::kernel<UnaryGradCuda<LogGrad>>("log_grad_cuda"),
-      pc::kernel<UnaryGradCuda<SqrtGrad>>("sqrt_grad_cuda"),
-      pc::kernel<UnaryGradCuda<RsqrtGrad>>("rsqrt_grad_cuda"),
-      pc::kernel<UnaryGradCuda<SquareGrad>>("square_grad_cuda"),
-      pc::kernel<UnaryGradCuda<SinGrad>>("sin_grad_cuda"),
-      pc::kernel<UnaryGradCuda<CosGrad>>("cos_grad_cuda"),
-      pc::kernel<UnaryGradCuda<TanhGrad>>("tanh_grad_cuda"),
-      pc::kernel<UnaryGradCuda<SigmoidGrad>>("sigmoid_grad_cuda"),
-      pc::kernel<UnaryGradCuda<ErfGrad>>("erf_grad_cuda"),
-      pc::kernel<UnaryGradCuda<ClipGradBy>>("clip_grad_cuda"),
-      pc::kernel<ClipCuda>("clip_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<UnaryGradCuda<AbsGrad>>("abs_grad_cuda"),
+    pc::kernel<UnaryCuda<Neg, AllFloats>>("neg_grad_cuda"),
+    pc::kernel<UnaryGradCuda<ExpGrad>>("exp_grad_cuda"),
+    pc::kernel<UnaryGradCuda<LogGrad>>("log_grad_cuda"),
+    pc::kernel<UnaryGradCuda<SqrtGrad>>("sqrt_grad_cuda"),
+    pc::kernel<UnaryGradCuda<RsqrtGrad>>("rsqrt_grad_cuda"),
+    pc::kernel<UnaryGradCuda<SquareGrad>>("square_grad_cuda"),
+    pc::kernel<UnaryGradCuda<SinGrad>>("sin_grad_cuda"),
+    pc::kernel<UnaryGradCuda<CosGrad>>("cos_grad_cuda"),
+    pc::kernel<UnaryGradCuda<TanhGrad>>("tanh_grad_cuda"),
+    pc::kernel<UnaryGradCuda<SigmoidGrad>>("sigmoid_grad_cuda"),
+    pc::kernel<UnaryGradCuda<ErfGrad>>("erf_grad_cuda"),
+    pc::kernel<UnaryGradCuda<ClipGradBy>>("clip_grad_cuda"),
+    pc::kernel<ClipCuda>("clip_cuda"));
 
 }  // namespace pom

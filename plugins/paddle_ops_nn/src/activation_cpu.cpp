@@ -103,22 +103,18 @@ template <class G> class GradMap {
 }  // namespace
 
 // The kernels of this file, by the names the manifest uses.
-const pc::Family& activation_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Map<Relu>>("relu"),
-      pc::kernel<GradMap<ReluGrad>>("relu_grad"),
-      pc::kernel<Map<LeakyRelu>>("leaky_relu"),
-      pc::kernel<GradMap<LeakyReluGrad>>("leaky_relu_grad"),
-      pc::kernel<Map<Gelu>>("gelu"),
-      pc::kernel<GradMap<GeluGrad>>("gelu_grad"),
-      pc::kernel<Map<Elu>>("elu"),
-      pc::kernel<GradMap<EluGrad>>("elu_grad"),
-      pc::kernel<Map<Softplus>>("softplus"),
-      pc::kernel<GradMap<SoftplusGrad>>("softplus_grad"),
-      pc::kernel<Map<Silu>>("silu"),
-      pc::kernel<GradMap<SiluGrad>>("silu_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Map<Relu>>("relu"),
+    pc::kernel<GradMap<ReluGrad>>("relu_grad"),
+    pc::kernel<Map<LeakyRelu>>("leaky_relu"),
+    pc::kernel<GradMap<LeakyReluGrad>>("leaky_relu_grad"),
+    pc::kernel<Map<Gelu>>("gelu"),
+    pc::kernel<GradMap<GeluGrad>>("gelu_grad"),
+    pc::kernel<Map<Elu>>("elu"),
+    pc::kernel<GradMap<EluGrad>>("elu_grad"),
+    pc::kernel<Map<Softplus>>("softplus"),
+    pc::kernel<GradMap<SoftplusGrad>>("softplus_grad"),
+    pc::kernel<Map<Silu>>("silu"),
+    pc::kernel<GradMap<SiluGrad>>("silu_grad"));
 
 }  // namespace pon

@@ -66,22 +66,18 @@ template <class G> class GradMapCuda {
 
 }  // namespace
 
-const pc::Family& activation_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<MapCuda<Relu>>("relu_cuda"),
-      pc::kernel<GradMapCuda<ReluGrad>>("relu_grad_cuda"),
-      pc::kernel<MapCuda<LeakyRelu>>("leaky_relu_cuda"),
-      pc::kernel<GradMapCuda<LeakyReluGrad>>("leaky_relu_grad_cuda"),
-      pc::kernel<MapCuda<Gelu>>("gelu_cuda"),
-      pc::kernel<GradMapCuda<GeluGrad>>("gelu_grad_cuda"),
-      pc::kernel<MapCuda<Elu>>("elu_cuda"),
-      pc::kernel<GradMapCuda<EluGrad>>("elu_grad_cuda"),
-      pc::kernel<MapCuda<Softplus>>("softplus_cuda"),
-      pc::kernel<GradMapCuda<SoftplusGrad>>("softplus_grad_cuda"),
-      pc::kernel<MapCuda<Silu>>("silu_cuda"),
-      pc::kernel<GradMapCuda<SiluGrad>>("silu_grad_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<MapCuda<Relu>>("relu_cuda"),
+    pc::kernel<GradMapCuda<ReluGrad>>("relu_grad_cuda"),
+    pc::kernel<MapCuda<LeakyRelu>>("leaky_relu_cuda"),
+    pc::kernel<GradMapCuda<LeakyReluGrad>>("leaky_relu_grad_cuda"),
+    pc::kernel<MapCuda<Gelu>>("gelu_cuda"),
+    pc::kernel<GradMapCuda<GeluGrad>>("gelu_grad_cuda"),
+    pc::kernel<MapCuda<Elu>>("elu_cuda"),
+    pc::kernel<GradMapCuda<EluGrad>>("elu_grad_cuda"),
+    pc::kernel<MapCuda<Softplus>>("softplus_cuda"),
+    pc::kernel<GradMapCuda<SoftplusGrad>>("softplus_grad_cuda"),
+    pc::kernel<MapCuda<Silu>>("silu_cuda"),
+    pc::kernel<GradMapCuda<SiluGrad>>("silu_grad_cuda"));
 
 }  // namespace pon

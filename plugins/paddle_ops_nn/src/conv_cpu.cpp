@@ -192,14 +192,10 @@ class Conv2dTransposeGrad {
 
 }  // namespace
 
-const pc::Family& conv_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Conv2d>("conv2d"),
-      pc::kernel<Conv2dGrad>("conv2d_grad"),
-      pc::kernel<Conv2dTranspose>("conv2d_transpose"),
-      pc::kernel<Conv2dTransposeGrad>("conv2d_transpose_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Conv2d>("conv2d"),
+    pc::kernel<Conv2dGrad>("conv2d_grad"),
+    pc::kernel<Conv2dTranspose>("conv2d_transpose"),
+    pc::kernel<Conv2dTransposeGrad>("conv2d_transpose_grad"));
 
 }  // namespace pon

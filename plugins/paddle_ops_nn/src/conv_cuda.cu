@@ -342,14 +342,10 @@ void conv_engines_prepared(int64_t* cudnn, int64_t* direct) {
   *direct = direct_engines.load();
 }
 
-const pc::Family& conv_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Conv2dCuda>("conv2d_cuda"),
-      pc::kernel<Conv2dGradCuda>("conv2d_grad_cuda"),
-      pc::kernel<Conv2dTransposeCuda>("conv2d_transpose_cuda"),
-      pc::kernel<Conv2dTransposeGradCuda>("conv2d_transpose_grad_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Conv2dCuda>("conv2d_cuda"),
+    pc::kernel<Conv2dGradCuda>("conv2d_grad_cuda"),
+    pc::kernel<Conv2dTransposeCuda>("conv2d_transpose_cuda"),
+    pc::kernel<Conv2dTransposeGradCuda>("conv2d_transpose_grad_cuda"));
 
 }  // namespace pon

@@ -79,12 +79,8 @@ class EmbeddingGrad {
 
 }  // namespace
 
-const pc::Family& embedding_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Embedding>("embedding"),
-      pc::kernel<EmbeddingGrad>("embedding_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Embedding>("embedding"),
+    pc::kernel<EmbeddingGrad>("embedding_grad"));
 
 }  // namespace pon

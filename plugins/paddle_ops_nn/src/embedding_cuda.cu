@@ -141,12 +141,8 @@ class EmbeddingGradCuda {
 
 }  // namespace
 
-const pc::Family& embedding_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<EmbeddingCuda>("embedding_cuda"),
-      pc::kernel<EmbeddingGradCuda>("embedding_grad_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<EmbeddingCuda>("embedding_cuda"),
+    pc::kernel<EmbeddingGradCuda>("embedding_grad_cuda"));
 
 }  // namespace pon

@@ -50,9 +50,6 @@ class ReorderLayout {
 
 }  // namespace
 
-const pc::Family& layout_kernels() {
-  static const pc::Family family = {pc::kernel<ReorderLayout>("reorder_layout")};
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(pc::kernel<ReorderLayout>("reorder_layout"));
 
 }  // namespace pon

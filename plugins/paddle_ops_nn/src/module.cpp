@@ -1,5 +1,6 @@
-// paddle_ops_nn._C: the kernel table the core loads (see paddle_core/pybind.hpp). The only file
-// that includes pybind11.
+// paddle_ops_nn._C: the kernel table the core loads (see paddle_core/pybind.hpp), and the engine
+// switches. The only file that includes pybind11; the kernels register themselves in their own
+// files.
 #include <string>
 
 #include <paddle_core/pybind.hpp>
@@ -7,26 +8,8 @@
 #include "engine.hpp"
 
 namespace pon {
-// One family per source file (src/<family>_cpu.cpp).
-const paddle_core::Family& activation_kernels();
-const paddle_core::Family& conv_kernels();
-const paddle_core::Family& embedding_kernels();
-const paddle_core::Family& layout_kernels();
-const paddle_core::Family& norm_kernels();
-const paddle_core::Family& optimizer_kernels();
-const paddle_core::Family& pool_kernels();
-const paddle_core::Family& random_kernels();
-const paddle_core::Family& softmax_kernels();
 #ifdef PADDLE_OPS_NN_WITH_CUDA
-// One family per CUDA source file (src/<family>_cuda.cu; cudnn_cuda.cu loads cuDNN).
-const paddle_core::Family& activation_cuda_kernels();
-const paddle_core::Family& conv_cuda_kernels();
-const paddle_core::Family& embedding_cuda_kernels();
-const paddle_core::Family& norm_cuda_kernels();
-const paddle_core::Family& optimizer_cuda_kernels();
-const paddle_core::Family& pool_cuda_kernels();
-const paddle_core::Family& random_cuda_kernels();
-const paddle_core::Family& softmax_cuda_kernels();
+// cudnn_cuda.cu: whether cuDNN (loaded at run time) serves the CUDA convolutions.
 const char* cudnn_unavailable_reason();
 void conv_engines_prepared(int64_t* cudnn, int64_t* direct);
 bool cudnn_enabled();
@@ -36,17 +19,7 @@ void set_cudnn_enabled(bool enabled);
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled kernels of paddle-ops-nn: CPU, and CUDA when built with a toolkit.";
-  paddle_core::export_kernels(
-      m, {&pon::activation_kernels(), &pon::conv_kernels(), &pon::embedding_kernels(),
-          &pon::layout_kernels(), &pon::norm_kernels(), &pon::optimizer_kernels(), &pon::pool_kernels(),
-          &pon::random_kernels(), &pon::softmax_kernels(),
-#ifdef PADDLE_OPS_NN_WITH_CUDA
-          &pon::activation_cuda_kernels(), &pon::conv_cuda_kernels(),
-          &pon::embedding_cuda_kernels(), &pon::norm_cuda_kernels(),
-          &pon::optimizer_cuda_kernels(), &pon::pool_cuda_kernels(),
-          &pon::random_cuda_kernels(), &pon::softmax_cuda_kernels(),
-#endif
-      });
+  paddle_core::export_kernels(m);  // every kernel src/*_cpu.cpp and src/*_cuda.cu registered
 #ifdef PADDLE_OPS_NN_WITH_CUDA
   paddle_core::export_cuda_build(m, PADDLE_OPS_NN_CUDA_ARCHITECTURES);
 #else

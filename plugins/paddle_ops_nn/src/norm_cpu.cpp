@@ -487,14 +487,10 @@ class LayerNormGrad {
 
 }  // namespace
 
-const pc::Family& norm_kernels() {
-  static const pc::Family family = {
-      pc::kernel<BatchNorm>("batch_norm"),
-      pc::kernel<BatchNormGrad>("batch_norm_grad"),
-      pc::kernel<LayerNorm>("layer_norm"),
-      pc::kernel<LayerNormGrad>("layer_norm_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<BatchNorm>("batch_norm"),
+    pc::kernel<BatchNormGrad>("batch_norm_grad"),
+    pc::kernel<LayerNorm>("layer_norm"),
+    pc::kernel<LayerNormGrad>("layer_norm_grad"));
 
 }  // namespace pon

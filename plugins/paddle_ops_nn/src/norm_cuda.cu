@@ -315,14 +315,10 @@ class LayerNormGradCuda {
 
 }  // namespace
 
-const pc::Family& norm_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<BatchNormCuda>("batch_norm_cuda"),
-      pc::kernel<BatchNormGradCuda>("batch_norm_grad_cuda"),
-      pc::kernel<LayerNormCuda>("layer_norm_cuda"),
-      pc::kernel<LayerNormGradCuda>("layer_norm_grad_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<BatchNormCuda>("batch_norm_cuda"),
+    pc::kernel<BatchNormGradCuda>("batch_norm_grad_cuda"),
+    pc::kernel<LayerNormCuda>("layer_norm_cuda"),
+    pc::kernel<LayerNormGradCuda>("layer_norm_grad_cuda"));
 
 }  // namespace pon

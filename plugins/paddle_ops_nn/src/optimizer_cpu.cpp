@@ -90,14 +90,10 @@ template <bool kDecoupledDecay> class Adam {
 
 }  // namespace
 
-const pc::Family& optimizer_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Sgd>("sgd"),
-      pc::kernel<Momentum>("momentum"),
-      pc::kernel<Adam<false>>("adam"),
-      pc::kernel<Adam<true>>("adamw"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Sgd>("sgd"),
+    pc::kernel<Momentum>("momentum"),
+    pc::kernel<Adam<false>>("adam"),
+    pc::kernel<Adam<true>>("adamw"));
 
 }  // namespace pon

@@ -118,14 +118,10 @@ template <bool kDecoupledDecay> class AdamCuda {
 
 }  // namespace
 
-const pc::Family& optimizer_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<SgdCuda>("sgd_cuda"),
-      pc::kernel<MomentumCuda>("momentum_cuda"),
-      pc::kernel<AdamCuda<false>>("adam_cuda"),
-      pc::kernel<AdamCuda<true>>("adamw_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<SgdCuda>("sgd_cuda"),
+    pc::kernel<MomentumCuda>("momentum_cuda"),
+    pc::kernel<AdamCuda<false>>("adam_cuda"),
+    pc::kernel<AdamCuda<true>>("adamw_cuda"));
 
 }  // namespace pon

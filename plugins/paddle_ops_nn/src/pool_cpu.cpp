@@ -183,12 +183,8 @@ class Pool2dGrad {
 
 }  // namespace
 
-const pc::Family& pool_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Pool2d>("pool2d"),
-      pc::kernel<Pool2dGrad>("pool2d_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Pool2d>("pool2d"),
+    pc::kernel<Pool2dGrad>("pool2d_grad"));
 
 }  // namespace pon

@@ -152,12 +152,8 @@ class Pool2dGradCuda {
 
 }  // namespace
 
-const pc::Family& pool_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Pool2dCuda>("pool2d_cuda"),
-      pc::kernel<Pool2dGradCuda>("pool2d_grad_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Pool2dCuda>("pool2d_cuda"),
+    pc::kernel<Pool2dGradCuda>("pool2d_grad_cuda"));
 
 }  // namespace pon

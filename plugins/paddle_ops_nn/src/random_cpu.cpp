@@ -169,15 +169,11 @@ class DropoutGrad {
 }  // namespace
 
 // The kernels of this file, by the names the manifest uses.
-const pc::Family& random_kernels() {
-  static const pc::Family family = {
-      pc::kernel<UniformRandom>("uniform_random"),
-      pc::kernel<GaussianRandom<false>>("gaussian_random"),
-      pc::kernel<GaussianRandom<true>>("truncated_gaussian_random"),
-      pc::kernel<Dropout>("dropout"),
-      pc::kernel<DropoutGrad>("dropout_grad"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<UniformRandom>("uniform_random"),
+    pc::kernel<GaussianRandom<false>>("gaussian_random"),
+    pc::kernel<GaussianRandom<true>>("truncated_gaussian_random"),
+    pc::kernel<Dropout>("dropout"),
+    pc::kernel<DropoutGrad>("dropout_grad"));
 
 }  // namespace pon

@@ -130,15 +130,11 @@ class DropoutGradCuda {
 
 }  // namespace
 
-const pc::Family& random_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<UniformRandomCuda>("uniform_random_cuda"),
-      pc::kernel<GaussianRandomCuda<false>>("gaussian_random_cuda"),
-      pc::kernel<GaussianRandomCuda<true>>("truncated_gaussian_random_cuda"),
-      pc::kernel<DropoutCuda>("dropout_cuda"),
-      pc::kernel<DropoutGradCuda>("dropout_grad_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<UniformRandomCuda>("uniform_random_cuda"),
+    pc::kernel<GaussianRandomCuda<false>>("gaussian_random_cuda"),
+    pc::kernel<GaussianRandomCuda<true>>("truncated_gaussian_random_cuda"),
+    pc::kernel<DropoutCuda>("dropout_cuda"),
+    pc::kernel<DropoutGradCuda>("dropout_grad_cuda"));
 
 }  // namespace pon

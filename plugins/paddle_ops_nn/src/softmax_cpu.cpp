@@ -283,19 +283,15 @@ class Accuracy {
 }  // namespace
 
 // The kernels of this file, by the names the manifest uses.
-const pc::Family& softmax_kernels() {
-  static const pc::Family family = {
-      pc::kernel<Softmax<false>>("softmax"),
-      pc::kernel<SoftmaxGrad<false>>("softmax_grad"),
-      pc::kernel<Softmax<true>>("log_softmax"),
-      pc::kernel<SoftmaxGrad<true>>("log_softmax_grad"),
-      pc::kernel<CrossEntropy>("cross_entropy"),
-      pc::kernel<CrossEntropyGrad>("cross_entropy_grad"),
-      pc::kernel<SoftmaxWithCrossEntropy>("softmax_with_cross_entropy"),
-      pc::kernel<SoftmaxWithCrossEntropyGrad>("softmax_with_cross_entropy_grad"),
-      pc::kernel<Accuracy>("accuracy"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Softmax<false>>("softmax"),
+    pc::kernel<SoftmaxGrad<false>>("softmax_grad"),
+    pc::kernel<Softmax<true>>("log_softmax"),
+    pc::kernel<SoftmaxGrad<true>>("log_softmax_grad"),
+    pc::kernel<CrossEntropy>("cross_entropy"),
+    pc::kernel<CrossEntropyGrad>("cross_entropy_grad"),
+    pc::kernel<SoftmaxWithCrossEntropy>("softmax_with_cross_entropy"),
+    pc::kernel<SoftmaxWithCrossEntropyGrad>("softmax_with_cross_entropy_grad"),
+    pc::kernel<Accuracy>("accuracy"));
 
 }  // namespace pon

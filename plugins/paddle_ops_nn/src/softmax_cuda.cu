@@ -269,19 +269,15 @@ class AccuracyCuda {
 
 }  // namespace
 
-const pc::Family& softmax_cuda_kernels() {
-  static const pc::Family family = {
-      pc::kernel<SoftmaxCuda<false>>("softmax_cuda"),
-      pc::kernel<SoftmaxGradCuda<false>>("softmax_grad_cuda"),
-      pc::kernel<SoftmaxCuda<true>>("log_softmax_cuda"),
-      pc::kernel<SoftmaxGradCuda<true>>("log_softmax_grad_cuda"),
-      pc::kernel<CrossEntropyCuda>("cross_entropy_cuda"),
-      pc::kernel<CrossEntropyGradCuda>("cross_entropy_grad_cuda"),
-      pc::kernel<SoftmaxWithCrossEntropyCuda>("softmax_with_cross_entropy_cuda"),
-      pc::kernel<SoftmaxWithCrossEntropyGradCuda>("softmax_with_cross_entropy_grad_cuda"),
-      pc::kernel<AccuracyCuda>("accuracy_cuda"),
-  };
-  return family;
-}
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<SoftmaxCuda<false>>("softmax_cuda"),
+    pc::kernel<SoftmaxGradCuda<false>>("softmax_grad_cuda"),
+    pc::kernel<SoftmaxCuda<true>>("log_softmax_cuda"),
+    pc::kernel<SoftmaxGradCuda<true>>("log_softmax_grad_cuda"),
+    pc::kernel<CrossEntropyCuda>("cross_entropy_cuda"),
+    pc::kernel<CrossEntropyGradCuda>("cross_entropy_grad_cuda"),
+    pc::kernel<SoftmaxWithCrossEntropyCuda>("softmax_with_cross_entropy_cuda"),
+    pc::kernel<SoftmaxWithCrossEntropyGradCuda>("softmax_with_cross_entropy_grad_cuda"),
+    pc::kernel<AccuracyCuda>("accuracy_cuda"));
 
 }  // namespace pon

@@ -469,6 +469,7 @@ def _desc_with_unknown_op() -> pb.ProgramDesc:
     block.vars.add(name="a", dtype=pb.VarType.FLOAT32, shape=[-1, 3], is_data=True)
     block.vars.add(name="b", dtype=pb.VarType.INT64, shape=[3])
     op = block.ops.add(type="mystery_op")
+    op.provider.plugin, op.provider.distribution, op.provider.version = "mystery", "", ""
     op.inputs.add(name="src", vars=["a"])
     op.outputs.add(name="dst", vars=["b"])
     op.attrs.add(name="k", value=pb.AttrValue(type=pb.INT, i=3))
@@ -515,6 +516,17 @@ def test_loading_an_op_no_plugin_provides():
         pc.Program.from_desc(_desc_with_unknown_op())
 
 
+def test_loading_an_op_that_records_no_provider_is_refused(mystery):
+    desc = _desc_with_unknown_op()
+    desc.blocks[0].ops[0].ClearField("provider")
+    with pytest.raises(
+        pc.ProgramError,
+        match=r"op 'mystery_op' \(#0 in block 0\) records no provider \(the plugin, "
+        r"distribution and version that provided it\)",
+    ):
+        pc.Program.from_desc(desc)
+
+
 def test_loading_keeps_what_the_desc_holds(program, mystery):
     desc = _desc_with_unknown_op()
     q = pc.Program.from_desc(desc)
@@ -524,7 +536,7 @@ def test_loading_keeps_what_the_desc_holds(program, mystery):
     b = q.global_block().var("b")
     assert (b.shape, b.dtype, b.op) == ((3,), "int64", op)
     assert q.global_block().var("a").shape == (None, 3)
-    assert q.serialize() == desc.SerializeToString()  # no provider recorded: none made up
+    assert q.serialize() == desc.SerializeToString()
     with pc.program_guard(q):  # known ops can still be appended
         assert pc.ops.toy_relu(q.global_block().var("a")).shape == (None, 3)
 
@@ -584,9 +596,12 @@ def test_sub_block_sees_only_enclosing_variables(mystery):
     desc = _desc_with_unknown_op()
     sub = desc.blocks.add(idx=1, parent_idx=0)
     sub.vars.add(name="local", dtype=pb.VarType.FLOAT32)
-    sub.ops.add(type="mystery_op").inputs.add(name="src", vars=["a", "local"])
+    mystery = desc.blocks[0].ops[0].provider
+    sub.ops.add(type="mystery_op", provider=mystery).inputs.add(name="src", vars=["a", "local"])
     assert pc.Program.from_desc(desc).blocks[1].ops[0].input("src") == ["a", "local"]
-    desc.blocks[0].ops.add(type="mystery_op").inputs.add(name="src", vars=["local"])
+    desc.blocks[0].ops.add(type="mystery_op", provider=mystery).inputs.add(
+        name="src", vars=["local"]
+    )
     with pytest.raises(pc.ProgramError, match="uses variable 'local', which no enclosing block"):
         pc.Program.from_desc(desc)
 

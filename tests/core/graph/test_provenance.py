@@ -10,7 +10,6 @@ import subprocess
 import sys
 import warnings
 
-import numpy as np
 import pytest
 from conftest import pythonpath_with, run_cli
 from google.protobuf import text_format
@@ -114,41 +113,11 @@ def test_ops_appended_by_backward_record_their_provider():
     assert recorded["fill_like"] == ("core", "paddle-core", pc.__version__)
 
 
-def test_a_program_saved_before_providers_were_recorded_still_loads():
-    p = build_toy()
-    desc = p.to_desc()
-    for op in desc.blocks[0].ops:
-        op.ClearField("provider")
-    old = desc.SerializeToString()  # the bytes of a program saved before the field existed
-    assert b"paddle-ops-toy" not in old
-    loaded = pc.Program.parse(old)
-    assert [op.provider for op in loaded.global_block().ops] == [None, None]
-    assert loaded.serialize() == old  # nothing is made up for it
-    out = pc.Executor("cpu").run(loaded, feed={"x": np.ones((1, 3), np.float32)}, fetch_list=["y"])
-    np.testing.assert_array_equal(out[0], np.full((1, 3), 4.0, np.float32))
-
-
-# The README's first program (pc.ops.scale of paddle-ops-math) as paddle-core saved it before
-# providers were recorded.
-OLD_SCALE_PROGRAM = (
-    b"\n\xab\x01\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x1a\x16\n\x01x\x10\t\x1a\x0b"
-    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x04(\x010\x01\x1a\x1c\n\x0bscale_0.out\x10"
-    b'\t\x1a\x0b\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x04"h\n\x05scale\x12\x06\n\x01x'
-    b'\x12\x01x\x1a\x12\n\x03out\x12\x0bscale_0.out"\x14\n\x05scale\x12\x0b\x08\x02\x19'
-    b'\x00\x00\x00\x00\x00\x00\x00@"\x13\n\x04bias\x12\x0b\x08\x02\x19\x00\x00\x00\x00\x00'
-    b'\x00\xf0?"\x18\n\x10bias_after_scale\x12\x04\x08\x04(\x01\x10\x01'
-)
-
-
-def test_bytes_a_core_without_providers_saved_load_and_run():
-    pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
-    program = pc.Program.parse(OLD_SCALE_PROGRAM)
-    (op,) = program.global_block().ops
-    assert (op.type, op.provider) == ("scale", None)
-    assert program.serialize() == OLD_SCALE_PROGRAM
-    feed = {"x": np.ones((2, 4), np.float32)}
-    (out,) = pc.Executor("cpu").run(program, feed=feed, fetch_list=["scale_0.out"])
-    np.testing.assert_array_equal(out, np.full((2, 4), 3.0, np.float32))
+def test_a_program_whose_ops_record_no_provider_is_refused():
+    desc = build_toy().to_desc()
+    desc.blocks[0].ops[1].ClearField("provider")
+    with pytest.raises(pc.ProgramError, match=r"op 'toy_relu' \(#1 in block 0\) records no prov"):
+        pc.Program.parse(desc.SerializeToString())
 
 
 def build_toy() -> pc.Program:
@@ -181,8 +150,9 @@ def test_a_missing_op_names_the_recorded_distribution_and_version(fake, tmp_path
         for op in block.ops:
             if op.type.startswith("fake_"):  # as if installed from a distribution
                 op.provider.distribution, op.provider.version = "my-ops", "0.1"
-    desc.blocks[2].ops[0].type = "toy_mystery"  # in the false block; saved without a provider
-    desc.blocks[2].ops[0].ClearField("provider")
+    desc.blocks[2].ops[0].type = "toy_mystery"  # in the false block, from another plugin
+    mystery = desc.blocks[2].ops[0].provider
+    mystery.plugin, mystery.distribution, mystery.version = "mystery", "", ""
     pc.unregister_plugin("fake")
     path = tmp_path / "model.pb"
     path.write_bytes(desc.SerializeToString())
@@ -192,7 +162,8 @@ def test_a_missing_op_names_the_recorded_distribution_and_version(fake, tmp_path
         f"the program {str(path)!r} uses 3 ops that no loaded plugin provides:\n"
         "  ops 'fake_double', 'fake_half': it is provided by my-ops (the program was saved with "
         "0.1); install it with `pip install 'my-ops>=0.1'`\n"
-        "  op 'toy_mystery' (did you mean 'toy_split' or 'toy_scale'?)"
+        "  op 'toy_mystery': it was provided by plugin 'mystery', registered from Python with "
+        "register_plugin; register it again before loading the program"
     )
 
 
@@ -368,15 +339,13 @@ def test_inspect_lists_ops_by_provider(tmp_path):
         y = pc.ops.toy_scale(x)
         pc.layers.cond(pc.data("flag", [], "bool"), lambda: y, lambda: pc.ops.toy_relu(y))
     desc = program.to_desc()
-    desc.blocks[0].ops[0].ClearField("provider")  # toy_scale: as saved before providers
     path = tmp_path / "model.pbtxt"
     path.write_text(text_format.MessageToString(desc))
     out = run_cli("inspect", str(path)).stdout
     v = toy_version()
     assert out.startswith(f"{path}: 3 blocks, 3 ops\n")
     rows = [line.split() for line in out.splitlines()]
-    assert ["(not", "recorded)", "toy_scale"] in rows, out
-    assert ["paddle-ops-toy", v, "toy", "toy_relu"] in rows, out
+    assert ["paddle-ops-toy", v, "toy", "toy_scale,", "toy_relu"] in rows, out
     assert ["paddle-core", pc.__version__, "core", "cond_block"] in rows, out
     requires = f"requires: paddle-core>={pc.__version__} paddle-ops-toy>={v}"
     assert out.rstrip().endswith(requires), out

@@ -16,11 +16,12 @@ import pytest
 from conftest import TEST_PACKAGES, pip_install, run_cli
 
 import paddle_core as pc
-from paddle_core._src.base import native
+from paddle_core._src.base.runtime import compiled_runtime
 from paddle_core._src.plugins import abi
 
-CORE = native.runtime().KERNEL_LAYOUT
-FIRST = native.runtime().KERNEL_LAYOUT_ABI1_FIRST
+CORE = compiled_runtime().KERNEL_LAYOUT
+# ABI 1 as released, frozen: kernels built against it must go on loading as the header grows.
+FROZEN = TEST_PACKAGES / "abi_v1" / "abi_v1"
 
 
 def with_struct(layout: str, name: str, entry: str) -> str:
@@ -32,8 +33,9 @@ def with_struct(layout: str, name: str, entry: str) -> str:
 
 def test_equal_layouts_and_older_compatible_ones_are_accepted() -> None:
     assert abi.layout_difference(CORE, CORE) == ""
-    # ABI 1's first layout: a smaller pc_context (a sized struct) than today's.
-    assert abi.layout_difference(FIRST, CORE) == ""
+    # An older plugin's smaller pc_context (a sized struct): it reads fewer fields.
+    older_context = with_struct(CORE, "pc_context", "sized:32=0+8,8+4,12+4,16+8,24+8")
+    assert abi.layout_difference(older_context, CORE) == ""
     # A struct the plugin does not know yet (built before it existed) is not its concern.
     older = ";".join(p for p in CORE.split(";") if not p.startswith("pc_attrs:"))
     assert abi.layout_difference(older, CORE) == ""
@@ -62,28 +64,42 @@ def test_incompatible_layouts_name_the_struct_and_both_layouts() -> None:
     assert "not a layout fingerprint" in abi.layout_difference("garbage", CORE)
 
 
-def test_a_kernel_struct_smaller_than_the_first_layout_names_the_size_and_the_fix(
+def test_a_kernel_struct_smaller_than_abi_1s_names_the_size_and_the_fix(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    runtime = native.runtime()
+    runtime = compiled_runtime()
 
     class Runtime:
-        KERNEL_V1_SIZE = runtime.KERNEL_V1_SIZE
+        KERNEL_BASE_SIZE = runtime.KERNEL_BASE_SIZE
         KERNEL_LAYOUT = runtime.KERNEL_LAYOUT
 
         @staticmethod
         def kernel_info(capsule):
             return (1, 24, "tiny", True)
 
-    monkeypatch.setattr(native, "runtime", lambda: Runtime)
+    monkeypatch.setattr(abi, "compiled_runtime", lambda: Runtime)
     problem = abi.capsule_problem("tiny", object(), "tiny-ops")
     assert problem.startswith(
         "kernel 'tiny' has a pc_kernel of struct_size 24, but paddle-core 0.1.0 needs at least "
-        "40 (ABI 1's first layout; its own pc_kernel is 64 bytes)"
+        "64 (ABI 1's; its own pc_kernel is 64 bytes)"
     )
     assert problem.endswith(
         "rebuild tiny-ops against the installed paddle-core: pip install --force-reinstall "
         "--no-deps --no-binary tiny-ops tiny-ops"
+    )
+
+
+def test_a_module_that_exports_no_layout_is_refused() -> None:
+    """Every module built with the SDK exports its layout: one that does not was built
+    without it, and is not guessed at."""
+
+    class NoLayout:
+        KERNEL_ABI_VERSION = 1
+
+    assert abi.module_problem(NoLayout(), "old._C", "old-ops") == (
+        "its compiled module 'old._C' exports no KERNEL_LAYOUT (it was not built with the SDK's "
+        "paddle_core/pybind.hpp); rebuild old-ops against the installed paddle-core: pip install "
+        "--force-reinstall --no-deps --no-binary old-ops old-ops"
     )
 
 
@@ -111,32 +127,17 @@ def test_the_cores_layout_is_the_sdk_headers(tmp_path: Path) -> None:
     assert compile_and_run(tmp_path, source, Path(pc.get_include())) == CORE
 
 
-def test_the_first_abi_1_layout_is_the_frozen_headers(tmp_path: Path) -> None:
-    """PC_KERNEL_LAYOUT_ABI1_FIRST, given to modules that export no layout, is what the first
-    ABI 1 header (tests/packages/abi_v1, frozen) compiles to, field by field."""
-    fields = {
-        "pc_tensor": "data shape strides ndim dtype device_type device_index",
-        "pc_tensors": "items slot_begin num_slots num_items",
-        "pc_attr": "name type count i f s ints floats strings",
-        "pc_attrs": "items count",
-        "pc_context": "stream num_threads reserved message message_capacity",
-        "pc_kernel": "abi_version struct_size name prepare run release",
-    }
-    rules = {"pc_tensor": "array", "pc_attr": "array", "pc_tensors": "core", "pc_attrs": "core"}
-    lines = []
-    for struct, names in fields.items():
-        head = f"{struct}:{rules.get(struct, 'sized')}:%zu="
-        parts = ",".join("%zu+%zu" for _ in names.split())
-        args = [f"sizeof({struct})"]
-        args += [f"offsetof({struct}, {f}), sizeof((({struct}*)0)->{f})" for f in names.split()]
-        sep = ";" if struct != "pc_kernel" else ""
-        lines.append(f'  printf("{head}{parts}{sep}", {", ".join(args)});')
+def test_abi_1_as_released_stays_compatible_with_the_cores_layout(tmp_path: Path) -> None:
+    """The frozen ABI 1 header (tests/packages/abi_v1) compiles to a layout the core accepts:
+    the header grows only by the rules at its top. Today the two are equal."""
     source = (
-        '#include <stdio.h>\n#include "kernel_abi_v1.h"\nint main(void) {\n'
-        + "\n".join(lines)
-        + "\n  return 0;\n}\n"
+        '#include <stdio.h>\n#include "kernel_abi_v1.h"\n'
+        "int main(void) { char text[2048]; pc_kernel_layout(text, sizeof text);\n"
+        '  printf("%s", text); return 0; }\n'
     )
-    assert compile_and_run(tmp_path, source, TEST_PACKAGES / "abi_v1" / "abi_v1") == FIRST
+    frozen = compile_and_run(tmp_path, source, FROZEN)
+    assert abi.parse(frozen).keys() == abi.parse(CORE).keys()
+    assert abi.layout_difference(frozen, CORE) == ""
 
 
 @pytest.fixture(scope="session")

@@ -624,3 +624,90 @@ def test_a_noted_kernel_problem_holds_for_its_own_installed_copy_only(tmp_path) 
     elsewhere.manifest_path = str(tmp_path / "other-venv" / "paddle_ops_math" / "ops")
     index_cache.apply_kernel_problems(str(tmp_path), [elsewhere])
     assert elsewhere.kernel_problem == ""
+
+
+# -- the record of a plugin's build: the dtypes its manifest does not list -----------------------
+
+RECORDED_OPS = """
+kernel_module: "recorded_ops._kernels" kernel_abi: 1
+ops {
+  proto { type: "recorded_twice" comment: "2x." inputs { name: "x" } outputs { name: "out" } }
+  kernels { device: "cpu" native: "twice" }
+  kernels { device: "cuda" native: "twice_cuda" }
+  shape_rule: "paddle_core.rules:unary"
+}
+"""
+
+
+def recorded_package(where: Path, record: str) -> Path:
+    """A package ``recorded_ops`` whose kernel module has ``record`` as its kernels.json."""
+    package = where / "recorded_ops"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_kernels.py").write_text("")  # never imported by discovery
+    (package / "kernels.json").write_text(record)
+    return package
+
+
+def test_the_build_record_gives_native_kernels_their_dtypes(tmp_path, monkeypatch):
+    """A CPU build: the CPU kernel takes the dtypes its class declared (recorded beside the
+    module), and the CUDA kernel, not in the record, is listed as not built, which is no
+    problem of the plugin; ``paddle-ops show`` says why."""
+    from paddle_core.cli import op_json
+
+    record = '{"module": "recorded_ops._kernels", "kernels": {"twice": [9, 10]}}'
+    package = recorded_package(tmp_path, record)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parts = [(RECORDED_OPS, "recorded.pbtxt")]
+    plugin = discovery.record_from_manifest(discovery.PluginRecord("recorded"), parts, "0.1.0")
+    assert plugin.errors == [] and plugin.kernel_record == str(package / "kernels.json")
+    (op,) = plugin.ops
+    assert op["kernels"] == [["cpu", ["float32", "float64"], "native", "twice"]]
+    ((name, device, symbol, why),) = plugin.unbuilt
+    assert (name, device, symbol) == ("recorded_twice", "cuda", "twice_cuda")
+    assert why.startswith("not built: the plugin's build did not compile cuda kernels")
+    assert plugin.status == "ok" and plugin.problems == []
+
+    class Recorded:
+        def paddle_core_manifest(self):
+            return RECORDED_OPS
+
+    pc.register_plugin(Recorded(), name="recorded")
+    info = pc.get_registry().op("recorded_twice")
+    assert info.devices == ["cpu"] and info.dtypes == ["float32", "float64"]
+    shown = op_json(info)
+    assert shown["not_built"] == [
+        {"device": "cuda", "ref": "twice_cuda", "plugin": "recorded", "why": why}
+    ]
+
+
+def test_a_cpu_kernel_the_build_did_not_record_is_a_problem(tmp_path, monkeypatch):
+    recorded_package(tmp_path, '{"module": "recorded_ops._kernels", "kernels": {}}')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parts = [(RECORDED_OPS, "recorded.pbtxt")]
+    plugin = discovery.record_from_manifest(discovery.PluginRecord("recorded"), parts, "0.1.0")
+    assert plugin.status == "partial"
+    assert plugin.problems == [
+        "op 'recorded_twice': cpu kernel 'twice': its dtypes are unknown: the manifest lists "
+        "none, and the plugin's build recorded no kernel 'twice' (is it registered with "
+        "PADDLE_CORE_REGISTER_KERNELS?)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ("not json", "JSONDecodeError"),
+        ('{"kernels": {"twice": ["float32"]}}', "not a map of symbol -> list of dtype numbers"),
+        ('{"kernels": []}', "not a map of symbol -> list of dtype numbers"),
+        ("{}", "KeyError"),
+    ],
+)
+def test_an_unreadable_build_record_is_a_problem_naming_it(tmp_path, monkeypatch, record, why):
+    package = recorded_package(tmp_path, record)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parts = [(RECORDED_OPS, "recorded.pbtxt")]
+    plugin = discovery.record_from_manifest(discovery.PluginRecord("recorded"), parts, "0.1.0")
+    (error,) = plugin.errors
+    assert error.startswith(f"the record of its build, {str(package / 'kernels.json')!r}, is ")
+    assert why in error and error.endswith("reinstall the plugin")

@@ -13,7 +13,7 @@ import pytest
 from conftest import TEST_PACKAGES, pip_install, run_cli
 
 import paddle_core as pc
-from paddle_core._src.base import native
+from paddle_core._src.base.runtime import compiled_runtime
 from paddle_core._src.plugins import abi
 from paddle_core.proto import framework_pb2 as pb
 
@@ -33,7 +33,7 @@ def proto(inputs: str, outputs: str = "1") -> pb.OpProto:
 def declaring(monkeypatch: pytest.MonkeyPatch):
     """Make every capsule declare (inputs, outputs, dtypes), as runtime.kernel_signature
     reports them."""
-    runtime = native.runtime()
+    runtime = compiled_runtime()
 
     def declare(inputs, outputs, dtypes):
         class Runtime:
@@ -43,7 +43,7 @@ def declaring(monkeypatch: pytest.MonkeyPatch):
             def kernel_signature(capsule):
                 return inputs, outputs, dtypes
 
-        monkeypatch.setattr(native, "runtime", lambda: Runtime)
+        monkeypatch.setattr(abi, "compiled_runtime", lambda: Runtime)
 
     return declare
 
@@ -117,18 +117,18 @@ def test_a_declaration_that_does_not_end_is_refused(monkeypatch: pytest.MonkeyPa
         def kernel_signature(capsule):
             raise ValueError("its dtypes list does not end")
 
-    monkeypatch.setattr(native, "runtime", lambda: Runtime)
+    monkeypatch.setattr(abi, "compiled_runtime", lambda: Runtime)
     assert abi.signature_problem("k", object(), proto("1"), [F32]) == (
         "kernel 'k' has a malformed declaration of what it fits: its dtypes list does not end"
     )
 
 
 def test_the_cores_own_kernels_declare_what_they_fit():
-    table = native.runtime().kernels()
+    table = compiled_runtime().kernels()
     # float32, float64, float16, bfloat16, int32, int64: the dtypes of gradients, and int32, int64
     grads = [9, 10, 7, 8, 4, 5]
-    assert native.runtime().kernel_signature(table["add_n"]) == ("+", "1", grads)
-    assert native.runtime().kernel_signature(table["fill_like"]) == ("1", "1", grads)
+    assert compiled_runtime().kernel_signature(table["add_n"]) == ("+", "1", grads)
+    assert compiled_runtime().kernel_signature(table["fill_like"]) == ("1", "1", grads)
 
 
 # -- a compiled module whose kernels declare other slots and dtypes than their ops --------------
@@ -171,7 +171,7 @@ def test_kernels_that_do_not_fit_their_ops_are_refused_at_load(forged_site: Path
     available = {row["op"]: row["available"] for row in listed["ops"] if "forged" in row["op"]}
     assert available == {
         "forged_signature_twice": True,
-        "forged_signature_old": True,
+        "forged_signature_undeclared": True,
         **{op: False for op in REFUSED},
     }
 
@@ -184,11 +184,11 @@ def test_a_refused_kernel_is_a_kernel_load_error_and_the_other_ops_run(
     with pc.program_guard(prog):
         x = pc.data("x", [3], "float64")
         twice = pc.ops.forged_signature_twice(x)
-        old = pc.ops.forged_signature_old(x)  # declares nothing it is held to: not checked
+        undeclared = pc.ops.forged_signature_undeclared(x)  # declares nothing: not checked
         refused = {op: getattr(pc.ops, op)(x) for op in REFUSED}
     exe = pc.Executor()
     feed = {"x": np.arange(3.0)}
-    for out in (twice, old):
+    for out in (twice, undeclared):
         (got,) = exe.run(prog, feed=feed, fetch_list=[out])
         np.testing.assert_array_equal(got, [0.0, 2.0, 4.0])
     for op, out in refused.items():
@@ -209,9 +209,9 @@ def test_validate_names_each_kernel_that_does_not_fit(forged_site: Path) -> None
     where = "paddle-core-forged-signature: plugin 'forged_signature'"
     for op, why in REFUSED.items():
         assert any(line.startswith(f"{where}: op {op!r}: {why}; ") for line in lines), lines
-    # The kernel built with ABI 1's first pc_kernel declares nothing the core may read.
+    # A kernel that declares nothing is not checked: validate says so.
     assert f"warning: {where}: 1 kernel declares no slots or dtypes" in result.stdout
-    assert "are not checked against it: old; declare them" in result.stdout
+    assert "are not checked against it: undeclared; declare them" in result.stdout
 
 
 class Packer:

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import paddle_core as pc
-from paddle_core._src.base import native
 from paddle_core._src.base.host import aligned_empty, host_array
+from paddle_core._src.base.runtime import compiled_runtime
 
 pytestmark = pytest.mark.usefixtures("fresh_warnings")
 
@@ -209,7 +209,7 @@ def test_an_op_rewriting_its_input_on_device_memory_runs_in_the_python_loop(devm
 
 @pytest.fixture
 def plan():
-    runtime = native.runtime()
+    runtime = compiled_runtime()
     p = runtime.Plan(1, 0)
     p.add_buffer([2, 3], 9)  # float32 [2, 3]
     return p

@@ -82,7 +82,7 @@ def test_a_loaded_program_whose_op_breaks_its_proto_is_refused(edit, problem):
 
 
 def test_a_loaded_programs_block_attrs_are_indices():
-    from paddle_core._src.spec.validation import _as_block
+    from paddle_core._src.spec.attr_validator import _as_block
 
     assert _as_block(2) == 2
     with pytest.raises(ValueError):

@@ -290,6 +290,119 @@ def test_duplicate_kernel_for_a_device_and_dtype():
 NATIVE = 'kernels { device: "cpu" dtypes: [FLOAT32] native: "t_cpu" }'
 
 
+def resolved(kernels: str, recorded: dict | None, pack: str = "") -> tuple:
+    """A manifest of op 't' with ``kernels`` (and a ``pack``), its dtypes resolved against the
+    build's ``recorded`` dtypes: (kernels per op as (device, symbol, dtype names), unbuilt,
+    problems)."""
+    manifest = M.parse(op(kernels=kernels) + pack, plugin="mine", source="mine.pbtxt")
+    unbuilt, clashes = M.resolve_dtypes(manifest, recorded)
+    kernels_of = {
+        decl.op if hasattr(decl, "op") else decl.proto.type: [
+            (k.device, k.native or k.python, [pb.VarType.DataType.Name(d) for d in k.dtypes])
+            for k in decl.kernels
+        ]
+        for decl in [*manifest.ops, *manifest.kernel_packs]
+    }
+    return kernels_of, unbuilt, clashes
+
+
+F32, F64, I32 = pb.VarType.FLOAT32, pb.VarType.FLOAT64, pb.VarType.INT32
+
+
+def test_a_native_kernel_takes_the_dtypes_its_build_recorded():
+    kernels = 'kernels { device: "cpu" native: "t" }'
+    assert resolved(kernels, {"t": [F32, F64]}) == (
+        {"t": [("cpu", "t", ["FLOAT32", "FLOAT64"])]},
+        [],
+        [],
+    )
+    # Listed dtypes win: a kernel shared by an op of fewer dtypes says so.
+    listed = 'kernels { device: "cpu" dtypes: [FLOAT32] native: "t" }'
+    assert resolved(listed, {"t": [F32, F64]})[0] == {"t": [("cpu", "t", ["FLOAT32"])]}
+
+
+def test_a_cuda_kernel_takes_its_cpu_twins_dtypes_and_is_not_built_without_its_toolkit():
+    kernels = 'kernels { device: "cpu" native: "t" } kernels { device: "cuda" native: "t_cuda" }'
+    built = {"t": [F32, F64], "t_cuda": [F32, F64, I32]}
+    assert resolved(kernels, built)[0] == {
+        "t": [("cpu", "t", ["FLOAT32", "FLOAT64"]), ("cuda", "t_cuda", ["FLOAT32", "FLOAT64"])]
+    }
+    # A build without a CUDA toolkit: the CUDA kernel is taken out and said not to be built,
+    # which is no problem of the plugin.
+    declared, unbuilt, clashes = resolved(kernels, {"t": [F32, F64]})
+    assert declared == {"t": [("cpu", "t", ["FLOAT32", "FLOAT64"])]} and clashes == []
+    assert unbuilt == [
+        [
+            "t",
+            "cuda",
+            "t_cuda",
+            "not built: the plugin's build did not compile cuda kernels (for cuda: no CUDA "
+            "toolkit where it was built)",
+        ]
+    ]
+
+
+def test_a_kernel_pack_without_a_cpu_kernel_takes_its_own_classs_dtypes():
+    pack = 'kernel_packs { op: "other" kernels { device: "cuda" native: "other_cuda" } }'
+    declared, unbuilt, _ = resolved(NATIVE, {"t_cpu": [F32], "other_cuda": [I32]}, pack)
+    assert declared["other"] == [("cuda", "other_cuda", ["INT32"])] and unbuilt == []
+
+
+def test_a_native_kernel_whose_dtypes_are_unknown_is_taken_out_naming_why():
+    kernels = 'kernels { device: "cpu" native: "t" }'
+    declared, unbuilt, _ = resolved(kernels, None)
+    assert declared == {"t": []}
+    assert unbuilt == [
+        [
+            "t",
+            "cpu",
+            "t",
+            "its dtypes are unknown: the manifest lists none, and the plugin's build recorded "
+            "none (no kernels.json beside its kernel module: the SDK's "
+            "paddle_core_record_kernels writes it)",
+        ]
+    ]
+    assert resolved(kernels, {})[1][0][3] == (
+        "its dtypes are unknown: the manifest lists none, and the plugin's build recorded no "
+        "kernel 't' (is it registered with PADDLE_CORE_REGISTER_KERNELS?)"
+    )
+    assert resolved(kernels, {"t": None})[1][0][3] == (
+        "its dtypes are unknown: the manifest lists none, and its class declares no DTypes"
+    )
+
+
+def test_two_kernels_of_a_device_taking_one_dtype_clash_once_resolved():
+    kernels = 'kernels { device: "cpu" native: "t" } kernels { device: "cpu" native: "u" }'
+    assert resolved(kernels, {"t": [F32, F64], "u": [F64]})[2] == [
+        "op 't': cpu kernels 't' and 'u' both take FLOAT64"
+    ]
+
+
+def test_a_python_kernel_of_another_device_may_take_its_cpu_twins_dtypes():
+    kernels = KERNEL + ' kernels { device: "cuda" python: "t_cuda" }'
+    assert problems(op(kernels=kernels)) == []
+    assert resolved(kernels, None)[0] == {
+        "t": [("cpu", "t_cpu", ["FLOAT32", "FLOAT64"]), ("cuda", "t_cuda", ["FLOAT32", "FLOAT64"])]
+    }
+    alone = 'kernels { device: "cuda" python: "t_cuda" }'
+    assert problems(op(kernels=alone)) == ["op 't': cuda kernel: lists no dtypes"]
+
+
+def test_a_files_rules_module_is_spelt_into_its_bare_names():
+    text = 'rules_module: "fam.rules"\n' + op(
+        kernels=KERNEL, rules='shape_rule: "t_shape" grad_rule: "other.mod:t_grad"'
+    )
+    manifest = M.parse(text, plugin="mine", source="mine.pbtxt")
+    M.qualify(manifest)
+    (opdef,) = manifest.ops
+    assert (opdef.shape_rule, opdef.grad_rule, opdef.kernels[0].python) == (
+        "fam.rules:t_shape",
+        "other.mod:t_grad",
+        "fam.rules:t_cpu",
+    )
+    assert not manifest.rules_module
+
+
 def test_native_kernels_without_kernel_module():
     assert problems(op(kernels=NATIVE), header=HEADER + " kernel_abi: 1") == [
         "declares native kernels but no kernel_module"

@@ -488,3 +488,29 @@ def test_dir_lists_the_ops_only():
     names = dir(pc.ops)
     assert {"toy_scale", "toy_matmul", "toy_split"} <= set(names)
     assert "make_function" not in names and "Any" not in names
+
+
+def test_the_public_names_are_one_list_seen_by_type_checkers_alike():
+    """paddle_core's public names are its lazy map (_EXPORTS, _SUBMODULES), from which __all__
+    is made; the imports type checkers read under TYPE_CHECKING name the same objects from the
+    same modules, so the two cannot drift apart."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(pc))
+    (block,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    ]
+    imported: dict[str, str] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom), ast.unparse(node)
+        for alias in node.names:
+            imported[alias.asname or alias.name] = (node.module or "") if node.level else "?"
+    exports = {name: module.lstrip(".") for name, module in pc._EXPORTS.items()}
+    assert {n: m for n, m in imported.items() if m} == exports
+    assert {n for n, m in imported.items() if not m} == pc._SUBMODULES
+    assert set(pc.__all__) == {*pc._EXPORTS, *pc._SUBMODULES, "__version__"}
+    for name in pc.__all__:
+        assert getattr(pc, name) is not None

@@ -120,10 +120,16 @@ def test_show_json_has_everything_from_the_proto() -> None:
     seed = next(a for a in op["attrs"] if a["name"] == "seed")
     assert seed["type"] == "LONG"
     assert op["kernels"] == [
-        {"device": "cpu", "dtype": d, "impl": "python", "ref": "dropout_cpu", "plugin": "toy"}
+        {
+            "device": "cpu",
+            "dtype": d,
+            "impl": "python",
+            "ref": "paddle_ops_toy.rules:dropout_cpu",  # where the rule lives
+            "plugin": "toy",
+        }
         for d in ("float32", "float64")
     ]
-    assert op["shape_rule"] == "dropout_shape" and op["grad_rule"] is None
+    assert op["shape_rule"] == "paddle_ops_toy.rules:dropout_shape" and op["grad_rule"] is None
     reduction = next(a for a in as_json("show", "toy_reduce")["attrs"] if a["name"] == "reduction")
     assert reduction["choices"] == ["sum", "mean", "max"]
     shape = next(a for a in as_json("show", "toy_fill")["attrs"] if a["name"] == "shape")
@@ -135,7 +141,7 @@ def test_show_human() -> None:
     assert "toy_leaky_relu  from plugin 'toy' (paddle-ops-toy 0.1.0)" in out
     assert "toy_leaky_relu(x, *, alpha=0.02, name=None)" in out
     assert "float in [0, 1), default 0.02" in out
-    assert "python:leaky_relu_cpu" in out
+    assert "python:paddle_ops_toy.rules:leaky_relu_cpu" in out
     # Text in brackets is the plugin's, not rich's markup: shown as written.
     assert "[kh, kw] (ignored with global_pooling)" in run_cli("show", "pool2d").stdout
 

@@ -40,13 +40,13 @@ def test_new_writes_a_package_named_after_its_distribution(tmp_path: Path) -> No
         "csrc/module.cpp",
         "pyproject.toml",
         "src/my_ops/__init__.py",
-        "src/my_ops/ops/cos.pbtxt",
+        "src/my_ops/manifest/cos.pbtxt",
         "tests/test_cos.py",
     }
     text = b"".join(files.values()).decode()
     assert "{{" not in text and "}}" not in text.replace("}}}", "")  # every placeholder filled
-    assert 'my_ops = "my_ops:ops"' in files["pyproject.toml"].decode()
-    assert 'type: "my_ops_cos"' in files["src/my_ops/ops/cos.pbtxt"].decode()
+    assert 'my_ops = "my_ops:manifest"' in files["pyproject.toml"].decode()
+    assert 'type: "my_ops_cos"' in files["src/my_ops/manifest/cos.pbtxt"].decode()
     project = tomllib.loads(files["pyproject.toml"].decode())
     assert not [r for r in project["build-system"]["requires"] if "paddle" in r]  # not on an index
 
@@ -55,14 +55,23 @@ def test_cuda_adds_only_the_cuda_kernels_and_their_declaration(tmp_path: Path) -
     run_cli("new", "my-ops", "--dir", str(tmp_path / "cpu"))
     run_cli("new", "my-ops", "--cuda", "--dir", str(tmp_path / "cuda"))
     cpu, cuda = tree(tmp_path / "cpu"), tree(tmp_path / "cuda")
-    assert set(cuda) - set(cpu) == {"csrc/cos_cuda.cu", "csrc/cuda_kernels.pbtxt"}
-    assert all(cuda[name] == content for name, content in cpu.items() if name != "README.md")
+    assert set(cuda) - set(cpu) == {"csrc/cos_cuda.cu"}
+    differ = {"README.md", "src/my_ops/manifest/cos.pbtxt"}
+    assert all(cuda[name] == content for name, content in cpu.items() if name not in differ)
+    # The manifest declares each CUDA kernel beside its CPU twin: the only lines it adds.
+    manifest = "src/my_ops/manifest/cos.pbtxt"
+    added = set(cuda[manifest].decode().splitlines()) - set(cpu[manifest].decode().splitlines())
+    assert {line.split("#")[0].strip() for line in added} == {
+        'kernels { device: "cuda" native: "my_ops_cos_cuda" }',
+        'kernels { device: "cuda" native: "my_ops_cos_grad_cuda" }',
+    }
+    assert set(cpu[manifest].decode().splitlines()) <= set(cuda[manifest].decode().splitlines())
     readme_cpu, readme_cuda = cpu["README.md"].decode(), cuda["README.md"].decode()
     assert "with CPU kernels." in readme_cpu and "cos_cuda.cu" not in readme_cpu
     assert (
         "MY_OPS_CUDA" not in readme_cpu and "as `paddle-ops new NAME --cuda` writes" in readme_cpu
     )
-    assert "`csrc/cos_cuda.cu`, `csrc/cuda_kernels.pbtxt`" in readme_cuda
+    assert "| `csrc/cos_cuda.cu` | the CUDA kernels" in readme_cuda
     assert "cmake.define.MY_OPS_CUDA=OFF" in readme_cuda
 
 

@@ -274,7 +274,7 @@ def test_gradients_are_checked_in_float32_where_float64_is_not_tested(op_plugin)
 def test_an_unenforced_attr_range_fails_the_attrs_check(op_plugin, monkeypatch) -> None:
     register_triple(op_plugin)
     signature = pc.get_registry().op("triple").signature()
-    defaults = pc.get_registry().op("triple").defaults
+    defaults = pc.get_registry().op("triple").attr_defaults
     monkeypatch.setattr(signature, "validate", lambda attrs: {**defaults, **attrs})
     message = failure(op_type="triple", inputs={"x": X}, reference=triple)
     assert "[attrs] attr 'p' = -5e-324 (declared range [0, 1)) was accepted" in message

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from conftest import pip_install, run_cli
 import paddle_core as pc
 
 FIRST_PARTY = ("paddle-core", "paddle-ops-math", "paddle-ops-nn")
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "paddle_ops_example"
 
 
 @pytest.mark.parametrize("dist", FIRST_PARTY)
@@ -188,25 +191,66 @@ def test_a_compiled_project_validates_against_its_installed_build(example_site: 
     """examples/paddle_ops_example: the manifest of the checkout, the module pip built from it
     (with its CUDA kernels and their declaration where the build found nvcc); it follows the
     naming convention, so there is nothing to warn about."""
-    from paddle_core._src.base import native
+    from paddle_core._src.base.runtime import compiled_runtime
     from paddle_core._src.plugins.abi import fingerprint_id
 
     project = Path(__file__).resolve().parents[3] / "examples" / "paddle_ops_example"
     result = run_cli("validate", str(project), pythonpath=example_site)
-    layout = fingerprint_id(native.runtime().KERNEL_LAYOUT)
-    built_cuda = (example_site / "paddle_ops_example" / "ops" / "cuda.pbtxt").is_file()
+    layout = fingerprint_id(compiled_runtime().KERNEL_LAYOUT)
+    record = json.loads((example_site / "paddle_ops_example" / "kernels.json").read_text())
+    built_cuda = "example_cos_cuda" in record["kernels"]
     assert result.stdout.splitlines() == [
         f"{project}: ok: plugin 'example': 2 ops, {4 if built_cuda else 2} native kernels, "
         f"layout {layout} (paddle-core 0.1.0)"
     ]
 
 
+@pytest.fixture(scope="module")
+def example_cpu_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/paddle_ops_example built without its CUDA kernels (a build where no CUDA toolkit
+    is found), pip-installed into a directory of its own."""
+    project = tmp_path_factory.mktemp("example-cpu") / "paddle_ops_example"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("build"))
+    target = tmp_path_factory.mktemp("example-cpu-site")
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    cmd += ["--no-deps", "--no-build-isolation", "--target", str(target)]
+    cmd += ["-C", "cmake.define.PADDLE_OPS_EXAMPLE_CUDA=OFF", str(project)]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return target
+
+
+def test_a_build_without_cuda_lists_its_cuda_kernels_as_not_built(example_cpu_site: Path) -> None:
+    """The manifest declares CUDA kernels beside the CPU ones; a build that compiled none lists
+    them as not built, and the plugin is no worse for it: ok, and it validates clean."""
+    record = json.loads((example_cpu_site / "paddle_ops_example" / "kernels.json").read_text())
+    assert set(record["kernels"]) == {"example_cos", "example_cos_grad"}
+    shown = json.loads(run_cli("show", "example_cos", "--json", pythonpath=example_cpu_site).stdout)
+    assert {k["device"] for k in shown["kernels"]} == {"cpu"} and shown["available"]
+    (unbuilt,) = shown["not_built"]
+    assert (unbuilt["device"], unbuilt["ref"], unbuilt["plugin"]) == (
+        "cuda",
+        "example_cos_cuda",
+        "example",
+    )
+    assert unbuilt["why"].startswith("not built: the plugin's build did not compile cuda kernels")
+    text = run_cli("show", "example_cos", pythonpath=example_cpu_site).stdout
+    assert "native:example_cos_cuda (not built)" in text
+    plugins = json.loads(run_cli("plugins", "--json", pythonpath=example_cpu_site).stdout)
+    (example,) = [p for p in plugins["plugins"] if p["name"] == "example"]
+    assert example["status"] == "ok" and example["problems"] == []
+    result = run_cli("validate", str(EXAMPLE), pythonpath=example_cpu_site)
+    assert result.stdout.splitlines()[0].startswith(
+        f"{EXAMPLE}: ok: plugin 'example': 2 ops, 2 native kernels"
+    )
+
+
 UNDECLARED_C = '''\
 """Stands in for a compiled module: paddle-core's own kernels, one of them undeclared."""
 
-from paddle_core._src.base import native
+from paddle_core._src.base.runtime import compiled_runtime
 
-_runtime = native.runtime()
+_runtime = compiled_runtime()
 KERNEL_ABI_VERSION = _runtime.KERNEL_ABI_VERSION
 KERNEL_LAYOUT = _runtime.KERNEL_LAYOUT
 

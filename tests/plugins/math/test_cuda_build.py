@@ -1,45 +1,36 @@
 """paddle-ops-math's CUDA kernels without a GPU: built whenever a CUDA toolkit is here, declared
-exactly (ops/cuda.pbtxt against ``_C``), the same dtypes as the CPU kernels, and a prepare that
-refuses host memory instead of faulting. The GPU results are test_cuda_kernels.py's."""
+beside the CPU kernels (taking their dtypes), recorded exactly, listed as not built where they
+were not, and a prepare that refuses host memory instead of faulting. The GPU results are
+test_cuda_kernels.py's."""
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import ROOT, run_cli
 from cuda_helpers import (
     check_built_with_cuda,
-    check_cuda_manifest,
+    check_kernel_record,
     cuda_compiler,
     kernel_dtypes,
+    natives,
     parse,
+    source_manifest,
 )
-from cuda_helpers import cpu_manifest as installed_cpu_manifest
 
 import paddle_core as pc
-from paddle_core._src.plugins.discovery import PluginRecord, record_from_manifest
+from paddle_core._src.plugins.registry import get_registry
 from paddle_core.proto import framework_pb2 as pb
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 from paddle_ops_math import kernels as math_kernels
 
 PLUGIN = ROOT / "plugins" / "paddle_ops_math"
-SOURCE_MANIFEST = PLUGIN / "src" / "cuda_kernels.pbtxt"  # installed as ops/cuda.pbtxt
-INSTALLED_OPS = Path(math_kernels.__file__).parent / "ops"
 # The core's own ops (add_n, fill_like): the plugin adds CUDA kernels for them too.
-CORE_OPS = Path(pc.__file__).parent / "builtin" / "ops.pbtxt"
-
-
-def cpu_manifest() -> pb.PluginManifest:
-    """The ops of the plugin's CPU manifest and the core's: those its CUDA kernels serve."""
-    merged = parse(CORE_OPS)
-    merged.MergeFrom(installed_cpu_manifest(INSTALLED_OPS))
-    return merged
-
+CORE_OPS = ROOT / "paddle_core" / "builtin" / "ops.pbtxt"
 
 built = pytest.mark.skipif(
     not math_kernels.built_with_cuda(), reason="paddle-ops-math was built without CUDA"
@@ -48,36 +39,45 @@ built = pytest.mark.skipif(
 # -- the declarations ----------------------------------------------------------------------------
 
 
-# The dtypes a CUDA kernel takes beyond its op's CPU kernel, and why. None now: matmul's
-# bfloat16 (cuBLAS on tensor cores, float32 accumulation) has its CPU kernel (sgemm on float32
-# copies), as every 16-bit float kernel does.
-BEYOND_CPU: dict[str, tuple[int, ...]] = {}
-
-
-def test_every_cuda_kernel_takes_its_cpu_kernels_dtypes():
-    cuda = kernel_dtypes(parse(SOURCE_MANIFEST), "cuda")
-    cpu = kernel_dtypes(cpu_manifest(), "cpu")
-    assert cuda, f"{SOURCE_MANIFEST.name} declares no CUDA kernel"
-    want = {op: (cpu.get(op) or ()) + BEYOND_CPU.get(op, ()) for op in cuda}
-    assert want == cuda
+def test_a_cuda_kernel_takes_its_cpu_kernels_dtypes():
+    """Beside a CPU kernel, a CUDA kernel lists no dtypes of its own: it takes the op's CPU
+    dtypes (and its class must handle them: loading checks). The core's add_n and fill_like,
+    whose CPU kernels are the core's, are packs of their own."""
+    declared = source_manifest(PLUGIN)
+    own = {op: d for op, d in kernel_dtypes(declared, "cuda").items() if d}
+    assert set(own) == {"fill_like"}  # its class takes more dtypes than the core's CPU kernel
+    registry = get_registry()
+    names = {pb.VarType.DataType.Name(d).lower() for d in own["fill_like"]}
+    assert names == set(registry.op("fill_like").dtypes_for("cpu"))
+    for op in natives(declared, "cuda"):
+        if op in ("add_n", "fill_like"):
+            continue
+        info = registry.op(op)
+        if math_kernels.built_with_cuda():
+            assert info.dtypes_for("cuda") == info.dtypes_for("cpu"), op
 
 
 def test_a_cuda_kernel_is_named_after_its_cpu_kernel():
-    cpu = {o.proto.type: [k.native for k in o.kernels] for o in cpu_manifest().ops}
-    for pack in parse(SOURCE_MANIFEST).kernel_packs:
-        assert [k.native for k in pack.kernels] == [f"{name}_cuda" for name in cpu[pack.op]]
+    declared = source_manifest(PLUGIN)
+    cpu = natives(declared, "cpu") | natives(parse(CORE_OPS), "cpu")
+    for op, symbols in natives(declared, "cuda").items():
+        assert symbols == [f"{name}_cuda" for name in cpu[op]]
 
 
-def test_a_manifest_part_with_only_kernel_packs_merges():
-    parts = [(p.read_text(encoding="utf-8"), str(p)) for p in sorted(INSTALLED_OPS.glob("*.pbtxt"))]
-    if not (INSTALLED_OPS / "cuda.pbtxt").exists():
-        parts.append((SOURCE_MANIFEST.read_text(encoding="utf-8"), str(SOURCE_MANIFEST)))
-    record = record_from_manifest(PluginRecord("math"), parts, pc.__version__)
-    assert record.errors == []
-    packs = {p["op"]: p["kernels"] for p in record.kernel_packs}
+def test_the_cuda_dtypes_are_the_cpu_kernels_once_recorded():
+    """Discovery fills the dtypes from the build's record: add's CUDA kernel takes every
+    number, as its CPU kernel does, or is listed as not built."""
+    record = get_registry().plugins["math"]
     numbers = ["float32", "float64", "float16", "bfloat16"]
     numbers += [f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)]
-    assert packs["add"] == [["cuda", numbers, "native", "add_cuda"]]
+    (add,) = [o for o in record.ops if o["type"] == "add"]
+    if math_kernels.built_with_cuda():
+        assert ["cuda", numbers, "native", "add_cuda"] in add["kernels"]
+    else:
+        assert ["cpu", numbers, "native", "add"] in add["kernels"]
+        assert [k for k in add["kernels"] if k[0] == "cuda"] == []
+        (why,) = [u[3] for u in record.unbuilt if u[:3] == ["add", "cuda", "add_cuda"]]
+        assert why.startswith("not built: the plugin's build did not compile cuda kernels")
 
 
 # -- the build -----------------------------------------------------------------------------------
@@ -92,8 +92,8 @@ def test_a_toolkit_here_means_the_plugin_was_built_with_cuda():
     check_built_with_cuda(math_kernels, "paddle-ops-math")
 
 
-def test_the_cuda_manifest_ships_exactly_with_the_cuda_kernels():
-    check_cuda_manifest(math_kernels, INSTALLED_OPS, SOURCE_MANIFEST)
+def test_the_kernel_record_is_exactly_what_the_module_exports():
+    check_kernel_record(math_kernels, "math")
 
 
 @built
@@ -107,9 +107,9 @@ def test_paddle_ops_lists_the_cuda_ops(tmp_path, monkeypatch):
     # --plugin lists the plugin's own ops: not the core's, though math gives them CUDA kernels.
     ops = json.loads(run_cli("list", "--device", "cuda", "--plugin", "math", "--json").stdout)
     core = {o.proto.type for o in parse(CORE_OPS).ops}
-    packs = {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
-    assert {o["op"] for o in ops["ops"]} == packs - core
-    assert packs & core == {"add_n", "fill_like"}
+    with_cuda = set(natives(source_manifest(PLUGIN), "cuda"))
+    assert {o["op"] for o in ops["ops"]} == with_cuda - core
+    assert with_cuda & core == {"add_n", "fill_like"}
 
 
 # -- prepare refuses host memory -----------------------------------------------------------------
@@ -147,7 +147,7 @@ class CudaKernelsOnCpu:
                 attrs { name: "transpose_y" type: BOOL comment: "." default { b: false } }
               }
               kernels { device: "cpu" dtypes: [FLOAT32] native: "matmul_cuda" }
-              shape_rule: "paddle_ops_math.rules:matmul_shape"
+              shape_rule: "paddle_ops_math.rules.matmul:matmul_shape"
             }
         """
 

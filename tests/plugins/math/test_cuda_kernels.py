@@ -1,4 +1,4 @@
-"""paddle-ops-math's CUDA kernels against NumPy on `cuda:0`: every op of ops/cuda.pbtxt, every
+"""paddle-ops-math's CUDA kernels against NumPy on `cuda:0`: every op with a CUDA kernel, every
 dtype it declares, broadcasting and empty shapes. Any fallback to a CPU kernel is an error here.
 Skipped without a GPU, or when the plugin was built without CUDA."""
 
@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cuda_helpers import natives, source_manifest
 from op_helpers import ALL_NUMBERS, FLOATS, NUMBERS, assert_matches, rand
-from test_cuda_build import INSTALLED_OPS, cpu_manifest, parse
+from test_cuda_build import PLUGIN
 from test_elementwise import BINARY, COMPARE
 from test_elementwise import SHAPES as BINARY_SHAPES
 from test_fill import ALL
@@ -83,7 +84,7 @@ def assert_close(got: np.ndarray, want: np.ndarray) -> None:
 
 
 def test_every_declared_cuda_op_is_tested_here():
-    declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
+    declared = set(natives(source_manifest(PLUGIN), "cuda"))
     tested = set(BINARY) | set(COMPARE) | set(UNARY) | set(FILL) | set(CORE) | set(MATMUL_OPS)
     grads = {f"{op}_grad" for op in set(BINARY) | UNARY_GRAD | set(REDUCE) | {"rowwise_add"}}
     others = {"argmax", "argmin", "clip", "where", "cumsum", "gather", "gather_grad", "one_hot"}
@@ -187,8 +188,7 @@ def test_fill_constant_full_like_and_assign(dtype):
 
 def grad_op_inputs(op: str, shapes: dict[str, tuple], dtype: str, rng) -> dict[str, np.ndarray]:
     """Random inputs for each input slot of grad op ``op`` (x, y, out, out_grad)."""
-    manifest = cpu_manifest()
-    (proto,) = [o.proto for o in manifest.ops if o.proto.type == op]
+    proto = pc.get_registry().op(op).proto
     positive = op.split("_grad")[0] in POSITIVE or op == "pow_grad"
     low, high = (0.1, 3) if positive else (-3, 3)
     return {i.name: rand(rng, shapes[i.name], dtype, low, high) for i in proto.inputs}

@@ -455,7 +455,7 @@ def test_an_op_no_kernel_of_which_takes_the_dtype_is_refused_when_appended():
     refused = []
     for op in registry.op_types():
         info = registry.op(op)
-        required = [a.name for a in info.proto.attrs if a.name not in info.defaults]
+        required = [a.name for a in info.proto.attrs if a.name not in info.attr_defaults]
         if [s.name for s in info.proto.inputs] != ["x"] or required:
             continue
         if "int32" in info.signature().kernel_dtypes:

@@ -189,7 +189,7 @@ def test_manifest_agrees_with_the_references(op):
     registry = pc.get_registry()
     info, grad = registry.op(op), registry.op(f"{op}_grad")
     signature = inspect.signature(ACTIVATIONS[op][0]).parameters.values()
-    assert info.defaults == {p.name: p.default for p in signature if p.name != "x"}
+    assert info.attr_defaults == {p.name: p.default for p in signature if p.name != "x"}
     read = "out" if op in GRAD_READS_OUT else "x"
     assert [i.name for i in grad.proto.inputs] == [read, "out_grad"]
 

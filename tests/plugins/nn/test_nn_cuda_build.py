@@ -1,42 +1,36 @@
 """paddle-ops-nn's CUDA kernels without a GPU: built whenever a CUDA toolkit is here, declared
-exactly (ops/cuda.pbtxt against ``_C``), the same dtypes as the CPU kernels, and a prepare that
-refuses host memory instead of faulting. The GPU results are test_nn_cuda_kernels.py's."""
+beside the CPU kernels (taking their dtypes), recorded exactly, listed as not built where they
+were not, and a prepare that refuses host memory instead of faulting. The GPU results are
+test_nn_cuda_kernels.py's."""
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import ROOT, run_cli
 from cuda_helpers import (
     check_built_with_cuda,
-    check_cuda_manifest,
+    check_kernel_record,
     cuda_compiler,
     kernel_dtypes,
-    parse,
+    natives,
+    source_manifest,
 )
-from cuda_helpers import cpu_manifest as installed_cpu_manifest
 
 import paddle_core as pc
-from paddle_core.proto import framework_pb2 as pb
+from paddle_core._src.plugins.registry import get_registry
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 from paddle_ops_nn import _kernels as nn_kernels
 
 PLUGIN = ROOT / "plugins" / "paddle_ops_nn"
-SOURCE_MANIFEST = PLUGIN / "src" / "cuda_kernels.pbtxt"  # installed as ops/cuda.pbtxt
-INSTALLED_OPS = Path(nn_kernels.__file__).parent / "ops"
 
 built = pytest.mark.skipif(
     not nn_kernels.built_with_cuda(), reason="paddle-ops-nn was built without CUDA"
 )
-
-
-def cpu_manifest() -> pb.PluginManifest:
-    return installed_cpu_manifest(INSTALLED_OPS)
 
 
 # -- the declarations ----------------------------------------------------------------------------
@@ -49,27 +43,31 @@ CPU_ONLY = {"reorder_layout"}
 
 
 def test_every_nn_op_but_the_cpu_only_ones_has_cuda_kernels():
-    declared = {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
-    ops = {o.proto.type for o in cpu_manifest().ops}
-    assert CPU_ONLY <= ops and not CPU_ONLY & declared
-    assert declared == ops - CPU_ONLY
+    declared = source_manifest(PLUGIN)
+    ops = {o.proto.type for o in declared.ops}
+    with_cuda = set(natives(declared, "cuda"))
+    assert CPU_ONLY <= ops and not CPU_ONLY & with_cuda
+    assert with_cuda == ops - CPU_ONLY
 
 
-def test_every_cuda_kernel_takes_its_cpu_kernels_dtypes():
-    cuda = kernel_dtypes(parse(SOURCE_MANIFEST), "cuda")
-    cpu = kernel_dtypes(cpu_manifest(), "cpu")
-    assert cuda, f"{SOURCE_MANIFEST.name} declares no CUDA kernel"
-    assert {op: cpu.get(op) for op in cuda} == cuda
+def test_a_cuda_kernel_takes_its_cpu_kernels_dtypes():
+    declared = source_manifest(PLUGIN)
+    assert not any(kernel_dtypes(declared, "cuda").values())  # none lists its own
+    if nn_kernels.built_with_cuda():
+        for op in natives(declared, "cuda"):
+            info = get_registry().op(op)
+            assert info.dtypes_for("cuda") == info.dtypes_for("cpu"), op
 
 
 def test_a_cuda_kernel_is_named_after_its_cpu_kernel():
-    cpu = {o.proto.type: [k.native for k in o.kernels] for o in cpu_manifest().ops}
-    for pack in parse(SOURCE_MANIFEST).kernel_packs:
-        assert [k.native for k in pack.kernels] == [f"{name}_cuda" for name in cpu[pack.op]]
+    declared = source_manifest(PLUGIN)
+    cpu = natives(declared, "cpu")
+    for op, symbols in natives(declared, "cuda").items():
+        assert symbols == [f"{name}_cuda" for name in cpu[op]]
 
 
 def test_the_ops_of_a_training_step_have_cuda_kernels():
-    declared = {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    declared = set(natives(source_manifest(PLUGIN), "cuda"))
     step = {"relu", "relu_grad", "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad"}
     assert step | {"adam", "sgd", "dropout", "uniform_random", "gaussian_random"} <= declared
 
@@ -86,8 +84,8 @@ def test_a_toolkit_here_means_the_plugin_was_built_with_cuda():
     check_built_with_cuda(nn_kernels, "paddle-ops-nn")
 
 
-def test_the_cuda_manifest_ships_exactly_with_the_cuda_kernels():
-    check_cuda_manifest(nn_kernels, INSTALLED_OPS, SOURCE_MANIFEST)
+def test_the_kernel_record_is_exactly_what_the_module_exports():
+    check_kernel_record(nn_kernels, "nn")
 
 
 @built
@@ -95,9 +93,10 @@ def test_paddle_ops_lists_the_cuda_ops(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # outside the checkout: the installed plugin only
     ops = json.loads(run_cli("list", "--device", "cuda", "--plugin", "nn", "--json").stdout)
     listed = {o["op"] for o in ops["ops"]}
-    assert listed == {p.op for p in parse(SOURCE_MANIFEST).kernel_packs}
+    declared = source_manifest(PLUGIN)
+    assert listed == set(natives(declared, "cuda"))
     # every nn op runs on the GPU, but those of the CPU's own layout pass
-    assert listed == {o.proto.type for o in cpu_manifest().ops} - CPU_ONLY
+    assert listed == {o.proto.type for o in declared.ops} - CPU_ONLY
 
 
 # -- prepare refuses host memory -----------------------------------------------------------------

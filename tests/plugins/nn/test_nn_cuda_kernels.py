@@ -1,4 +1,4 @@
-"""paddle-ops-nn's CUDA kernels against its CPU kernels on `cuda:0`: every op of ops/cuda.pbtxt,
+"""paddle-ops-nn's CUDA kernels against its CPU kernels on `cuda:0`: every op with a CUDA kernel,
 both dtypes, empty shapes, other axes, labels ignored or soft, the random ops drawing the CPU's
 numbers, convolutions on cuDNN and on the plugin's own kernels, pooling's NaNs and ties,
 batch_norm's running statistics updated in place, repeated ids, oneDNN's blocked layout refused
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cuda_helpers import natives, source_manifest
 from op_helpers import FLOATS, assert_matches
 from op_helpers import rand as rand_from
-from test_nn_cuda_build import INSTALLED_OPS, parse
+from test_nn_cuda_build import PLUGIN
 from test_norm import SLOTS, running_stats_program
 
 import paddle_core as pc
@@ -82,7 +83,7 @@ SUM_TOLERANCE = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-
 
 
 def test_every_declared_cuda_op_is_tested_here():
-    declared = {pack.op for pack in parse(INSTALLED_OPS / "cuda.pbtxt").kernel_packs}
+    declared = set(natives(source_manifest(PLUGIN), "cuda"))
     forward = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | set(OPTIMIZERS) | set(RANDOM)
     forward |= {"accuracy", "embedding", *WINDOWED, *NORMS}
     with_grads = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | {"dropout", "embedding"}

@@ -1,1 +1,1 @@
-"""paddle-ops-example: a paddle-core plugin. Its ops are declared in ops/*.pbtxt, computed by _C."""
+"""paddle-ops-example: a paddle-core plugin. Its ops are declared in manifest/*.pbtxt, computed by _C."""

@@ -1,1 +1,1 @@
-"""Kernels built against kernel ABI 1's first layout (tests of the core's compatibility)."""
+"""Kernels built against kernel ABI 1 as released (tests of the core's compatibility)."""

@@ -1,6 +1,6 @@
-/* A kernel module built against kernel ABI 1's first layout (kernel_abi_v1.h, frozen): the
- * pc_kernel and pc_context of the first release. A plain C extension (no pybind11), exporting
- * what the core looks for: KERNEL_ABI_VERSION and kernels() -> {name: capsule}.
+/* A kernel module built against kernel ABI 1 as released (kernel_abi_v1.h, frozen). A plain C
+ * extension (no pybind11), exporting what the core looks for: KERNEL_ABI_VERSION,
+ * KERNEL_LAYOUT (the frozen header's layout) and kernels() -> {name: capsule}.
  *
  * twice: out = 2 * x, float64, shapes checked in prepare. */
 #define PY_SSIZE_T_CLEAN
@@ -41,8 +41,9 @@ static pc_status twice_run(void* state, const pc_tensors* in, const pc_tensors* 
   return PC_OK;
 }
 
+static const int32_t twice_dtypes[] = {PC_FLOAT64, 0};
 static const pc_kernel twice = {PADDLE_CORE_KERNEL_ABI_VERSION, sizeof(pc_kernel), "twice",
-                                twice_prepare, twice_run, NULL};
+                                twice_prepare, twice_run, NULL, "1", "1", twice_dtypes};
 
 static PyObject* kernels(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
@@ -64,7 +65,14 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__kernels(void) {
+  char layout[2048];
+  pc_kernel_layout(layout, sizeof layout);
   PyObject* m = PyModule_Create(&module);
-  if (m != NULL) PyModule_AddIntConstant(m, "KERNEL_ABI_VERSION", PADDLE_CORE_KERNEL_ABI_VERSION);
+  if (m == NULL) return NULL;
+  if (PyModule_AddIntConstant(m, "KERNEL_ABI_VERSION", PADDLE_CORE_KERNEL_ABI_VERSION) < 0 ||
+      PyModule_AddStringConstant(m, "KERNEL_LAYOUT", layout) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
   return m;
 }

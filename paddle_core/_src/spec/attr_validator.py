@@ -1,0 +1,253 @@
+"""Attribute validation: a pydantic model per op, built on first use from its AttrProtos.
+
+Types are checked strictly (``scale="2"`` and ``scale=True`` are errors, not 2.0 and 1.0;
+NumPy scalars are accepted as the numbers they are), ranges become ``ge``/``gt``/``le``/``lt``
+constraints, choices become ``Literal``s, unknown names are forbidden. Every failure is raised
+as one ``AttrError`` naming the op, the attr, what was expected and what was given.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import BeforeValidator, ConfigDict, Field
+
+from ...proto import framework_pb2 as pb
+from ..base.errors import AttrError, did_you_mean, shown
+from ..base.limits import MAX_LIST_ITEMS, take
+from . import attrs as A
+from .opdoc import expectation
+
+
+def _is_bool(value: Any) -> bool:
+    # NumPy's bool scalar is not a bool subclass; its class is numpy.bool_ ("bool" since NumPy 2).
+    cls = type(value)
+    return isinstance(value, bool) or (
+        cls.__module__ == "numpy" and cls.__name__ in ("bool", "bool_")
+    )
+
+
+def _as_int(value: Any) -> int:
+    if type(value) is int:
+        return value
+    if _is_bool(value) or isinstance(value, (str, bytes, float)):
+        raise ValueError("not an int")
+    try:
+        return operator.index(value)  # int and NumPy integers
+    except Exception:  # not an integer, or a hostile __index__
+        raise ValueError("not an int") from None
+
+
+def _as_float(value: Any) -> float:
+    if type(value) is float:
+        return value
+    if _is_bool(value) or not isinstance(value, numbers.Real):
+        raise ValueError("not a number")
+    try:
+        result = float(value)
+    except OverflowError:  # an int beyond float's range
+        raise ValueError("too large for a float") from None
+    except Exception:  # a hostile __float__
+        raise ValueError("not a number") from None
+    # An integer a double cannot hold (beyond 2**53) is refused, not rounded: int64 fills
+    # take their value from this double, and would silently hold a neighbour.
+    if isinstance(value, numbers.Integral):
+        try:
+            exact = operator.index(value)
+        except Exception:  # a hostile __index__
+            raise ValueError("not a number") from None
+        if int(result) != exact:
+            raise ValueError("not exactly a float")
+    return result
+
+
+def _as_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("not a str")
+    return value
+
+
+def _as_bool(value: Any) -> bool:
+    if value is True or value is False:
+        return value
+    if not _is_bool(value):
+        raise ValueError("not a bool")
+    return bool(value)
+
+
+def _as_block(value: Any) -> int:
+    # What an OpDesc stores: the block's index. (Appending turns a Block into its index.)
+    if type(value) is int and value >= 0:
+        return value
+    raise ValueError("not a Block")
+
+
+def _as_list(value: Any) -> list:
+    items = take(value, MAX_LIST_ITEMS)
+    if items is None:
+        raise ValueError("not a list")
+    if len(items) > MAX_LIST_ITEMS:
+        raise ValueError(f"more than {MAX_LIST_ITEMS} items")
+    return items
+
+
+_SCALAR = {
+    pb.INT: (int, _as_int),
+    pb.LONG: (int, _as_int),
+    pb.FLOAT: (float, _as_float),
+    pb.STRING: (str, _as_str),
+    pb.BOOL: (bool, _as_bool),
+    pb.BLOCK: (int, _as_block),
+}
+
+
+def _scalar_annotation(ap: pb.AttrProto, scalar_type: int) -> Any:
+    python_type, coerce = _SCALAR[scalar_type]
+    constraints: dict[str, float] = {}
+    low, high = A.INT_LIMITS.get(scalar_type, (None, None))
+    if low is not None:
+        constraints.update(ge=low, le=high)
+    if ap.HasField("min"):
+        constraints["gt" if ap.min.exclusive else "ge"] = ap.min.value
+        constraints.pop("ge" if ap.min.exclusive else "gt", None)
+    if ap.HasField("max"):
+        constraints["lt" if ap.max.exclusive else "le"] = ap.max.value
+        constraints.pop("le" if ap.max.exclusive else "lt", None)
+    if scalar_type == pb.FLOAT and (ap.HasField("min") or ap.HasField("max")):
+        # A range's open side ends before infinity: (0, inf) refuses inf. A bound declared as
+        # an inclusive infinity lets it in.
+        constraints.setdefault("gt" if "ge" not in constraints else "ge", -math.inf)
+        constraints.setdefault("lt" if "le" not in constraints else "le", math.inf)
+    if ap.HasField("choices"):
+        # Choices were checked against the range when the manifest loaded; they are the
+        # whole constraint (and Literal takes no numeric constraints).
+        allowed = tuple(A.from_attr_value(ap.choices))
+        if scalar_type == pb.FLOAT:  # typing.Literal does not take floats
+            python_type = Annotated[float, pydantic.AfterValidator(_member_of(frozenset(allowed)))]
+        else:
+            python_type = Literal[allowed]  # type: ignore[valid-type]
+        constraints = {}
+    return Annotated[python_type, BeforeValidator(coerce), Field(**constraints)]
+
+
+def _beyond_width(ap: pb.AttrProto, item: Any) -> str:
+    """ ", outside the 32-bit range [...]" for an integer its attr's type cannot hold; for an
+    integer a float attr's double cannot hold exactly, the nearest double."""
+    scalar_type = A.ELEMENT_TYPE.get(ap.type, ap.type)
+    if _is_bool(item) or scalar_type not in (*A.INT_LIMITS, pb.FLOAT):
+        return ""
+    try:
+        number = operator.index(item)
+    except Exception:  # not an integer, or a hostile object whose __index__ raises
+        return ""
+    if scalar_type == pb.FLOAT:
+        nearest = float(number) if abs(number) < 2**1024 else None
+        if nearest is None or int(nearest) == number:
+            return ""
+        return f", which no double holds exactly (the nearest is {nearest!r})"
+    low, high = A.INT_LIMITS[scalar_type]
+    if low <= number <= high:
+        return ""
+    bits = 32 if scalar_type == pb.INT else 64
+    return f", outside the {bits}-bit range [{low}, {high}]"
+
+
+def _member_of(allowed: frozenset):
+    def check(value: Any) -> Any:
+        if value not in allowed:
+            raise ValueError("not one of the choices")
+        return value
+
+    return check
+
+
+def annotation(ap: pb.AttrProto) -> Any:
+    """The pydantic type of one attribute."""
+    element = A.ELEMENT_TYPE.get(ap.type)
+    if element is None:
+        return _scalar_annotation(ap, ap.type)
+    return Annotated[list[_scalar_annotation(ap, element)], BeforeValidator(_as_list)]
+
+
+class AttrValidator:
+    """Validates the attrs of one op type: ``validate(dict) -> dict`` with defaults filled in."""
+
+    def __init__(self, info: Any) -> None:
+        self.op = info.type
+        self.protos = {ap.name: ap for ap in info.proto.attrs}
+        fields: dict[str, Any] = {}
+        for i, ap in enumerate(info.proto.attrs):
+            default = info.attr_defaults.get(ap.name, ...)
+            # Field names are positional aliases: attr names such as "copy" or "schema" would
+            # otherwise shadow BaseModel methods.
+            fields[f"a{i}"] = (annotation(ap), Field(default, alias=ap.name))
+        self.model = pydantic.create_model(
+            f"{info.type}_attrs",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            **fields,
+        )
+        self._validate = self.model.__pydantic_validator__.validate_python
+        self._names = list(self.protos)
+        self.block_attrs = tuple(ap.name for ap in info.proto.attrs if ap.type == pb.BLOCK)
+
+    def validate(self, given: dict[str, Any]) -> dict[str, Any]:
+        if type(given) is not dict and not isinstance(given, Mapping):
+            raise AttrError(
+                f"op {self.op!r}: attrs must be a dict of attr name -> value, got "
+                f"{type(given).__name__} {shown(given)}",
+                op=self.op,
+                attr="",
+            )
+        for name in given:
+            if type(name) is not str:
+                raise AttrError(
+                    f"op {self.op!r}: attr names must be strings, got "
+                    f"{type(name).__name__} {shown(name)}; its attrs are: "
+                    f"{', '.join(self._names)}",
+                    op=self.op,
+                    attr=shown(name),
+                )
+        try:
+            values = self._validate(given).__dict__.values()
+        except pydantic.ValidationError as e:
+            raise self._error(e, given) from None
+        return dict(zip(self._names, values))
+
+    def _error(self, error: pydantic.ValidationError, given: dict[str, Any]) -> AttrError:
+        first = error.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else "?"
+        if first["type"] == "extra_forbidden":
+            known = ", ".join(self._names) or "none"
+            return AttrError(
+                f"op {self.op!r} has no attr {name!r}{did_you_mean(name, self._names)}; "
+                f"its attrs are: {known}",
+                op=self.op,
+                attr=name,
+            )
+        ap = self.protos[name]
+        if first["type"] == "missing":
+            return AttrError(
+                f"op {self.op!r}, attr {name!r}: a value is required ({expectation(ap)})",
+                op=self.op,
+                attr=name,
+            )
+        value = item = given.get(name)
+        got = f"{type(value).__name__} {shown(value)}"
+        if ap.type in A.LIST_TYPES and len(first["loc"]) > 1:
+            index = first["loc"][1]
+            item = first["input"]  # the element as given (``value`` may be a set or an iterator)
+            got += f" (item {index}: {type(item).__name__} {shown(item)})"
+        got += _beyond_width(ap, item)
+        hint = ""
+        if ap.HasField("choices") and isinstance(value, str):
+            hint = did_you_mean(value, A.from_attr_value(ap.choices))
+        return AttrError(
+            f"op {self.op!r}, attr {name!r}: expected {expectation(ap)}, got {got}{hint}",
+            op=self.op,
+            attr=name,
+        )
