@@ -44,6 +44,15 @@ struct Relu {  // NaN stays NaN, as in NumPy and PyTorch
   template <class T> PADDLE_CORE_HD T operator()(T x) const { return x < T(0) ? T(0) : x; }
 };
 
+struct Relu6 {  // min(max(x, 0), threshold); NaN stays NaN
+  explicit Relu6(const Attrs& attrs) : threshold(attrs.f("threshold")) {}
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
+    const T t = T(threshold);
+    return x < T(0) ? T(0) : (x > t ? t : x);
+  }
+  double threshold;
+};
+
 struct LeakyRelu {
   explicit LeakyRelu(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
   template <class T> PADDLE_CORE_HD T operator()(T x) const {
@@ -92,6 +101,14 @@ struct Silu {
 struct ReluGrad {  // from out: out > 0 exactly where x > 0
   explicit ReluGrad(const Attrs&) {}
   template <class T> PADDLE_CORE_HD T operator()(T out, T g) const { return out > T(0) ? g : T(0); }
+};
+
+struct Relu6Grad {  // from out: 0 < out < threshold exactly where 0 < x < threshold
+  explicit Relu6Grad(const Attrs& attrs) : threshold(attrs.f("threshold")) {}
+  template <class T> PADDLE_CORE_HD T operator()(T out, T g) const {
+    return out > T(0) && out < T(threshold) ? g : T(0);
+  }
+  double threshold;
 };
 
 struct LeakyReluGrad {  // from out: with alpha >= 0, out > 0 exactly where x > 0 (alpha = 0 too)

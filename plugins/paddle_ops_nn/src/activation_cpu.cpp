@@ -1,4 +1,4 @@
-// Activations and their gradient kernels: relu, leaky_relu, gelu (exact and tanh
+// Activations and their gradient kernels: relu, relu6, leaky_relu, gelu (exact and tanh
 // approximation), elu, softplus, silu.
 //
 // Memory contract: x (the grad ops: out or x, and out_grad) and out are C-contiguous with equal
@@ -106,6 +106,8 @@ template <class G> class GradMap {
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Map<Relu>>("relu"),
     pc::kernel<GradMap<ReluGrad>>("relu_grad"),
+    pc::kernel<Map<Relu6>>("relu6"),
+    pc::kernel<GradMap<Relu6Grad>>("relu6_grad"),
     pc::kernel<Map<LeakyRelu>>("leaky_relu"),
     pc::kernel<GradMap<LeakyReluGrad>>("leaky_relu_grad"),
     pc::kernel<Map<Gelu>>("gelu"),

@@ -45,6 +45,10 @@ def relu(x):
     return np.maximum(x, 0)
 
 
+def relu6(x, threshold=6.0):
+    return np.minimum(np.maximum(x, 0), threshold)
+
+
 def leaky_relu(x, alpha=0.02):
     return np.where(x > 0, x, alpha * x)
 
@@ -70,6 +74,7 @@ def silu(x):
 # op: (reference, attrs to test besides the defaults)
 ACTIVATIONS = {
     "relu": (relu, []),
+    "relu6": (relu6, [{"threshold": 2.5}]),
     "leaky_relu": (leaky_relu, [{"alpha": 0.3}, {"alpha": 0.0}]),
     "gelu": (gelu, [{"approximate": True}]),
     "elu": (elu, [{"alpha": 0.5}, {"alpha": 0.0}]),
@@ -82,7 +87,7 @@ CASES = [
     for attrs in [{}, *others]
 ]
 # The ops whose grad op reads out rather than x: only these may be applied in place.
-GRAD_READS_OUT = {"relu", "leaky_relu", "elu"}
+GRAD_READS_OUT = {"relu", "relu6", "leaky_relu", "elu"}
 # Shapes: a matrix, a scalar, an empty tensor, an odd length, a size split across threads.
 SHAPES = [(3, 4), (), (0,), (37,), (1025, 65)]
 
@@ -114,7 +119,8 @@ def test_matches_numpy(op, attrs, dtype, shape):
 
 @pytest.mark.parametrize(("op", "attrs"), CASES)
 def test_gradient(op, attrs):
-    # Off the kinks at 0 and softplus's switch to x at beta * x = threshold (x = 2 in CASES).
+    # Off the kinks at 0, relu6's at its threshold (x = 2.5 in CASES; 6 beyond the range) and
+    # softplus's switch to x at beta * x = threshold (x = 2 in CASES).
     x = np.linspace(-2.9, 3.1, 15).reshape(3, 5)
     check_grad(op, {"x": x}, attrs)
 
@@ -136,9 +142,12 @@ def test_large_magnitudes(op, attrs, dtype):
 
 
 def test_gradients_at_zero_follow_pytorch():
-    """relu'(0) = 0; leaky_relu'(0) = elu'(0) = alpha (the x <= 0 side)."""
+    """relu'(0) = 0; leaky_relu'(0) = elu'(0) = alpha (the x <= 0 side); relu6' is 0 at both
+    kinks, as PyTorch's hardtanh."""
     x = np.array([-0.0, 0.0])
     assert_matches(gradient_at("relu", x, {}), [0.0, 0.0])
+    kinks = np.array([0.0, 1e-3, 5.999, 6.0, 7.0])
+    assert_matches(gradient_at("relu6", kinks, {}), [0.0, 1.0, 1.0, 0.0, 0.0])
     assert_matches(gradient_at("leaky_relu", x, {"alpha": 0.3}), [0.3, 0.3])
     assert_matches(gradient_at("elu", x, {"alpha": 0.5}), [0.5, 0.5])
 
@@ -205,6 +214,8 @@ def test_manifest_agrees_with_the_references(op):
 
 
 BAD_ATTRS = [  # op, attrs, message
+    ("relu6", {"threshold": 0.0}, r"attr 'threshold': expected a float in \(0, inf\), got float"),
+    ("relu6", {"threshold": np.inf}, r"attr 'threshold': expected a float in \(0, inf\)"),
     ("leaky_relu", {"alpha": -1.0}, r"attr 'alpha': expected a float in \[0, inf\), got float -1"),
     ("leaky_relu", {"alpha": np.inf}, r"attr 'alpha': expected a float in \[0, inf\)"),
     ("elu", {"alpha": -0.5}, r"attr 'alpha': expected a float in \[0, inf\)"),
@@ -232,7 +243,7 @@ def test_other_dtypes_are_refused(op):
         run1(op, {"x": np.ones(3, np.int32)})
 
 
-@pytest.mark.parametrize("op", ["relu", "leaky_relu", "elu", "gelu", "softplus", "silu"])
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
 def test_nan_stays_nan(op):
     (out,) = run_op(op, {"x": np.array([np.nan, 1.0])})["out"]
     assert np.isnan(out[0]) and not np.isnan(out[1])
