@@ -7,11 +7,25 @@
     grad_rule: "paddle_core.rules:no_grad"       # the outputs are constant in the inputs
 
 A shape rule receives a ``paddle_core.ShapeContext``; a grad rule a ``paddle_core.GradContext``
-(docs/writing-op-plugins.md describes both). ``broadcast_shapes`` is for plugins' own shape
-rules.
+(docs/writing-op-plugins.md describes both). ``broadcast_shapes`` and ``check_fill_value`` (an
+integer fill refuses a value its dtype cannot hold) are for plugins' own shape rules.
 """
 
 from ._src.graph.backward import default_grad, no_grad
-from ._src.graph.shape_rules import broadcast_shapes, elementwise, grad_shapes, unary
+from ._src.graph.shape_rules import (
+    broadcast_shapes,
+    check_fill_value,
+    elementwise,
+    grad_shapes,
+    unary,
+)
 
-__all__ = ["broadcast_shapes", "default_grad", "elementwise", "grad_shapes", "no_grad", "unary"]
+__all__ = [
+    "broadcast_shapes",
+    "check_fill_value",
+    "default_grad",
+    "elementwise",
+    "grad_shapes",
+    "no_grad",
+    "unary",
+]

@@ -41,6 +41,7 @@ __all__ = [
     "assert_matches",
     "check_grad",
     "cpu_has_avx2_fma",
+    "finishes_within",
     "on_both_paths",
     "pc",
     "rand",
@@ -71,6 +72,19 @@ def on_both_paths(tmp_path: Path, script: str, inputs: dict, switch: str) -> tup
         subprocess.run(command, check=True, env={**os.environ, switch: disable})
         results.append(dict(np.load(out)))
     return results[0], results[1]
+
+
+def finishes_within(seconds: float, script: str) -> str:
+    """What ``script`` prints, run in a fresh process (``python -P -c script``); a test failure
+    when it fails, or when it has not finished after ``seconds`` (a hang fails the test instead
+    of stopping the suite)."""
+    command = [sys.executable, "-P", "-c", script]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"not finished after {seconds} s:\n{script}") from None
+    assert done.returncode == 0, f"exit status {done.returncode}:\n{done.stderr[-3000:]}"
+    return done.stdout
 
 
 def rand(rng: np.random.Generator, shape, dtype: str, low: float = -3, high: float = 3):

@@ -6,8 +6,16 @@ from __future__ import annotations
 from paddle_core._src.base.dtypes import FLOATING
 from paddle_core._src.base.errors import KernelRuntimeError, ProgramError
 from paddle_core._src.graph.backward import block_gradients
+from paddle_core._src.graph.shape_rules import check_fill_value
 from paddle_core._src.graph.variable import format_shape
 from paddle_core.proto import framework_pb2
+
+
+def fill_like_shape(ctx):
+    """out is like x; an integer x takes a value its dtype holds."""
+    x = ctx.input("x")
+    check_fill_value(ctx, x.dtype)
+    ctx.set_output("out", x.shape, x.dtype)
 
 
 def add_n_shape(ctx):

@@ -1,5 +1,6 @@
 """Fuzz every installed op: random attrs, random inputs (dtypes, ranks, empty and 0-d shapes,
-NaN and infinities), appended and run through the public API.
+empty shapes with huge other dimensions, NaN and infinities), appended and run through the
+public API.
 
 The property: each case either works, with every fetched array of its declared dtype and
 (static) shape and the same values when run twice (random ops aside: a kernel reading memory it
@@ -33,6 +34,9 @@ from paddle_core.proto import framework_pb2 as pb
 
 DTYPES = ["float32"] * 4 + ["float64", "int32", "int64", "bool", "uint8", "int8"]
 DIMS = [0, 1, 1, 2, 3, 5]
+# Dimensions beside a 0 in empty shapes ([2**40, 0], [0, 2**31 - 1, 4]): legal (no element, no
+# byte), and hours of work for a kernel that walks them.
+HUGE = [2**31 - 1, 2**40]
 INTS = [-(2**31), -7, -2, -1, 0, 1, 2, 3, 4, 7, 2**31 - 1]
 LONGS = [*INTS, -(2**63), 2**63 - 1]
 FLOATS = [0.0, -1.0, 0.5, 1.0, 2.5, 1e-308, 1e308, -1e308, math.nan, math.inf, -math.inf]
@@ -72,6 +76,8 @@ class Case:
     @staticmethod
     def _tensor(rng):
         dtype = str(rng.choice(DTYPES))
+        if rng.random() < 0.15:
+            return dtype, huge_empty_shape(rng)
         shape = [int(rng.choice(DIMS)) for _ in range(int(rng.integers(0, 5)))]
         return dtype, shape
 
@@ -92,6 +98,8 @@ class Case:
             return bool(rng.random() < 0.5)
         if ap.type == pb.STRING:
             return pick(STRINGS)
+        if ap.type in (pb.INTS, pb.LONGS) and rng.random() < 0.1:  # a shape attr's empty shape
+            return huge_empty_shape(rng, 2**31 - 1 if ap.type == pb.INTS else None)
         if ap.type == pb.INTS:
             return [pick(INTS[1:-1]) for _ in range(int(rng.integers(0, 6)))]
         if ap.type == pb.LONGS:  # mostly small, now and then a 64-bit extreme
@@ -107,6 +115,16 @@ class Case:
 
     def describe(self) -> str:
         return json.dumps({"op": self.op, "inputs": self.inputs, "attrs": self.attrs}, default=str)
+
+
+def huge_empty_shape(rng, huge: int | None = None) -> list[int]:
+    """An empty shape of 2 to 4 dimensions, one 0 and one huge (``huge``, else one of HUGE),
+    the others small: within the core's limits (their product stays far below 2**48 bytes)."""
+    shape = [int(rng.choice(DIMS[1:])) for _ in range(int(rng.integers(2, 5)))]
+    zero, big = rng.choice(len(shape), size=2, replace=False)
+    shape[int(zero)] = 0
+    shape[int(big)] = huge if huge is not None else int(rng.choice(HUGE))
+    return shape
 
 
 def feed_value(rng, dtype, shape):
@@ -139,7 +157,8 @@ def run_case(rng, case: Case, random_op: bool, counts: dict) -> str | None:
         return None
     counts["appended"] += 1
     fetch = [block.var(n) for n in op.output_names]
-    if sum(math.prod(d or 1 for d in v.shape) * ITEMSIZE[v.dtype] for v in fetch) > OUTPUT_BUDGET:
+    sizes = (math.prod(1 if d is None else d for d in v.shape) for v in fetch)
+    if sum(n * ITEMSIZE[v.dtype] for n, v in zip(sizes, fetch)) > OUTPUT_BUDGET:
         return None  # valid, and too big to run twice here (the core refuses what cannot fit)
     exe = pc.Executor(num_threads=2)
     try:

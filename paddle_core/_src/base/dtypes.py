@@ -111,3 +111,12 @@ def name_of(dtype: Any) -> str:
 # Bytes per element, read off the names (the bits they end with; bool is a byte). The C side's
 # pc_dtype_size (kernel_abi.h) is checked against this by tests/core/surface/test_sdk.py.
 ITEMSIZE = {name: int(name.lstrip("abcdefghijklmnopqrstuvwxyz") or 8) // 8 for name in DTYPES}
+
+
+def _int_range(name: str) -> tuple[int, int]:
+    bits = 8 * ITEMSIZE[name]
+    return (0, 2**bits - 1) if name.startswith("u") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+# The values each integer dtype holds, (lowest, highest).
+INT_RANGE = {name: _int_range(name) for name in DTYPES if name in INTEGER}

@@ -73,6 +73,10 @@ struct Step {
   const pc_kernel* kernel = nullptr;
   void* state = nullptr;
   uint64_t random_key = 0;  // pc_context.random_key while this step runs
+  // Native: every tensor of the step holds no element (and it has outputs), so its kernel has
+  // nothing to read, check or write: run is not called. Such a tensor may still have a huge
+  // dimension ([2^40, 0]) that a kernel's loops would walk for nothing.
+  bool empty = false;
   // Native: the pc_tensors handed to the kernel, and storage they point into.
   std::vector<pc_tensor> in_items, out_items;
   std::vector<int32_t> in_begin, out_begin;
@@ -133,6 +137,10 @@ class Plan {
     fill_tensors(out_slots, device_type, device_index, step->out_items, step->out_begin,
                  step->outs);
     fill_attrs(*step, attrs);
+    step->empty = !step->out_items.empty();
+    for (const auto* slots : {&in_slots, &out_slots})
+      for (const auto& slot : *slots)
+        for (int32_t index : slot) step->empty = step->empty && holds_none(*buffers_[index]);
     steps_.push_back(std::move(step));
   }
 
@@ -218,6 +226,7 @@ class Plan {
           if (size_t n = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, n);
           continue;
         }
+        if (step.empty) continue;
         message_[0] = '\0';
         ctx_.random_key = step.random_key;
         pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
@@ -248,6 +257,7 @@ class Plan {
           if (size_t bytes = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, bytes);
           continue;
         }
+        if (step.empty) continue;
         message_[0] = '\0';
         ctx_.random_key = step.random_key;
         pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
@@ -263,6 +273,13 @@ class Plan {
   std::string message() const {
     size_t n = strnlen(message_, sizeof message_);
     return n ? std::string(message_, n) : std::string("the kernel reported an error without a message");
+  }
+
+  // Whether a buffer holds no element (a dimension is 0), however large its other dimensions.
+  static bool holds_none(const Buffer& b) {
+    for (int64_t d : b.shape)
+      if (d == 0) return true;
+    return false;
   }
 
   static size_t bytes_of(const Buffer& b) {

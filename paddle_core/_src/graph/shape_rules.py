@@ -7,13 +7,32 @@ dimensions propagate; known ones must agree.
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+from ..base.dtypes import INT_RANGE
 
 
 def unary(ctx: Any) -> None:
     """The first output has the shape and dtype of the first input."""
     x = next(vs[0] for vs in ctx.inputs.values() if vs)
     ctx.set_output(ctx.output_slots[0], x.shape, x.dtype)
+
+
+def check_fill_value(ctx: Any, dtype: str, attr: str = "value") -> None:
+    """Fail unless the float attr ``attr`` fills ``dtype``: for an integer dtype, a finite value
+    within its range (truncated toward zero, as NumPy's full does), not one that would wrap
+    around or stand for NaN. Any value fills a floating dtype."""
+    value = ctx.attrs[attr]
+    if dtype not in INT_RANGE:
+        return
+    if not math.isfinite(value):
+        ctx.fail(
+            f"{attr} {value!r} has no {dtype} equivalent (an integer fill needs a finite value)"
+        )
+    low, high = INT_RANGE[dtype]
+    if not low <= math.trunc(value) <= high:
+        ctx.fail(f"{attr} {value!r} does not fit {dtype} [{low}, {high}]")
 
 
 def grad_shapes(ctx: Any) -> None:

@@ -1,6 +1,7 @@
 // paddle_core/cuda.hpp: what every CUDA kernel needs around its launch, for .cu files (nvcc
-// only): the device check of prepare, the grid of a grid-stride loop, and the error check after
-// a launch; and the few steps of loading a CUDA library at run time (cuBLAS, cuDNN).
+// only): the device check of prepare, the grid of a grid-stride loop, the error check after a
+// launch, scratch memory for one run; and the few steps of loading a CUDA library at run time
+// (cuBLAS, cuDNN).
 //
 // Kernels enqueue work on the plan's stream (stream_of(ctx)) only, and never synchronize: the
 // core does when it needs results. Link cudart statically (CUDA::cudart_static, as the SDK's
@@ -88,6 +89,26 @@ inline void zero_async(void* dst, int64_t bytes, cudaStream_t stream) {
   if (bytes == 0) return;
   check_cuda(cudaMemsetAsync(dst, 0, static_cast<size_t>(bytes), stream), "memset");
 }
+
+// Device memory for one run, allocated and freed in the order of the stream (CUDA's stream-
+// ordered allocator): the kernels queued between the two use it, and nothing is held between
+// runs. `bytes` may be 0 (no allocation).
+class Scratch {
+ public:
+  Scratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
+    if (bytes > 0) check_cuda(cudaMallocAsync(&data_, bytes, stream), "scratch allocation");
+  }
+  ~Scratch() {
+    if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // nothing to report to on failure
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <class T = void> T* get() const { return static_cast<T*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
+};
 
 // The CUDA device current on this thread (the executor's, during prepare and run): what a
 // per-device library handle is keyed by.

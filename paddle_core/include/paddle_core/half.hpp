@@ -98,6 +98,30 @@ PADDLE_CORE_HD inline uint16_t round_bits(U bits) {
   return static_cast<uint16_t>(sign | static_cast<uint32_t>(base + q));
 }
 
+// An integer as a double that rounds to a 16-bit float as the integer itself does. Below 2^53
+// that is its value. Above, a double cannot hold it, and rounding it to a double first would
+// round twice (2^62 + 2^54 + 1 would go to 2^62 + 2^54, a tie, then to 2^62 in bfloat16): its
+// top 53 bits are kept instead, with the bits cut off or-ed into the last one (rounding to odd),
+// which keeps "below, at or above half way" for every format of up to 51 significant bits.
+template <class I> PADDLE_CORE_HD inline double odd_rounded(I v) {
+  if constexpr (sizeof(I) < sizeof(int64_t) || std::is_same_v<I, bool>) {
+    return static_cast<double>(v);  // exact
+  } else {
+    using U = std::make_unsigned_t<I>;
+    bool negative = false;
+    if constexpr (std::is_signed_v<I>) negative = v < 0;
+    U m = negative ? U(0) - static_cast<U>(v) : static_cast<U>(v);  // |v|, defined for the least
+    U cut = 0;
+    int shift = 0;
+    for (; m >> 53 != 0; ++shift) {
+      cut |= m & 1;
+      m >>= 1;
+    }
+    const double d = static_cast<double>(m | cut) * static_cast<double>(U(1) << shift);  // exact
+    return negative ? -d : d;
+  }
+}
+
 // The float of a float16's bits (exact).
 PADDLE_CORE_HD inline float float16_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -148,7 +172,7 @@ template <int Exp, int Man> struct HalfFloat {
   PADDLE_CORE_HD explicit HalfFloat(double v)
       : bits(half_detail::round_bits<11, 52, Exp, Man>(half_detail::bits_of(v))) {}
   template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
-  PADDLE_CORE_HD explicit HalfFloat(I v) : HalfFloat(static_cast<double>(v)) {}
+  PADDLE_CORE_HD explicit HalfFloat(I v) : HalfFloat(half_detail::odd_rounded(v)) {}
 
   PADDLE_CORE_HD operator float() const { return half_detail::widen<Exp, Man>(bits); }
   static PADDLE_CORE_HD HalfFloat from_bits(uint16_t b) {

@@ -32,11 +32,12 @@ template <class T> using Modular = typename ModularOf<T>::type;
 
 template <class T> using Unsigned = std::make_unsigned_t<T>;
 
-// A value converted to D, defined for every input, as NumPy converts on x86: a float goes to a
-// signed D through int32 (int64 for int64) and wraps around into D, so 300.7 gives int8 44;
+// A value converted to D, defined for every input. A float goes to a signed D as NumPy converts
+// on x86: through int32 (int64 for int64), wrapping around into D, so 300.7 gives int8 44;
 // NaN and values outside that type give its minimum, wrapped (int32's minimum, 0 for int8
 // and int16). Unsigned D wraps around through int64 (uint64 also takes [2^63, 2^64) as it is),
-// and is 0 outside. bool is "not zero".
+// and is 0 outside, NaN and infinities included (NumPy's results there are the platform's).
+// bool is "not zero".
 // A plain static_cast of such a float is undefined behaviour. float16 and bfloat16 convert as
 // their float value; to them, a value rounds once, to nearest even (paddle_core/half.hpp).
 template <class D, class S> PADDLE_CORE_HD inline D convert_to(S v) {

@@ -57,7 +57,7 @@ inline MatmulOperand matmul_operand(const Tensor& t, bool left, const char* name
 struct Batched {
   bool tx = false, ty = false;
   int64_t M = 0, N = 0, K = 0;
-  int64_t batches = 1;
+  int64_t batches = 1;  // products to make: the output's batches, 0 when its matrices are empty
   std::vector<int64_t> x_batch, y_batch;  // per output batch: index of the x / y matrix
 
   Batched(const Tensor& x, const Tensor& y, const Tensor& out, bool tx_, bool ty_) {
@@ -88,6 +88,9 @@ struct Batched {
       fail("out has the wrong shape %s for x %s and y %s", out.describe().c_str(),
            x.describe().c_str(), y.describe().c_str());
     blas_int(M, "M"), blas_int(N, "N"), blas_int(K, "K");
+    // Products of no element (M or N is 0) contribute nothing: out is empty, the gradients are
+    // empty or zeros. None is made, however many batches there are (x [2^31 - 1, 0, 3]).
+    if (M == 0 || N == 0) batches = 0;
     x_batch.resize(batches);
     y_batch.resize(batches);
     std::vector<int64_t> idx(bd, 0);

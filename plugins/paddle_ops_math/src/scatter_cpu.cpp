@@ -78,9 +78,11 @@ std::vector<int64_t> nd_offsets(const Tensor& index, const NdGeometry& g) {
   return offsets;
 }
 
-// Columns in parallel, in chunks big enough for the writes they make.
+// Columns in parallel, in chunks big enough for the writes they make; none when no column
+// makes any (x may still have many: [0, 2^31 - 1, 4] scattered along its empty axis).
 template <class W, class F>
 void for_columns(const W& w, int64_t per_column, int32_t threads, F&& f) {
+  if (per_column == 0) return;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, per_column));
   parallel_for(w.columns(), threads, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t c = lo; c < hi; ++c) f(c);

@@ -1,7 +1,7 @@
 // What every CUDA kernel of paddle-ops-nn needs around its launch (the SDK's
 // paddle_core/cuda.hpp: the device check of prepare, grid-stride loops, the launch check),
-// named in this plugin's namespace; the fixed-order block sums of the reductions; scratch
-// memory for the length of one run.
+// named in this plugin's namespace (scratch memory for the length of one run among them); the
+// fixed-order block sums of the reductions.
 #ifndef PADDLE_OPS_NN_CUDA_CUH_
 #define PADDLE_OPS_NN_CUDA_CUH_
 
@@ -18,6 +18,7 @@ using pc::first_index;
 using pc::Grid;
 using pc::grid_for;
 using pc::index_step;
+using pc::Scratch;
 using pc::stream_of;
 using pc::zero_async;
 
@@ -56,28 +57,6 @@ template <int K> __device__ void block_sums(double (&v)[K]) {
 inline unsigned blocks_for(int64_t items) {
   return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(items, 1), 65535));
 }
-
-// -- scratch memory ---------------------------------------------------------------------------
-
-// Device memory for one run, allocated and freed in the order of the stream (CUDA's stream-
-// ordered allocator): the kernels queued between the two use it, and nothing is held between
-// runs. `bytes` may be 0 (no allocation).
-class Scratch {
- public:
-  Scratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
-    if (bytes > 0) check_cuda(cudaMallocAsync(&data_, bytes, stream), "scratch allocation");
-  }
-  ~Scratch() {
-    if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // nothing to report to on failure
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  template <class T = void> T* get() const { return static_cast<T*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
 
 }  // namespace pon
 

@@ -13,7 +13,7 @@
 // The engine chooses each pass's algorithm once, in prepare, from cuDNN's heuristics: the first
 // that is deterministic, needs at most kWorkspaceLimit of workspace and uses no tensor cores
 // (float32 is computed in float32: FMA math, no TF32). The workspace is allocated for each call,
-// in stream order (cuda.cuh's Scratch).
+// in stream order (the SDK's Scratch).
 #include <dlfcn.h>
 #include <unistd.h>
 

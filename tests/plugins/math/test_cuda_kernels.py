@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cuda_helpers import natives, source_manifest
-from op_helpers import ALL_NUMBERS, FLOATS, NUMBERS, assert_matches, rand
+from op_helpers import ALL_NUMBERS, FLOATS, HALVES, NUMBERS, assert_matches, rand
 from test_cuda_build import PLUGIN
 from test_elementwise import BINARY, COMPARE
 from test_elementwise import SHAPES as BINARY_SHAPES
@@ -252,6 +252,18 @@ def test_add_n_and_fill_like(dtype):
             assert_matches(run_cuda("add_n", {"xs": xs[:n]}), sum(xs[:n]).astype(dtype))
         got = run_cuda("fill_like", {"x": xs[0]}, {"value": 2.0})
         assert_matches(got, np.full(shape, 2, dtype))
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_add_n_of_16_bit_floats_gives_the_cpus_bits(dtype):
+    """Summed in float32 in order and rounded once, as the core's CPU kernel: with more inputs
+    than one launch takes (64) too, the sums carried in float32 between launches."""
+    rng = np.random.default_rng(9)
+    xs = [rand(rng, (4097,), dtype) for _ in range(130)]
+    for n in (1, 2, 3, 64, 65, 130):
+        (want,) = run_op("add_n", {"xs": xs[:n]})["out"]
+        got = run_cuda("add_n", {"xs": xs[:n]})
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
 
 
 def test_a_backward_runs_compiled_on_the_gpu():

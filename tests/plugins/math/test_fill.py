@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from op_helpers import (
@@ -167,6 +169,62 @@ def test_casting_floats_no_integer_holds_gives_defined_values(src, dst):
             with np.errstate(all="ignore"):
                 assert_matches(want[fits], wide[fits].astype(dst))
     assert_matches(run1("cast", {"x": x}, {"dtype": dst}), want)
+
+
+def exactly_rounded(n: int, dtype: str) -> float:
+    """Integer n rounded once to nearest even in float16 (11 significant bits, largest finite
+    65504) or bfloat16 (8 bits), worked out in Python's exact integers."""
+    bits = 11 if dtype == "float16" else 8
+    m = abs(n)
+    if m.bit_length() > bits:
+        shift = m.bit_length() - bits
+        q, rest = divmod(m, 1 << shift)
+        half = 1 << (shift - 1)
+        q += rest > half or (rest == half and q % 2 == 1)
+        m = q << shift
+    if dtype == "float16" and m > 65504:
+        return math.copysign(math.inf, n)
+    return float(-m if n < 0 else m)  # exact: few significant bits
+
+
+def integers_near_rounding_points(dtype: str) -> list[int]:
+    """Integers of dtype (int64, uint64) at and around the points where float16 and bfloat16
+    round, from 2**11 up to the top of the dtype: half way between two neighbours, one either
+    side, and one past half way by less than a double resolves there (above 2**53); and the
+    negatives of them all."""
+    low, high = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    values = set()
+    for k in range(11, 65):
+        for bits in (8, 11):
+            if k <= bits:
+                continue
+            half = 1 << (k - bits)  # half the distance between neighbours in [2**k, 2**(k+1))
+            fine = 1 << max(k - 53, 0)  # what a double resolves there
+            for j in range(5):
+                for d in (-fine, -1, 0, 1, fine):
+                    values.add((1 << k) + j * half + d)
+        values.add((1 << k) - 1)
+    values |= {-v for v in values}
+    values |= {2**62 + 2**54 + 1, low, high, 0, 1, -1}
+    return sorted(v for v in values if low <= v <= high)
+
+
+@pytest.mark.parametrize("src", ["int64", "uint64"])
+@pytest.mark.parametrize("dst", HALVES)
+def test_casting_64_bit_integers_to_16_bit_floats_rounds_once(src, dst):
+    """Rounded to nearest even once, from the integer itself: 2**62 + 2**54 + 1 is past half
+    way between the bfloat16s 2**62 and 2**62 + 2**55, so it rounds up, where rounding it to
+    a double first (2**62 + 2**54, a tie) and then to bfloat16 gives 2**62."""
+    ints = integers_near_rounding_points(src)
+    x = np.array(ints, dtype=src)
+    want = np.array([exactly_rounded(n, dst) for n in ints]).astype(dst)  # exact: representable
+    got = run1("cast", {"x": x}, {"dtype": dst})
+    assert got.dtype == want.dtype
+    wrong = np.flatnonzero(got.view(np.uint16) != want.view(np.uint16))
+    assert wrong.size == 0, [(ints[i], float(got[i]), float(want[i])) for i in wrong[:10]]
+    if dst == "bfloat16":
+        (trap,) = run1("cast", {"x": np.array([2**62 + 2**54 + 1], src)}, {"dtype": dst})
+        assert float(trap) == 2**62 + 2**55
 
 
 # -- range --------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import assert_matches, check_grad, pc, rand, run1, run_op
+from op_helpers import assert_matches, check_grad, finishes_within, pc, rand, run1, run_op
 
 from paddle_core._src.base.dtypes import DTYPES
 
@@ -380,6 +380,28 @@ def test_scatter_of_many_columns_runs_in_parallel_and_in_order():
         got = pc.Executor(num_threads=threads).run(prog, feed=feed, fetch_list=outs)
         for g, reduction in zip(got, REDUCE):
             assert_matches(g, numpy_scatter(x, index, updates, 0, reduction))
+
+
+EMPTY_SCATTERS = """
+import numpy as np
+from paddle_core.testing import run_op
+
+x = np.zeros((0, 2**31 - 1, 4), np.int32)  # no element, no byte
+for reduction in ("none", "add", "mul", "max", "min"):
+    inputs = {"x": x, "index": x, "updates": x}
+    (out,) = run_op("scatter", inputs, {"axis": 0, "reduction": reduction})["out"]
+    inputs = {"x": x, "index": np.zeros((0, 1), np.int64), "updates": x}
+    (out_nd,) = run_op("scatter_nd", inputs, {"reduction": reduction})["out"]
+    print(reduction, out.shape, out_nd.shape)
+"""
+
+
+def test_scatters_into_an_empty_x_with_huge_dimensions_take_no_time():
+    """x [0, 2**31 - 1, 4] holds nothing, nor do index and updates: nothing to write, an
+    answer at once (walking the 2**33 columns took about a minute each)."""
+    printed = finishes_within(120, EMPTY_SCATTERS).splitlines()
+    shape = (0, 2**31 - 1, 4)
+    assert printed == [f"{r} {shape} {shape}" for r in ("none", "add", "mul", "max", "min")]
 
 
 # Gradient checks away from ties (max, min) and with no repeated target under "none" but for

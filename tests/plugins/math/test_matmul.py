@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, assert_matches, check_grad, rand, run1
+from op_helpers import FLOATS, assert_matches, check_grad, finishes_within, rand, run1
 
 pytest.importorskip("paddle_ops_math", reason="paddle-ops-math is not installed")
 
@@ -148,6 +148,26 @@ def test_grad_ops_refuse_operands_of_another_dtype(op):
     inputs = {s: block.create_var(s, [3, 3], dt) for s, dt in slots.items()}
     with pytest.raises(pc.ShapeError, match=f"{op}.*x and y must share a dtype"):
         block.append_op(op, inputs)
+
+
+EMPTY_MATRICES = """
+import numpy as np
+from paddle_core.testing import run_op
+
+x, y = np.zeros((2**31 - 1, 0, 3), np.float32), np.ones(3, np.float32)
+(out,) = run_op("matmul", {"x": x, "y": y})["out"]
+got = run_op("matmul_grad", {"x": x, "y": y, "out_grad": out})
+(dx,), (dy,) = got["x_grad"], got["y_grad"]
+print(out.shape, dx.shape, dy.tolist())
+"""
+
+
+def test_products_of_empty_matrices_in_huge_batches_take_no_time():
+    """2**31 - 1 batches of [0, 3] matrices times a vector: no product has an element, so none
+    is made (a table of each batch's operands took 32 GiB, and a loop over them minutes); y's
+    gradient sums no product: zeros."""
+    printed = finishes_within(120, EMPTY_MATRICES)
+    assert printed.split("\n")[0] == f"{(2**31 - 1, 0)} {(2**31 - 1, 0, 3)} [0.0, 0.0, 0.0]"
 
 
 # -- einsum -------------------------------------------------------------------------------------

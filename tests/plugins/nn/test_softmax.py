@@ -13,6 +13,7 @@ from op_helpers import (
     assert_matches,
     check_grad,
     cpu_has_avx2_fma,
+    finishes_within,
     on_both_paths,
     pc,
     rand,
@@ -176,6 +177,32 @@ def test_results_do_not_depend_on_the_thread_count(op, axis):
         results.append(exe.run(prog, feed=feed, fetch_list=outs))
     for one, two in zip(*results):
         np.testing.assert_array_equal(one, two)
+
+
+EMPTY_LANES = """
+import numpy as np
+import paddle_core as pc
+from paddle_core.testing import run_op
+
+x = np.zeros((2**40, 0))  # 2**40 lanes of no class: no element, no byte
+for op in ("softmax", "log_softmax"):
+    (dx,) = run_op(op + "_grad", {"out": x, "out_grad": x})["x_grad"]
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        xv = pc.data("x", [2**40, 0], "float64")
+        out = getattr(pc.ops, op)(xv)
+        (gx,) = pc.gradients([pc.ops.sum(out)], [xv])
+    got = pc.Executor().run(prog, feed={"x": x}, fetch_list=[out, gx])
+    print(op, dx.shape, *(a.shape for a in got))
+"""
+
+
+def test_empty_lanes_beside_a_huge_dimension_take_no_time():
+    """[2**40, 0] holds nothing: the ops and their gradients have no element to compute, and
+    answer at once (walking its 2**40 empty lanes would take the better part of an hour)."""
+    printed = finishes_within(120, EMPTY_LANES).splitlines()
+    shape = (2**40, 0)
+    assert printed == [f"{op} {shape} {shape} {shape}" for op in ("softmax", "log_softmax")]
 
 
 # -- the AVX2 lanes --------------------------------------------------------------------------
