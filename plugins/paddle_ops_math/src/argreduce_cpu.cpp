@@ -4,7 +4,7 @@
 // Memory contract and layout: see reduce.hpp.
 #include "reduce.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // The index arg_better would pick in the contiguous run[0, n), n >= 1, found in two passes:
@@ -100,4 +100,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<AsFloat32<ArgReduce<true>>>("argmax"),
     pc::kernel<AsFloat32<ArgReduce<false>>>("argmin"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

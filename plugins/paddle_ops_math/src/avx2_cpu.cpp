@@ -3,7 +3,7 @@
 
 #include "common.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 bool use_avx2() {
   static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -11,4 +11,4 @@ bool use_avx2() {
   return cpu && !(off != nullptr && *off != '\0' && *off != '0');
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math

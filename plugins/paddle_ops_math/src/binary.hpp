@@ -5,7 +5,7 @@
 
 #include "common.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 namespace avx2 {
 // binary_avx2.cpp: float32 mod, lanes it declines through `scalar`.
@@ -51,6 +51,6 @@ template <class F, class TypeList, bool Bool = false> class Binary {
   int in_size_ = 0, out_size_ = 0;
 };
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_BINARY_HPP_

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-namespace pom::avx2 {
+namespace paddle_ops_math::avx2 {
 
 namespace {
 
@@ -66,4 +66,4 @@ void mod_f32(const float* a, int64_t sa, const float* b, int64_t sb, float* out,
   for (; i < n; ++i) out[i] = scalar(a[i * sa], b[i * sb]);
 }
 
-}  // namespace pom::avx2
+}  // namespace paddle_ops_math::avx2

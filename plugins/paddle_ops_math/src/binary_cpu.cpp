@@ -8,7 +8,7 @@
 // binary_avx2.cpp's loop where use_avx2(): the same results, 6x faster.
 #include "binary.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Binary<Add, AllNumbers>>("add"),
@@ -20,4 +20,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Binary<Maximum, AllNumbers>>("maximum"),
     pc::kernel<Binary<Minimum, AllNumbers>>("minimum"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

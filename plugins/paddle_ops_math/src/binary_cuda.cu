@@ -7,7 +7,7 @@
 // and dtype. Integers wrap around; float16 and bfloat16 compute in float32.
 #include "elementwise.cuh"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // add_n's dtypes, as the core's CPU kernel's (paddle_core/builtin/ops.pbtxt).
@@ -108,4 +108,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<BinaryCuda<Minimum, AllNumbers>>("minimum_cuda"),
     pc::kernel<AddNCuda>("add_n_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -8,7 +8,7 @@
 
 #include "common.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // x_grad = GX(x, y, out_grad), y_grad = GY(...), summed to the inputs' shapes (functors.hpp).
@@ -77,4 +77,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<AsFloat32<BinaryGrad<GradMaxX, GradMaxY>>>("maximum_grad"),
     pc::kernel<AsFloat32<BinaryGrad<GradMinX, GradMinY>>>("minimum_grad"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -11,7 +11,7 @@
 
 #include "elementwise.cuh"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // How one gradient output walks out_grad. Its own elements index the kept dims (in its
@@ -124,4 +124,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<BinaryGradCuda<GradMaxX, GradMaxY>>("maximum_grad_cuda"),
     pc::kernel<BinaryGradCuda<GradMinX, GradMinY>>("minimum_grad_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

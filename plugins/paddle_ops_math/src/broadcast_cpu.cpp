@@ -2,7 +2,7 @@
 // splitting and dimension walking, compiled once for all ops and dtypes.
 #include "common.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 namespace {
 inline const char* at(const void* base, int64_t elements, int size) {
@@ -70,4 +70,4 @@ void run_elementwise3(int64_t n, const void* x, const void* y, const void* g, vo
   });
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math

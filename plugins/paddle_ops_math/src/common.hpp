@@ -18,7 +18,7 @@
 #include "functors.hpp"
 #include "half.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 namespace pc = paddle_core;
 using pc::AllFloats;
@@ -183,6 +183,6 @@ struct First {
   template <class T> T operator()(T a, T) const { return a; }
 };
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_COMMON_HPP_

@@ -6,7 +6,7 @@
 // 0 or 1). The formulas are functors.hpp's.
 #include "binary.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Binary<Equal, AllNumbers, true>>("equal"),
@@ -16,4 +16,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Binary<Greater, AllNumbers, true>>("greater"),
     pc::kernel<Binary<GreaterEqual, AllNumbers, true>>("greater_equal"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -6,7 +6,7 @@
 // broadcast shape and is bool (one byte per element, 0 or 1).
 #include "elementwise.cuh"
 
-namespace pom {
+namespace paddle_ops_math {
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<BinaryCuda<Equal, AllNumbers, true>>("equal_cuda"),
@@ -16,4 +16,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<BinaryCuda<Greater, AllNumbers, true>>("greater_cuda"),
     pc::kernel<BinaryCuda<GreaterEqual, AllNumbers, true>>("greater_equal_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

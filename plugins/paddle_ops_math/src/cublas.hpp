@@ -8,7 +8,7 @@
 #include <cuda_runtime.h>
 #include <library_types.h>
 
-namespace pom {
+namespace paddle_ops_math {
 
 struct cublasContext;
 using cublasHandle_t = cublasContext*;
@@ -48,6 +48,6 @@ cublasHandle_t cublas_handle(cudaStream_t stream);
 // Fail naming `what` and cuBLAS's message unless `status` is success.
 void check_cublas(cublasStatus_t status, const char* what);
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_CUBLAS_HPP_

@@ -10,7 +10,7 @@
 
 #include "cublas.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 struct Loaded {
@@ -101,4 +101,4 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
   return handle;
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math

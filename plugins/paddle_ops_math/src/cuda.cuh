@@ -6,7 +6,7 @@
 
 #include <paddle_core/cuda.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 namespace pc = paddle_core;
 using pc::check_launch;
@@ -58,6 +58,6 @@ template <int S> struct DimWalk {
   }
 };
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_CUDA_CUH_

@@ -16,7 +16,7 @@
 #include "elementwise.hpp"
 #include "functors.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 using pc::AllFloats;
 using pc::AllNumbers;
@@ -171,6 +171,6 @@ template <class F, class TypeList, bool Bool = false> class UnaryCuda {
   Launch launch_ = nullptr;
 };
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_ELEMENTWISE_CUH_

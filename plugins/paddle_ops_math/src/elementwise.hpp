@@ -12,7 +12,7 @@
 
 #include <paddle_core/kernel.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 using paddle_core::fail;
 using paddle_core::Slots;
@@ -193,6 +193,6 @@ inline void check_cast(const Slots& in, const Slots& out) {
   paddle_core::expect_same_shape(in(0), out(0), "x and out");
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_ELEMENTWISE_HPP_

@@ -9,7 +9,7 @@
 
 #include "common.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // out = scale * x + bias, or scale * (x + bias) when bias_after_scale is false (ScaleBy).
@@ -162,4 +162,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Assign>("assign"),
     pc::kernel<Range>("range"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -7,7 +7,7 @@
 // inferred (checked in prepare).
 #include "elementwise.cuh"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // out = scale * x + bias, or scale * (x + bias) when bias_after_scale is false.
@@ -182,4 +182,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<AssignCuda>("assign_cuda"),
     pc::kernel<RangeCuda>("range_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -18,7 +18,7 @@
 
 #include <paddle_core/kernel.hpp>  // PADDLE_CORE_HD
 
-namespace pom {
+namespace paddle_ops_math {
 
 // The type integer arithmetic is done in so that it wraps around like NumPy's instead of
 // overflowing (undefined for signed types): the unsigned type, at least unsigned int so that
@@ -544,6 +544,6 @@ template <bool After> struct ScaleBy {
   }
 };
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_FUNCTORS_HPP_

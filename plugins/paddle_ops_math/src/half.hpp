@@ -19,7 +19,7 @@
 #include <paddle_core/kernel.hpp>
 #include <paddle_core/parallel.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 namespace pc = paddle_core;
 
@@ -104,6 +104,6 @@ template <class K> class AsFloat32 {
   std::optional<K> kernel_;
 };
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_HALF_HPP_

@@ -11,7 +11,7 @@
 
 #include "half.hpp"
 
-namespace pom::avx2 {
+namespace paddle_ops_math::avx2 {
 
 void widen_f16(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
@@ -64,4 +64,4 @@ void narrow_bf16(const float* src, uint16_t* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = pc::bfloat16(src[i]).bits;
 }
 
-}  // namespace pom::avx2
+}  // namespace paddle_ops_math::avx2

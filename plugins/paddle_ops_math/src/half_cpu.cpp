@@ -4,7 +4,7 @@
 
 #include "common.hpp"  // use_avx2
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // Whether the vector loops run: use_avx2(), and the CPU has F16C (read once: these run
@@ -104,4 +104,4 @@ void Float32Views::Bound::narrow_back(int32_t threads) const {
   }
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -11,7 +11,7 @@
 
 #include "cuda.cuh"
 
-namespace pom {
+namespace paddle_ops_math {
 
 // t's bytes (device memory) in host memory, after the stream's earlier work.
 inline std::vector<char> host_copy(const paddle_core::Tensor& t, cudaStream_t stream) {
@@ -38,6 +38,6 @@ auto by_element_size(const paddle_core::Tensor& t, const char* op, Pick pick) {
   }
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_HOST_INDEX_CUH_

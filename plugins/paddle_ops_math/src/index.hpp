@@ -8,7 +8,7 @@
 
 #include <paddle_core/kernel.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 using IndexTypes = paddle_core::Types<int32_t, int64_t>;
 
@@ -89,6 +89,6 @@ inline int64_t check_one_hot(const paddle_core::Attrs& attrs, const paddle_core:
   return depth;
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_INDEX_HPP_

@@ -12,7 +12,7 @@
 #include "common.hpp"
 #include "index.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // index's values as positions in [0, size), checked (index.hpp's check_positions).
@@ -150,4 +150,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<GatherGrad>("gather_grad"),
     pc::kernel<OneHot>("one_hot"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

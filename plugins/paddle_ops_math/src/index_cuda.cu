@@ -14,7 +14,7 @@
 #include "host_index.cuh"
 #include "index.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 using pc::Attrs;
@@ -185,4 +185,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<GatherGradCuda>("gather_grad_cuda"),
     pc::kernel<OneHotCuda>("one_hot_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

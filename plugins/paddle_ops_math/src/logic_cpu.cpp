@@ -12,7 +12,7 @@
 
 #include "binary.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // out = F(x) as bool, for the dtypes in TypeList. The formulas (IsNan ... Xor) are
@@ -134,4 +134,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Binary<Xor, Bools, true>>("logical_xor"),
     pc::kernel<Where>("where"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

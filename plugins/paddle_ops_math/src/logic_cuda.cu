@@ -10,7 +10,7 @@
 
 #include "elementwise.cuh"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 using Bools = pc::Types<bool>;
@@ -94,4 +94,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<BinaryCuda<Xor, Bools, true>>("logical_xor_cuda"),
     pc::kernel<WhereCuda>("where_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -11,7 +11,7 @@
 
 #include <paddle_core/kernel.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 using paddle_core::Attrs;
 using paddle_core::fail;
@@ -159,6 +159,6 @@ inline Flat check_matmul_2d_grad(const Attrs& attrs, const Slots& in, const Slot
   return Flat(in(0), in(1), attrs.i("x_num_col_dims"), attrs.i("y_num_col_dims"));
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_MATMUL_HPP_

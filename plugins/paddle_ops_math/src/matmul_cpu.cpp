@@ -14,7 +14,7 @@
 #include "common.hpp"
 #include "matmul.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 // OpenBLAS runs its threaded work through our OpenMP pool (one pool in the process; see
 // module.cpp), with the kernel context's thread count.
@@ -183,4 +183,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<AsFloat32<Matmul2D>>("matmul_2d"),
     pc::kernel<AsFloat32<Matmul2DGrad>>("matmul_2d_grad"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -12,7 +12,7 @@
 #include "cuda.cuh"
 #include "matmul.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // How cuBLAS holds a dtype; alpha and beta are float for float32 compute, double for float64.
@@ -298,4 +298,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Matmul2DCuda>("matmul_2d_cuda"),
     pc::kernel<Matmul2DGradCuda>("matmul_2d_grad_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

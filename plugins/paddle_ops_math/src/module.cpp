@@ -15,7 +15,7 @@
 
 #include <paddle_core/pybind.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
 // Why cuBLAS (loaded at run time for the CUDA matmul kernels) cannot be used, or nullptr.
 const char* cublas_unavailable_reason();
@@ -101,12 +101,12 @@ std::vector<std::string> share_blas_pool() {
 }
 
 }  // namespace
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled kernels of paddle-ops-math: CPU, and CUDA when built with a toolkit.";
-  scipy_openblas_set_threads_callback_function(&pom::run_blas_jobs);
-  pthread_atfork(nullptr, nullptr, [] { pom::forked = true; });
+  scipy_openblas_set_threads_callback_function(&paddle_ops_math::run_blas_jobs);
+  pthread_atfork(nullptr, nullptr, [] { paddle_ops_math::forked = true; });
   paddle_core::export_kernels(m);  // every kernel src/*_cpu.cpp and src/*_cuda.cu registered
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
   paddle_core::export_cuda_build(m, PADDLE_OPS_MATH_CUDA_ARCHITECTURES);
@@ -117,7 +117,7 @@ PYBIND11_MODULE(_C, m) {
       "cublas_unavailable_reason",
       []() -> pybind11::object {
 #ifdef PADDLE_OPS_MATH_WITH_CUDA
-        const char* reason = pom::cublas_unavailable_reason();
+        const char* reason = paddle_ops_math::cublas_unavailable_reason();
         if (reason == nullptr) return pybind11::none();
         return pybind11::str(reason);
 #else
@@ -139,7 +139,7 @@ PYBIND11_MODULE(_C, m) {
       "How the kernels thread: one OpenMP pool, which OpenBLAS runs its jobs on.");
   m.def("share_blas_pool", [] {
           pybind11::list shared;
-          for (const std::string& path : pom::share_blas_pool()) shared.append(path);
+          for (const std::string& path : paddle_ops_math::share_blas_pool()) shared.append(path);
           return shared;
         },
         "Hand the jobs of every OpenBLAS loaded in the process (NumPy's, SciPy's) to the OpenMP "

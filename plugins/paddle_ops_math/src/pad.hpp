@@ -10,7 +10,7 @@
 
 #include <paddle_core/kernel.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 // What fills the padding: the value attr, x's edge, x mirrored without repeating its edge
 // (numpy.pad's reflect), or x repeated (wrap).
@@ -108,6 +108,6 @@ inline PadGeometry check_pad(const paddle_core::Attrs& attrs, const paddle_core:
   return g;
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_PAD_HPP_

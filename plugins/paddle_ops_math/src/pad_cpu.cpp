@@ -11,7 +11,7 @@
 #include "common.hpp"
 #include "pad.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // Where each position of a row of out (along the last axis) comes from in x's row, -1 for the
@@ -152,4 +152,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Pad>("pad"),
     pc::kernel<AsFloat32<PadGrad>>("pad_grad"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

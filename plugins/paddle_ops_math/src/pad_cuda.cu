@@ -8,7 +8,7 @@
 #include "functors.hpp"
 #include "pad.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 using pc::Attrs;
@@ -61,4 +61,4 @@ class PadCuda {
 
 PADDLE_CORE_REGISTER_KERNELS(pc::kernel<PadCuda>("pad_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

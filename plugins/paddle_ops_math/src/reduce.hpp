@@ -33,7 +33,7 @@
 #include "common.hpp"
 #include "reduce_plan.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 // reduce_avx2.cpp: AVX2 builds of fold_run's full blocks (float32 sums, maxima and minima) and
 // of fold_rows for float32 sums, with the same results.
@@ -376,6 +376,6 @@ template <template <class> class Op, class TypeList> class Reduce {
 // -- argmax, argmin --------------------------------------------------------------------------
 
 }  // namespace
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_REDUCE_HPP_

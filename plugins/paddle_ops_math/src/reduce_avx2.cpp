@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-namespace pom {
+namespace paddle_ops_math {
 
 namespace {
 // acc[0, 8) += the 8 float lanes of v, in double.
@@ -85,4 +85,4 @@ void sum_rows_f32_avx2(const float* const* rows, int n, int64_t w, double* acc) 
   }
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math

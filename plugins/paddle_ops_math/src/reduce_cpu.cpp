@@ -3,10 +3,10 @@
 // Memory contract and layout: see reduce.hpp.
 #include "reduce.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<AsFloat32<Reduce<Sum, Join<Floats, AllInts>>>>("sum"),
     pc::kernel<AsFloat32<Reduce<Mean, Floats>>>("mean"),
     pc::kernel<AsFloat32<Reduce<Prod, Join<Floats, AllInts>>>>("prod"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -15,7 +15,7 @@
 #include "functors.hpp"
 #include "reduce_plan.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 using pc::AllFloats;
@@ -332,4 +332,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<ArgReduceCuda<true>>("argmax_cuda"),
     pc::kernel<ArgReduceCuda<false>>("argmin_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -3,7 +3,7 @@
 // Memory contract and layout: see reduce.hpp.
 #include "reduce.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // Inputs: x, [out,] out_grad; output: x_grad. Attrs axes and keepdim as in the forward op.
@@ -92,4 +92,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<AsFloat32<ReduceGrad<ExtremeGrad>>>("min_grad"),
     pc::kernel<AsFloat32<ReduceGrad<ProdGrad>>>("prod_grad"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

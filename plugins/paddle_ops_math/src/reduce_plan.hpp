@@ -13,7 +13,7 @@
 
 #include <paddle_core/kernel.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 using paddle_core::Attrs;
 using paddle_core::fail;
@@ -163,6 +163,6 @@ inline Plan check_arg_reduce(const Attrs& attrs, const Slots& in, const Slots& o
   return plan;
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_REDUCE_PLAN_HPP_

@@ -11,7 +11,7 @@
 
 #include "functors.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 // cumsum's output element type: int64 for int32 (like NumPy and PyTorch), else the input's.
 template <class T> using CumsumOut = std::conditional_t<std::is_same_v<T, int32_t>, int64_t, T>;
@@ -47,6 +47,6 @@ inline ScanGeometry check_cumsum(const paddle_core::Attrs& attrs, const paddle_c
   return g;
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_SCAN_HPP_

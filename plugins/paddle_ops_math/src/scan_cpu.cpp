@@ -8,7 +8,7 @@
 #include "common.hpp"
 #include "scan.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // out = cumsum(x) along the axis. Each thread owns columns (o, i) of the [outer, length, inner]
@@ -119,4 +119,4 @@ class Cumsum {
 
 PADDLE_CORE_REGISTER_KERNELS(pc::kernel<Cumsum>("cumsum"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

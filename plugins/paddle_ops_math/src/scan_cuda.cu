@@ -7,7 +7,7 @@
 #include "cuda.cuh"
 #include "scan.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 using pc::Attrs;
@@ -76,4 +76,4 @@ class CumsumCuda {
 
 PADDLE_CORE_REGISTER_KERNELS(pc::kernel<CumsumCuda>("cumsum_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

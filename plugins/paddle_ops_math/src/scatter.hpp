@@ -20,7 +20,7 @@
 
 #include "functors.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 
 using ScatterIndexTypes = paddle_core::Types<int32_t, int64_t>;
 
@@ -221,6 +221,6 @@ template <class I> void check_elements_index(const I* index, int64_t n, int64_t 
   }
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_SCATTER_HPP_

@@ -16,7 +16,7 @@
 #include "scatter.hpp"
 #include "shape.hpp"  // element_size
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // -- where the writes go ----------------------------------------------------------------------
@@ -332,4 +332,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Scatter<true>>("scatter_nd"),
     pc::kernel<AsFloat32<ScatterGrad<true>>>("scatter_nd_grad"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

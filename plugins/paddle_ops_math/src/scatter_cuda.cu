@@ -14,7 +14,7 @@
 #include "host_index.cuh"
 #include "scatter.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 using pc::Attrs;
@@ -195,4 +195,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<ScatterCuda<false>>("scatter_cuda"),
     pc::kernel<ScatterCuda<true>>("scatter_nd_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

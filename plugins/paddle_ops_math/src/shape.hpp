@@ -13,7 +13,7 @@
 
 #include <paddle_core/kernel.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 using paddle_core::Attrs;
 using paddle_core::fail;
@@ -365,6 +365,6 @@ inline std::vector<int64_t> check_shape_of(const Attrs& attrs, const Tensor& x, 
   return values;
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_SHAPE_HPP_

@@ -15,7 +15,7 @@
 #include "common.hpp"
 #include "shape.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // -- the strided copy behind every kernel (planned by shape.hpp's plan_copy) --------------------
@@ -399,4 +399,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<ShapeOf<false>>("shape"),
     pc::kernel<ShapeOf<true>>("size"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

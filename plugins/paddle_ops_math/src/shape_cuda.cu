@@ -14,7 +14,7 @@
 #include "elementwise.hpp"
 #include "shape.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 using pc::compute_t;
@@ -357,4 +357,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<ShapeOfCuda<false>>("shape_cuda"),
     pc::kernel<ShapeOfCuda<true>>("size_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

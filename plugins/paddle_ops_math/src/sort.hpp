@@ -12,7 +12,7 @@
 
 #include <paddle_core/kernel.hpp>
 
-namespace pom {
+namespace paddle_ops_math {
 
 // a before b in ascending order: a < b, or a a number and b NaN.
 template <class T> PADDLE_CORE_HD inline bool sort_less(T a, T b) {
@@ -64,6 +64,6 @@ inline SortGeometry check_sort(int64_t axis, const paddle_core::Tensor& x,
   return g;
 }
 
-}  // namespace pom
+}  // namespace paddle_ops_math
 
 #endif  // PADDLE_OPS_MATH_SORT_HPP_

@@ -21,7 +21,7 @@
 #include "common.hpp"
 #include "sort.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // What a kernel writes per row: the values, the positions, or both.
@@ -204,4 +204,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Sort<kIndices>>("argsort"),
     pc::kernel<Sort<kValues | kIndices>>("topk"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace pom::avx2 {
+namespace paddle_ops_math::avx2 {
 
 // out[i] = f(x[i]) for i in [0, n); x and out may be unaligned. Call only on CPUs with AVX2
 // and FMA (unary_cpu.cpp checks once per prepare).
@@ -22,6 +22,6 @@ void ceil_f32(const float* x, float* out, int64_t n);
 void round_f32(const float* x, float* out, int64_t n);
 void sign_f32(const float* x, float* out, int64_t n);
 
-}  // namespace pom::avx2
+}  // namespace paddle_ops_math::avx2
 
 #endif  // PADDLE_OPS_MATH_UNARY_HPP_

@@ -35,7 +35,7 @@
 
 #include "unary.hpp"
 
-namespace pom::avx2 {
+namespace paddle_ops_math::avx2 {
 namespace {
 
 using paddle_core::avx2::exp8;
@@ -225,4 +225,4 @@ void sign_f32(const float* x, float* out, int64_t n) {
   });
 }
 
-}  // namespace pom::avx2
+}  // namespace paddle_ops_math::avx2

@@ -24,7 +24,7 @@
 #include "common.hpp"
 #include "unary.hpp"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // -- forward ops: the functors of functors.hpp ------------------------------------------------
@@ -242,4 +242,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<AsFloat32<UnaryGrad<ErfGrad>>>("erf_grad"),
     pc::kernel<AsFloat32<ClipGrad>>("clip_grad"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

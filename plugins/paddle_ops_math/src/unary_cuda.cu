@@ -8,7 +8,7 @@
 // Functions"), so float results may differ from the CPU's in the last bits.
 #include "elementwise.cuh"
 
-namespace pom {
+namespace paddle_ops_math {
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<UnaryCuda<Abs, AllNumbers>>("abs_cuda"),
@@ -28,4 +28,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<UnaryCuda<Sign, AllNumbers>>("sign_cuda"),
     pc::kernel<UnaryCuda<Erf, AllFloats>>("erf_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

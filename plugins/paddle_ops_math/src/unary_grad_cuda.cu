@@ -7,7 +7,7 @@
 // float16 and bfloat16 compute in float32.
 #include "elementwise.cuh"
 
-namespace pom {
+namespace paddle_ops_math {
 namespace {
 
 // The formula of a grad kernel: stateless functors, or clip_grad's bounds from its attrs.
@@ -107,4 +107,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<UnaryGradCuda<ClipGradBy>>("clip_grad_cuda"),
     pc::kernel<ClipCuda>("clip_cuda"));
 
-}  // namespace pom
+}  // namespace paddle_ops_math

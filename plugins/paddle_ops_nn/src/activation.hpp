@@ -14,7 +14,7 @@
 
 #include "common.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 constexpr double kSqrtHalf = 0.70710678118654752440;       // 1 / sqrt(2)
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;     // 1 / sqrt(2 pi)
@@ -185,6 +185,6 @@ inline void check_grad_map(const Slots& in, const Slots& out) {
   dispatch(v.dtype(), Floats{}, [](auto) {});
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_ACTIVATION_HPP_

@@ -16,7 +16,7 @@
 
 #include "activation_avx2.hpp"
 
-namespace pon::avx2 {
+namespace paddle_ops_nn::avx2 {
 namespace {
 
 using paddle_core::avx2::exp8;
@@ -196,4 +196,4 @@ GradMap softplus_grad(float beta, float threshold) {
   return {&softplus_grad_loop, beta, threshold};
 }
 
-}  // namespace pon::avx2
+}  // namespace paddle_ops_nn::avx2

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace pon::avx2 {
+namespace paddle_ops_nn::avx2 {
 
 struct Map {  // out[i] = f(x[i]); out may be x
   void (*loop)(const Map&, const float* x, float* out, int64_t n) = nullptr;
@@ -28,6 +28,6 @@ Map elu(float alpha);
 Map softplus(float beta, float threshold);
 GradMap softplus_grad(float beta, float threshold);
 
-}  // namespace pon::avx2
+}  // namespace paddle_ops_nn::avx2
 
 #endif  // PADDLE_OPS_NN_ACTIVATION_AVX2_HPP_

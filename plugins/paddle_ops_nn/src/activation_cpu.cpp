@@ -10,7 +10,7 @@
 #include "activation.hpp"
 #include "activation_avx2.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // The AVX2 float32 loop of a functor, where activation_avx2.cpp has one (none: loop nullptr).
@@ -119,4 +119,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Map<Silu>>("silu"),
     pc::kernel<GradMap<SiluGrad>>("silu_grad"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

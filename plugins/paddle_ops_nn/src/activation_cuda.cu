@@ -7,7 +7,7 @@
 #include "activation.hpp"
 #include "cuda.cuh"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 template <class F, class T> __global__ void map_kernel(const T* x, T* out, int64_t n, F f) {
@@ -82,4 +82,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<MapCuda<Silu>>("silu_cuda"),
     pc::kernel<GradMapCuda<SiluGrad>>("silu_grad_cuda"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -3,7 +3,7 @@
 
 #include "common.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 bool use_avx2() {
   static const bool yes = [] {  // read once: the softmax lanes ask for every lane
@@ -14,4 +14,4 @@ bool use_avx2() {
   return yes;
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

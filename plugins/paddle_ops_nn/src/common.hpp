@@ -12,7 +12,7 @@
 #include <paddle_core/parallel.hpp>
 #endif
 
-namespace pon {
+namespace paddle_ops_nn {
 
 // a * b rounded on its own, never fused with a following add: nvcc contracts a * b + c into
 // an fma by default and the host build does not, so a formula that must give the CPU's bits on
@@ -50,6 +50,6 @@ using pc::Types;
 bool use_avx2();
 #endif
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_COMMON_HPP_

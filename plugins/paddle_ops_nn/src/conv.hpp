@@ -15,7 +15,7 @@
 
 #include "window.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 enum ConvPass : unsigned { kForward = 1, kBackwardData = 2, kBackwardWeights = 4 };
 
@@ -47,6 +47,6 @@ void add_channel_bias(int32_t dtype, const void* b, void* y, int64_t batch, int6
 void channel_bias_grad(int32_t dtype, const void* dy, void* db, int64_t batch, int64_t channels,
                        int64_t plane, int threads);
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_CONV_HPP_

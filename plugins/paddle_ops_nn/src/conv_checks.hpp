@@ -14,7 +14,7 @@
 
 #include "conv.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 enum ConvSlot : int32_t { kX = 0, kFilter = 1, kBias = 2, kOutGrad = 2, kGradBias = 3 };
 
@@ -116,6 +116,6 @@ inline ConvPlan check_conv2d_transpose_grad(const Attrs& attrs, const Slots& in,
   return conv_plan(s, (out.has(0) ? kForward : 0u) | (out.has(1) ? kBackwardWeights : 0u));
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_CONV_CHECKS_HPP_

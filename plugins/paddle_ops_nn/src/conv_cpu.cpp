@@ -13,7 +13,7 @@
 #include "conv_checks.hpp"
 #include "engine.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
                                              bool bias, int threads, Layouts layout) {
@@ -198,4 +198,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Conv2dTranspose>("conv2d_transpose"),
     pc::kernel<Conv2dTransposeGrad>("conv2d_transpose_grad"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -15,7 +15,7 @@
 #include "conv_checks.hpp"
 #include "conv_cuda.cuh"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // The group of channels (or filters) `c` of `count` in `groups` belongs to, and its index there.
@@ -348,4 +348,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Conv2dTransposeCuda>("conv2d_transpose_cuda"),
     pc::kernel<Conv2dTransposeGradCuda>("conv2d_transpose_grad_cuda"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -12,7 +12,7 @@
 #include "conv.hpp"
 #include "cuda.cuh"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 class CudaConvEngine {
  public:
@@ -33,6 +33,6 @@ class CudaConvEngine {
 std::unique_ptr<CudaConvEngine> make_cudnn_conv(const ConvShape& shape, int32_t dtype,
                                                 unsigned passes, cudaStream_t stream);
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_CONV_CUDA_CUH_

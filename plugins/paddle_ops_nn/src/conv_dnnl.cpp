@@ -12,7 +12,7 @@
 #include "dnnl.hpp"
 #include "engine.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 using namespace onednn;
@@ -152,4 +152,4 @@ std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned pass
   }
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

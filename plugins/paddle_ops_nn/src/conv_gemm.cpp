@@ -13,7 +13,7 @@
 
 #include "conv.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 template <class T>
@@ -192,4 +192,4 @@ void channel_bias_grad(int32_t dtype, const void* dy, void* db, int64_t batch, i
   });
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -9,7 +9,7 @@
 
 #include "common.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 using pc::check_cuda;
 using pc::check_launch;
@@ -58,6 +58,6 @@ inline unsigned blocks_for(int64_t items) {
   return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(items, 1), 65535));
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_CUDA_CUH_

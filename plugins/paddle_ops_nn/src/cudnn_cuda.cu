@@ -23,7 +23,7 @@
 
 #include "conv_cuda.cuh"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 const char* cudnn_unavailable_reason();
 
@@ -433,4 +433,4 @@ std::unique_ptr<CudaConvEngine> make_cudnn_conv(const ConvShape& shape, int32_t 
   return engine;
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -10,7 +10,7 @@
 
 #include <optional>
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace onednn {
 
 using dnnl::memory;
@@ -78,6 +78,6 @@ class Operand {
 };
 
 }  // namespace onednn
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_DNNL_HPP_

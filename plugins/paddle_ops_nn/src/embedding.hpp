@@ -6,7 +6,7 @@
 
 #include "common.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 using IdTypes = Types<int64_t, int32_t>;
 
@@ -55,6 +55,6 @@ template <class I> int64_t checked_id(const I* ids, int64_t i, int64_t rows) {
   return id;
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_EMBEDDING_HPP_

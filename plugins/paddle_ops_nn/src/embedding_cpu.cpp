@@ -9,7 +9,7 @@
 
 #include "embedding.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // out[..., :] = w[ids[...], :] (zeros for padding_idx).
@@ -83,4 +83,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Embedding>("embedding"),
     pc::kernel<EmbeddingGrad>("embedding_grad"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

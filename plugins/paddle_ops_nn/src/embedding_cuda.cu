@@ -14,7 +14,7 @@
 #include "cuda.cuh"
 #include "embedding.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // ids as int64 on the host, each checked against [0, rows).
@@ -145,4 +145,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<EmbeddingCuda>("embedding_cuda"),
     pc::kernel<EmbeddingGradCuda>("embedding_grad_cuda"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -6,7 +6,7 @@
 #ifndef PADDLE_OPS_NN_ENGINE_HPP_
 #define PADDLE_OPS_NN_ENGINE_HPP_
 
-namespace pon {
+namespace paddle_ops_nn {
 
 constexpr bool kOnednnBuilt =
 #ifdef PADDLE_OPS_NN_WITH_ONEDNN
@@ -25,6 +25,6 @@ void set_onednn_enabled(bool enabled);  // no effect where oneDNN is not built
 int onednn_channel_block();
 int dnnl_channel_block();
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_ENGINE_HPP_

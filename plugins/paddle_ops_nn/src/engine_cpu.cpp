@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 std::atomic<bool> onednn_switch{true};
 }  // namespace
@@ -20,4 +20,4 @@ int onednn_channel_block() {
   return 0;
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

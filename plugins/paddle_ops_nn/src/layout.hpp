@@ -17,7 +17,7 @@
 
 #include "common.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 // Fail unless t's shape is `want`.
 inline void expect_shape(const Tensor& t, std::vector<int64_t> want, const char* what) {
@@ -127,6 +127,6 @@ template <class T> void to_plain(const Activation& a, const T* blocked, T* plain
 
 #endif  // !defined(__CUDACC__)
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_LAYOUT_HPP_

@@ -6,7 +6,7 @@
 // [N, C, H, W]. Same float dtype; checked in prepare. Every element is copied once.
 #include "layout.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 class ReorderLayout {
@@ -52,4 +52,4 @@ class ReorderLayout {
 
 PADDLE_CORE_REGISTER_KERNELS(pc::kernel<ReorderLayout>("reorder_layout"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

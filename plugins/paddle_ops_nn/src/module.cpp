@@ -7,7 +7,7 @@
 
 #include "engine.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 #ifdef PADDLE_OPS_NN_WITH_CUDA
 // cudnn_cuda.cu: whether cuDNN (loaded at run time) serves the CUDA convolutions.
 const char* cudnn_unavailable_reason();
@@ -15,7 +15,7 @@ void conv_engines_prepared(int64_t* cudnn, int64_t* direct);
 bool cudnn_enabled();
 void set_cudnn_enabled(bool enabled);
 #endif
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Compiled kernels of paddle-ops-nn: CPU, and CUDA when built with a toolkit.";
@@ -30,7 +30,7 @@ PYBIND11_MODULE(_C, m) {
       "cudnn_unavailable_reason",
       []() -> pybind11::object {
 #ifdef PADDLE_OPS_NN_WITH_CUDA
-        const char* reason = pon::cudnn_unavailable_reason();
+        const char* reason = paddle_ops_nn::cudnn_unavailable_reason();
         if (reason == nullptr) return pybind11::none();
         return pybind11::str(reason);
 #else
@@ -40,11 +40,11 @@ PYBIND11_MODULE(_C, m) {
       "Why the CUDA convolution kernels cannot use cuDNN (what to install), or None when they "
       "can. Loads it on the first call.");
 #ifdef PADDLE_OPS_NN_WITH_CUDA
-  m.def("cudnn_enabled", &pon::cudnn_enabled);
-  m.def("set_cudnn_enabled", &pon::set_cudnn_enabled, pybind11::arg("enabled"));
+  m.def("cudnn_enabled", &paddle_ops_nn::cudnn_enabled);
+  m.def("set_cudnn_enabled", &paddle_ops_nn::set_cudnn_enabled, pybind11::arg("enabled"));
   m.def("conv_engines_prepared", [] {
     int64_t cudnn = 0, direct = 0;
-    pon::conv_engines_prepared(&cudnn, &direct);
+    paddle_ops_nn::conv_engines_prepared(&cudnn, &direct);
     return pybind11::make_tuple(cudnn, direct);
   });
 #else
@@ -53,8 +53,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_cudnn_enabled", [](bool) {}, pybind11::arg("enabled"));
 #endif
   // The oneDNN switch behind paddle_ops_nn.onednn.
-  m.attr("ONEDNN_BUILT") = pon::kOnednnBuilt;
-  m.def("onednn_enabled", &pon::onednn_enabled);
-  m.def("set_onednn_enabled", &pon::set_onednn_enabled, pybind11::arg("enabled"));
-  m.def("onednn_channel_block", &pon::onednn_channel_block);
+  m.attr("ONEDNN_BUILT") = paddle_ops_nn::kOnednnBuilt;
+  m.def("onednn_enabled", &paddle_ops_nn::onednn_enabled);
+  m.def("set_onednn_enabled", &paddle_ops_nn::set_onednn_enabled, pybind11::arg("enabled"));
+  m.def("onednn_channel_block", &paddle_ops_nn::onednn_channel_block);
 }

@@ -12,7 +12,7 @@
 
 #include "layout.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 // Fail unless t is a vector [n] of x's dtype.
 inline void expect_vector(const Tensor& t, const Tensor& x, int64_t n, const char* what,
@@ -222,6 +222,6 @@ template <class T> struct LayerNormGradAt {
   PADDLE_CORE_HD T operator()(T g, T x) const { return inv * g + shift + tilt * (x - mean); }
 };
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_NORM_HPP_

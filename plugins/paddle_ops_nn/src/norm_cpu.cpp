@@ -22,7 +22,7 @@
 
 #include "norm.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // The sum of f(i) for i in [0, n), in double, as eight interleaved partial sums: independent
@@ -493,4 +493,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<LayerNorm>("layer_norm"),
     pc::kernel<LayerNormGrad>("layer_norm_grad"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -12,7 +12,7 @@
 #include "cuda.cuh"
 #include "norm.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // -- batch_norm ------------------------------------------------------------------------------
@@ -321,4 +321,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<LayerNormCuda>("layer_norm_cuda"),
     pc::kernel<LayerNormGradCuda>("layer_norm_grad_cuda"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -14,7 +14,7 @@
 
 #include "common.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 // Checks shared by every optimizer: `same` (param first: its gradient, its moments, and the
 // outputs updating them) of one shape and dtype; `scalars` (learning rate, beta powers and
@@ -106,6 +106,6 @@ template <class T> PADDLE_CORE_HD T adam_next_pow(double pow, double beta) {
   return static_cast<T>(pow * beta);
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_OPTIMIZER_HPP_

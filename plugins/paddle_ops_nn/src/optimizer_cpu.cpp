@@ -3,7 +3,7 @@
 // (shared with the CUDA kernels); the loops are elementwise, split across the run's threads.
 #include "optimizer.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 class Sgd {
@@ -96,4 +96,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Adam<false>>("adam"),
     pc::kernel<Adam<true>>("adamw"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

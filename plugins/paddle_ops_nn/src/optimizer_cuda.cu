@@ -8,7 +8,7 @@
 #include "cuda.cuh"
 #include "optimizer.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 template <class T>
@@ -124,4 +124,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<AdamCuda<false>>("adam_cuda"),
     pc::kernel<AdamCuda<true>>("adamw_cuda"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

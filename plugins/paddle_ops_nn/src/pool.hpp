@@ -10,7 +10,7 @@
 
 #include "window.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 struct Pooling {
   bool max = true, exclusive = true;
@@ -126,6 +126,6 @@ class PoolEngine {
 std::unique_ptr<PoolEngine> make_dnnl_pool(const Pooling& p, int64_t batch, int64_t channels,
                                            bool backward, int threads, Layouts layout);
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_POOL_HPP_

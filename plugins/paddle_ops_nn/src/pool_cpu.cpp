@@ -16,7 +16,7 @@
 #include "engine.hpp"
 #include "pool.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // Calls f(out_index, h_lo, h_hi, w_lo, w_hi, count) for every window of one plane; count is the
@@ -187,4 +187,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Pool2d>("pool2d"),
     pc::kernel<Pool2dGrad>("pool2d_grad"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -14,7 +14,7 @@
 #include "cuda.cuh"
 #include "pool.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // The window of output element o (any plane): calls f(h0, h1, w0, w1), its clipped extent.
@@ -156,4 +156,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Pool2dCuda>("pool2d_cuda"),
     pc::kernel<Pool2dGradCuda>("pool2d_grad_cuda"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -13,7 +13,7 @@
 #include "engine.hpp"
 #include "pool.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 using namespace onednn;
@@ -100,4 +100,4 @@ std::unique_ptr<PoolEngine> make_dnnl_pool(const Pooling& p, int64_t batch, int6
   }
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-namespace pon::avx2 {
+namespace paddle_ops_nn::avx2 {
 
 namespace {
 
@@ -130,4 +130,4 @@ void box_muller(const double* u1, const double* u2, double* z, int64_t n) {
   }
 }
 
-}  // namespace pon::avx2
+}  // namespace paddle_ops_nn::avx2

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace pon::avx2 {
+namespace paddle_ops_nn::avx2 {
 
 // z[i] = sqrt(-2 ln u1[i]) cos(2 pi u2[i]) for i in [0, n), n a multiple of 4: Box-Muller as
 // Random::normal computes it, for u1 in (0, 1] and u2 in [0, 1) with at most 32 significant
@@ -25,6 +25,6 @@ void normal_uniforms(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first,
 void float_uniforms(uint32_t key0, uint32_t key1, uint64_t run, uint64_t first, int64_t blocks,
                     float* u);
 
-}  // namespace pon::avx2
+}  // namespace paddle_ops_nn::avx2
 
 #endif  // PADDLE_OPS_NN_RANDOM_AVX2_HPP_

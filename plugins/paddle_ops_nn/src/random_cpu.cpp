@@ -12,7 +12,7 @@
 #include "random_avx2.hpp"
 #include "random_ops.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // Random::for_uniforms<float>(a, b, f) through random_avx2.cpp's Philox, eight blocks at a
@@ -176,4 +176,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Dropout>("dropout"),
     pc::kernel<DropoutGrad>("dropout_grad"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

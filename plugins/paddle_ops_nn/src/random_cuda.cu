@@ -9,7 +9,7 @@
 #include "cuda.cuh"
 #include "random_ops.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 template <class T>
@@ -137,4 +137,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<DropoutCuda>("dropout_cuda"),
     pc::kernel<DropoutGradCuda>("dropout_grad_cuda"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

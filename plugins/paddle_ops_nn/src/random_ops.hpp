@@ -11,7 +11,7 @@
 
 #include "common.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 using pc::Random;
 
@@ -135,6 +135,6 @@ PADDLE_CORE_HD void dropout_grad_element(const uint8_t* mask, const T* g, T scal
   dx[i] = mask[i] ? g[i] * scale : T(0);
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_RANDOM_OPS_HPP_

@@ -34,7 +34,7 @@
 #include "softmax_avx2.hpp"
 #endif
 
-namespace pon {
+namespace paddle_ops_nn {
 
 // -- layout and the checks of prepare --------------------------------------------------------
 
@@ -430,6 +430,6 @@ PADDLE_CORE_HD bool accuracy_hit(const T* row, int64_t n, int64_t want, int64_t 
   return rank < k;
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_SOFTMAX_HPP_

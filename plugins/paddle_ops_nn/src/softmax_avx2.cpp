@@ -15,7 +15,7 @@
 
 #include "softmax_avx2.hpp"
 
-namespace pon::avx2 {
+namespace paddle_ops_nn::avx2 {
 namespace {
 
 using paddle_core::avx2::exp8;
@@ -94,4 +94,4 @@ void log_softmax_f32(const float* x, float* y, int64_t n) {
   map(x, y, n, [vm, ls](__m256 v) { return _mm256_sub_ps(_mm256_sub_ps(v, vm), ls); });
 }
 
-}  // namespace pon::avx2
+}  // namespace paddle_ops_nn::avx2

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace pon::avx2 {
+namespace paddle_ops_nn::avx2 {
 
 // softmax_lane and the log-softmax of softmax.hpp for one contiguous float32 lane of n >= 1
 // elements (x and y may be unaligned; y may be x). Call only on CPUs with AVX2 and FMA.
@@ -14,6 +14,6 @@ namespace pon::avx2 {
 float softmax_f32(const float* x, float* y, int64_t n, double& log_sum);
 void log_softmax_f32(const float* x, float* y, int64_t n);
 
-}  // namespace pon::avx2
+}  // namespace paddle_ops_nn::avx2
 
 #endif  // PADDLE_OPS_NN_SOFTMAX_AVX2_HPP_

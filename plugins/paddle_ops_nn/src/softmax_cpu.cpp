@@ -15,7 +15,7 @@
 
 #include "softmax.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // Run-time check of hard labels, before any is used as an index (outside parallel regions:
@@ -294,4 +294,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<SoftmaxWithCrossEntropyGrad>("softmax_with_cross_entropy_grad"),
     pc::kernel<Accuracy>("accuracy"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -10,7 +10,7 @@
 #include "cuda.cuh"
 #include "softmax.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 namespace {
 
 // Grid-stride loop over the lanes: f(lane, offset of its first element).
@@ -280,4 +280,4 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<SoftmaxWithCrossEntropyGradCuda>("softmax_with_cross_entropy_grad_cuda"),
     pc::kernel<AccuracyCuda>("accuracy_cuda"));
 
-}  // namespace pon
+}  // namespace paddle_ops_nn

@@ -9,7 +9,7 @@
 
 #include "layout.hpp"
 
-namespace pon {
+namespace paddle_ops_nn {
 
 // One spatial axis: window k of `out` covers input positions
 // k * stride - pad_before + j * dilation, j in [0, kernel); positions outside [0, in) are padding.
@@ -140,6 +140,6 @@ inline ConvShape conv_transpose_shape(const Attrs& attrs, const Tensor& x, const
   return s;
 }
 
-}  // namespace pon
+}  // namespace paddle_ops_nn
 
 #endif  // PADDLE_OPS_NN_WINDOW_HPP_
