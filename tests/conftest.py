@@ -6,6 +6,11 @@ directories of this test run: the toy plugin (tests/packages/paddle_ops_toy), wh
 use, into one put on this process's sys.path and on the PYTHONPATH of every subprocess when the
 run starts; the others into directories that tests put on the path of a subprocess (or,
 carefully, of this process).
+
+Under pytest-xdist (`./dev test` runs the whole suite on a worker per core) each of these is
+still made once per run: the toy plugin by the controller, the others by the first worker that
+needs them (``made_once``); every worker has its own index cache, config file and temporary
+directories.
 """
 
 from __future__ import annotations
