@@ -6,17 +6,24 @@ directories of this test run: the toy plugin (tests/packages/paddle_ops_toy), wh
 use, into one put on this process's sys.path and on the PYTHONPATH of every subprocess when the
 run starts; the others into directories that tests put on the path of a subprocess (or,
 carefully, of this process).
+
+Under pytest-xdist (`./dev test` runs the whole suite on a worker per core) each of these is
+still made once per run: the toy plugin by the controller, the others by the first worker that
+needs them (``made_once``); every worker has its own index cache, config file and temporary
+directories.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,15 +57,13 @@ def isolated_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 @pytest.fixture(autouse=True)
 def fresh_registry() -> Iterator[None]:
     """Each test starts from the installed plugins, with no in-process plugin left behind
-    (neither op-declaring ones nor hooks-only ones)."""
-    from paddle_core._src.plugins import hooks, registry
+    (neither op-declaring ones nor hooks-only ones): after a test that registered a plugin or
+    changed what the registry is built from (settings, sys.path, an explicit reload), the
+    registry is rebuilt; after one that did not, it is kept (with its ops resolved and kernels
+    loaded) for the next."""
+    from paddle_core.testing.fixtures import isolated_plugins
 
-    before = {name for name, _ in hooks.plugin_manager().list_name_plugin()}
-    yield
-    for name, _ in hooks.plugin_manager().list_name_plugin():
-        if name not in before:
-            hooks.unregister_plugin(name)
-    registry.reload_registry()
+    yield from isolated_plugins()
 
 
 @pytest.fixture(autouse=True)
@@ -118,24 +123,61 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Install the toy plugin for this run only, before any test imports paddle_core's registry."""
-    site = Path(tempfile.mkdtemp(prefix="paddle-core-test-")) / "site"
-    site.mkdir()
-    pip_install(site, TEST_PACKAGES / "paddle_ops_toy")
+    """Install the toy plugin for this run only, before any test imports paddle_core's registry.
+    Under pytest-xdist the controller installs it, before it starts the workers (which inherit
+    its PYTHONPATH), and each worker puts the controller's site on its own sys.path."""
+    workerinput = getattr(session.config, "workerinput", None)
+    if workerinput is None:
+        site = Path(tempfile.mkdtemp(prefix="paddle-core-test-")) / "site"
+        site.mkdir()
+        pip_install(site, TEST_PACKAGES / "paddle_ops_toy")
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(site), os.environ.get("PYTHONPATH")])
+        )
+        session.config.stash[_TEST_SITE] = site
+    else:
+        site = Path(workerinput[_TEST_SITE_KEY])
+    while str(site) in sys.path:  # (a worker has it from PYTHONPATH: once, first)
+        sys.path.remove(str(site))
     sys.path.insert(0, str(site))
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(site), os.environ.get("PYTHONPATH")])
-    )
-    session.config.stash[_TEST_SITE] = site
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """(pytest-xdist, in the controller) Tell a worker where the toy plugin is installed."""
+    node.workerinput[_TEST_SITE_KEY] = str(node.config.stash[_TEST_SITE])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    site = session.config.stash.get(_TEST_SITE, None)
+    site = session.config.stash.get(_TEST_SITE, None)  # (the controller's, not a worker's)
     if site is not None:
         shutil.rmtree(site.parent, ignore_errors=True)
 
 
 _TEST_SITE = pytest.StashKey[Path]()
+_TEST_SITE_KEY = "paddle_core_toy_site"
+
+
+def made_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]
+) -> Path:
+    """A new directory ``name`` filled by ``make(directory)`` (a session fixture's costly work:
+    building and installing a test package), once per test run: under pytest-xdist the workers
+    share it (the first to ask makes it, holding a lock; the others wait, then reuse it)."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        target = tmp_path_factory.mktemp(name)
+        make(target)
+        return target
+    root = tmp_path_factory.getbasetemp().parent  # the run's, above each worker's own
+    target, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
+        if not done.exists():
+            shutil.rmtree(target, ignore_errors=True)  # a worker that failed to make it
+            target.mkdir()
+            make(target)
+            done.touch()
+    return target
 
 
 def pythonpath_with(*dirs: Path) -> str:
@@ -163,9 +205,11 @@ def pip_install(target: Path, *packages: Path | str) -> None:
 @pytest.fixture(scope="session")
 def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding the deliberately broken plugins (paddle-ops-broken), pip-installed."""
-    target = tmp_path_factory.mktemp("broken-site")
-    pip_install(target, TEST_PACKAGES / "broken")
-    return target
+    return made_once(
+        tmp_path_factory,
+        "broken-site",
+        lambda target: pip_install(target, TEST_PACKAGES / "broken"),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -173,13 +217,17 @@ def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """examples/paddle_ops_example (a compiled plugin: CMake, scikit-build-core; its CUDA
     kernels too where nvcc is found) built and pip-installed into a directory of its own, from a
     copy (the checkout gets no build directory)."""
-    project = tmp_path_factory.mktemp("example") / "paddle_ops_example"
-    shutil.copytree(
-        ROOT / "examples" / "paddle_ops_example", project, ignore=shutil.ignore_patterns("build")
-    )
-    target = tmp_path_factory.mktemp("example-site")
-    pip_install(target, project)
-    return target
+
+    def make(target: Path) -> None:
+        project = tmp_path_factory.mktemp("example") / "paddle_ops_example"
+        shutil.copytree(
+            ROOT / "examples" / "paddle_ops_example",
+            project,
+            ignore=shutil.ignore_patterns("build"),
+        )
+        pip_install(target, project)
+
+    return made_once(tmp_path_factory, "example-site", make)
 
 
 def ruff() -> str:

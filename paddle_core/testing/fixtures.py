@@ -19,28 +19,62 @@ Only pytest imports this module (paddle-core does not depend on pytest).
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest  # (a pytest plugin: loaded only by pytest, through pytest_plugins)
 
-from .._src.plugins import hooks
+from .._src.plugins import hooks, registry
+from .._src.plugins.config import settings_inputs
 from .._src.plugins.registry import Registry, reload_registry
 
 _names = itertools.count(1)
 
 
-@pytest.fixture
-def op_registry() -> Iterator[Registry]:
-    """The registry, rebuilt now and again after the test without what the test registered."""
+def plugin_state() -> tuple:
+    """What the registry and the hooks are built from, as a value that stays equal while a
+    rebuild would give the same: the count of rebuilds and the hooks' generation (every
+    ``register_plugin``, ``unregister_plugin`` and ``reload_registry`` moves one), the plugins
+    registered with the hooks, the settings' inputs (PADDLE_CORE_* variables, the config file),
+    and ``sys.path`` with each directory's modification time (installing or removing a
+    distribution there moves it)."""
+    path = []
+    for entry in sys.path:
+        try:
+            path.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            path.append((entry, None))
+    names = tuple(name for name, _ in hooks.plugin_manager().list_name_plugin())
+    return registry.generation, hooks.generation, names, settings_inputs(), tuple(path)
+
+
+def isolated_plugins() -> Iterator[None]:
+    """Around one test (a generator for a fixture to yield from): afterwards, unregister the
+    in-process plugins the test registered, and rebuild the registry if the test changed
+    anything it is built from (``plugin_state``). A test that changed nothing leaves the
+    registry as it was, its ops resolved and kernels loaded, for the next test."""
     manager = hooks.plugin_manager()
     before = {name for name, _ in manager.list_name_plugin()}
-    yield reload_registry()
+    state = plugin_state()
+    yield
     for name, _ in manager.list_name_plugin():
         if name not in before:
             hooks.unregister_plugin(name)
-    reload_registry()
+    if plugin_state() != state:
+        reload_registry()
+
+
+@pytest.fixture
+def op_registry() -> Iterator[Registry]:
+    """The registry, rebuilt now, and after the test without what the test registered (when
+    the test changed anything it is built from: ``isolated_plugins``)."""
+    isolated = isolated_plugins()
+    next(isolated)
+    yield reload_registry()
+    next(isolated, None)
 
 
 @pytest.fixture

@@ -136,15 +136,38 @@ def thread_setting(environ: dict[str, str] | os._Environ = os.environ) -> tuple[
     return None, problem
 
 
-def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Settings:
-    """Read settings from the config file (if any), then the environment on top."""
+def config_path(environ: dict[str, str] | os._Environ = os.environ) -> str:
+    """The config file settings are read from (it need not exist)."""
     # os.path rather than pathlib: importing pathlib would cost every `paddle-ops list` 5 ms.
-    home = os.path.expanduser("~")
-    config_file = environ.get("PADDLE_CORE_CONFIG") or os.path.join(
-        environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
+    return environ.get("PADDLE_CORE_CONFIG") or os.path.join(
+        environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config"),
         "paddle-core",
         "config.toml",
     )
+
+
+def settings_inputs(environ: dict[str, str] | os._Environ = os.environ) -> tuple:
+    """Everything ``load_settings`` reads, as a value equal to an earlier one while the settings
+    it would give are the same: the PADDLE_CORE_* variables, the ones the default paths derive
+    from, and the config file's size and modification time. (The test fixtures rebuild the
+    registry only after a test that changed it.)"""
+    variables = sorted(
+        (k, v)
+        for k, v in environ.items()
+        if k.startswith("PADDLE_CORE_") or k in ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
+    )
+    try:
+        stat = os.stat(config_path(environ))
+        config = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        config = None
+    return tuple(variables), config
+
+
+def load_settings(environ: dict[str, str] | os._Environ = os.environ) -> Settings:
+    """Read settings from the config file (if any), then the environment on top."""
+    home = os.path.expanduser("~")
+    config_file = config_path(environ)
     warnings = [
         f"environment variable {key} is not a paddle-core setting and is ignored"
         + did_you_mean(key, VARIABLES, cutoff=0.85)

@@ -490,6 +490,9 @@ _registry: Registry | None = None
 in_process: list[PluginRecord] = []
 # Called after the registry is rebuilt, so caches of generated functions can be dropped.
 _rebuild_listeners: list[Any] = []
+# Counts rebuilds (register_plugin and unregister_plugin of a plugin declaring ops rebuild too):
+# a test fixture that sees it unchanged knows the registry is the one it saw before.
+generation = 0
 
 
 def get_registry() -> Registry:
@@ -503,7 +506,8 @@ def get_registry() -> Registry:
 
 def reload_registry(settings: Settings | None = None, *, rescan: bool = False) -> Registry:
     """Rebuild the registry (re-reading settings; ``rescan`` ignores the on-disk index)."""
-    global _registry
+    global _registry, generation
+    generation += 1  # first: a rebuild that raises leaves a registry to rebuild again
     settings = settings or load_settings()
     records = discover(settings, rescan=rescan)
     for record in records:

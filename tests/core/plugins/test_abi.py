@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TEST_PACKAGES, pip_install, run_cli
+from conftest import TEST_PACKAGES, made_once, pip_install, run_cli
 
 import paddle_core as pc
 from paddle_core._src.base.runtime import compiled_runtime
@@ -144,8 +144,6 @@ def test_abi_1_as_released_stays_compatible_with_the_cores_layout(tmp_path: Path
 def forged_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/packages/forged_layout, built with the installed SDK header in which pc_tensor
     gained a field after `data` (the ABI version unchanged), and pip-installed."""
-    project = tmp_path_factory.mktemp("forged") / "forged_layout"
-    shutil.copytree(TEST_PACKAGES / "forged_layout", project)
     header = (Path(pc.get_include()) / "paddle_core" / "kernel_abi.h").read_text()
     field = "  void* data;              /* first element; NULL during prepare */\n"
     assert header.count(field) == 1
@@ -153,10 +151,14 @@ def forged_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     forged = forged.replace(
         "FIELD(pc_tensor, data)", "FIELD(pc_tensor, data) FIELD(pc_tensor, offset)"
     )
-    (project / "forged_layout" / "kernel_abi_forged.h").write_text(forged)
-    target = tmp_path_factory.mktemp("forged-site")
-    pip_install(target, project)
-    return target
+
+    def make(target: Path) -> None:
+        project = tmp_path_factory.mktemp("forged") / "forged_layout"
+        shutil.copytree(TEST_PACKAGES / "forged_layout", project)
+        (project / "forged_layout" / "kernel_abi_forged.h").write_text(forged)
+        pip_install(target, project)
+
+    return made_once(tmp_path_factory, "forged-site", make)
 
 
 FORGED_PROBLEM = (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TEST_PACKAGES, pip_install, run_cli
+from conftest import TEST_PACKAGES, made_once, pip_install, run_cli
 
 import paddle_core as pc
 from paddle_core._src.base.runtime import compiled_runtime
@@ -137,13 +137,15 @@ def test_the_cores_own_kernels_declare_what_they_fit():
 @pytest.fixture(scope="session")
 def forged_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/packages/forged_signature, built with the installed SDK header and pip-installed."""
-    project = tmp_path_factory.mktemp("forged") / "forged_signature"
-    shutil.copytree(TEST_PACKAGES / "forged_signature", project)
-    header = Path(pc.get_include()) / "paddle_core" / "kernel_abi.h"
-    shutil.copy(header, project / "forged_signature" / "kernel_abi.h")
-    target = tmp_path_factory.mktemp("forged-signature-site")
-    pip_install(target, project)
-    return target
+
+    def make(target: Path) -> None:
+        project = tmp_path_factory.mktemp("forged") / "forged_signature"
+        shutil.copytree(TEST_PACKAGES / "forged_signature", project)
+        header = Path(pc.get_include()) / "paddle_core" / "kernel_abi.h"
+        shutil.copy(header, project / "forged_signature" / "kernel_abi.h")
+        pip_install(target, project)
+
+    return made_once(tmp_path_factory, "forged-signature-site", make)
 
 
 LEGEND = "(slots: '1' one tensor, '?' none or one, '+' one or more, '*' any number)"

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import TEST_PACKAGES, pip_install
+from conftest import TEST_PACKAGES, made_once, pip_install
 
 import paddle_core as pc
 
@@ -181,9 +181,11 @@ def test_the_kernel_dtype_input_selects_the_kernel():
 def abi_v1_site(tmp_path_factory: pytest.TempPathFactory):
     """tests/packages/abi_v1: C kernels built against ABI 1's header as released (frozen),
     pip-installed."""
-    target = tmp_path_factory.mktemp("abi-v1-site")
-    pip_install(target, TEST_PACKAGES / "abi_v1")
-    return target
+    return made_once(
+        tmp_path_factory,
+        "abi-v1-site",
+        lambda target: pip_install(target, TEST_PACKAGES / "abi_v1"),
+    )
 
 
 class AbiV1:

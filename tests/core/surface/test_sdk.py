@@ -429,10 +429,10 @@ def test_the_random_generator_is_philox_keyed_by_the_context(tmp_path: Path):
 
 
 def test_reinstalling_the_core_leaves_unchanged_sdk_files_alone() -> None:
-    """`./dev` reinstalls the core on every run, and pip stamps what it installs with the time
-    of the install; plugins compile against the installed SDK, so a re-run would rebuild every
-    plugin. Each installed SDK file keeps its source's mtime instead: unchanged, nothing
-    rebuilds."""
+    """`./dev` reinstalls the core whenever its sources change, and pip stamps what it installs
+    with the time of the install; plugins compile against the installed SDK, so their next
+    build would recompile everything. Each installed SDK file keeps its source's mtime instead:
+    unchanged, nothing rebuilds."""
     dist = importlib.metadata.distribution("paddle-core")
     origin = json.loads(dist.read_text("direct_url.json") or "{}").get("url", "")
     if Path(url2pathname(urlparse(origin).path)) != ROOT:

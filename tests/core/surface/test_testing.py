@@ -397,3 +397,40 @@ def test_the_fixtures_work_in_a_users_test_session(pytester) -> None:
     pytester.makepyfile(test_user=FIXTURE_USER)
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+REBUILD_USER = """
+import paddle_core as pc
+import pytest
+from paddle_core.testing.fixtures import isolated_plugins
+
+seen = []
+
+
+@pytest.fixture(autouse=True)
+def isolated():
+    yield from isolated_plugins()
+
+
+def test_keeps_the_registry():
+    seen.append(pc.get_registry())
+
+
+def test_finds_it_kept():
+    assert pc.get_registry() is seen[0]
+
+
+def test_switches_plugins_off(monkeypatch):
+    monkeypatch.setenv("PADDLE_CORE_NO_PLUGINS", "1")
+    assert "fill_like" not in pc.reload_registry()
+
+
+def test_finds_them_back():
+    assert "fill_like" in pc.get_registry() and pc.get_registry() is not seen[0]
+"""
+
+
+def test_the_registry_is_rebuilt_after_a_test_that_changed_it_only(pytester) -> None:
+    pytester.makepyfile(test_user=REBUILD_USER)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
