@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import paddle_core as pc
-from paddle_core._src.base import native
+from paddle_core._src.base.runtime import compiled_runtime
 from paddle_core.testing import run_op
 
 
@@ -82,7 +82,7 @@ def test_dev_sanitize_instruments_the_cores_kernels_as_the_plugins():
     """The core's module (runtime and built-in kernels) holds ASan's checks and UBSan's, as the
     plugins' modules do; among the core's, the check of fill_like's float to integer conversion
     (float-cast-overflow, which -fsanitize=undefined leaves out)."""
-    modules = {native.runtime(): [b"__ubsan_handle_float_cast_overflow"]}
+    modules = {compiled_runtime(): [b"__ubsan_handle_float_cast_overflow"]}
     for name in ("paddle_ops_math._C", "paddle_ops_nn._C"):
         try:
             modules[importlib.import_module(name)] = []
