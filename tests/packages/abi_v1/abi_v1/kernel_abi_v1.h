@@ -13,7 +13,11 @@
  *   prepare(attrs, inputs, outputs, ctx, &state)  once per plan: tensors carry shapes and
  *                                                  dtypes but no data; check them, decode
  *                                                  attrs into `state`.
- *   run(state, inputs, outputs, ctx)               on every execution, with data.
+ *   run(state, inputs, outputs, ctx)               on every execution, with data; not
+ *                                                  called when every input and output
+ *                                                  holds no element (nothing to read, check
+ *                                                  or write), however large their other
+ *                                                  dimensions ([2^40, 0]).
  *   release(state)                                 when the plan is dropped.
  *
  * What a kernel fits: besides its functions, a pc_kernel may declare the slots and dtypes of
