@@ -217,7 +217,7 @@ class Slots {
 
 // Attribute access by name, checked against the declared type. Integers read as int64 at either
 // width: i() and l() take INT and LONG attrs, ints() INTS and LONGS, so a kernel keeps working
-// when its op widens an attr (and with programs saved before).
+// when its op widens an attr, and with a program that stores the narrower type.
 class Attrs {
  public:
   explicit Attrs(const pc_attrs* a) : a_(a) {}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import pip_install, run_cli
+from conftest import made_once, pip_install, run_cli
 
 import paddle_core as pc
 
@@ -205,19 +205,21 @@ def test_a_compiled_project_validates_against_its_installed_build(example_site: 
     ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def example_cpu_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """examples/paddle_ops_example built without its CUDA kernels (a build where no CUDA toolkit
     is found), pip-installed into a directory of its own."""
-    project = tmp_path_factory.mktemp("example-cpu") / "paddle_ops_example"
-    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("build"))
-    target = tmp_path_factory.mktemp("example-cpu-site")
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    cmd += ["--no-deps", "--no-build-isolation", "--target", str(target)]
-    cmd += ["-C", "cmake.define.PADDLE_OPS_EXAMPLE_CUDA=OFF", str(project)]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return target
+
+    def install(target: Path) -> None:
+        project = tmp_path_factory.mktemp("example-cpu") / "paddle_ops_example"
+        shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("build"))
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        cmd += ["--no-deps", "--no-build-isolation", "--target", str(target)]
+        cmd += ["-C", "cmake.define.PADDLE_OPS_EXAMPLE_CUDA=OFF", str(project)]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+
+    return made_once(tmp_path_factory, "example-cpu-site", install)
 
 
 def test_a_build_without_cuda_lists_its_cuda_kernels_as_not_built(example_cpu_site: Path) -> None:
