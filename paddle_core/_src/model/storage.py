@@ -22,7 +22,8 @@ from ..graph.program import Program
 from ..graph.serialization import checked_path, load_program, make_directory, save_program
 from ..graph.variable import Parameter
 from ..run.scope import Scope
-from ..run.values import read_archive, save_values, set_values
+from ..run.values import load_values as load_npz
+from ..run.values import read_archive, save_values
 
 MAIN, STARTUP, VALUES = "main.pb", "startup.pb", "values.npz"
 RANDOM_RUNS = "paddle_core:random_runs"  # a key no variable's name takes
@@ -90,6 +91,6 @@ def load_persistables(main: Program, scope: Scope, path: str | os.PathLike) -> A
             "save_persistables or Model.save (save_params writes parameters only: read it with "
             "load_params)"
         )
-    loaded = set_values(arrays, path, block, names, scope, optional)
+    loaded = load_npz(path, block, names, scope, optional, arrays=arrays)
     scope.random_runs = int(runs)
     return loaded

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._version import __version__
-from ..base.errors import KernelLoadError, PluginError
+from ..base.errors import KernelLoadError
 from . import hooks, loading
 from .config import normalize, thread_setting
 from .discovery import PluginRecord
@@ -22,12 +22,8 @@ def check_plugin_code(record: PluginRecord, registry: Registry) -> None:
     are recorded against it (``record.problems``)."""
     if not record.loaded:
         return
+    loading.resolve_all(record)
     manifest = record.manifest()
-    for ref, what in loading.references(manifest):
-        try:
-            loading.resolve(record, ref, what)
-        except PluginError:
-            pass  # recorded by resolve
     natives = [o.proto.type for o in manifest.ops if any(k.native for k in o.kernels)]
     natives += [p.op for p in manifest.kernel_packs if any(k.native for k in p.kernels)]
     if natives:

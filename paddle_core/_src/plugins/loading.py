@@ -84,6 +84,16 @@ def references(manifest: Any) -> list[tuple[str, str]]:
     return used
 
 
+def resolve_all(plugin: PluginRecord) -> None:
+    """Resolve every rule and Python kernel the plugin's manifest names, as first use would;
+    each failure is recorded against the plugin (``runtime_errors``)."""
+    for ref, what in references(plugin.manifest()):
+        try:
+            resolve(plugin, ref, what)
+        except PluginError:
+            pass  # recorded by resolve
+
+
 def _record(plugin: PluginRecord, message: str) -> None:
     if message not in plugin.runtime_errors:
         plugin.runtime_errors.append(message)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._version import __version__
-from ..base.errors import PLUGIN_CODE_ERRORS, PluginError, counted
+from ..base.errors import PLUGIN_CODE_ERRORS, counted
 from ..spec.manifest import naming_warnings
 from . import abi, loading
 from .discovery import (
@@ -217,12 +217,7 @@ def _add_manifest_findings(report: Report, record: PluginRecord) -> None:
 def _check_code(report: Report, record: PluginRecord) -> None:
     """Import what the manifest names, as loading does, and note what is wrong."""
     where = f"plugin {record.name!r}"
-    manifest = record.manifest()
-    for ref, what in loading.references(manifest):
-        try:
-            loading.resolve(record, ref, what)
-        except PluginError:
-            pass  # recorded by resolve
+    loading.resolve_all(record)
     report.problems += [f"{where}: {e}" for e in record.runtime_errors]
     report.problems += [
         f"{where}: op {op!r}: {device} kernel {symbol!r}: {why}"

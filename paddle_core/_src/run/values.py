@@ -50,10 +50,29 @@ def load_values(
     names: list[str],
     scope: Scope,
     optional: set[str] | frozenset[str] = frozenset(),
+    *,
+    arrays: dict[str, np.ndarray] | None = None,
 ) -> list[str]:
-    """Set ``names`` in ``scope`` from ``path``, each checked against its variable in
-    ``block`` first; names in ``optional`` may be absent from the file. Return those set."""
-    return set_values(read_archive(path), path, block, names, scope, optional)
+    """Set ``names`` in ``scope`` from ``path`` (or from ``arrays``, already read from it),
+    each checked against its variable in ``block`` before any is set; names in ``optional``
+    may be absent from the file. Return those set."""
+    if arrays is None:
+        arrays = read_archive(path)
+    for name in names:
+        if name not in arrays:
+            if name in optional:
+                continue
+            raise FeedError(f"{os.fspath(path)!r} has no value for {_kind(block, name)} {name!r}")
+        var, value = block.var(name), arrays[name]
+        if value.shape != var.shape or name_of(value.dtype) != var.dtype:
+            raise FeedError(
+                f"{_kind(block, name)} {name!r} is declared {var.dtype}{format_shape(var.shape)}, "
+                f"but {os.fspath(path)!r} holds {value.dtype}{list(value.shape)} for it"
+            )
+    loaded = [name for name in names if name in arrays]
+    for name in loaded:
+        scope.set_var(name, np.ascontiguousarray(arrays[name]))
+    return loaded
 
 
 def read_archive(path: str | os.PathLike) -> dict[str, np.ndarray]:
@@ -70,30 +89,3 @@ def read_archive(path: str | os.PathLike) -> dict[str, np.ndarray]:
             reason = "it is not an .npz archive of arrays"
         raise ProgramError(f"cannot read parameters from {os.fspath(path)!r}: {reason}") from None
     return arrays
-
-
-def set_values(
-    arrays: dict[str, np.ndarray],
-    path: str | os.PathLike,
-    block: Any,
-    names: list[str],
-    scope: Scope,
-    optional: set[str] | frozenset[str] = frozenset(),
-) -> list[str]:
-    """``load_values`` for the ``arrays`` read from ``path``: every one checked before any is
-    set."""
-    for name in names:
-        if name not in arrays:
-            if name in optional:
-                continue
-            raise FeedError(f"{os.fspath(path)!r} has no value for {_kind(block, name)} {name!r}")
-        var, value = block.var(name), arrays[name]
-        if value.shape != var.shape or name_of(value.dtype) != var.dtype:
-            raise FeedError(
-                f"{_kind(block, name)} {name!r} is declared {var.dtype}{format_shape(var.shape)}, "
-                f"but {os.fspath(path)!r} holds {value.dtype}{list(value.shape)} for it"
-            )
-    loaded = [name for name in names if name in arrays]
-    for name in loaded:
-        scope.set_var(name, np.ascontiguousarray(arrays[name]))
-    return loaded
