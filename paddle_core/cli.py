@@ -371,11 +371,21 @@ def op_json(info: Any) -> dict[str, Any]:
             for plugin, device, symbol, why in get_registry().unbuilt_kernels(info.type)
         ],
         "available": info.available,
-        "problems": info.missing_kernels(),
+        "problems": _kernel_problems(info),
         "shape_rule": info.opdef.shape_rule,
         "grad_rule": info.opdef.grad_rule or None,
         "also_declared_by": [p.name for p in info.others],
     }
+
+
+def _kernel_problems(info: Any) -> list[str]:
+    """Why kernels of the op cannot run: missing or refused by its module, or declared in a way
+    its plugin's build contradicts."""
+    faults = get_registry().kernel_faults(info.type)
+    return info.missing_kernels() + [
+        f"{plugin.label}: {device} kernel {symbol!r}: {why}"
+        for plugin, device, symbol, why in faults
+    ]
 
 
 def _slot_json(slot: Any) -> dict[str, Any]:
@@ -428,7 +438,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         broken = info.plugin.status == "broken"
         why = info.plugin.reason if broken else "none of its kernels can run"
         console.print(f"unavailable: {why}")
-    for problem in info.missing_kernels():
+    for problem in _kernel_problems(info):
         console.print(f"missing kernels: {problem}")
     console.print(f"shape rule: {info.opdef.shape_rule}")
     rule = info.opdef.grad_rule

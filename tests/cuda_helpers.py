@@ -93,8 +93,9 @@ def check_kernel_record(module: ModuleType, plugin: str) -> None:
     from paddle_core._src.base.runtime import compiled_runtime
     from paddle_core._src.plugins.registry import get_registry
 
-    record = json.loads((Path(module.__file__).parent / "kernels.json").read_text())["kernels"]
-    table = module.kernels()
+    data = json.loads((Path(module.__file__).parent / "kernels.json").read_text())
+    record, table = data["kernels"], module.kernels()
+    assert data["devices"] == (["cpu", "cuda"] if module.built_with_cuda() else ["cpu"])
     assert set(record) == set(table)
     runtime = compiled_runtime()
     for symbol, capsule in table.items():

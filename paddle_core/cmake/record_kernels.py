@@ -8,12 +8,15 @@ A manifest need not list the dtypes of a native kernel: its class declares them 
 without importing plugin code. It loads the core's compiled runtime (RUNTIME) and the module
 (MODULE_FILE, imported as MODULE_NAME) by file, nothing else, and writes OUTPUT as JSON:
 
-    {"module": "paddle_ops_math._C", "kernel_abi": 1,
+    {"module": "paddle_ops_math._C", "kernel_abi": 1, "devices": ["cpu", "cuda"],
      "kernels": {"scale": [9, 10, ...], "sum_cuda": [...], ...}}
 
 with each kernel's dtypes as the PC_* values of kernel_abi.h (those of VarType.DataType in
-framework.proto), or null for a kernel whose class declares none. A module that exports no
-kernel table, or a kernel that is not a kernel capsule, fails the build with the reason.
+framework.proto), or null for a kernel whose class declares none, and the devices its files
+were compiled for ("devices": ["cpu", "cuda"], the module's KERNEL_DEVICES): a kernel the
+manifest declares for a device the build did not compile is not built, one for a device it did
+compile is missing. A module that exports no kernel table, or a kernel that is not a kernel
+capsule, fails the build with the reason.
 """
 
 from __future__ import annotations
@@ -51,7 +54,13 @@ def record(runtime_path: str, module_path: str, module_name: str) -> dict:
         except Exception as e:
             raise SystemExit(f"record_kernels: {module_name}: kernel {symbol!r}: {e}") from None
         kernels[symbol] = dtypes
-    return {"module": module_name, "kernel_abi": module.KERNEL_ABI_VERSION, "kernels": kernels}
+    devices = sorted(getattr(module, "KERNEL_DEVICES", None) or ["cpu"])
+    return {
+        "module": module_name,
+        "kernel_abi": module.KERNEL_ABI_VERSION,
+        "devices": devices,
+        "kernels": kernels,
+    }
 
 
 def main(argv: list[str]) -> None:
@@ -62,7 +71,7 @@ def main(argv: list[str]) -> None:
     kernels = ",\n".join(f"  {json.dumps(k)}: {json.dumps(d)}" for k, d in found["kernels"].items())
     text = (
         f'{{"module": {json.dumps(found["module"])}, "kernel_abi": {found["kernel_abi"]},\n'
-        f' "kernels": {{\n{kernels}\n }}}}\n'
+        f' "devices": {json.dumps(found["devices"])},\n "kernels": {{\n{kernels}\n }}}}\n'
     )
     with open(output + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest  # (a pytest plugin: loaded only by pytest, through pytest_plugins)
 
-from .._src.plugins import hooks, registry
+from .._src.plugins import hooks, loading, registry
 from .._src.plugins.config import settings_inputs
 from .._src.plugins.registry import Registry, reload_registry
 
@@ -37,10 +37,10 @@ _names = itertools.count(1)
 def plugin_state() -> tuple:
     """What the registry and the hooks are built from, as a value that stays equal while a
     rebuild would give the same: the count of rebuilds and the hooks' generation (every
-    ``register_plugin``, ``unregister_plugin`` and ``reload_registry`` moves one), the plugins
-    registered with the hooks, the settings' inputs (PADDLE_CORE_* variables, the config file),
-    and ``sys.path`` with each directory's modification time (installing or removing a
-    distribution there moves it)."""
+    ``register_plugin``, ``unregister_plugin`` and ``reload_registry`` moves one), loading's
+    (a problem recorded against a plugin), the plugins registered with the hooks, the
+    settings' inputs (PADDLE_CORE_* variables, the config file), and ``sys.path`` with each
+    directory's modification time (installing or removing a distribution there moves it)."""
     path = []
     for entry in sys.path:
         try:
@@ -48,7 +48,8 @@ def plugin_state() -> tuple:
         except OSError:
             path.append((entry, None))
     names = tuple(name for name, _ in hooks.plugin_manager().list_name_plugin())
-    return registry.generation, hooks.generation, names, settings_inputs(), tuple(path)
+    generations = registry.generation, hooks.generation, loading.generation
+    return generations, names, settings_inputs(), tuple(path)
 
 
 def isolated_plugins() -> Iterator[None]:
@@ -71,9 +72,10 @@ def isolated_plugins() -> Iterator[None]:
 def op_registry() -> Iterator[Registry]:
     """The registry, rebuilt now, and after the test without what the test registered (when
     the test changed anything it is built from: ``isolated_plugins``)."""
+    rebuilt = reload_registry()
     isolated = isolated_plugins()
     next(isolated)
-    yield reload_registry()
+    yield rebuilt
     next(isolated, None)
 
 

@@ -34,10 +34,12 @@ class PluginRecord:
     """What the core knows about one plugin: identity, status, and its manifest.
 
     ``errors`` are found at discovery (unreadable or invalid manifest, incompatible core): such
-    a plugin registers no ops. ``unbuilt`` are the kernels its manifest declares that its build
-    did not make ([op, device, symbol, why]): a CUDA kernel of a build without a CUDA toolkit is
-    only unavailable, a CPU one a problem. ``runtime_errors`` are found on first use (a rules
-    module that raises, a missing Python kernel): its ops stay listed but cannot run. ``missing_symbols``
+    a plugin registers no ops. Kernels its manifest declares but discovery takes out, each
+    [op, device, symbol, why]: ``unbuilt`` for a device its build did not compile (a CUDA
+    kernel of a build without a CUDA toolkit: only unavailable), ``faults`` where the
+    declaration and the build disagree (dtypes unknown, or not handled: problems).
+    ``runtime_errors`` are found on first use (a rules module that raises, a missing Python
+    kernel): its ops stay listed but cannot run. ``missing_symbols``
     are native kernels its compiled module lacks, ``refused_kernels`` kernels bound to an op
     they do not fit: only the ops using them are affected.
     ``disabled`` is set from the user's settings. The manifest is kept serialised;
@@ -61,6 +63,7 @@ class PluginRecord:
         "ops",
         "kernel_packs",
         "unbuilt",
+        "faults",
         "manifest_b64",
         "kernel_problem",
     )
@@ -90,6 +93,7 @@ class PluginRecord:
         self.ops: list[dict[str, Any]] = list(fields.get("ops", ()))
         self.kernel_packs: list[dict[str, Any]] = list(fields.get("kernel_packs", ()))
         self.unbuilt: list[list[str]] = list(fields.get("unbuilt", ()))
+        self.faults: list[list[str]] = list(fields.get("faults", ()))
         self.manifest_b64: str = fields.get("manifest_b64", "")
         # Why the compiled kernel module cannot be used (not installed, failed to import, wrong
         # ABI): found without importing at discovery, or by a process that tried to load it,
@@ -118,8 +122,7 @@ class PluginRecord:
         if not self.kernel_problem:  # (a module that cannot be used says it for all)
             found += [
                 f"op {op!r}: {device} kernel {symbol!r}: {why}"
-                for op, device, symbol, why in self.unbuilt
-                if device == "cpu"
+                for op, device, symbol, why in self.faults
             ]
         for op, symbols in self.missing_kernels().items():
             found.append(f"op {op!r}: " + missing_symbols_reason(self.kernel_module, symbols))
@@ -134,8 +137,8 @@ class PluginRecord:
             return "disabled"
         if self.errors or self.runtime_errors or self.kernel_problem:
             return "broken"
-        cpu_unbuilt = any(device == "cpu" for _, device, _, _ in self.unbuilt)
-        return "partial" if self.missing_symbols or self.refused_kernels or cpu_unbuilt else "ok"
+        partial = self.missing_symbols or self.refused_kernels or self.faults
+        return "partial" if partial else "ok"
 
     def refusal(self, op: str, symbol: str) -> str:
         """Why kernel ``symbol`` was refused for ``op`` (it does not fit), or ""."""
@@ -258,8 +261,8 @@ def record_from_manifest(
     record.errors += errors + bounds
     record.warnings += warnings
     if not record.errors:
-        recorded = read_kernel_record(record, parsed.kernel_module)
-        record.unbuilt, clashes = M.resolve_dtypes(parsed, recorded)
+        built = read_kernel_record(record, parsed.kernel_module)
+        record.unbuilt, record.faults, clashes = M.resolve_dtypes(parsed, built)
         record.errors += clashes
     record.comment = parsed.comment
     record.kernel_module = parsed.kernel_module
@@ -273,36 +276,41 @@ def record_from_manifest(
 
 
 def read_kernel_record(record: PluginRecord, kernel_module: str) -> dict[str, Any] | None:
-    """symbol -> dtypes (or None) of each kernel in the record the build left beside
-    ``kernel_module`` (paddle_core/cmake/record_kernels.py writes it); None when there is none.
-    Sets ``record.kernel_record``; a record that cannot be read goes to ``record.errors``."""
+    """The record the build left beside ``kernel_module`` (paddle_core/cmake/record_kernels.py
+    writes it): {"kernels": symbol -> dtypes or None, "devices": [the devices compiled]}; None
+    when there is none. Sets ``record.kernel_record`` to where it is or would be (the index
+    watches it); a record that cannot be read goes to ``record.errors``."""
     spec = find_spec(kernel_module) if kernel_module else None
     if spec is None or not spec.origin or not spec.has_location:
         return None
     path = os.path.join(os.path.dirname(spec.origin), KERNEL_RECORD)
+    record.kernel_record = path
     if not os.path.isfile(path):
         return None
-    record.kernel_record = path
+    from ...proto import framework_pb2 as pb  # (protobuf: only when the index is stale)
+
+    dtypes = frozenset(v for v in pb.VarType.DataType.values() if v)  # (not UNSPECIFIED)
     try:
         if os.path.getsize(path) > MAX_RECORD_BYTES:
             raise ValueError(f"it holds more than {MAX_RECORD_BYTES} bytes")
         with open(path, encoding="utf-8") as f:
-            kernels = json.load(f)["kernels"]
+            data = json.load(f)
+        kernels, devices = data["kernels"], data["devices"]
         if not isinstance(kernels, dict) or not all(
-            dtypes is None
-            or (
-                isinstance(dtypes, list) and all(type(d) is int and 0 < d < 1 << 16 for d in dtypes)
-            )
-            for dtypes in kernels.values()
+            listed is None
+            or (isinstance(listed, list) and all(type(d) is int and d in dtypes for d in listed))
+            for listed in kernels.values()
         ):
             raise ValueError("its 'kernels' is not a map of symbol -> list of dtype numbers")
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+            raise ValueError("its 'devices' is not a list of device names")
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
         record.errors.append(
             f"the record of its build, {path!r}, is unreadable ({type(e).__name__}: {e}): "
             "reinstall the plugin"
         )
         return None
-    return kernels
+    return {"kernels": kernels, "devices": devices}
 
 
 def is_first_party(distribution: str) -> bool:

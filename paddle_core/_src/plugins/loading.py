@@ -94,9 +94,16 @@ def resolve_all(plugin: PluginRecord) -> None:
             pass  # recorded by resolve
 
 
+# Moves whenever loading records a problem against a plugin (its record changes in place):
+# test fixtures compare it to tell whether a test left the registry as it found it.
+generation = 0
+
+
 def _record(plugin: PluginRecord, message: str) -> None:
+    global generation
     if message not in plugin.runtime_errors:
         plugin.runtime_errors.append(message)
+        generation += 1
 
 
 def load_python(plugin: PluginRecord, op: str, device: str, ref: str) -> Any:
@@ -144,6 +151,8 @@ def _remember(
 ) -> None:
     """Set the plugin's kernel problem, missing symbols and refused kernels here and in the
     on-disk index."""
+    global generation
+    generation += 1
     plugin.kernel_problem, plugin.missing_symbols = problem, missing
     plugin.refused_kernels = refused
     if cache_dir is not None and plugin.namespace is None:

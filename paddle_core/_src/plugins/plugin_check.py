@@ -221,8 +221,7 @@ def _check_code(report: Report, record: PluginRecord) -> None:
     report.problems += [f"{where}: {e}" for e in record.runtime_errors]
     report.problems += [
         f"{where}: op {op!r}: {device} kernel {symbol!r}: {why}"
-        for op, device, symbol, why in record.unbuilt
-        if device == "cpu"
+        for op, device, symbol, why in record.faults
     ]
     if record.hooks_module:
         try:

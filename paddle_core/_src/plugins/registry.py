@@ -384,12 +384,20 @@ class Registry:
     def unbuilt_kernels(self, op: str) -> list[tuple[PluginRecord, str, str, str]]:
         """(plugin, device, symbol, why) for each kernel of ``op`` that a loaded plugin declares
         but its build did not make (a CUDA kernel of a build without a CUDA toolkit)."""
+        return self._taken_out(op, "unbuilt")
+
+    def kernel_faults(self, op: str) -> list[tuple[PluginRecord, str, str, str]]:
+        """(plugin, device, symbol, why) for each kernel of ``op`` that a loaded plugin declares
+        in a way its build contradicts (dtypes unknown, or not handled by its class)."""
+        return self._taken_out(op, "faults")
+
+    def _taken_out(self, op: str, field: str) -> list[tuple[PluginRecord, str, str, str]]:
         return [
             (record, device, symbol, why)
             for record in self.records
             if record.loaded
-            for unbuilt_op, device, symbol, why in record.unbuilt
-            if unbuilt_op == op
+            for taken_op, device, symbol, why in getattr(record, field)
+            if taken_op == op
         ]
 
     def op(self, op: str) -> OpInfo:

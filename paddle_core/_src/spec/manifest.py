@@ -115,20 +115,25 @@ def qualify(manifest: pb.PluginManifest) -> None:
 
 
 def resolve_dtypes(
-    manifest: pb.PluginManifest, recorded: dict[str, list[int] | None] | None
-) -> tuple[list[list[str]], list[str]]:
+    manifest: pb.PluginManifest, record: dict[str, Any] | None
+) -> tuple[list[list[str]], list[list[str]], list[str]]:
     """Give every kernel that lists no dtypes its dtypes, and take out the kernels that cannot be
-    registered; return (unbuilt, problems).
+    registered; return (unbuilt, faults, clashes).
 
-    A kernel of another device than the CPU takes the dtypes of its op's CPU kernels (in the same
-    op or kernel pack), if any; else a native kernel takes those its class declares, from
-    ``recorded`` (symbol -> dtypes, or None where the class declares none: the build's
-    kernels.json; None when the plugin has none). Taken out, as [op, device, symbol, why] in
-    ``unbuilt``: a native kernel of another device than the CPU that the record lacks (a build
-    without its toolkit did not compile it), and a kernel whose dtypes are still unknown.
-    ``problems``: a (device, dtype) that two kernels of one op give."""
+    ``record`` is the plugin's build record (kernels.json: "kernels", symbol -> the dtypes its
+    class declares or None; "devices", those the build compiled), None when it has none. A
+    kernel of another device than the CPU takes the dtypes of its op's CPU kernels (in the same
+    op or kernel pack), if any; else a native kernel takes those its class declares. Taken out,
+    as [op, device, symbol, why]: in ``unbuilt``, a native kernel the record lacks, of a device
+    the build did not compile (no problem: a build without a CUDA toolkit); in ``faults``, one whose dtypes are
+    unknown, or whose class does not handle the CPU dtypes it takes (problems of the plugin).
+    A native kernel of a device the build compiled that the record lacks stays: loading reports
+    it missing. ``clashes``: a (device, dtype) two kernels of one op give."""
+    recorded = None if record is None else record["kernels"]
+    built = None if record is None else set(record["devices"])
     unbuilt: list[list[str]] = []
-    problems: list[str] = []
+    faults: list[list[str]] = []
+    clashes: list[str] = []
     declarations = [(opdef.proto.type, opdef.kernels) for opdef in manifest.ops]
     declarations += [(pack.op, pack.kernels) for pack in manifest.kernel_packs]
 
@@ -143,36 +148,49 @@ def resolve_dtypes(
         out = []
         for i, k in enumerate(kernels):
             symbol = getattr(k, k.WhichOneof("impl") or "native")
-            why = _unbuilt(k, recorded)
-            if not why and not k.dtypes and not (cpu and k.device != CPU) and not own(k):
-                why = _unknown_dtypes(k, recorded)
+            native = k.WhichOneof("impl") == "native"
+            if native and built is not None and k.device not in built and k.native not in recorded:
+                unbuilt.append([op, k.device, symbol, _not_built(k.device)])
+                out.append(i)
+                continue
+            inherited = not k.dtypes and k.device != CPU and bool(cpu)
+            dtypes = list(k.dtypes) or (cpu if inherited else own(k))
+            why = _unknown_dtypes(k, recorded) if not dtypes else ""
+            if inherited and native and recorded is not None and recorded.get(k.native):
+                unhandled = [d for d in dtypes if d not in recorded[k.native]]
+                if unhandled:
+                    why = (
+                        f"it takes its op's CPU dtypes, but its class does not handle "
+                        f"{', '.join(map(_dtype_name, unhandled))}: list the dtypes it takes in "
+                        "the manifest"
+                    )
             if why:
-                unbuilt.append([op, k.device, symbol, why])
+                faults.append([op, k.device, symbol, why])
                 out.append(i)
                 continue
             if not k.dtypes:
-                k.dtypes.extend(cpu if k.device != CPU and cpu else own(k))
+                k.dtypes.extend(dtypes)
             for dtype in k.dtypes:
                 other = seen.setdefault((k.device, dtype), symbol)
                 if other != symbol:
-                    problems.append(
+                    taken = " (taken from its CPU kernels)" if inherited else ""
+                    clashes.append(
                         f"op {op!r}: {k.device} kernels {other!r} and {symbol!r} both take "
-                        f"{pb.VarType.DataType.Name(dtype)}"
+                        f"{_dtype_name(dtype)}{taken}"
                     )
         for i in reversed(out):
             del kernels[i]
-    return unbuilt, problems
+    return unbuilt, faults, clashes
 
 
-def _unbuilt(k, recorded: dict[str, list[int] | None] | None) -> str:
-    """Why a native kernel of another device than the CPU is not in the build, or ""."""
-    if k.WhichOneof("impl") != "native" or k.device == CPU or recorded is None:
-        return ""
-    if k.native in recorded:
-        return ""
+def _dtype_name(dtype: int) -> str:
+    return pb.VarType.DataType.Name(dtype)
+
+
+def _not_built(device: str) -> str:
     return (
-        f"not built: the plugin's build did not compile {k.device} kernels (for cuda: no CUDA "
-        "toolkit where it was built)"
+        f"not built: the plugin's build compiled no {device} kernels (for cuda: no CUDA toolkit "
+        "where it was built)"
     )
 
 

@@ -5,10 +5,10 @@
 //   void run(const Slots& in, const Slots& out, const Context& ctx) const;
 // registered as `paddle_core::kernel<K>("symbol")` (see "registration" at the end). The
 // constructor runs once per plan with data-less tensors (shapes and dtypes only): validate
-// there with `fail(...)`, keep decoded attrs as members. `run` then only computes. A constructor that also takes a
-// `const Context&` gets the plan's (its thread count and stream), for kernels that size work
-// per thread in prepare. Exceptions never cross the ABI: the
-// trampolines below turn them into PC_ERROR plus a message.
+// there with `fail(...)`, keep decoded attrs as members. `run` then only computes. A
+// constructor that also takes a `const Context&` gets the plan's (its thread count and
+// stream), for kernels that size work per thread in prepare. Exceptions never cross the ABI:
+// the trampolines below turn them into PC_ERROR plus a message.
 //
 // What most kernels need besides: `dispatch` over a type list (Floats, Ints, Numbers, ...,
 // AllTypes) to pick the template instance for a runtime dtype, the checks `expect_same_dtype` and
@@ -255,9 +255,9 @@ class Attrs {
   const pc_attrs* a_;
 };
 
-// The per-call context. A field added after ABI 1's context (PC_CONTEXT_BASE_SIZE) is read
-// through a getter that checks ctx->struct_size covers it, and reads as 0 from a core that does
-// not fill it.
+// The per-call context. Its fields are ABI 1's (PC_CONTEXT_BASE_SIZE), which every core fills.
+// A field added later gets a getter that checks ctx->struct_size covers it, and reads as 0
+// from a core that does not fill it.
 class Context {
  public:
   explicit Context(pc_context* c) : c_(c) {}
@@ -373,23 +373,34 @@ template <class K> constexpr pc_kernel kernel(const char* name) {
 //
 // The registration runs when the module is loaded, into a table private to the module (hidden
 // visibility: two plugins' tables never mix), and the module's one `export_kernels(m)`
-// (paddle_core/pybind.hpp) exports whatever its files registered. So a new kernel touches its
-// own file only, and a CUDA file's kernels exist exactly in the builds that compile it. Link
-// kernel files as object files (an OBJECT library, or the module's own sources), never from a
-// static archive: the linker drops an archive member nothing refers to, registration and all.
+// (paddle_core/pybind.hpp) exports whatever its files registered, with the devices they were
+// compiled for: "cuda" for a file nvcc compiled, "cpu" for the others. So a new kernel touches
+// its own file only, and a CUDA file's kernels exist exactly in the builds that compile it.
+// Link kernel files as object files (an OBJECT library, or the module's own sources), never
+// from a static archive: the linker drops an archive member nothing refers to, registration
+// and all.
 
 namespace detail {
 
-__attribute__((visibility("hidden"))) inline std::vector<const pc_kernel*>& registered() {
-  static std::vector<const pc_kernel*> kernels;
-  return kernels;
+struct Registered {
+  std::vector<const pc_kernel*> kernels;
+  std::vector<std::string> devices;  // each once
+};
+
+__attribute__((visibility("hidden"))) inline Registered& registered() {
+  static Registered table;
+  return table;
 }
 
 // A file's kernels, kept for the life of the module (the exported capsules point at them).
 class Registration {
  public:
-  Registration(std::initializer_list<pc_kernel> kernels) : kernels_(kernels) {
-    for (const pc_kernel& k : kernels_) registered().push_back(&k);
+  Registration(const char* device, std::initializer_list<pc_kernel> kernels) : kernels_(kernels) {
+    Registered& table = registered();
+    for (const pc_kernel& k : kernels_) table.kernels.push_back(&k);
+    for (const std::string& known : table.devices)
+      if (known == device) return;
+    table.devices.emplace_back(device);
   }
 
  private:
@@ -399,14 +410,26 @@ class Registration {
 }  // namespace detail
 
 // Every kernel the module's files registered, in no particular order.
-inline const std::vector<const pc_kernel*>& registered_kernels() { return detail::registered(); }
+inline const std::vector<const pc_kernel*>& registered_kernels() {
+  return detail::registered().kernels;
+}
+// The devices those files were compiled for ("cpu", "cuda").
+inline const std::vector<std::string>& registered_devices() {
+  return detail::registered().devices;
+}
 
+// The device of the file being compiled: a macro, so each file gets its compiler's answer.
+#if defined(__CUDACC__)
+#define PADDLE_CORE_FILE_DEVICE_ "cuda"
+#else
+#define PADDLE_CORE_FILE_DEVICE_ "cpu"
+#endif
 #define PADDLE_CORE_CONCAT_(a, b) a##b
-#define PADDLE_CORE_NAME_(prefix, line) PADDLE_CORE_CONCAT_(prefix, line)
+#define PADDLE_CORE_NAME_(prefix, n) PADDLE_CORE_CONCAT_(prefix, n)
 #define PADDLE_CORE_REGISTER_KERNELS(...)                                                   \
   static const ::paddle_core::detail::Registration PADDLE_CORE_NAME_(paddle_core_kernels_, \
-                                                                     __LINE__) {            \
-    __VA_ARGS__                                                                             \
+                                                                     __COUNTER__) {         \
+    PADDLE_CORE_FILE_DEVICE_, { __VA_ARGS__ }                                               \
   }
 
 }  // namespace paddle_core

@@ -46,7 +46,8 @@
  * that carry their size. pc_kernel: the core accepts any struct_size from ABI 1's
  * (PC_KERNEL_BASE_SIZE) on, and reads a field added later only when the kernel's struct_size
  * covers it. pc_context: a kernel reads a field added later only when ctx->struct_size covers
- * it (PC_CONTEXT_BASE_SIZE is ABI 1's; kernel.hpp's Context does the check).
+ * it (PC_CONTEXT_BASE_SIZE is ABI 1's; kernel.hpp's Context gives each such field a getter
+ * that checks it).
  *
  * Layout fingerprint: the ABI version says what the structs mean; the fingerprint says how the
  * compiler laid them out, so that a plugin built with an edited or mismatched header (or for

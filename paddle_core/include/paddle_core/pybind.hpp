@@ -6,9 +6,11 @@
 //   PYBIND11_MODULE(_C, m) { paddle_core::export_kernels(m); }
 //
 // The module then has KERNEL_ABI_VERSION, KERNEL_LAYOUT (the layout fingerprint of the header
-// it was built with) and kernels() -> {name: capsule}: every kernel its source files
-// registered (PADDLE_CORE_REGISTER_KERNELS in kernel.hpp). The core checks them against its own
-// ABI and layout and against the plugin's manifest (both ways) when it first loads the module.
+// it was built with), kernels() -> {name: capsule}: every kernel its source files registered
+// (PADDLE_CORE_REGISTER_KERNELS in kernel.hpp), and KERNEL_DEVICES, the devices those files
+// were compiled for (the build records them: a kernel of another device is then not built).
+// The core checks them against its own ABI and layout and against the plugin's manifest (both
+// ways) when it first loads the module.
 #ifndef PADDLE_CORE_PYBIND_HPP_
 #define PADDLE_CORE_PYBIND_HPP_
 
@@ -39,6 +41,9 @@ inline void export_kernels(pybind11::module_& m) {
   }
   m.attr("KERNEL_ABI_VERSION") = PADDLE_CORE_KERNEL_ABI_VERSION;
   m.attr("KERNEL_LAYOUT") = kernel_layout();
+  pybind11::list devices;
+  for (const std::string& device : registered_devices()) devices.append(device);
+  m.attr("KERNEL_DEVICES") = devices;
   m.def("kernels", [table]() { return pybind11::dict(table); },
         "The kernel table: symbol name -> capsule of a pc_kernel.");
 }

@@ -655,7 +655,9 @@ def test_the_build_record_gives_native_kernels_their_dtypes(tmp_path, monkeypatc
     problem of the plugin; ``paddle-ops show`` says why."""
     from paddle_core.cli import op_json
 
-    record = '{"module": "recorded_ops._kernels", "kernels": {"twice": [9, 10]}}'
+    record = (
+        '{"module": "recorded_ops._kernels", "devices": ["cpu"], "kernels": {"twice": [9, 10]}}'
+    )
     package = recorded_package(tmp_path, record)
     monkeypatch.syspath_prepend(str(tmp_path))
     parts = [(RECORDED_OPS, "recorded.pbtxt")]
@@ -665,8 +667,8 @@ def test_the_build_record_gives_native_kernels_their_dtypes(tmp_path, monkeypatc
     assert op["kernels"] == [["cpu", ["float32", "float64"], "native", "twice"]]
     ((name, device, symbol, why),) = plugin.unbuilt
     assert (name, device, symbol) == ("recorded_twice", "cuda", "twice_cuda")
-    assert why.startswith("not built: the plugin's build did not compile cuda kernels")
-    assert plugin.status == "ok" and plugin.problems == []
+    assert why.startswith("not built: the plugin's build compiled no cuda kernels")
+    assert plugin.status == "ok" and plugin.problems == [] and plugin.faults == []
 
     class Recorded:
         def paddle_core_manifest(self):
@@ -681,8 +683,9 @@ def test_the_build_record_gives_native_kernels_their_dtypes(tmp_path, monkeypatc
     ]
 
 
-def test_a_cpu_kernel_the_build_did_not_record_is_a_problem(tmp_path, monkeypatch):
-    recorded_package(tmp_path, '{"module": "recorded_ops._kernels", "kernels": {}}')
+def test_a_kernel_the_build_did_not_record_is_a_problem(tmp_path, monkeypatch):
+    record = '{"module": "recorded_ops._kernels", "devices": ["cpu"], "kernels": {}}'
+    recorded_package(tmp_path, record)
     monkeypatch.syspath_prepend(str(tmp_path))
     parts = [(RECORDED_OPS, "recorded.pbtxt")]
     plugin = discovery.record_from_manifest(discovery.PluginRecord("recorded"), parts, "0.1.0")
@@ -698,12 +701,18 @@ def test_a_cpu_kernel_the_build_did_not_record_is_a_problem(tmp_path, monkeypatc
     ("record", "why"),
     [
         ("not json", "JSONDecodeError"),
-        ('{"kernels": {"twice": ["float32"]}}', "not a map of symbol -> list of dtype numbers"),
-        ('{"kernels": []}', "not a map of symbol -> list of dtype numbers"),
-        ("{}", "KeyError"),
+        ('{"devices": [], "kernels": {"twice": ["float32"]}}', "not a map of symbol -> list"),
+        ('{"devices": [], "kernels": {"twice": [999]}}', "not a map of symbol -> list of dtype"),
+        ('{"devices": [], "kernels": {"twice": [true]}}', "not a map of symbol -> list of dtype"),
+        ('{"devices": [], "kernels": []}', "not a map of symbol -> list of dtype numbers"),
+        ('{"devices": "cpu", "kernels": {}}', "its 'devices' is not a list of device names"),
+        ('{"kernels": {}}', "KeyError"),
+        ("[" * 100000 + "]" * 100000, "RecursionError"),
     ],
+    ids=["syntax", "names", "unknown", "bool", "list", "devices", "missing", "deep"],
 )
 def test_an_unreadable_build_record_is_a_problem_naming_it(tmp_path, monkeypatch, record, why):
+    """Whatever the file holds, a problem of its plugin naming it, never an exception."""
     package = recorded_package(tmp_path, record)
     monkeypatch.syspath_prepend(str(tmp_path))
     parts = [(RECORDED_OPS, "recorded.pbtxt")]

@@ -290,12 +290,13 @@ def test_duplicate_kernel_for_a_device_and_dtype():
 NATIVE = 'kernels { device: "cpu" dtypes: [FLOAT32] native: "t_cpu" }'
 
 
-def resolved(kernels: str, recorded: dict | None, pack: str = "") -> tuple:
-    """A manifest of op 't' with ``kernels`` (and a ``pack``), its dtypes resolved against the
-    build's ``recorded`` dtypes: (kernels per op as (device, symbol, dtype names), unbuilt,
-    problems)."""
+def resolved(kernels: str, recorded: dict | None, pack: str = "", devices=("cpu",)) -> tuple:
+    """A manifest of op 't' with ``kernels`` (and a ``pack``), its dtypes resolved against a
+    build record of ``recorded`` dtypes and ``devices``: (kernels per op as (device, symbol,
+    dtype names), unbuilt, faults, clashes)."""
     manifest = M.parse(op(kernels=kernels) + pack, plugin="mine", source="mine.pbtxt")
-    unbuilt, clashes = M.resolve_dtypes(manifest, recorded)
+    record = None if recorded is None else {"kernels": recorded, "devices": list(devices)}
+    unbuilt, faults, clashes = M.resolve_dtypes(manifest, record)
     kernels_of = {
         decl.op if hasattr(decl, "op") else decl.proto.type: [
             (k.device, k.native or k.python, [pb.VarType.DataType.Name(d) for d in k.dtypes])
@@ -303,16 +304,18 @@ def resolved(kernels: str, recorded: dict | None, pack: str = "") -> tuple:
         ]
         for decl in [*manifest.ops, *manifest.kernel_packs]
     }
-    return kernels_of, unbuilt, clashes
+    return kernels_of, unbuilt, faults, clashes
 
 
 F32, F64, I32 = pb.VarType.FLOAT32, pb.VarType.FLOAT64, pb.VarType.INT32
+TWINS = 'kernels { device: "cpu" native: "t" } kernels { device: "cuda" native: "t_cuda" }'
 
 
 def test_a_native_kernel_takes_the_dtypes_its_build_recorded():
     kernels = 'kernels { device: "cpu" native: "t" }'
     assert resolved(kernels, {"t": [F32, F64]}) == (
         {"t": [("cpu", "t", ["FLOAT32", "FLOAT64"])]},
+        [],
         [],
         [],
     )
@@ -322,37 +325,63 @@ def test_a_native_kernel_takes_the_dtypes_its_build_recorded():
 
 
 def test_a_cuda_kernel_takes_its_cpu_twins_dtypes_and_is_not_built_without_its_toolkit():
-    kernels = 'kernels { device: "cpu" native: "t" } kernels { device: "cuda" native: "t_cuda" }'
     built = {"t": [F32, F64], "t_cuda": [F32, F64, I32]}
-    assert resolved(kernels, built)[0] == {
+    assert resolved(TWINS, built, devices=("cpu", "cuda"))[0] == {
         "t": [("cpu", "t", ["FLOAT32", "FLOAT64"]), ("cuda", "t_cuda", ["FLOAT32", "FLOAT64"])]
     }
-    # A build without a CUDA toolkit: the CUDA kernel is taken out and said not to be built,
+    # A build without a CUDA toolkit compiled no cuda kernel: taken out, said not to be built,
     # which is no problem of the plugin.
-    declared, unbuilt, clashes = resolved(kernels, {"t": [F32, F64]})
-    assert declared == {"t": [("cpu", "t", ["FLOAT32", "FLOAT64"])]} and clashes == []
+    declared, unbuilt, faults, clashes = resolved(TWINS, {"t": [F32, F64]})
+    assert declared == {"t": [("cpu", "t", ["FLOAT32", "FLOAT64"])]} and faults == clashes == []
     assert unbuilt == [
         [
             "t",
             "cuda",
             "t_cuda",
-            "not built: the plugin's build did not compile cuda kernels (for cuda: no CUDA "
-            "toolkit where it was built)",
+            "not built: the plugin's build compiled no cuda kernels (for cuda: no CUDA toolkit "
+            "where it was built)",
+        ]
+    ]
+
+
+def test_a_kernel_of_a_compiled_device_that_the_build_lacks_stays_for_loading_to_report():
+    """The build compiled cuda kernels but not this one (a file that forgot to register it):
+    not 'not built', but declared with its CPU twin's dtypes, so that loading the module names
+    it missing and the plugin is partial."""
+    declared, unbuilt, faults, _ = resolved(
+        TWINS, {"t": [F32], "u_cuda": [F32]}, devices=("cpu", "cuda")
+    )
+    assert declared == {"t": [("cpu", "t", ["FLOAT32"]), ("cuda", "t_cuda", ["FLOAT32"])]}
+    assert unbuilt == faults == []
+
+
+def test_a_cuda_kernel_whose_class_does_not_handle_its_cpu_twins_dtypes_is_a_fault():
+    built = {"t": [F32, F64], "t_cuda": [F32]}
+    declared, _, faults, _ = resolved(TWINS, built, devices=("cpu", "cuda"))
+    assert declared == {"t": [("cpu", "t", ["FLOAT32", "FLOAT64"])]}
+    assert faults == [
+        [
+            "t",
+            "cuda",
+            "t_cuda",
+            "it takes its op's CPU dtypes, but its class does not handle FLOAT64: list the dtypes "
+            "it takes in the manifest",
         ]
     ]
 
 
 def test_a_kernel_pack_without_a_cpu_kernel_takes_its_own_classs_dtypes():
     pack = 'kernel_packs { op: "other" kernels { device: "cuda" native: "other_cuda" } }'
-    declared, unbuilt, _ = resolved(NATIVE, {"t_cpu": [F32], "other_cuda": [I32]}, pack)
-    assert declared["other"] == [("cuda", "other_cuda", ["INT32"])] and unbuilt == []
+    built = {"t_cpu": [F32], "other_cuda": [I32]}
+    declared, unbuilt, faults, _ = resolved(NATIVE, built, pack, devices=("cpu", "cuda"))
+    assert declared["other"] == [("cuda", "other_cuda", ["INT32"])] and unbuilt == faults == []
 
 
 def test_a_native_kernel_whose_dtypes_are_unknown_is_taken_out_naming_why():
     kernels = 'kernels { device: "cpu" native: "t" }'
-    declared, unbuilt, _ = resolved(kernels, None)
-    assert declared == {"t": []}
-    assert unbuilt == [
+    declared, unbuilt, faults, _ = resolved(kernels, None)
+    assert declared == {"t": []} and unbuilt == []
+    assert faults == [
         [
             "t",
             "cpu",
@@ -362,19 +391,24 @@ def test_a_native_kernel_whose_dtypes_are_unknown_is_taken_out_naming_why():
             "paddle_core_record_kernels writes it)",
         ]
     ]
-    assert resolved(kernels, {})[1][0][3] == (
+    assert resolved(kernels, {})[2][0][3] == (
         "its dtypes are unknown: the manifest lists none, and the plugin's build recorded no "
         "kernel 't' (is it registered with PADDLE_CORE_REGISTER_KERNELS?)"
     )
-    assert resolved(kernels, {"t": None})[1][0][3] == (
+    assert resolved(kernels, {"t": None})[2][0][3] == (
         "its dtypes are unknown: the manifest lists none, and its class declares no DTypes"
     )
 
 
 def test_two_kernels_of_a_device_taking_one_dtype_clash_once_resolved():
     kernels = 'kernels { device: "cpu" native: "t" } kernels { device: "cpu" native: "u" }'
-    assert resolved(kernels, {"t": [F32, F64], "u": [F64]})[2] == [
+    assert resolved(kernels, {"t": [F32, F64], "u": [F64]})[3] == [
         "op 't': cpu kernels 't' and 'u' both take FLOAT64"
+    ]
+    inherited = TWINS + ' kernels { device: "cuda" native: "v_cuda" }'
+    built = {"t": [F32], "t_cuda": [F32], "v_cuda": [F32]}
+    assert resolved(inherited, built, devices=("cpu", "cuda"))[3] == [
+        "op 't': cuda kernels 't_cuda' and 'v_cuda' both take FLOAT32 (taken from its CPU kernels)"
     ]
 
 

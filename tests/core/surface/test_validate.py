@@ -235,7 +235,7 @@ def test_a_build_without_cuda_lists_its_cuda_kernels_as_not_built(example_cpu_si
         "example_cos_cuda",
         "example",
     )
-    assert unbuilt["why"].startswith("not built: the plugin's build did not compile cuda kernels")
+    assert unbuilt["why"].startswith("not built: the plugin's build compiled no cuda kernels")
     text = run_cli("show", "example_cos", pythonpath=example_cpu_site).stdout
     assert "native:example_cos_cuda (not built)" in text
     plugins = json.loads(run_cli("plugins", "--json", pythonpath=example_cpu_site).stdout)
