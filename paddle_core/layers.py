@@ -57,6 +57,8 @@ __all__ = [
     "exponential_decay",
     "fc",
     "gelu",
+    "hardsigmoid",
+    "hardswish",
     "layer_norm",
     "leaky_relu",
     "linear_lr_warmup",
@@ -65,6 +67,7 @@ __all__ = [
     "piecewise_decay",
     "pool2d",
     "relu",
+    "relu6",
     "sigmoid",
     "silu",
     "softmax",
@@ -552,6 +555,25 @@ def relu(x: Variable) -> Variable:
 
 
 @model_method
+def relu6(x: Variable, threshold: float = 6.0) -> Variable:
+    """min(max(x, 0), threshold): PyTorch's ReLU6 with the default threshold."""
+    return ops.relu6(x, threshold=threshold)
+
+
+@model_method
+def hardswish(x: Variable) -> Variable:
+    """x * relu6(x + 3) / 6 (MobileNetV3's), PyTorch's Hardswish."""
+    return ops.hardswish(x)
+
+
+@model_method
+def hardsigmoid(x: Variable, slope: float = 1 / 6, offset: float = 0.5) -> Variable:
+    """min(max(slope * x + offset, 0), 1); the defaults are PyTorch's Hardsigmoid (Paddle
+    fluid's hard_sigmoid took slope 0.2)."""
+    return ops.hardsigmoid(x, slope=slope, offset=offset)
+
+
+@model_method
 def leaky_relu(x: Variable, alpha: float = 0.02) -> Variable:
     """x where x > 0, else alpha * x."""
     return ops.leaky_relu(x, alpha=alpha)
@@ -609,6 +631,9 @@ def log_softmax(input: Variable, axis: int = -1) -> Variable:
 
 ACTIVATIONS = {
     "relu": relu,
+    "relu6": relu6,
+    "hardswish": hardswish,
+    "hardsigmoid": hardsigmoid,
     "leaky_relu": leaky_relu,
     "gelu": gelu,
     "elu": elu,

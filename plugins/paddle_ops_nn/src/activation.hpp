@@ -53,6 +53,22 @@ struct Relu6 {  // min(max(x, 0), threshold); NaN stays NaN
   double threshold;
 };
 
+struct Hardswish {  // x relu6(x + 3) / 6, PyTorch's and MobileNetV3's; NaN stays NaN
+  explicit Hardswish(const Attrs&) {}
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
+    return x <= T(-3) ? T(0) : (x >= T(3) ? x : x * (x + T(3)) / T(6));
+  }
+};
+
+struct Hardsigmoid {  // min(max(slope x + offset, 0), 1); NaN stays NaN
+  explicit Hardsigmoid(const Attrs& attrs) : slope(attrs.f("slope")), offset(attrs.f("offset")) {}
+  template <class T> PADDLE_CORE_HD T operator()(T x) const {
+    const T y = T(slope) * x + T(offset);
+    return y < T(0) ? T(0) : (y > T(1) ? T(1) : y);
+  }
+  double slope, offset;
+};
+
 struct LeakyRelu {
   explicit LeakyRelu(const Attrs& attrs) : alpha(attrs.f("alpha")) {}
   template <class T> PADDLE_CORE_HD T operator()(T x) const {
@@ -109,6 +125,22 @@ struct Relu6Grad {  // from out: 0 < out < threshold exactly where 0 < x < thres
     return out > T(0) && out < T(threshold) ? g : T(0);
   }
   double threshold;
+};
+
+struct HardswishGrad {  // from x: 0 below -3, 1 above 3, (2x + 3) / 6 between, as PyTorch
+  explicit HardswishGrad(const Attrs&) {}
+  template <class T> PADDLE_CORE_HD T operator()(T x, T g) const {
+    if (x < T(-3)) return T(0);
+    return x <= T(3) ? g * (x / T(3) + T(0.5)) : g;
+  }
+};
+
+struct HardsigmoidGrad {  // from out: with slope > 0, 0 < out < 1 exactly on the slope
+  explicit HardsigmoidGrad(const Attrs& attrs) : slope(attrs.f("slope")) {}
+  template <class T> PADDLE_CORE_HD T operator()(T out, T g) const {
+    return out > T(0) && out < T(1) ? T(slope) * g : T(0);
+  }
+  double slope;
 };
 
 struct LeakyReluGrad {  // from out: with alpha >= 0, out > 0 exactly where x > 0 (alpha = 0 too)

@@ -1,5 +1,5 @@
-// Activations and their gradient kernels: relu, relu6, leaky_relu, gelu (exact and tanh
-// approximation), elu, softplus, silu.
+// Activations and their gradient kernels: relu, relu6, hardswish, hardsigmoid, leaky_relu, gelu
+// (exact and tanh approximation), elu, softplus, silu.
 //
 // Memory contract: x (the grad ops: out or x, and out_grad) and out are C-contiguous with equal
 // shapes and dtypes (checked in prepare); out may alias x (an activation applied in place). The
@@ -108,6 +108,10 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<GradMap<ReluGrad>>("relu_grad"),
     pc::kernel<Map<Relu6>>("relu6"),
     pc::kernel<GradMap<Relu6Grad>>("relu6_grad"),
+    pc::kernel<Map<Hardswish>>("hardswish"),
+    pc::kernel<GradMap<HardswishGrad>>("hardswish_grad"),
+    pc::kernel<Map<Hardsigmoid>>("hardsigmoid"),
+    pc::kernel<GradMap<HardsigmoidGrad>>("hardsigmoid_grad"),
     pc::kernel<Map<LeakyRelu>>("leaky_relu"),
     pc::kernel<GradMap<LeakyReluGrad>>("leaky_relu_grad"),
     pc::kernel<Map<Gelu>>("gelu"),

@@ -1,5 +1,5 @@
-// CUDA kernels of the activations and their gradients: relu, relu6, leaky_relu, gelu, elu,
-// softplus, silu. Same formulas (activation.hpp's functors), checks and dtypes as activation_cpu.cpp.
+// CUDA kernels of the activations and their gradients: relu, relu6, hardswish, hardsigmoid,
+// leaky_relu, gelu, elu, softplus, silu. Same formulas (activation.hpp's functors), checks and dtypes as activation_cpu.cpp.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, equal shapes and dtypes, out may alias
 // x), all on the CUDA device of the plan's stream. The math functions are CUDA's (expf, erfcf:
@@ -71,6 +71,10 @@ PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<GradMapCuda<ReluGrad>>("relu_grad_cuda"),
     pc::kernel<MapCuda<Relu6>>("relu6_cuda"),
     pc::kernel<GradMapCuda<Relu6Grad>>("relu6_grad_cuda"),
+    pc::kernel<MapCuda<Hardswish>>("hardswish_cuda"),
+    pc::kernel<GradMapCuda<HardswishGrad>>("hardswish_grad_cuda"),
+    pc::kernel<MapCuda<Hardsigmoid>>("hardsigmoid_cuda"),
+    pc::kernel<GradMapCuda<HardsigmoidGrad>>("hardsigmoid_grad_cuda"),
     pc::kernel<MapCuda<LeakyRelu>>("leaky_relu_cuda"),
     pc::kernel<GradMapCuda<LeakyReluGrad>>("leaky_relu_grad_cuda"),
     pc::kernel<MapCuda<Gelu>>("gelu_cuda"),

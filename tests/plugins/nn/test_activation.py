@@ -49,6 +49,14 @@ def relu6(x, threshold=6.0):
     return np.minimum(np.maximum(x, 0), threshold)
 
 
+def hardswish(x):
+    return x * np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+def hardsigmoid(x, slope=1 / 6, offset=0.5):
+    return np.minimum(np.maximum(slope * x + offset, 0), 1)
+
+
 def leaky_relu(x, alpha=0.02):
     return np.where(x > 0, x, alpha * x)
 
@@ -75,6 +83,8 @@ def silu(x):
 ACTIVATIONS = {
     "relu": (relu, []),
     "relu6": (relu6, [{"threshold": 2.5}]),
+    "hardswish": (hardswish, []),
+    "hardsigmoid": (hardsigmoid, [{"slope": 0.2, "offset": 0.4}]),
     "leaky_relu": (leaky_relu, [{"alpha": 0.3}, {"alpha": 0.0}]),
     "gelu": (gelu, [{"approximate": True}]),
     "elu": (elu, [{"alpha": 0.5}, {"alpha": 0.0}]),
@@ -87,7 +97,7 @@ CASES = [
     for attrs in [{}, *others]
 ]
 # The ops whose grad op reads out rather than x: only these may be applied in place.
-GRAD_READS_OUT = {"relu", "relu6", "leaky_relu", "elu"}
+GRAD_READS_OUT = {"relu", "relu6", "hardsigmoid", "leaky_relu", "elu"}
 # Shapes: a matrix, a scalar, an empty tensor, an odd length, a size split across threads.
 SHAPES = [(3, 4), (), (0,), (37,), (1025, 65)]
 
@@ -119,8 +129,10 @@ def test_matches_numpy(op, attrs, dtype, shape):
 
 @pytest.mark.parametrize(("op", "attrs"), CASES)
 def test_gradient(op, attrs):
-    # Off the kinks at 0, relu6's at its threshold (x = 2.5 in CASES; 6 beyond the range) and
-    # softplus's switch to x at beta * x = threshold (x = 2 in CASES).
+    # Off the kinks at 0, relu6's at its threshold (x = 2.5 in CASES; 6 beyond the range),
+    # hardswish's at +-3, hardsigmoid's (+-3 by default; -2 and 3 with slope 0.2 and offset 0.4,
+    # both between grid points) and softplus's switch to x at beta * x = threshold (x = 2 in
+    # CASES).
     x = np.linspace(-2.9, 3.1, 15).reshape(3, 5)
     check_grad(op, {"x": x}, attrs)
 
@@ -143,11 +155,14 @@ def test_large_magnitudes(op, attrs, dtype):
 
 def test_gradients_at_zero_follow_pytorch():
     """relu'(0) = 0; leaky_relu'(0) = elu'(0) = alpha (the x <= 0 side); relu6' is 0 at both
-    kinks, as PyTorch's hardtanh."""
+    kinks, as PyTorch's hardtanh; hardswish' and hardsigmoid' at +-3 as PyTorch's."""
     x = np.array([-0.0, 0.0])
     assert_matches(gradient_at("relu", x, {}), [0.0, 0.0])
     kinks = np.array([0.0, 1e-3, 5.999, 6.0, 7.0])
     assert_matches(gradient_at("relu6", kinks, {}), [0.0, 1.0, 1.0, 0.0, 0.0])
+    hard = np.array([-4.0, -3.0, -1.5, 0.0, 3.0, 4.0])  # PyTorch's values on and off the kinks
+    assert_matches(gradient_at("hardswish", hard, {}), [0.0, -0.5, 0.0, 0.5, 1.5, 1.0])
+    assert_matches(gradient_at("hardsigmoid", hard, {}), [0.0, 0.0, 1 / 6, 1 / 6, 0.0, 0.0])
     assert_matches(gradient_at("leaky_relu", x, {"alpha": 0.3}), [0.3, 0.3])
     assert_matches(gradient_at("elu", x, {"alpha": 0.5}), [0.5, 0.5])
 
@@ -216,6 +231,9 @@ def test_manifest_agrees_with_the_references(op):
 BAD_ATTRS = [  # op, attrs, message
     ("relu6", {"threshold": 0.0}, r"attr 'threshold': expected a float in \(0, inf\), got float"),
     ("relu6", {"threshold": np.inf}, r"attr 'threshold': expected a float in \(0, inf\)"),
+    ("hardsigmoid", {"slope": 0.0}, r"attr 'slope': expected a float in \(0, inf\), got float"),
+    ("hardsigmoid", {"offset": "0.5"}, r"attr 'offset': expected a float, got str"),
+    ("hardswish", {"threshold": 6.0}, r"op 'hardswish' has no attr 'threshold'"),
     ("leaky_relu", {"alpha": -1.0}, r"attr 'alpha': expected a float in \[0, inf\), got float -1"),
     ("leaky_relu", {"alpha": np.inf}, r"attr 'alpha': expected a float in \[0, inf\)"),
     ("elu", {"alpha": -0.5}, r"attr 'alpha': expected a float in \[0, inf\)"),
@@ -247,6 +265,31 @@ def test_other_dtypes_are_refused(op):
 def test_nan_stays_nan(op):
     (out,) = run_op(op, {"x": np.array([np.nan, 1.0])})["out"]
     assert np.isnan(out[0]) and not np.isnan(out[1])
+
+
+@pytest.mark.parametrize("act", ["relu", "relu6", "hardswish", "hardsigmoid", "leaky_relu", "elu"])
+def test_layers_take_each_activation_as_act(act):
+    """``act=`` names the activation layer of that name, with the op's default attrs."""
+    rng = np.random.default_rng(3)
+    x = rand(rng, (4, 6), "float64")
+    prog = pc.Program()
+    with pc.program_guard(prog, pc.Program()):
+        x_var = pc.data("x", [None, 6], "float64")
+        via_act = pc.layers.fc(x_var, 3, act=act, param_attr="w", bias_attr=False)
+        via_layer = getattr(pc.layers, act)(pc.ops.matmul(x_var, prog.global_block().var("w")))
+    scope = pc.Scope()
+    w = rand(rng, (6, 3), "float64")
+    scope.set_var("w", w)
+    got, want = pc.Executor().run(prog, feed={"x": x}, fetch_list=[via_act, via_layer], scope=scope)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, reference(act, x @ w, {}), rtol=1e-12)
+
+
+def test_an_unknown_act_is_refused_naming_the_choices():
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [None, 6])
+        with pytest.raises(pc.ProgramError, match=r"unknown activation 'relu7'; choose one of .*relu6"):
+            pc.layers.fc(x, 3, act="relu7")
 
 
 # -- the AVX2 loops --------------------------------------------------------------------------
