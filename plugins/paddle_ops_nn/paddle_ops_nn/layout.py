@@ -57,7 +57,9 @@ GRAD = {
 # Ops that compute elementwise over inputs and outputs of one shape, so they run on blocked
 # tensors as they are: the activations of this plugin and their gradients, and the core's
 # add_n (which sums gradients).
-ACTIVATIONS = ("relu", "leaky_relu", "elu", "gelu", "softplus", "silu")
+ACTIVATIONS = (
+    "relu", "relu6", "hardswish", "hardsigmoid", "leaky_relu", "elu", "gelu", "softplus", "silu"
+)
 ELEMENTWISE = frozenset({"add_n"} | {f"{a}{g}" for a in ACTIVATIONS for g in ("", "_grad")})
 
 

@@ -234,14 +234,14 @@ def test_a_blocked_conv2d_needs_onednn():
 # -- the layout pass -----------------------------------------------------------------------------
 
 
-def cnn(image, filters=(16, 32), middle=None, classes=10):
-    """[conv 3x3 -> batch norm -> relu -> max pool 2x2] per filter count, then fc; ``middle``
-    (ops of other kinds) after the first batch norm and relu. Returns the logits and the
-    first relu's output."""
+def cnn(image, filters=(16, 32), middle=None, classes=10, act="relu"):
+    """[conv 3x3 -> batch norm -> act -> max pool 2x2] per filter count, then fc; ``middle``
+    (ops of other kinds) after the first batch norm and act. Returns the logits and the
+    first act's output."""
     h, inner = image, None
     for k, count in enumerate(filters):
         h = pc.layers.conv2d(h, count, 3, padding=1, bias_attr=False)
-        h = pc.layers.batch_norm(h, act="relu")
+        h = pc.layers.batch_norm(h, act=act)
         if k == 0:
             inner = h
             h = middle(h) if middle is not None else h
@@ -345,6 +345,16 @@ def test_training_steps_are_the_same_bits_with_and_without_propagation(block):
     assert sorted(reorders(ops)) == [0, 0, block]
     assert on[0][0][1].shape == (4, 16, 16, 16)  # the inner value fetched, NCHW
     assert blocked_ops(off[2]) == [] and reorders(off[2]) == []
+
+
+@pytest.mark.parametrize("act", layout.ACTIVATIONS)
+def test_every_activation_keeps_the_chain_blocked(block, act):
+    """An activation between the convolutions converts nothing (MobileNet's relu6 and
+    hardswish as relu), and changes no bit."""
+    net = lambda image: cnn(image, act=act)  # noqa: E731
+    on, off = train(True, net=net, steps=2), train(False, net=net, steps=2)
+    assert_same_bits(on, off)
+    assert sorted(reorders(on[2])) == [0, 0, block]
 
 
 def test_an_op_of_another_kind_in_the_middle_reads_nchw(block):
