@@ -83,7 +83,9 @@ __all__ = [
 def data(
     name: str, shape: Sequence[int], dtype: str = "float32", append_batch_size: bool = True
 ) -> Variable:
-    """An input fed at run time; ``append_batch_size`` puts an unknown batch dimension first."""
+    """An input fed at run time; ``append_batch_size`` puts an unknown batch dimension first,
+    unless ``shape`` already has an unknown one (None or -1), as Paddle fluid's: ``data("x",
+    [None, 3])`` is [None, 3]."""
     if isinstance(shape, np.ndarray):
         shape = shape.tolist()
     if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
@@ -91,7 +93,9 @@ def data(
             f"data {name!r}: shape must be a list of dimensions (None for unknown ones), got "
             f"{shape!r}"
         )
-    return program_data(name, [None, *shape] if append_batch_size else list(shape), dtype)
+    has_unknown = any(d is None or (isinstance(d, Integral) and d == -1) for d in shape)
+    batched = append_batch_size and not has_unknown
+    return program_data(name, [None, *shape] if batched else list(shape), dtype)
 
 
 @model_method
@@ -482,13 +486,18 @@ def layer_norm(
     name: str | None = None,
 ) -> Variable:
     """Layer normalisation: each row of ``input`` (its axes from ``begin_norm_axis`` on)
-    normalised to mean 0 and variance 1, times a learnt ``scale`` (ones at first) plus a learnt
+    normalised to mean 0 and variance 1 (``begin_norm_axis=-1``: over the last axis, as
+    PyTorch's ``LayerNorm(d)``), times a learnt ``scale`` (ones at first) plus a learnt
     ``shift`` (zeros), both flat vectors of the row's size; then ``act``. ``param_attr=False``
     is ``scale=False`` and ``bias_attr=False`` is ``shift=False``: no such parameter."""
+    given = begin_norm_axis
+    if isinstance(given, Integral) and given < 0:
+        begin_norm_axis = given + input.ndim  # counted from the end, as the op counts it
     if not 1 <= begin_norm_axis < input.ndim:
         raise ProgramError(
-            f"layer_norm: begin_norm_axis {begin_norm_axis} must be in [1, {input.ndim}) for "
-            f"{input.name!r} of shape {list(input.shape)}"
+            f"layer_norm: begin_norm_axis {given} must be in [1, {input.ndim}), or in "
+            f"[{1 - input.ndim}, 0) counting from the end, for {input.name!r} of shape "
+            f"{list(input.shape)}"
         )
     row = input.shape[begin_norm_axis:]
     if None in row:

@@ -122,6 +122,11 @@ class PreparedProgram:
                 step.fn = control.kernel(
                     step, lambda s: PreparedProgram(s, device, num_threads, reuse_memory)
                 )
+        # What this program declares of the persistables it reads or writes, told to each
+        # scope it runs in (Scope.set_var checks arrays against it).
+        self._persistables = {
+            n: spec.shapes[n] for n in (*spec.persistable_inputs, *spec.persistable_outputs)
+        }
         if _runs_compiled(spec, device):
             self._runner: Any = CompiledRunner(spec, device, num_threads, reuse_memory)
         else:
@@ -174,6 +179,7 @@ class PreparedProgram:
 
     def _run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
         """``run`` for feeds already checked against the plan (by the executor)."""
+        scope.declare(self._persistables)
         token = control.current_scope.set(scope)  # for control-flow steps' block runs
         try:
             current = self.device.current()

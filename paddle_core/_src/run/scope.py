@@ -5,6 +5,10 @@ A scope maps variable names to device buffers (NumPy arrays on CPU). Persistable
 parent scope, so a child scope sees its parent's values. A run writes a persistable result
 back where the variable lives: into the ancestor holding it, else into the scope it was given.
 
+A scope also keeps what the programs run in it declare of their persistable variables (shape
+and dtype), so that ``set_var`` refuses an array that cannot be one of them where it is set,
+rather than at the next run.
+
 Every write (``set_var``, ``update_var``: a run writing a persistable result) is stamped with
 the next tick of one process-wide clock, ``CLOCK``. A cached result computed at tick T is
 still good while none of the variables it read has a stamp above T: checking that costs a
@@ -14,10 +18,11 @@ scope's back is not seen; set it again with ``set_var``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..base.errors import FeedError, ProgramError, did_you_mean, shown
+from ..graph.variable import format_shape
 
 
 class WriteClock:
@@ -42,6 +47,10 @@ class Scope:
         self._values: dict[str, Any] = {}
         self._stamps: dict[str, int] = {}  # name -> CLOCK's tick when its value was last set
         self._random_runs = 0  # runs that drew random numbers here (kept by the root scope)
+        # Kept by the root scope: (shape, dtype) of each persistable a program run here
+        # declares, and the declarations merged so far (held, so that their ids stay theirs).
+        self._declared: dict[str, tuple[tuple, str]] = {}
+        self._merged: dict[int, Mapping[str, tuple[tuple, str]]] = {}
 
     def new_scope(self) -> Scope:
         """A child scope: reads fall back to this one; ``set_var`` writes stay in the child."""
@@ -67,10 +76,14 @@ class Scope:
         return value
 
     def set_var(self, name: str, value: Any) -> None:
-        """Set ``name`` in this scope (shadowing an ancestor's value). What a program reads is
-        checked against its declaration when the program runs."""
+        """Set ``name`` in this scope (shadowing an ancestor's value). An array for a
+        persistable variable that a program run in this scope tree declares must have its
+        declared shape; what a program reads is checked in full when it runs."""
         if type(name) is not str or not name:
             raise ProgramError(f"Scope.set_var: names are non-empty strings, got {shown(name)}")
+        declared = self._root()._declared.get(name)
+        if declared is not None:
+            _check_shape(name, value, *declared)
         self._values[name] = value
         self._stamps[name] = CLOCK.tick()
 
@@ -95,6 +108,15 @@ class Scope:
                 return scope._stamps[name]
             scope = scope.parent
         return 0
+
+    def declare(self, persistables: Mapping[str, tuple[tuple, str]]) -> None:
+        """Remember the (shape, dtype) of each persistable variable a program run in this scope
+        tree declares (the last program run wins a name two declare differently). The same
+        mapping again costs a lookup."""
+        root = self._root()
+        if id(persistables) not in root._merged:
+            root._merged[id(persistables)] = persistables
+            root._declared.update(persistables)
 
     def _root(self) -> Scope:
         root = self
@@ -135,6 +157,24 @@ class Scope:
 
     def __repr__(self) -> str:
         return f"<Scope: {len(self._values)} variables{' (child)' if self.parent else ''}>"
+
+
+def _check_shape(name: str, value: Any, shape: tuple, dtype: str) -> None:
+    """Refuse an array for persistable ``name`` whose shape is not its declared one, saying
+    when it is the transpose (a PyTorch Linear's [out, in] weight set for fc's [in, out])."""
+    got = getattr(value, "shape", None)
+    if not isinstance(got, tuple) or got == shape:
+        return  # (not an array: the run says what it needs)
+    hint = ""
+    if len(shape) == 2 and got == shape[::-1] and shape[0] != shape[1]:
+        hint = (
+            " (the transpose: fc's weight is [in, out], PyTorch Linear's [out, in]; set "
+            "value.T)"
+        )
+    raise FeedError(
+        f"Scope.set_var: persistable variable {name!r} is declared {dtype}{format_shape(shape)}, "
+        f"got an array of shape {list(got)}{hint}"
+    )
 
 
 _global_scope = Scope()

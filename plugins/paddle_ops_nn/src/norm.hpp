@@ -152,12 +152,14 @@ struct Rows {
   int64_t rows = 1, cols = 1;
 };
 
-// Fails unless begin_norm_axis is in [1, rank) and x is of a float dtype.
-inline Rows rows_of(const Tensor& x, int64_t axis) {
+// Fails unless begin_norm_axis is in [1, rank) (negative: counted from the end) and x is of
+// a float dtype.
+inline Rows rows_of(const Tensor& x, int64_t given) {
   dispatch(x.dtype(), Floats{}, [](auto) {});
+  const int64_t axis = given < 0 ? given + x.ndim() : given;
   if (axis < 1 || axis >= x.ndim())
-    fail("begin_norm_axis %lld is out of range for x %s: it must be in [1, %d)",
-         static_cast<long long>(axis), x.describe().c_str(), x.ndim());
+    fail("begin_norm_axis %lld is out of range for x %s: it must be in [1, %d), or in [%d, 0)",
+         static_cast<long long>(given), x.describe().c_str(), x.ndim(), 1 - x.ndim());
   Rows r;
   for (int32_t k = 0; k < x.ndim(); ++k) (k < axis ? r.rows : r.cols) *= x.dim(k);
   return r;

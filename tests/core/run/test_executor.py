@@ -435,6 +435,30 @@ def test_global_scope_is_the_default(monkeypatch):
     assert_same(got, xv @ wv)
 
 
+def test_a_persistable_of_the_wrong_shape_is_refused_where_it_is_set():
+    """Once a program declaring ``w`` ran in a scope, set_var refuses an array of another shape
+    for it (in a child scope too), naming both shapes, and says when it is the transpose."""
+    prog, out = linear_with_parameter()
+    xv, wv = rand((4, 3), "float32", 1), rand((3, 2), "float32", 2)
+    scope = pc.Scope()
+    scope.set_var("w", wv.T)  # no program declared w here yet: the run will check it
+    with pytest.raises(pc.FeedError, match=r"holds ndarray float32\[2, 3\] in the scope"):
+        run(prog, {"x": xv}, [out], scope=scope)
+    scope.set_var("w", wv)
+    run(prog, {"x": xv}, [out], scope=scope)
+    with pytest.raises(
+        pc.FeedError,
+        match=r"persistable variable 'w' is declared float32\[3, 2\], got an array of shape "
+        r"\[2, 3\] \(the transpose: fc's weight is \[in, out\], PyTorch Linear's \[out, in\]",
+    ):
+        scope.set_var("w", wv.T)
+    with pytest.raises(pc.FeedError, match=r"declared float32\[3, 2\], got an array of shape \[3\]$"):
+        scope.new_scope().set_var("w", wv[:, 0])
+    np.testing.assert_array_equal(scope.find_var("w"), wv)  # nothing was set
+    scope.set_var("w", wv + 1)  # the right shape still goes in
+    scope.set_var("b", wv.T)  # and names no program declared are set as they are
+
+
 def test_missing_persistable_value_names_the_variable():
     prog, out = linear_with_parameter()
     with pytest.raises(pc.FeedError, match=r"persistable variable 'w' has no value in the scope"):

@@ -269,7 +269,15 @@ def test_a_gradient_through_a_statistic_is_refused():
 
 # -- layer_norm ------------------------------------------------------------------------------
 
-LN_CASES = [((4, 6), 1), ((2, 3, 5), 1), ((2, 3, 5), 2), ((2, 3, 4, 5), 3), ((1, 7, 2), 2)]
+LN_CASES = [
+    ((4, 6), 1),
+    ((2, 3, 5), 1),
+    ((2, 3, 5), 2),
+    ((2, 3, 4, 5), 3),
+    ((1, 7, 2), 2),
+    ((2, 3, 5), -1),  # negative: counted from the end
+    ((2, 3, 4, 5), -3),
+]
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -284,7 +292,9 @@ def test_layer_norm_matches_numpy(shape, axis, dtype, scale, bias):
     check_outputs(got, layer_norm_reference(**inputs, **attrs), dtype)
 
 
-@pytest.mark.parametrize(("shape", "axis"), [((3, 4), 1), ((2, 3, 2), 2), ((2, 2, 3), 1)], ids=str)
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((3, 4), 1), ((2, 3, 2), 2), ((2, 2, 3), 1), ((2, 2, 3), -1)], ids=str
+)
 @pytest.mark.parametrize(
     ("scale", "bias"), [(True, True), (False, True), (True, False), (False, False)]
 )
@@ -445,16 +455,14 @@ def test_batch_norm_needs_elements_per_channel_while_training():
     assert y.shape == (0, 3)
 
 
-@pytest.mark.parametrize("axis", [3, 7])
+@pytest.mark.parametrize("axis", [3, 7, 0, -3, -9])
 def test_begin_norm_axis_out_of_range(axis):
     with pytest.raises(
         pc.ShapeError,
         match=rf"op 'layer_norm'.*begin_norm_axis {axis} is out of range for x of shape "
-        r"\[2, 3, 4\]: it must be in \[1, 3\)",
+        r"\[2, 3, 4\]: it must be in \[1, 3\), or in \[-2, 0\) counting from the end",
     ):
         run_op("layer_norm", {"x": np.ones((2, 3, 4))}, {"begin_norm_axis": axis})
-    with pytest.raises(pc.AttrError, match=r"op 'layer_norm', attr 'begin_norm_axis'.*got int 0"):
-        run_op("layer_norm", {"x": np.ones((2, 3, 4))}, {"begin_norm_axis": 0})
 
 
 def test_layer_norm_refuses_a_scale_of_another_size():
@@ -675,13 +683,30 @@ def test_layer_norm_layer_attr_false_is_no_such_parameter(param_attr, bias_attr)
     )
 
 
+def test_the_layer_counts_a_negative_begin_norm_axis_from_the_end():
+    """begin_norm_axis=-1 normalises the last axis (PyTorch's LayerNorm(d)), its parameters [d]."""
+    main = pc.Program()
+    with pc.program_guard(main, pc.Program()):
+        x = pc.layers.data("x", [5, 8])
+        y = pc.layers.layer_norm(x, begin_norm_axis=-1, param_attr="ln.scale", bias_attr="ln.bias")
+    block = main.global_block()
+    assert block.var("ln.scale").shape == (8,) and block.var("ln.bias").shape == (8,)
+    x = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    scope = pc.Scope()
+    scope.set_var("ln.scale", np.ones(8, np.float32))
+    scope.set_var("ln.bias", np.zeros(8, np.float32))
+    (got,) = pc.Executor().run(main, feed={"x": x}, fetch_list=[y], scope=scope)
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_layers_refuse_unknown_sizes():
     with pc.program_guard(pc.Program(), pc.Program()):
         with pytest.raises(
             pc.ProgramError,
             match=r"batch_norm: the input must be \[N, C, \.\.\.\] with a known channel count",
         ):
-            pc.layers.batch_norm(pc.layers.data("x", [None, 4]))
+            pc.layers.batch_norm(pc.layers.data("x", [None, None, 4]))
         with pytest.raises(
             pc.ProgramError, match=r"layer_norm: begin_norm_axis 2 must be in \[1, 2\)"
         ):
@@ -690,4 +715,4 @@ def test_layers_refuse_unknown_sizes():
             pc.ProgramError,
             match="layer_norm: the dimensions of 'w' from begin_norm_axis 1 on must be known",
         ):
-            pc.layers.layer_norm(pc.layers.data("w", [None]))
+            pc.layers.layer_norm(pc.layers.data("w", [3, None]))

@@ -128,12 +128,14 @@ def batch_norm_backward(ctx) -> None:
 
 
 def _rows_cols(ctx, x) -> tuple[int | None, int | None]:
-    """(rows, cols) of x split at begin_norm_axis, which must be in [1, rank)."""
-    axis = ctx.attrs["begin_norm_axis"]
+    """(rows, cols) of x split at begin_norm_axis, which must be in [1, rank) (negative:
+    counted from the end)."""
+    given = ctx.attrs["begin_norm_axis"]
+    axis = given + x.ndim if given < 0 else given
     if not 1 <= axis < x.ndim:
         ctx.fail(
-            f"begin_norm_axis {axis} is out of range for x of shape {_fmt(x.shape)}: it must "
-            f"be in [1, {x.ndim})"
+            f"begin_norm_axis {given} is out of range for x of shape {_fmt(x.shape)}: it must "
+            f"be in [1, {x.ndim}), or in [{1 - x.ndim}, 0) counting from the end"
         )
     head, tail = x.shape[:axis], x.shape[axis:]
     rows = None if None in head else math.prod(head)
