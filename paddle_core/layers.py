@@ -56,6 +56,7 @@ __all__ = [
     "embedding",
     "exponential_decay",
     "fc",
+    "fill_constant_batch_size_like",
     "gelu",
     "hardsigmoid",
     "hardswish",
@@ -360,6 +361,28 @@ def pool2d(
         global_pooling=global_pooling,
         ceil_mode=ceil_mode,
         exclusive=exclusive,
+    )
+
+
+@model_method
+def fill_constant_batch_size_like(
+    input: Variable,
+    shape: Sequence[int],
+    dtype: str = "float32",
+    value: float = 0.0,
+    input_dim_idx: int = 0,
+    output_dim_idx: int = 0,
+) -> Variable:
+    """A constant of ``shape`` whose dimension ``output_dim_idx`` (write -1 there) is
+    ``input``'s dimension ``input_dim_idx`` at run time: a zero initial state for a batch of
+    any size (``fill_constant_batch_size_like(x, [-1, hidden])``), as Paddle fluid's."""
+    return ops.fill_constant_batch_size_like(
+        input,
+        shape=list(shape),
+        value=float(value),
+        dtype=dtype,
+        input_dim_idx=input_dim_idx,
+        output_dim_idx=output_dim_idx,
     )
 
 

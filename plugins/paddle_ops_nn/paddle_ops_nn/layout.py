@@ -58,7 +58,15 @@ GRAD = {
 # tensors as they are: the activations of this plugin and their gradients, and the core's
 # add_n (which sums gradients).
 ACTIVATIONS = (
-    "relu", "relu6", "hardswish", "hardsigmoid", "leaky_relu", "elu", "gelu", "softplus", "silu"
+    "relu",
+    "relu6",
+    "hardswish",
+    "hardsigmoid",
+    "leaky_relu",
+    "elu",
+    "gelu",
+    "softplus",
+    "silu",
 )
 ELEMENTWISE = frozenset({"add_n"} | {f"{a}{g}" for a in ACTIVATIONS for g in ("", "_grad")})
 

@@ -452,7 +452,9 @@ def test_a_persistable_of_the_wrong_shape_is_refused_where_it_is_set():
         r"\[2, 3\] \(the transpose: fc's weight is \[in, out\], PyTorch Linear's \[out, in\]",
     ):
         scope.set_var("w", wv.T)
-    with pytest.raises(pc.FeedError, match=r"declared float32\[3, 2\], got an array of shape \[3\]$"):
+    with pytest.raises(
+        pc.FeedError, match=r"declared float32\[3, 2\], got an array of shape \[3\]$"
+    ):
         scope.new_scope().set_var("w", wv[:, 0])
     np.testing.assert_array_equal(scope.find_var("w"), wv)  # nothing was set
     scope.set_var("w", wv + 1)  # the right shape still goes in

@@ -243,6 +243,16 @@ def test_layer_and_schedule_arguments_are_checked():
         assert counter.dtype == "int64" and not counter.trainable
 
 
+def test_data_appends_a_batch_dimension_only_where_none_is_unknown():
+    """As Paddle fluid's: a shape that already has an unknown dimension is taken as given."""
+    with pc.program_guard(pc.Program(), pc.Program()):
+        assert pc.layers.data("a", [3]).shape == (None, 3)
+        assert pc.layers.data("b", [None, 3]).shape == (None, 3)
+        assert pc.layers.data("c", [-1, 7, 3]).shape == (None, 7, 3)
+        assert pc.layers.data("d", [4, None]).shape == (4, None)
+        assert pc.layers.data("e", [3], append_batch_size=False).shape == (3,)
+
+
 def schedule(make, steps: int):
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):

@@ -48,7 +48,8 @@ UNARY = {
     "round": (np.round, FLOATS),
     "erf": (np.vectorize(__import__("math").erf, otypes=[float]), FLOATS),
 }
-FILL = ["scale", "cast", "fill_constant", "full_like", "assign"]  # tested one by one below
+# tested one by one below
+FILL = ["scale", "cast", "fill_constant", "fill_constant_batch_size_like", "full_like", "assign"]
 CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
 LOGIC = ["isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"]
 SHAPE_OPS = ["reshape", "squeeze", "unsqueeze", "transpose", "concat", "split", "slice"]
@@ -177,6 +178,9 @@ def test_fill_constant_full_like_and_assign(dtype):
     for shape in ([2, 3], [2, 0, 3], [4097, 33]):
         attrs = {"shape": shape, "value": 3.0, "dtype": dtype}
         assert_matches(run_cuda("fill_constant", {}, attrs), np.full(shape, 3, dtype))
+        like = np.zeros((shape[0], 1), np.float32)
+        got = run_cuda("fill_constant_batch_size_like", {"input": like}, attrs)
+        assert_matches(got, np.full(shape, 3, dtype))
         like = np.zeros(shape, dtype)
         assert_matches(run_cuda("full_like", {"x": like}, {"value": 1.0}), np.ones(shape, dtype))
         x = (np.arange(np.prod(shape)) % 3).astype(dtype).reshape(shape)

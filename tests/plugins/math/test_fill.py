@@ -1,4 +1,5 @@
-"""paddle-ops-math scale, cast, fill_constant, full_like, assign against NumPy."""
+"""paddle-ops-math scale, cast, fill_constant, fill_constant_batch_size_like, full_like,
+assign against NumPy."""
 
 from __future__ import annotations
 
@@ -67,6 +68,62 @@ def test_fill_constant_and_full_like(dtype):
     assert_matches(got, np.full([2, 0, 3] if dtype == "bool" else [2, 3], 3, dtype))
     like = np.zeros((3, 2), dtype)
     assert_matches(run1("full_like", {"x": like}, {"value": 1.0}), np.ones((3, 2), dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_fill_constant_batch_size_like(dtype):
+    like = np.zeros((5, 2), np.float32)
+    attrs = {"shape": [-1, 3], "value": 1.0, "dtype": dtype}
+    assert_matches(
+        run1("fill_constant_batch_size_like", {"input": like}, attrs), np.ones((5, 3), dtype)
+    )
+
+
+@pytest.mark.parametrize(
+    ("in_idx", "out_idx", "want"),
+    [(0, 0, (4, 2, 3)), (1, 2, (7, 2, 6)), (-1, -2, (7, 6, 3)), (-2, 1, (7, 4, 3))],
+)
+def test_fill_constant_batch_size_like_takes_the_dimension_named(in_idx, out_idx, want):
+    attrs = {"shape": [7, 2, 3], "value": -2.5, "input_dim_idx": in_idx, "output_dim_idx": out_idx}
+    got = run1("fill_constant_batch_size_like", {"input": np.zeros((4, 6), np.int64)}, attrs)
+    assert_matches(got, np.full(want, -2.5, np.float32))
+
+
+def test_a_zero_state_for_a_batch_of_any_size():
+    """Built once with an unknown batch, the state follows each run's batch size."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [None, 4], "float32")
+        h0 = pc.layers.fill_constant_batch_size_like(x, [-1, 8], "float32", 0.5)
+        assert h0.shape == (None, 8)
+    exe = pc.Executor()
+    for batch in (1, 3):
+        (got,) = exe.run(prog, feed={"x": np.ones((batch, 4), np.float32)}, fetch_list=[h0])
+        assert_matches(got, np.full((batch, 8), 0.5, np.float32))
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        (
+            {"shape": [-1, 3], "output_dim_idx": 2},
+            r"output_dim_idx 2 is out of range for out's shape \[-1, 3\]: it must be in \[-2, 2\)",
+        ),
+        (
+            {"shape": [-1, 3], "input_dim_idx": -3},
+            r"input_dim_idx -3 is out of range for input of shape \[5, 2\]",
+        ),
+        (
+            {"shape": [-1, -1]},
+            r"shape \[-1, -1\]: only the dimension at output_dim_idx may be negative",
+        ),
+        ({"shape": [-1, 3], "dtype": "uint8", "value": -1.0}, r"value -1.0 .*uint8"),
+    ],
+)
+def test_fill_constant_batch_size_like_refuses_what_it_cannot_build(attrs, message):
+    with pytest.raises(pc.ShapeError, match=message) as info:
+        run1("fill_constant_batch_size_like", {"input": np.zeros((5, 2), np.float32)}, attrs)
+    assert info.value.op == "fill_constant_batch_size_like"
 
 
 @pytest.mark.parametrize("dtype", ALL)

@@ -288,7 +288,9 @@ def test_layers_take_each_activation_as_act(act):
 def test_an_unknown_act_is_refused_naming_the_choices():
     with pc.program_guard(pc.Program()):
         x = pc.data("x", [None, 6])
-        with pytest.raises(pc.ProgramError, match=r"unknown activation 'relu7'; choose one of .*relu6"):
+        with pytest.raises(
+            pc.ProgramError, match=r"unknown activation 'relu7'; choose one of .*relu6"
+        ):
             pc.layers.fc(x, 3, act="relu7")
 
 

@@ -1,4 +1,5 @@
-"""Rules of scale, cast, fill_constant, full_like, assign, range (kernels: src/fill_cpu.cpp)."""
+"""Rules of scale, cast, fill_constant, fill_constant_batch_size_like, full_like, assign, range
+(kernels: src/fill_cpu.cpp)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,29 @@ def cast_grad(ctx):
 def fill_constant_shape(ctx):
     check_fill_value(ctx, ctx.attrs["dtype"])
     ctx.set_output("out", ctx.attrs["shape"], ctx.attrs["dtype"])
+
+
+def fill_constant_batch_size_like_shape(ctx):
+    """shape, with shape[output_dim_idx] = input.shape[input_dim_idx] (unknown until the run
+    where it is unknown in input)."""
+    attrs, x = ctx.attrs, ctx.input("input")
+    shape = list(attrs["shape"])
+    out_axis = _axis(ctx, "output_dim_idx", len(shape), f"out's shape {shape}")
+    in_axis = _axis(ctx, "input_dim_idx", x.ndim, f"input of shape {list(x.shape)}")
+    others = [d for k, d in enumerate(shape) if k != out_axis and d < 0]
+    if others:
+        ctx.fail(f"shape {shape}: only the dimension at output_dim_idx may be negative")
+    check_fill_value(ctx, attrs["dtype"])
+    shape[out_axis] = x.shape[in_axis]
+    ctx.set_output("out", shape, attrs["dtype"])
+
+
+def _axis(ctx, attr: str, ndim: int, of: str) -> int:
+    """The attr's axis in [0, ndim), counting a negative one from the end."""
+    given = ctx.attrs[attr]
+    if not -ndim <= given < ndim:
+        ctx.fail(f"{attr} {given} is out of range for {of}: it must be in [{-ndim}, {ndim})")
+    return given % ndim
 
 
 def full_like_shape(ctx):
