@@ -28,6 +28,7 @@ import math
 import os
 import sys
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -122,11 +123,12 @@ class PreparedProgram:
                 step.fn = control.kernel(
                     step, lambda s: PreparedProgram(s, device, num_threads, reuse_memory)
                 )
-        # What this program declares of the persistables it reads or writes, told to each
+        # What this program declares of the persistables it reads or writes, told once to each
         # scope it runs in (Scope.set_var checks arrays against it).
         self._persistables = {
             n: spec.shapes[n] for n in (*spec.persistable_inputs, *spec.persistable_outputs)
         }
+        self._told: weakref.WeakSet[Scope] = weakref.WeakSet()
         if _runs_compiled(spec, device):
             self._runner: Any = CompiledRunner(spec, device, num_threads, reuse_memory)
         else:
@@ -179,7 +181,9 @@ class PreparedProgram:
 
     def _run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
         """``run`` for feeds already checked against the plan (by the executor)."""
-        scope.declare(self._persistables)
+        if self._persistables and scope not in self._told:
+            scope.declare(self._persistables)
+            self._told.add(scope)
         token = control.current_scope.set(scope)  # for control-flow steps' block runs
         try:
             current = self.device.current()

@@ -47,10 +47,8 @@ class Scope:
         self._values: dict[str, Any] = {}
         self._stamps: dict[str, int] = {}  # name -> CLOCK's tick when its value was last set
         self._random_runs = 0  # runs that drew random numbers here (kept by the root scope)
-        # Kept by the root scope: (shape, dtype) of each persistable a program run here
-        # declares, and the declarations merged so far (held, so that their ids stay theirs).
+        # Kept by the root scope: (shape, dtype) of each persistable a program run here declares.
         self._declared: dict[str, tuple[tuple, str]] = {}
-        self._merged: dict[int, Mapping[str, tuple[tuple, str]]] = {}
 
     def new_scope(self) -> Scope:
         """A child scope: reads fall back to this one; ``set_var`` writes stay in the child."""
@@ -111,12 +109,8 @@ class Scope:
 
     def declare(self, persistables: Mapping[str, tuple[tuple, str]]) -> None:
         """Remember the (shape, dtype) of each persistable variable a program run in this scope
-        tree declares (the last program run wins a name two declare differently). The same
-        mapping again costs a lookup."""
-        root = self._root()
-        if id(persistables) not in root._merged:
-            root._merged[id(persistables)] = persistables
-            root._declared.update(persistables)
+        tree declares (the last program run wins a name two declare differently)."""
+        self._root()._declared.update(persistables)
 
     def _root(self) -> Scope:
         root = self
