@@ -159,7 +159,11 @@ def fc(
 ) -> Variable:
     """A fully connected layer: ``act(input @ w + b)``. ``input`` is flattened to a matrix
     whose rows are its first ``num_flatten_dims`` dimensions; w is [columns, size], b is
-    [size] (``bias_attr=False`` for none)."""
+    [size] (``bias_attr=False`` for none).
+
+    Porting from PyTorch: ``nn.Linear`` acts on the last axis, so for an input of rank r pass
+    ``num_flatten_dims=r - 1`` (the default 1 flattens a [N, T, D] input to [N, T * D] rows,
+    Paddle fluid's rule); its weight is [out, in], the transpose of w: copy ``weight.T``."""
     if not 1 <= num_flatten_dims < max(input.ndim, 2):
         raise ProgramError(
             f"fc: num_flatten_dims {num_flatten_dims} must be in [1, {input.ndim}) for an "
@@ -456,7 +460,12 @@ def batch_norm(
     training, each run normalises with the batch's statistics and moves the running ones
     towards them in place (``running = momentum * running + (1 - momentum) * batch``, the
     biased batch variance); with ``is_test``, or in the program's ``clone(for_test=True)``,
-    the running statistics normalise and stay as they are."""
+    the running statistics normalise and stay as they are.
+
+    ``momentum`` is the fraction of the running statistics kept (Paddle fluid's meaning), the
+    opposite of PyTorch's: PyTorch's ``BatchNorm2d(momentum=0.1)`` is ``momentum=0.9`` here.
+    PyTorch also moves its running variance towards the unbiased batch variance, so running
+    variances drift apart by a factor n / (n - 1) of the batch's count per channel n."""
     if input.ndim < 2 or input.shape[1] is None:
         raise ProgramError(
             f"batch_norm: the input must be [N, C, ...] with a known channel count (axis 1), "
