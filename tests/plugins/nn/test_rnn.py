@@ -252,6 +252,143 @@ def test_sizes_below_one_are_refused(attr, value):
         append("lstm", values, {**attrs, attr: value})
 
 
+# -- directions, initial states, padded batches ----------------------------------------------
+
+
+def with_states(kind, values, attrs, lengths=None, dtype="float64"):
+    """values plus random initial states (and sequence_length, when given)."""
+    batch = values["x"].shape[1]
+    units = attrs["num_layers"] * (1 + attrs["bidirectional"])
+    for slot in ("h0", "c0") if kind == "lstm" else ("h0",):
+        values[slot] = RNG.standard_normal((units, batch, attrs["hidden_size"])).astype(dtype)
+    if lengths is not None:
+        values["sequence_length"] = np.asarray(lengths)
+    return values
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_bidirectional_lstm_matches_numpy(layers, dtype):
+    values, attrs = network("lstm", 5, 3, 4, 3, layers, bidirectional=True, dtype=dtype)
+    check_against_reference("lstm", values, attrs, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
+def test_lstm_with_initial_states_matches_numpy(bidirectional, dtype):
+    values, attrs = network("lstm", 4, 3, 2, 5, 2, bidirectional, dtype)
+    check_against_reference("lstm", with_states("lstm", values, attrs, dtype=dtype), attrs, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("index", ["int32", "int64"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
+def test_padded_lstm_matches_numpy(bidirectional, index, dtype):
+    """Lengths from 1 to T, unsorted: padded steps give zeros, the final states are each
+    sequence's last valid one, the reverse direction starts at each sequence's last step."""
+    values, attrs = network("lstm", 6, 4, 3, 4, 2, bidirectional, dtype)
+    lengths = np.array([3, 6, 1, 5], index)
+    values = with_states("lstm", values, attrs, lengths, dtype)
+    check_against_reference("lstm", values, attrs, dtype)
+    out = run_op("lstm", values, attrs)["out"][0]
+    assert np.all(out[3:, 0] == 0) and np.all(out[1:, 2] == 0) and np.all(out[:, 1] != 0)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
+@pytest.mark.parametrize("padded", [False, True], ids=["full", "padded"])
+def test_lstm_gradients_with_states_and_directions(bidirectional, padded):
+    values, attrs = network("lstm", 3, 3, 2, 2, 2, bidirectional)
+    values = with_states("lstm", values, attrs, [2, 3, 1] if padded else None)
+    floats = [s for s in values if s != "sequence_length"]  # (lengths are not differentiable)
+    check_grad("lstm", values, attrs, wrt=floats, output=OUTPUTS["lstm"])
+
+
+@pytest.mark.parametrize("length", [0, 5, -1])
+def test_a_sequence_length_outside_1_to_t_is_refused_before_anything_is_computed(length):
+    values, attrs = network("lstm", 4, 3, 2, 2)
+    values["sequence_length"] = np.array([4, length, 2], np.int64)
+    with pytest.raises(
+        pc.KernelError,
+        match=rf"op 'lstm'.*sequence_length\[1\] is {length}, outside \[1, 4\] \(T, the steps of x\)",
+    ):
+        run_op("lstm", values, attrs)
+
+
+def test_a_sequence_length_of_another_batch_size_is_refused():
+    values, attrs = network("lstm", 4, 3, 2, 2)
+    values["sequence_length"] = np.array([4, 4], np.int64)
+    with pytest.raises(
+        pc.ShapeError,
+        match=r"sequence_length must be \[B\] = \[3\], one length per sequence, got \[2\]",
+    ):
+        append("lstm", values, attrs)
+    values["sequence_length"] = np.array([4.0, 4.0, 4.0])
+    with pytest.raises(pc.ShapeError, match=r"sequence_length must be int32 or int64, got float64"):
+        append("lstm", values, attrs)
+
+
+@pytest.mark.parametrize("slot", ["h0", "c0"])
+def test_an_initial_state_of_the_wrong_shape_is_refused(slot):
+    values, attrs = network("lstm", 4, 3, 2, 2, bidirectional=True)
+    values = with_states("lstm", values, attrs)
+    values[slot] = values[slot][:1]
+    with pytest.raises(
+        pc.ShapeError, match=rf"{slot} must be \[L \* D, B, H\] = \[2, 3, 2\], got \[1, 3, 2\]"
+    ):
+        append("lstm", values, attrs)
+
+
+def test_bidirectional_weights_are_named_by_direction():
+    values, attrs = network("lstm", 3, 2, 4, 5, layers=2, bidirectional=True)
+    values["weight_ih"][3] = values["weight_ih"][3][:, :5]
+    with pytest.raises(
+        pc.ShapeError,
+        match=r"weight_ih\[3\] \(layer 1, reverse\) must be \[20, 10\] for hidden_size 5 and the "
+        r"10 features of the layer below, got \[20, 5\]",
+    ):
+        append("lstm", values, attrs)
+
+
+def test_bidirectional_lstm_layer_with_states_and_lengths():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [5, 3])
+        h0 = pc.data("h0", [4, None, 2])
+        c0 = pc.data("c0", [4, None, 2])
+        lengths = pc.data("lengths", [None], "int32")
+        out, (h_n, c_n) = pc.layers.lstm(
+            x, 2, num_layers=2, bidirectional=True, initial_states=(h0, c0),
+            sequence_length=lengths, name="bi",
+        )  # fmt: skip
+    assert out.shape == (None, 5, 4) and h_n.shape == (4, None, 2)
+    names = [p.name for p in main.all_parameters()]
+    assert names[:8] == [
+        "bi.weight_ih_l0", "bi.weight_hh_l0", "bi.bias_ih_l0", "bi.bias_hh_l0",
+        "bi.weight_ih_l0_reverse", "bi.weight_hh_l0_reverse", "bi.bias_ih_l0_reverse",
+        "bi.bias_hh_l0_reverse",
+    ]  # fmt: skip
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    feed = {
+        "x": RNG.standard_normal((3, 5, 3)).astype(np.float32),
+        "h0": RNG.standard_normal((4, 3, 2)).astype(np.float32),
+        "c0": RNG.standard_normal((4, 3, 2)).astype(np.float32),
+        "lengths": np.array([5, 2, 4], np.int32),
+    }
+    got = exe.run(main, feed=feed, fetch_list=[out, h_n, c_n], scope=scope)
+    slots = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    params = {
+        s: [scope.get(f"bi.{s}_l{k // 2}{'_reverse' * (k % 2)}") for k in range(4)] for s in slots
+    }
+    want = recurrent_reference(
+        "lstm", feed["x"].transpose(1, 0, 2), **params, h0=feed["h0"], c0=feed["c0"],
+        sequence_length=feed["lengths"], hidden_size=2, num_layers=2, bidirectional=True,
+    )  # fmt: skip
+    np.testing.assert_allclose(got[0], want["out"].transpose(1, 0, 2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], want["h_n"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[2], want["c_n"], rtol=1e-5, atol=1e-5)
+
+
 # -- the layer -------------------------------------------------------------------------------
 
 
