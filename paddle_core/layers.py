@@ -57,6 +57,7 @@ __all__ = [
     "exponential_decay",
     "fc",
     "gelu",
+    "gru",
     "layer_norm",
     "leaky_relu",
     "linear_lr_warmup",
@@ -550,6 +551,27 @@ def lstm(
         batch_first, name,
     )  # fmt: skip
     return out, (h_n, c_n)
+
+
+@model_method
+def gru(
+    x: Variable,
+    hidden_size: int,
+    num_layers: int = 1,
+    bidirectional: bool = False,
+    initial_states: Variable | None = None,
+    sequence_length: Variable | None = None,
+    batch_first: bool = True,
+    name: str | None = None,
+) -> tuple[Variable, Variable]:
+    """A gated recurrent unit network over whole sequences, as ``torch.nn.GRU``: returns
+    ``(out, h_n)``; ``initial_states`` is h0. As ``lstm`` otherwise, with 3 * H gate rows in the
+    order r, z, n and PyTorch's formula n = tanh(W_in x + b_in + r * (W_hn h + b_hn))."""
+    out, h_n, _ = _recurrent(
+        "gru", x, hidden_size, num_layers, bidirectional, [initial_states], sequence_length,
+        batch_first, name,
+    )  # fmt: skip
+    return out, h_n
 
 
 RECURRENT_GATES = {"lstm": 4, "gru": 3}

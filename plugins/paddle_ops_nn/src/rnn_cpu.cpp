@@ -444,6 +444,10 @@ class RnnGrad {
 
 }  // namespace
 
-PADDLE_CORE_REGISTER_KERNELS(pc::kernel<Rnn<true>>("lstm"), pc::kernel<RnnGrad<true>>("lstm_grad"));
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Rnn<true>>("lstm"),
+    pc::kernel<RnnGrad<true>>("lstm_grad"),
+    pc::kernel<Rnn<false>>("gru"),
+    pc::kernel<RnnGrad<false>>("gru_grad"));
 
 }  // namespace paddle_ops_nn

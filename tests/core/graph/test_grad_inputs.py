@@ -70,6 +70,10 @@ LISTED = {
         {"x": ("float32", [2, 3, 4]), **rnn_weights(4, 4, 2)},
         {"hidden_size": 2},
     ),
+    "gru": (
+        {"x": ("float32", [2, 3, 4]), **rnn_weights(3, 4, 2)},
+        {"hidden_size": 2},
+    ),
 }
 UNARY = ({"x": F4}, {})  # the case of an op of one input x and no required attr
 

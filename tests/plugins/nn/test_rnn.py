@@ -1,4 +1,4 @@
-"""paddle-ops-nn's recurrent networks: lstm against a float64 NumPy network (several layers,
+"""paddle-ops-nn's recurrent networks: lstm and gru against a float64 NumPy network (several layers,
 both directions, initial states, padded batches), gradients by finite differences, bad inputs
 refused by name, and the layer with PyTorch's parameter names."""
 
@@ -79,7 +79,16 @@ def recurrent_reference(
     return results
 
 
-STEPS = {"lstm": lstm_step}
+def gru_step(x, h, c, w_ih, w_hh, b_ih, b_hh):
+    """One step of every sequence: (h, c) after x (c passes through: gru has none)."""
+    xr, xz, xn = np.split(x @ w_ih.T + b_ih, 3, axis=1)
+    hr, hz, hn = np.split(h @ w_hh.T + b_hh, 3, axis=1)
+    r, z = sigmoid(xr + hr), sigmoid(xz + hz)
+    n = np.tanh(xn + r * hn)
+    return (1 - z) * n + z * h, c
+
+
+STEPS = {"lstm": lstm_step, "gru": gru_step}
 
 
 def weights(kind, inputs, hidden, layers=1, bidirectional=False, dtype="float64", scale=0.5):
@@ -472,3 +481,81 @@ def test_lstm_layer_refuses_an_x_of_unknown_features():
             pc.ProgramError, match=r"lstm: x must be \[B, T, I\] with a known feature count"
         ):
             pc.layers.lstm(x, 3)
+
+
+# -- gru -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(("steps", "batch", "inputs", "hidden", "layers"), SHAPES, ids=str)
+def test_gru_matches_numpy(steps, batch, inputs, hidden, layers, dtype):
+    values, attrs = network("gru", steps, batch, inputs, hidden, layers, dtype=dtype)
+    check_against_reference("gru", values, attrs, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
+@pytest.mark.parametrize("padded", [False, True], ids=["full", "padded"])
+def test_gru_with_states_directions_and_lengths_matches_numpy(padded, bidirectional, dtype):
+    values, attrs = network("gru", 6, 4, 3, 4, 2, bidirectional, dtype)
+    lengths = np.array([3, 6, 1, 5], np.int32) if padded else None
+    check_against_reference("gru", with_states("gru", values, attrs, lengths, dtype), attrs, dtype)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
+@pytest.mark.parametrize("padded", [False, True], ids=["full", "padded"])
+def test_gru_gradients(bidirectional, padded):
+    values, attrs = network("gru", 3, 3, 2, 2, 2, bidirectional)
+    values = with_states("gru", values, attrs, [2, 3, 1] if padded else None)
+    floats = [s for s in values if s != "sequence_length"]
+    check_grad("gru", values, attrs, wrt=floats, output=OUTPUTS["gru"])
+
+
+@pytest.mark.parametrize("output", ["out", "h_n"])
+def test_gru_gradients_from_one_output(output):
+    values, attrs = network("gru", 3, 2, 2, 3)
+    check_grad("gru", values, attrs, output=output)
+
+
+def test_gru_weights_have_three_gate_blocks():
+    values, attrs = network("lstm", 3, 2, 4, 5)  # four blocks
+    with pytest.raises(
+        pc.ShapeError,
+        match=r"op 'gru'.*weight_ih\[0\] \(layer 0\) must be \[15, 4\] for hidden_size 5",
+    ):
+        append("gru", values, attrs)
+
+
+def test_gru_layer_names_its_parameters_as_pytorch():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [4, 3])
+        h0 = pc.data("h0", [2, None, 5])
+        out, h_n = pc.layers.gru(x, 5, bidirectional=True, initial_states=h0, name="dec")
+    assert out.shape == (None, 4, 10) and h_n.shape == (2, None, 5)
+    shapes = {p.name: p.shape for p in main.all_parameters()}
+    assert shapes == {
+        f"dec.{what}{suffix}": shape
+        for suffix in ("_l0", "_l0_reverse")
+        for what, shape in (
+            ("weight_ih", (15, 3)),
+            ("weight_hh", (15, 5)),
+            ("bias_ih", (15,)),
+            ("bias_hh", (15,)),
+        )
+    }
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    feed = {
+        "x": RNG.standard_normal((3, 4, 3)).astype(np.float32),
+        "h0": RNG.standard_normal((2, 3, 5)).astype(np.float32),
+    }
+    got = exe.run(main, feed=feed, fetch_list=[out, h_n], scope=scope)
+    slots = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    params = {s: [scope.get(f"dec.{s}_l0"), scope.get(f"dec.{s}_l0_reverse")] for s in slots}
+    want = recurrent_reference(
+        "gru", feed["x"].transpose(1, 0, 2), **params, h0=feed["h0"], hidden_size=5,
+        bidirectional=True,
+    )  # fmt: skip
+    np.testing.assert_allclose(got[0], want["out"].transpose(1, 0, 2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], want["h_n"], rtol=1e-5, atol=1e-5)
