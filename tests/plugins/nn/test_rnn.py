@@ -559,3 +559,98 @@ def test_gru_layer_names_its_parameters_as_pytorch():
     )  # fmt: skip
     np.testing.assert_allclose(got[0], want["out"].transpose(1, 0, 2), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[1], want["h_n"], rtol=1e-5, atol=1e-5)
+
+
+# -- PyTorch ---------------------------------------------------------------------------------
+
+
+def torch_run(torch, net, kind, x, states, lengths, weights):
+    """PyTorch's out, final states and gradients (x, the initial states, every parameter by
+    name) of sum(out * w_out) + sum(h_n * w_h) (+ sum(c_n * w_c))."""
+    tx = torch.tensor(x, requires_grad=True)
+    ts = [torch.tensor(s, requires_grad=True) for s in states]
+    hx = tuple(ts) if kind == "lstm" else ts[0]
+    if lengths is None:
+        out, finals = net(tx, hx)
+    else:
+        rnn_utils = torch.nn.utils.rnn
+        packed = rnn_utils.pack_padded_sequence(
+            tx, torch.tensor(lengths), batch_first=True, enforce_sorted=False
+        )
+        out, finals = net(packed, hx)
+        out, _ = rnn_utils.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+    finals = list(finals) if kind == "lstm" else [finals]
+    results = [out, *finals]
+    loss = sum((r * torch.tensor(w)).sum() for r, w in zip(results, weights))
+    loss.backward()
+    grads = {"x": tx.grad, **{slot: s.grad for slot, s in zip(("h0", "c0"), ts)}}
+    grads |= {name: p.grad for name, p in net.named_parameters()}
+    return [r.detach().numpy() for r in results], {k: v.numpy() for k, v in grads.items()}
+
+
+def ours_run(kind, state_dict, x, states, lengths, weights, hidden, layers, bidirectional):
+    """The same from pc.layers.<kind> with PyTorch's parameters copied in by name."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        xv = pc.layers.data("x", list(x.shape[1:]))
+        sv = [pc.data(f"s{k}", list(s.shape)) for k, s in enumerate(states)]
+        wanted = [xv, *sv]
+        for v in wanted:
+            v.stop_gradient = False
+        lv = None if lengths is None else pc.data("lengths", [None], "int64")
+        initial = tuple(sv) if kind == "lstm" else sv[0]
+        out, finals = getattr(pc.layers, kind)(
+            xv, hidden, num_layers=layers, bidirectional=bidirectional, initial_states=initial,
+            sequence_length=lv, name="net",
+        )  # fmt: skip
+        results = [out, *(finals if kind == "lstm" else [finals])]
+        params = main.all_parameters()
+        seeds = [pc.data(f"w{k}", list(r.shape)) for k, r in enumerate(results)]
+        grads = pc.gradients(results, wanted + params, target_gradients=seeds)
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    assert sorted(p.name for p in params) == sorted(f"net.{k}" for k in state_dict)
+    for name, value in state_dict.items():
+        scope.set_var(f"net.{name}", value.numpy().copy())
+    feed = {
+        "x": x,
+        **{f"s{k}": s for k, s in enumerate(states)},
+        **{f"w{k}": w for k, w in enumerate(weights)},
+    }
+    if lengths is not None:
+        feed["lengths"] = np.asarray(lengths, np.int64)
+    values = exe.run(main, feed=feed, fetch_list=results + grads, scope=scope)
+    names = ["x", *("h0", "c0")[: len(states)], *(p.name.removeprefix("net.") for p in params)]
+    return values[: len(results)], dict(zip(names, values[len(results) :]))
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
+@pytest.mark.parametrize("padded", [False, True], ids=["full", "padded"])
+def test_matches_pytorch_with_its_state_dict(kind, bidirectional, padded):
+    """A torch.nn.LSTM / GRU's state_dict copies in by name, no transpose: the same outputs
+    and gradients (x, initial states, every parameter) in float32."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    batch, steps, inputs, hidden, layers = 3, 5, 4, 6, 2
+    units = layers * (1 + bidirectional)
+    net = getattr(torch.nn, kind.upper())(
+        inputs, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=True
+    )
+    x = RNG.standard_normal((batch, steps, inputs)).astype(np.float32)
+    states = [
+        RNG.standard_normal((units, batch, hidden)).astype(np.float32)
+        for _ in range(1 + (kind == "lstm"))
+    ]
+    lengths = [5, 2, 4] if padded else None
+    shapes = [(batch, steps, hidden * (1 + bidirectional))] + [(units, batch, hidden)] * len(states)
+    weights = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+    theirs, their_grads = torch_run(torch, net, kind, x, states, lengths, weights)
+    ours_, our_grads = ours_run(
+        kind, net.state_dict(), x, states, lengths, weights, hidden, layers, bidirectional
+    )
+    for got, want, what in zip(ours_, theirs, ("out", "h_n", "c_n")):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=what)
+    assert sorted(our_grads) == sorted(their_grads)
+    for name, want in their_grads.items():
+        np.testing.assert_allclose(our_grads[name], want, rtol=1e-4, atol=1e-5, err_msg=name)
