@@ -123,8 +123,16 @@ def check_against_reference(kind, inputs, attrs, dtype):
 # -- forward ---------------------------------------------------------------------------------
 
 # (T, B, I, H, L): one step, one sequence, one unit, several layers, inputs wider and narrower
-# than the hidden state.
-SHAPES = [(1, 1, 1, 1, 1), (5, 3, 4, 6, 1), (4, 2, 7, 3, 2), (3, 4, 2, 5, 3), (6, 1, 3, 2, 1)]
+# than the hidden state; H = 11 has both whole and partial blocks of the float32 AVX2 cells'
+# eight units.
+SHAPES = [
+    (1, 1, 1, 1, 1),
+    (5, 3, 4, 6, 1),
+    (4, 2, 7, 3, 2),
+    (3, 4, 2, 5, 3),
+    (6, 1, 3, 2, 1),
+    (3, 2, 5, 11, 1),
+]
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -632,7 +640,7 @@ def test_matches_pytorch_with_its_state_dict(kind, bidirectional, padded):
     and gradients (x, initial states, every parameter) in float32."""
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
-    batch, steps, inputs, hidden, layers = 3, 5, 4, 6, 2
+    batch, steps, inputs, hidden, layers = 3, 5, 4, 11, 2  # (H: see SHAPES)
     units = layers * (1 + bidirectional)
     net = getattr(torch.nn, kind.upper())(
         inputs, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=True
