@@ -46,7 +46,7 @@ def signature(info: Any) -> str:
             text += f" = {source(info.attr_defaults[ap.name])}"
         params.append(text)
     params.append("name: str | None = None")
-    head, tail = f"def {info.type}(", f") -> {return_annotation(info)}:"
+    head, tail = f"def {info.type}(", _returns(return_annotation(info))
     one_line = head + ", ".join(params) + tail
     if len(one_line) <= LINE:
         return one_line
@@ -54,6 +54,19 @@ def signature(info: Any) -> str:
     if len(inner) <= LINE:
         return f"{head}\n{inner}\n{tail}"
     return head + "\n" + "".join(f"    {p},\n" for p in params) + tail
+
+
+def _returns(annotation: str) -> str:
+    """``) -> annotation:``, its ``tuple[...]`` split over lines as ruff splits one too long
+    (an op of many outputs): the items on one line inside, or one per line if that is long."""
+    tail = f") -> {annotation}:"
+    if len(tail) <= LINE or not annotation.startswith("tuple["):
+        return tail
+    items = annotation.removeprefix("tuple[").removesuffix("]")
+    inner = f"    {items}"
+    if len(inner) > LINE:
+        inner = "".join(f"    {item},\n" for item in items.split(", ")).rstrip("\n")
+    return f") -> tuple[\n{inner}\n]:"
 
 
 def source(value: Any) -> str:

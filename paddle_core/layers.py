@@ -58,12 +58,14 @@ __all__ = [
     "fc",
     "fill_constant_batch_size_like",
     "gelu",
+    "gru",
     "hardsigmoid",
     "hardswish",
     "layer_norm",
     "leaky_relu",
     "linear_lr_warmup",
     "log_softmax",
+    "lstm",
     "mean",
     "piecewise_decay",
     "pool2d",
@@ -550,6 +552,132 @@ def layer_norm(
         )
     y, _, _ = ops.layer_norm(input, gamma, beta, begin_norm_axis=begin_norm_axis, epsilon=epsilon)
     return _activate(y, act)
+
+
+# -- recurrent layers: paddle-ops-nn's lstm and gru, with PyTorch's parameters -----------------
+
+
+@model_method
+def lstm(
+    x: Variable,
+    hidden_size: int,
+    num_layers: int = 1,
+    bidirectional: bool = False,
+    initial_states: tuple[Variable, Variable] | None = None,
+    sequence_length: Variable | None = None,
+    batch_first: bool = True,
+    name: str | None = None,
+) -> tuple[Variable, tuple[Variable, Variable]]:
+    """A long short-term memory network over whole sequences, as ``torch.nn.LSTM``: returns
+    ``(out, (h_n, c_n))``.
+
+    ``x`` is [B, T, I] (``batch_first``, the default) or [T, B, I]; ``out`` is laid out alike,
+    with D * H features (D = 2 when ``bidirectional``: the forward and reverse directions side
+    by side); ``h_n`` and ``c_n`` are [num_layers * D, B, H], as are the optional
+    ``initial_states`` (h0, c0) (zeros when absent). ``sequence_length`` (int32 or int64 [B],
+    each in [1, T]) marks each sequence's valid steps: padded steps give zeros in ``out`` and
+    leave the states alone, so ``h_n`` and ``c_n`` are those at each sequence's last valid step
+    (PyTorch's packed sequences). The parameters are PyTorch's, by name and shape:
+    ``<name>.weight_ih_l{k}[_reverse]`` [4 * H, inputs], ``weight_hh_l{k}`` [4 * H, H],
+    ``bias_ih_l{k}`` and ``bias_hh_l{k}`` [4 * H], gates in the order i, f, g, o, each
+    uniform in [-1 / sqrt(H), 1 / sqrt(H)) at first, so a ``torch.nn.LSTM``'s ``state_dict()``
+    loads into the scope as it is. ``name`` defaults to a unique ``lstm_N``."""
+    if initial_states is not None and (
+        not isinstance(initial_states, (tuple, list)) or len(initial_states) != 2
+    ):
+        raise ProgramError(
+            f"lstm: initial_states must be a pair (h0, c0) of [L * D, B, H] variables, got "
+            f"{initial_states!r}"
+        )
+    h0, c0 = initial_states if initial_states is not None else (None, None)
+    out, h_n, c_n, _ = _recurrent(
+        "lstm", x, hidden_size, num_layers, bidirectional, [h0, c0], sequence_length,
+        batch_first, name,
+    )  # fmt: skip
+    return out, (h_n, c_n)
+
+
+@model_method
+def gru(
+    x: Variable,
+    hidden_size: int,
+    num_layers: int = 1,
+    bidirectional: bool = False,
+    initial_states: Variable | None = None,
+    sequence_length: Variable | None = None,
+    batch_first: bool = True,
+    name: str | None = None,
+) -> tuple[Variable, Variable]:
+    """A gated recurrent unit network over whole sequences, as ``torch.nn.GRU``: returns
+    ``(out, h_n)``; ``initial_states`` is h0. As ``lstm`` otherwise, with 3 * H gate rows in the
+    order r, z, n and PyTorch's formula n = tanh(W_in x + b_in + r * (W_hn h + b_hn))."""
+    out, h_n, _ = _recurrent(
+        "gru", x, hidden_size, num_layers, bidirectional, [initial_states], sequence_length,
+        batch_first, name,
+    )  # fmt: skip
+    return out, h_n
+
+
+RECURRENT_GATES = {"lstm": 4, "gru": 3}
+
+
+def _recurrent(
+    kind: str,
+    x: Variable,
+    hidden_size: int,
+    num_layers: int,
+    bidirectional: bool,
+    states: list[Variable | None],
+    sequence_length: Variable | None,
+    batch_first: bool,
+    name: str | None,
+) -> tuple[Variable, ...]:
+    """The op ``kind`` over x (time-major inside: transposed in and out for batch_first), with
+    its parameters made; returns the op's outputs."""
+    if x.ndim != 3 or x.shape[2] is None:
+        layout = "[B, T, I]" if batch_first else "[T, B, I]"
+        raise ProgramError(
+            f"{kind}: x must be {layout} with a known feature count I, got {x.name!r} of shape "
+            f"{list(x.shape)}"
+        )
+    hidden_size = _count(hidden_size, "hidden_size", kind)
+    num_layers = _count(num_layers, "num_layers", kind)
+    prefix = name or default_main_program().unique_name(kind)
+    params = _recurrent_parameters(
+        prefix, RECURRENT_GATES[kind] * hidden_size, x.shape[2], hidden_size, num_layers,
+        bidirectional, x.dtype,
+    )  # fmt: skip
+    if batch_first:
+        x = ops.transpose(x, perm=[1, 0, 2])
+    attrs = {"hidden_size": hidden_size, "num_layers": num_layers, "bidirectional": bidirectional}
+    # Named like the parameters: <prefix>.out, <prefix>.h_n, ...
+    outs = getattr(ops, kind)(x, *params, *states, sequence_length, **attrs, name=prefix)
+    if batch_first:
+        outs = (ops.transpose(outs[0], perm=[1, 0, 2]), *outs[1:])
+    return outs
+
+
+def _recurrent_parameters(
+    prefix: str, rows: int, inputs: int, hidden: int, layers: int, bidirectional: bool, dtype: str
+) -> list[list[Parameter]]:
+    """weight_ih, weight_hh, bias_ih and bias_hh of every layer and direction (layer-major,
+    forward first), named and initialised as PyTorch's."""
+    bound = 1.0 / math.sqrt(hidden)
+    directions = ("", "_reverse") if bidirectional else ("",)
+    made: list[list[Parameter]] = [[], [], [], []]
+    for layer in range(layers):
+        width = inputs if layer == 0 else len(directions) * hidden
+        for suffix in directions:
+            shapes = ([rows, width], [rows, hidden], [rows], [rows])
+            for k, (what, shape) in enumerate(
+                zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), shapes)
+            ):
+                attr = init.ParamAttr(
+                    name=f"{prefix}.{what}_l{layer}{suffix}",
+                    initializer=init.Uniform(-bound, bound),
+                )
+                made[k].append(create_parameter(shape, dtype, attr, prefix=f"{prefix}.{what}"))
+    return made
 
 
 @model_method

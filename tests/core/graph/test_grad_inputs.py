@@ -21,6 +21,19 @@ pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 F4 = ("float32", [3, 4])
 IMG = ("float32", [2, 3, 6, 6])
 
+
+def rnn_weights(gates: int, inputs: int, hidden: int) -> dict:
+    """One layer's weights of lstm (4 gates) or gru (3), one direction."""
+    rows = gates * hidden
+    shapes = {
+        "weight_ih": [rows, inputs],
+        "weight_hh": [rows, hidden],
+        "bias_ih": [rows],
+        "bias_hh": [rows],
+    }
+    return {slot: ("float32", shape) for slot, shape in shapes.items()}
+
+
 # forward op -> (its inputs {slot: (dtype, shape)}, attrs), for the ops UNARY does not fit
 LISTED = {
     **{op: ({"x": F4, "y": F4}, {}) for op in ("add", "sub", "mul", "div", "pow", "mod")},
@@ -53,6 +66,14 @@ LISTED = {
     "softmax_with_cross_entropy": ({"logits": F4, "label": ("int64", [3, 1])}, {}),
     "embedding": ({"ids": ("int64", [3, 1]), "w": ("float32", [5, 2])}, {}),
     "dropout": ({"x": F4}, {"dropout_prob": 0.5}),
+    "lstm": (
+        {"x": ("float32", [2, 3, 4]), **rnn_weights(4, 4, 2)},
+        {"hidden_size": 2},
+    ),
+    "gru": (
+        {"x": ("float32", [2, 3, 4]), **rnn_weights(3, 4, 2)},
+        {"hidden_size": 2},
+    ),
 }
 UNARY = ({"x": F4}, {})  # the case of an op of one input x and no required attr
 

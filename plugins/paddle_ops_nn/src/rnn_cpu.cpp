@@ -1,0 +1,498 @@
+// lstm, gru and their gradients on the CPU, on OpenBLAS's GEMM.
+//
+// Memory contract (checked in prepare; conventions in manifest/rnn.pbtxt): x [T, B, I];
+// weight_ih[u] [G * H, in(l)], weight_hh[u] [G * H, H], the biases [G * H], for unit
+// u = l * D + d; h0, c0, h_n, c_n and their gradients [L * D, B, H]; out and out_grad
+// [T, B, D * H]; reserve [L * D, T + 1, B, W * H]: columns [0, G * H) of row t hold step t's
+// gates, columns [4H, 5H) the hidden state and, for lstm, [5H, 6H) the cell state. Every input
+// except the initial states and the outputs' gradients is required; those read as zeros when
+// absent. Each gradient output is optional (absent: not computed).
+//
+// Per layer and direction, the forward pass is one GEMM projecting every step's input at once
+// (written into the reserve's gate columns), then per step one GEMM of the previous hidden
+// state with W_hh and the cell's elementwise formulas. The backward pass runs the steps in
+// reverse with one GEMM per step (the hidden state's gradient through W_hh), keeping every
+// step's gate gradients, then takes each weight's gradient, and the layer input's, as one GEMM
+// over all steps. Padded steps (t >= sequence_length[b]) carry the state through unchanged and
+// have zero gate gradients, so the all-step GEMMs need no masks. The float32 cells run eight
+// units at a time where the CPU has AVX2 and FMA (rnn_avx2.cpp): with scalar expf and tanhf
+// they took a quarter of an lstm's time.
+#include <cblas.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "rnn.hpp"
+#include "rnn_avx2.hpp"
+
+namespace paddle_ops_nn {
+namespace {
+
+// C = A' B' + beta C (row-major; A' = A^T when ta), with explicit leading dimensions, so that
+// a matrix can be a column block of a wider one (a reserve row's gates, a layer's direction).
+template <class T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B,
+          int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // OpenBLAS reads no A or B then, but leaves C as it was
+    if (beta == T(0))
+      for (int64_t m = 0; m < M; ++m) std::fill_n(C + m * ldc, N, T(0));
+    return;
+  }
+  const auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    scipy_cblas_sgemm(CblasRowMajor, op_a, op_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  else
+    scipy_cblas_dgemm(CblasRowMajor, op_a, op_b, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+}
+
+void set_blas_threads(int threads) {
+  if (scipy_openblas_get_num_threads() != threads) scipy_openblas_set_num_threads(threads);
+}
+
+// Sequences per chunk of a step's elementwise work: a step of the cells costs about ten
+// simple elementwise ops per element (exp, tanh), so a tenth of the usual grain.
+int64_t cell_grain(int64_t H) {
+  return std::max<int64_t>(1, kGrain / 16 / std::max<int64_t>(H, 1));
+}
+
+// sequence_length's values, all checked against [1, T] before anything is computed; empty when
+// the op has none (every sequence has T steps).
+struct Lengths {
+  std::vector<int64_t> of;
+  bool active(int64_t t, int64_t b) const { return of.empty() || t < of[b]; }
+};
+
+Lengths read_lengths(const Slots& in, int32_t slot, const RnnDims& d) {
+  Lengths lengths;
+  if (!in.has(slot)) return lengths;
+  lengths.of.resize(static_cast<size_t>(d.B));
+  dispatch(in(slot).dtype(), Types<int32_t, int64_t>{}, [&](auto t) {
+    const auto* values = in(slot).data<decltype(t)>();
+    for (int64_t b = 0; b < d.B; ++b) {
+      const int64_t n = static_cast<int64_t>(values[b]);
+      if (n < 1 || n > d.T)
+        fail("sequence_length[%lld] is %lld, outside [1, %lld] (T, the steps of x)",
+             static_cast<long long>(b), static_cast<long long>(n), static_cast<long long>(d.T));
+      lengths.of[b] = n;
+    }
+  });
+  return lengths;
+}
+
+// Where one layer-direction unit keeps its steps in the reserve. Step t's gates are in row t;
+// the state it reads is in row prev(t) and the one it makes in row next(t).
+template <class T>
+struct Unit {
+  const RnnDims& d;
+  int64_t index;  // l * D + direction
+  bool reverse;
+  T* base;  // the unit's [T + 1, B, W * H] block of the reserve
+
+  int64_t time(int64_t step) const { return reverse ? d.T - 1 - step : step; }
+  int64_t prev(int64_t t) const { return reverse ? t + 1 : t; }
+  int64_t next(int64_t t) const { return reverse ? t : t + 1; }
+  int64_t initial() const { return reverse ? d.T : 0; }
+  int64_t last() const { return reverse ? 0 : d.T; }
+  T* at(int64_t row, int64_t b) const { return base + (row * d.B + b) * d.row(); }
+  T* h(int64_t row, int64_t b) const { return at(row, b) + 4 * d.H; }
+  T* c(int64_t row, int64_t b) const { return at(row, b) + 5 * d.H; }
+};
+
+template <class T>
+Unit<T> unit_of(const RnnDims& d, T* reserve, int64_t l, int64_t dir) {
+  const int64_t u = l * d.D + dir;
+  return Unit<T>{d, u, dir == 1, reserve + u * d.unit_size()};
+}
+
+// A column block of a layer's input, [T * B, cols] with row stride ld: x for layer 0; each
+// direction's hidden states (in the reserve) above it. offset: its first column in weight_ih.
+template <class T>
+struct Piece {
+  const T* data;
+  int64_t ld, cols, offset;
+};
+
+template <class T>
+std::vector<Piece<T>> layer_input(const RnnDims& d, const T* x, const T* reserve, int64_t l) {
+  if (l == 0) return {Piece<T>{x, d.I, d.I, 0}};
+  std::vector<Piece<T>> pieces;
+  for (int64_t dir = 0; dir < d.D; ++dir) {
+    const Unit<T> below = unit_of(d, const_cast<T*>(reserve), l - 1, dir);
+    // next(t) rises with t in both directions: the rows of steps 0 .. T - 1 are contiguous.
+    pieces.push_back(Piece<T>{below.h(below.next(0), 0), d.row(), d.H, dir * d.H});
+  }
+  return pieces;
+}
+
+// Tensor k of a duplicable slot (a unit's weight), as T*.
+template <class T>
+T* item(const Slots& s, int32_t slot, int64_t k) {
+  return s(slot, static_cast<int32_t>(k)).data<T>();
+}
+
+// The zero state where an initial or final state's tensor is absent.
+template <class T>
+const T* state_or_null(const Slots& s, int32_t slot, int64_t u, const RnnDims& d) {
+  return s.has(slot) ? s(slot).data<T>() + u * d.B * d.H : nullptr;
+}
+
+// -- the cells, one sequence at a time ---------------------------------------------------------
+
+// rnn.hpp's formulas over a sequence's H units. The grad rows read the gradient flowing into h
+// as dh + dout (dout may be null) and leave in dh the part of h_prev's gradient that does not
+// go through weight_hh.
+template <class T>
+struct CellRows {
+  void (*lstm)(int64_t H, T* gates, const T* hproj, const T* b_hh, const T* c_prev, T* h, T* c);
+  void (*lstm_grad)(int64_t H, const T* gates, const T* c_prev, const T* c, T* dh, const T* dout,
+                    T* dc, T* dgates);
+  void (*gru)(int64_t H, T* gates, const T* hproj, const T* b_hh, const T* h_prev, T* h);
+  void (*gru_grad)(int64_t H, const T* gates, const T* h_prev, T* dh, const T* dout, T* dgx,
+                   T* dgh);
+};
+
+template <class T>
+void lstm_row(int64_t H, T* gates, const T* hproj, const T* b_hh, const T* c_prev, T* h, T* c) {
+  for (int64_t j = 0; j < H; ++j) lstm_cell(j, H, gates, hproj, b_hh, c_prev, h, c);
+}
+
+template <class T>
+void lstm_grad_row(int64_t H, const T* gates, const T* c_prev, const T* c, T* dh, const T* dout,
+                   T* dc, T* dgates) {
+  for (int64_t j = 0; j < H; ++j) {
+    lstm_cell_grad(j, H, gates, c_prev, c, dh[j] + (dout ? dout[j] : T(0)), dc, dgates);
+    dh[j] = T(0);
+  }
+}
+
+template <class T>
+void gru_row(int64_t H, T* gates, const T* hproj, const T* b_hh, const T* h_prev, T* h) {
+  for (int64_t j = 0; j < H; ++j) gru_cell(j, H, gates, hproj, b_hh, h_prev, h);
+}
+
+template <class T>
+void gru_grad_row(int64_t H, const T* gates, const T* h_prev, T* dh, const T* dout, T* dgx,
+                  T* dgh) {
+  for (int64_t j = 0; j < H; ++j)
+    dh[j] = gru_cell_grad(j, H, gates, h_prev, dh[j] + (dout ? dout[j] : T(0)), dgx, dgh);
+}
+
+// The portable rows, or for float32 on CPUs with AVX2 and FMA those of rnn_avx2.cpp.
+template <class T>
+CellRows<T> cell_rows() {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2())
+      return {&avx2::lstm_row, &avx2::lstm_grad_row, &avx2::gru_row, &avx2::gru_grad_row};
+  return {&lstm_row<T>, &lstm_grad_row<T>, &gru_row<T>, &gru_grad_row<T>};
+}
+
+// -- forward -----------------------------------------------------------------------------------
+
+template <bool kLstm>
+class Rnn {
+ public:
+  static constexpr pc::Signature signature{kLstm ? "1++++???" : "1++++??", kLstm ? "1111" : "111"};
+  using DTypes = Floats;
+
+  Rnn(const Attrs& attrs, const Slots& in, const Slots& out)
+      : d_(check_rnn_inputs(attrs, in, kLstm, s_.h0(), s_.c0(), s_.lengths())) {
+    const int32_t dtype = in(0).dtype();
+    expect_dims(out(0), {d_.T, d_.B, d_.D * d_.H}, dtype, "out");
+    expect_dims(out(s_.h_n()), {d_.units(), d_.B, d_.H}, dtype, "h_n");
+    if (kLstm) expect_dims(out(s_.c_n()), {d_.units(), d_.B, d_.H}, dtype, "c_n");
+    expect_dims(out(s_.reserve()), {d_.units(), d_.T + 1, d_.B, d_.row()}, dtype, "reserve");
+    fn_ = dispatch(dtype, Floats{}, [](auto t) -> Fn { return &Rnn::compute<decltype(t)>; });
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    (this->*fn_)(in, out, ctx.num_threads());
+  }
+
+ private:
+  using Fn = void (Rnn::*)(const Slots&, const Slots&, int32_t) const;
+
+  template <class T>
+  void compute(const Slots& in, const Slots& out, int32_t threads) const {
+    const RnnDims& d = d_;
+    const Lengths lengths = read_lengths(in, s_.lengths(), d);
+    set_blas_threads(threads);
+    T* reserve = out(s_.reserve()).data<T>();
+    std::vector<T> hproj(static_cast<size_t>(d.B * d.G * d.H));
+    for (int64_t l = 0; l < d.L; ++l)
+      for (int64_t dir = 0; dir < d.D; ++dir) {
+        const Unit<T> u = unit_of(d, reserve, l, dir);
+        project(in, u, layer_input(d, in(0).data<T>(), reserve, l));
+        start(in, u);
+        T* last = l + 1 == d.L ? out(0).data<T>() : nullptr;
+        for (int64_t step = 0; step < d.T; ++step)
+          advance(in, u, u.time(step), lengths, hproj.data(), last, threads);
+        finish(out, u);
+      }
+  }
+
+  // Every step's gates = the layer's input @ weight_ih^T + bias_ih, one GEMM per piece.
+  template <class T>
+  void project(const Slots& in, const Unit<T>& u, const std::vector<Piece<T>>& pieces) const {
+    const RnnDims& d = d_;
+    const int64_t gh = d.G * d.H, in_size = d.input_size(u.index / d.D);
+    const T* w = item<T>(in, 1, u.index);
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      const Piece<T>& p = pieces[k];
+      gemm<T>(false, true, d.T * d.B, gh, p.cols, p.data, p.ld, w + p.offset, in_size,
+              k == 0 ? T(0) : T(1), u.base, d.row());
+    }
+    const T* bias = item<T>(in, 3, u.index);
+    for (int64_t r = 0; r < d.T * d.B; ++r) {
+      T* gates = u.base + r * d.row();
+      for (int64_t j = 0; j < gh; ++j) gates[j] += bias[j];
+    }
+  }
+
+  // The initial state into its row (zeros where h0 / c0 are absent); the gates of row T, which
+  // no step has, to zeros.
+  template <class T>
+  void start(const Slots& in, const Unit<T>& u) const {
+    const RnnDims& d = d_;
+    const T* h0 = state_or_null<T>(in, s_.h0(), u.index, d);
+    const T* c0 = kLstm ? state_or_null<T>(in, s_.c0(), u.index, d) : nullptr;
+    for (int64_t b = 0; b < d.B; ++b) {
+      T* h = u.h(u.initial(), b);
+      if (h0)
+        std::copy_n(h0 + b * d.H, d.H, h);
+      else
+        std::fill_n(h, d.H, T(0));
+      if (kLstm) {
+        if (c0)
+          std::copy_n(c0 + b * d.H, d.H, u.c(u.initial(), b));
+        else
+          std::fill_n(u.c(u.initial(), b), d.H, T(0));
+      }
+      std::fill_n(u.at(d.T, b), 4 * d.H, T(0));
+    }
+  }
+
+  // Step t: hproj = h_prev @ weight_hh^T, then the cells; a padded sequence keeps its state, its
+  // gates are zeros. last: the op's out, when this is the last layer.
+  template <class T>
+  void advance(const Slots& in, const Unit<T>& u, int64_t t, const Lengths& lengths, T* hproj,
+               T* last, int32_t threads) const {
+    const RnnDims& d = d_;
+    const int64_t H = d.H, gh = d.G * H;
+    gemm<T>(false, true, d.B, gh, H, u.h(u.prev(t), 0), d.row(), item<T>(in, 2, u.index), H, T(0),
+            hproj, gh);
+    const T* b_hh = item<T>(in, 4, u.index);
+    const CellRows<T> rows = cell_rows<T>();
+    parallel_rows(d.B, threads, cell_grain(H), [&](int64_t lo, int64_t hi) {
+      for (int64_t b = lo; b < hi; ++b) {
+        T* gates = u.at(t, b);
+        T *h = u.h(u.next(t), b), *h_prev = u.h(u.prev(t), b);
+        T* o = last ? last + (t * d.B + b) * d.D * H + (u.reverse ? H : 0) : nullptr;
+        if (!lengths.active(t, b)) {
+          std::fill_n(gates, 4 * H, T(0));
+          std::copy_n(h_prev, H, h);
+          if (kLstm) std::copy_n(u.c(u.prev(t), b), H, u.c(u.next(t), b));
+          if (o) std::fill_n(o, H, T(0));
+          continue;
+        }
+        const T* hp = hproj + b * gh;
+        if constexpr (kLstm)
+          rows.lstm(H, gates, hp, b_hh, u.c(u.prev(t), b), h, u.c(u.next(t), b));
+        else
+          rows.gru(H, gates, hp, b_hh, h_prev, h);
+        if (o) std::copy_n(h, H, o);
+      }
+    });
+  }
+
+  // The final state into h_n (and c_n).
+  template <class T>
+  void finish(const Slots& out, const Unit<T>& u) const {
+    const RnnDims& d = d_;
+    T* h_n = out(s_.h_n()).data<T>() + u.index * d.B * d.H;
+    T* c_n = kLstm ? out(s_.c_n()).data<T>() + u.index * d.B * d.H : nullptr;
+    for (int64_t b = 0; b < d.B; ++b) {
+      std::copy_n(u.h(u.last(), b), d.H, h_n + b * d.H);
+      if (kLstm) std::copy_n(u.c(u.last(), b), d.H, c_n + b * d.H);
+    }
+  }
+
+  RnnSlots s_{kLstm};
+  RnnDims d_;
+  Fn fn_;
+};
+
+// -- backward ----------------------------------------------------------------------------------
+
+template <bool kLstm>
+class RnnGrad {
+ public:
+  static constexpr pc::Signature signature{kLstm ? "1++++1??????" : "1++++1????",
+                                           kLstm ? "?****??" : "?****?"};
+  using DTypes = Floats;
+
+  RnnGrad(const Attrs& attrs, const Slots& in, const Slots& out)
+      : d_(check_rnn_inputs(attrs, in, kLstm, s_.grad_h0(), s_.grad_c0(), s_.grad_lengths())) {
+    const RnnDims& d = d_;
+    const int32_t dtype = in(0).dtype();
+    expect_dims(in(s_.grad_reserve()), {d.units(), d.T + 1, d.B, d.row()}, dtype, "reserve");
+    if (in.has(s_.out_grad()))
+      expect_dims(in(s_.out_grad()), {d.T, d.B, d.D * d.H}, dtype, "out_grad");
+    if (in.has(s_.h_n_grad()))
+      expect_dims(in(s_.h_n_grad()), {d.units(), d.B, d.H}, dtype, "h_n_grad");
+    if (kLstm && in.has(s_.c_n_grad()))
+      expect_dims(in(s_.c_n_grad()), {d.units(), d.B, d.H}, dtype, "c_n_grad");
+    if (out.has(0)) expect_dims(out(0), {d.T, d.B, d.I}, dtype, "x_grad");
+    const char* names[] = {"weight_ih_grad", "weight_hh_grad", "bias_ih_grad", "bias_hh_grad"};
+    for (int32_t slot = 1; slot <= 4; ++slot) {
+      if (!out.has(slot)) continue;
+      if (out.size(slot) != d.units())
+        fail("%s holds %d tensor(s), but there are %lld weights", names[slot - 1],
+             static_cast<int>(out.size(slot)), static_cast<long long>(d.units()));
+      for (int32_t k = 0; k < d.units(); ++k) {
+        expect_same_shape(in(slot, k), out(slot, k), names[slot - 1]);
+        expect_same_dtype(in(slot, k), out(slot, k), names[slot - 1]);
+      }
+    }
+    if (out.has(5)) expect_dims(out(5), {d.units(), d.B, d.H}, dtype, "h0_grad");
+    if (kLstm && out.has(6)) expect_dims(out(6), {d.units(), d.B, d.H}, dtype, "c0_grad");
+    fn_ = dispatch(dtype, Floats{}, [](auto t) -> Fn { return &RnnGrad::compute<decltype(t)>; });
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    (this->*fn_)(in, out, ctx.num_threads());
+  }
+
+ private:
+  using Fn = void (RnnGrad::*)(const Slots&, const Slots&, int32_t) const;
+
+  // What one run works in: every step's gate gradients of one unit (input side dgx, hidden
+  // side dgh: the same for lstm), the carried state gradients, and the gradient of each
+  // layer's output, two layers at a time.
+  template <class T>
+  struct Work {
+    std::vector<T> dgx, dgh, dh, dc, dy[2];
+  };
+
+  template <class T>
+  void compute(const Slots& in, const Slots& out, int32_t threads) const {
+    const RnnDims& d = d_;
+    const Lengths lengths = read_lengths(in, s_.grad_lengths(), d);
+    set_blas_threads(threads);
+    const int64_t steps = d.T * d.B, gh = d.G * d.H;
+    Work<T> w;
+    w.dgx.resize(static_cast<size_t>(steps * gh));
+    if (!kLstm) w.dgh.resize(w.dgx.size());
+    w.dh.resize(static_cast<size_t>(d.B * d.H));
+    w.dc.resize(w.dh.size());
+    for (auto& y : w.dy) y.resize(d.L > 1 ? static_cast<size_t>(steps * d.D * d.H) : 0);
+    T* reserve = in(s_.grad_reserve()).data<T>();
+    const T* top = in.has(s_.out_grad()) ? in(s_.out_grad()).data<T>() : nullptr;
+    for (int64_t l = d.L - 1; l >= 0; --l) {
+      const T* dy = l + 1 == d.L ? top : w.dy[(l + 1) % 2].data();
+      T* dx = l > 0 ? w.dy[l % 2].data() : out.has(0) ? out(0).data<T>() : nullptr;
+      const auto pieces = layer_input(d, in(0).data<T>(), reserve, l);
+      for (int64_t dir = 0; dir < d.D; ++dir) {
+        const Unit<T> u = unit_of(d, reserve, l, dir);
+        through_steps(in, out, u, lengths, dy, w, threads);
+        weight_grads(out, u, pieces, w);
+        if (dx)
+          gemm<T>(false, false, steps, d.input_size(l), gh, w.dgx.data(), gh,
+                  item<T>(in, 1, u.index), d.input_size(l), dir == 0 ? T(0) : T(1), dx,
+                  d.input_size(l));
+      }
+    }
+  }
+
+  // The steps of one unit in reverse: each step's gate gradients into w.dgx / w.dgh, the state
+  // gradients carried in w.dh / w.dc (from h_n_grad / c_n_grad) and left in h0_grad / c0_grad.
+  // dy: the gradient of the layer's output [T, B, D * H], or null for none.
+  template <class T>
+  void through_steps(const Slots& in, const Slots& out, const Unit<T>& u, const Lengths& lengths,
+                     const T* dy, Work<T>& w, int32_t threads) const {
+    const RnnDims& d = d_;
+    const int64_t H = d.H, gh = d.G * H;
+    load(w.dh.data(), state_or_null<T>(in, s_.h_n_grad(), u.index, d), d.B * H);
+    if (kLstm) load(w.dc.data(), state_or_null<T>(in, s_.c_n_grad(), u.index, d), d.B * H);
+    T* dgh_all = kLstm ? w.dgx.data() : w.dgh.data();
+    const T* w_hh = item<T>(in, 2, u.index);
+    const CellRows<T> rows = cell_rows<T>();
+    for (int64_t step = d.T - 1; step >= 0; --step) {
+      const int64_t t = u.time(step);
+      T* dgx = w.dgx.data() + t * d.B * gh;
+      T* dgh = dgh_all + t * d.B * gh;
+      parallel_rows(d.B, threads, cell_grain(H), [&](int64_t lo, int64_t hi) {
+        for (int64_t b = lo; b < hi; ++b) {
+          T *gx = dgx + b * gh, *gg = dgh + b * gh;
+          if (!lengths.active(t, b)) {  // the state's gradient passes through unchanged
+            std::fill_n(gx, gh, T(0));
+            if (!kLstm) std::fill_n(gg, gh, T(0));
+            continue;
+          }
+          const T* gates = u.at(t, b);
+          const T* o = dy ? dy + (t * d.B + b) * d.D * H + (u.reverse ? H : 0) : nullptr;
+          T* dh = w.dh.data() + b * H;
+          if constexpr (kLstm)
+            rows.lstm_grad(H, gates, u.c(u.prev(t), b), u.c(u.next(t), b), dh, o,
+                           w.dc.data() + b * H, gx);
+          else
+            rows.gru_grad(H, gates, u.h(u.prev(t), b), dh, o, gx, gg);
+        }
+      });
+      gemm<T>(false, false, d.B, H, gh, dgh, gh, w_hh, H, T(1), w.dh.data(), H);
+    }
+    if (out.has(5)) std::copy(w.dh.begin(), w.dh.end(), out(5).data<T>() + u.index * d.B * H);
+    if (kLstm && out.has(6))
+      std::copy(w.dc.begin(), w.dc.end(), out(6).data<T>() + u.index * d.B * H);
+  }
+
+  template <class T>
+  static void load(T* to, const T* from, int64_t n) {
+    if (from)
+      std::copy_n(from, n, to);
+    else
+      std::fill_n(to, n, T(0));
+  }
+
+  // weight_hh_grad = dgh^T @ (every step's previous hidden state), weight_ih_grad = dgx^T @ the
+  // layer's input (a GEMM per piece), the biases' gradients the column sums of dgx and dgh.
+  template <class T>
+  void weight_grads(const Slots& out, const Unit<T>& u, const std::vector<Piece<T>>& pieces,
+                    const Work<T>& w) const {
+    const RnnDims& d = d_;
+    const int64_t steps = d.T * d.B, gh = d.G * d.H, in_size = d.input_size(u.index / d.D);
+    const T* dgh = kLstm ? w.dgx.data() : w.dgh.data();
+    if (out.has(1)) {
+      T* dw = item<T>(out, 1, u.index);
+      for (const Piece<T>& p : pieces)
+        gemm<T>(true, false, gh, p.cols, steps, w.dgx.data(), gh, p.data, p.ld, T(0), dw + p.offset,
+                in_size);
+    }
+    if (out.has(2)) {
+      // prev(t) rises with t: the states steps 0 .. T - 1 read are contiguous rows.
+      gemm<T>(true, false, gh, d.H, steps, dgh, gh, u.h(u.prev(0), 0), d.row(), T(0),
+              item<T>(out, 2, u.index), d.H);
+    }
+    if (out.has(3)) column_sums(w.dgx.data(), steps, gh, item<T>(out, 3, u.index));
+    if (out.has(4)) column_sums(dgh, steps, gh, item<T>(out, 4, u.index));
+  }
+
+  template <class T>
+  static void column_sums(const T* m, int64_t rows, int64_t cols, T* sums) {
+    std::fill_n(sums, cols, T(0));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) sums[k] += m[r * cols + k];
+  }
+
+  RnnSlots s_{kLstm};
+  RnnDims d_;
+  Fn fn_;
+};
+
+}  // namespace
+
+PADDLE_CORE_REGISTER_KERNELS(pc::kernel<Rnn<true>>("lstm"), pc::kernel<RnnGrad<true>>("lstm_grad"),
+                             pc::kernel<Rnn<false>>("gru"), pc::kernel<RnnGrad<false>>("gru_grad"));
+
+}  // namespace paddle_ops_nn
