@@ -56,6 +56,7 @@ __all__ = [
     "embedding",
     "exponential_decay",
     "fc",
+    "flatten",
     "gelu",
     "layer_norm",
     "leaky_relu",
@@ -354,6 +355,14 @@ def pool2d(
         ceil_mode=ceil_mode,
         exclusive=exclusive,
     )
+
+
+@model_method
+def flatten(x: Variable, start_axis: int = 1, stop_axis: int = -1) -> Variable:
+    """``x`` with its axes ``start_axis`` to ``stop_axis`` (both included, negative counting
+    from the end) merged into one, like ``torch.flatten``: by default everything but the batch
+    dimension, the input of an ``fc`` after convolutions."""
+    return ops.flatten(x, start_axis=start_axis, stop_axis=stop_axis)
 
 
 @model_method

@@ -1,9 +1,9 @@
 // Shapes of the shape ops, shared by every device: the prepare-time checks of reshape,
-// transpose, concat, split, slice, slice_grad, broadcast_to, broadcast_to_grad, shape and size,
-// and the
-// strided copy each kernel makes (which elements go where), so the CPU kernels (shape_cpu.cpp)
-// and the CUDA ones (shape_cuda.cu) accept exactly the same tensors and move the same
-// elements. Needs only the SDK's kernel.hpp, so nvcc compiles it too.
+// flatten_grad, transpose, concat, split, slice, slice_grad, broadcast_to, broadcast_to_grad,
+// shape and size, and the strided copy each kernel makes (which elements go
+// where), so the CPU kernels (shape_cpu.cpp) and the CUDA ones (shape_cuda.cu) accept exactly
+// the same tensors and move the same elements. Needs only the SDK's kernel.hpp, so nvcc
+// compiles it too.
 #ifndef PADDLE_OPS_MATH_SHAPE_HPP_
 #define PADDLE_OPS_MATH_SHAPE_HPP_
 
@@ -200,14 +200,25 @@ inline std::vector<int64_t> broadcast_to_strides(const Tensor& x, const Tensor& 
 
 // -- the checks of each kernel, returning its copy -------------------------------------------
 
-// reshape, squeeze, unsqueeze: the same elements in the same order, so one flat copy.
+// The flat copy of `from` (named `what`) into `to` (`to_what`): one dtype, as many elements.
+inline Copy plan_flat_copy(const Tensor& from, const Tensor& to, const char* what,
+                           const char* to_what) {
+  to.expect_dtype(from.dtype(), to_what);
+  if (from.numel() != to.numel())
+    fail("%s %s and %s %s hold different numbers of elements", what, from.describe().c_str(),
+         to_what, to.describe().c_str());
+  return plan_copy({from.numel()}, {1}, {1}, element_size(from));
+}
+
+// reshape, squeeze, unsqueeze, flatten: the same elements in the same order, so one flat copy.
 inline Copy check_reshape(const Slots& in, const Slots& out) {
-  Tensor x = in(0), o = out(0);
-  o.expect_dtype(x.dtype(), "out");
-  if (x.numel() != o.numel())
-    fail("x %s and out %s hold different numbers of elements", x.describe().c_str(),
-         o.describe().c_str());
-  return plan_copy({x.numel()}, {1}, {1}, element_size(x));
+  return plan_flat_copy(in(0), out(0), "x", "out");
+}
+
+// flatten_grad (inputs x, out_grad; output x_grad): out_grad's elements with x's shape.
+inline Copy check_flatten_grad(const Slots& in, const Slots& out) {
+  paddle_core::expect_same_shape(out(0), in(0), "x_grad and x");
+  return plan_flat_copy(in(1), out(0), "out_grad", "x_grad");
 }
 
 // transpose: out.dim(k) = x.dim(perm[k]); empty perm reverses the axes.

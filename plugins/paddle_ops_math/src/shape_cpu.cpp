@@ -1,6 +1,6 @@
-// Shape ops: reshape (also squeeze and unsqueeze), transpose, concat, split, slice,
+// Shape ops: reshape (also squeeze, unsqueeze and flatten), transpose, concat, split, slice,
 // broadcast_to (also expand), tile, tril and triu, shape and size, and the grad kernels
-// slice_grad, broadcast_to_grad and tile_grad.
+// flatten_grad, slice_grad, broadcast_to_grad and tile_grad.
 //
 // Memory contract: C-contiguous tensors; outputs have the shapes the shape rules inferred, and
 // prepare checks them against the inputs and attrs, so every copy stays in bounds (empty
@@ -150,6 +150,22 @@ class Reshape {
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     if (in(0).data<void>() == out(0).data<void>()) return;  // in place: nothing moves
     run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx.num_threads());
+  }
+
+ private:
+  Copy copy_;
+};
+
+// flatten_grad: x_grad = out_grad's elements with x's shape (x gives the shape, its data is
+// unread). Inputs: x, out_grad; output: x_grad.
+class FlattenGrad {
+ public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = AllTypes;
+  FlattenGrad(const Attrs&, const Slots& in, const Slots& out)
+      : copy_(check_flatten_grad(in, out)) {}
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    run_copy(copy_, out(0).data<void>(), in(1).data<void>(), ctx.num_threads());
   }
 
  private:
@@ -385,6 +401,7 @@ template <bool Size> class ShapeOf {
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Reshape>("reshape"),
+    pc::kernel<FlattenGrad>("flatten_grad"),
     pc::kernel<Transpose>("transpose"),
     pc::kernel<Concat>("concat"),
     pc::kernel<Split>("split"),

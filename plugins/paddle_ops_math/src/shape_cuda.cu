@@ -1,7 +1,7 @@
-// CUDA kernels of the shape ops: reshape (also squeeze and unsqueeze), transpose, concat,
-// split, slice, broadcast_to (also expand), tile, tril, triu, shape, size, slice_grad,
-// broadcast_to_grad and tile_grad. Same checks and copies (shape.hpp) and dtypes as
-// shape_cpu.cpp's.
+// CUDA kernels of the shape ops: reshape (also squeeze, unsqueeze and flatten), transpose,
+// concat, split, slice, broadcast_to (also expand), tile, tril, triu, shape, size,
+// flatten_grad, slice_grad, broadcast_to_grad and tile_grad. Same checks and copies
+// (shape.hpp) and dtypes as shape_cpu.cpp's.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, outputs of the inferred shapes, inputs
 // and outputs do not overlap; reshape alone may run in place), all on the CUDA device of the
@@ -93,6 +93,23 @@ template <Copy (*Check)(const Attrs&, const Slots&, const Slots&)> class CopyCud
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx);
+  }
+
+ private:
+  CudaCopy copy_;
+};
+
+// flatten_grad: x_grad = out_grad's elements with x's shape (x's data is unread).
+class FlattenGradCuda {
+ public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = AllTypes;
+  FlattenGradCuda(const Attrs&, const Slots& in, const Slots& out)
+      : copy_(to_cuda(check_flatten_grad(in, out))) {
+    expect_cuda(in, out);
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    run_copy(copy_, out(0).data<void>(), in(1).data<void>(), ctx);
   }
 
  private:
@@ -343,6 +360,7 @@ template <bool Size> class ShapeOfCuda {
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<CopyCuda<reshape_copy>>("reshape_cuda"),
+    pc::kernel<FlattenGradCuda>("flatten_grad_cuda"),
     pc::kernel<CopyCuda<check_transpose>>("transpose_cuda"),
     pc::kernel<ConcatCuda>("concat_cuda"),
     pc::kernel<SplitCuda>("split_cuda"),

@@ -1,5 +1,5 @@
-"""paddle-ops-math shape ops against NumPy: reshape, transpose, concat, split, slice, squeeze,
-unsqueeze, broadcast_to, expand, pad, shape and size; their errors at append time; their
+"""paddle-ops-math shape ops against NumPy: reshape, flatten, transpose, concat, split, slice,
+squeeze, unsqueeze, broadcast_to, expand, pad, shape and size; their errors at append time; their
 gradients."""
 
 from __future__ import annotations
@@ -316,6 +316,12 @@ ERRORS = [  # op, x shape, attrs, error, message
     ("reshape", (2, 3), {"shape": [0, 0, 0]}, pc.ShapeError, "beyond x's 2 dimensions"),
     ("reshape", (2, 3), {"shape": [-2, 3]}, pc.AttrError, "attr 'shape'"),
     ("reshape", (2, 3), {}, pc.AttrError, "attr 'shape': a value is required"),
+    ("flatten", (2, 3), {"start_axis": 2}, pc.ShapeError, "start_axis 2 is out of range"),
+    ("flatten", (2, 3), {"stop_axis": -3}, pc.ShapeError, "stop_axis -3 is out of range"),
+    ("flatten", (2, 3, 4), {"start_axis": 2, "stop_axis": 1}, pc.ShapeError, "comes after"),
+    ("flatten", (2, 3, 4), {"start_axis": -1, "stop_axis": 0}, pc.ShapeError, "comes after"),
+    ("flatten", (), {"start_axis": 1}, pc.ShapeError, "start_axis 1 is out of range for 1"),
+    ("flatten", (2, 3), {"start_axis": 1.5}, pc.AttrError, "attr 'start_axis'"),
     ("transpose", (2, 3, 4), {"perm": [0, 0, 1]}, pc.ShapeError, "name an axis twice"),
     ("transpose", (2, 3, 4), {"perm": [0, 1]}, pc.ShapeError, "has 2 entries"),
     ("transpose", (2, 3, 4), {"perm": [0, 1, 3]}, pc.ShapeError, "perm 3 is out of range"),
@@ -386,6 +392,9 @@ GRADS = [
     ("reshape", {"x": r64((2, 3, 4))}, {"shape": [0, -1]}),
     ("reshape", {"x": r64((2, 3, 4))}, {"shape": [4, 3, 2]}),
     ("reshape", {"x": r64(())}, {"shape": [1, 1]}),
+    ("flatten", {"x": r64((2, 3, 4))}, {}),
+    ("flatten", {"x": r64((2, 3, 4))}, {"start_axis": -3, "stop_axis": -2}),
+    ("flatten", {"x": r64(())}, {"start_axis": 0}),
     ("transpose", {"x": r64((2, 3, 4))}, {"perm": [2, 0, 1]}),
     ("transpose", {"x": r64((2, 3, 4))}, {"perm": []}),
     ("concat", {"xs": [r64((2, 3)), r64((2, 1), 1), r64((2, 2), 2)]}, {"axis": -1}),
@@ -737,3 +746,89 @@ def test_pad_is_checked_when_appended():
             pc.ops.pad(pc.data("e", [0]), paddings=[1, 0], mode="reflect")
         with pytest.raises(pc.AttrError, match=r"op 'pad', attr 'mode'"):
             pc.ops.pad(x, paddings=[0, 0, 0, 0], mode="symmetric")
+
+
+# -- flatten ------------------------------------------------------------------------------------
+
+
+def torch_flatten(x, start, stop):
+    """torch.flatten in NumPy: x's axes start ... stop (negative from the end) merged into one."""
+    shape = x.shape or (1,)
+    start, stop = start % len(shape), stop % len(shape)
+    return x.reshape((*shape[:start], int(np.prod(shape[start : stop + 1])), *shape[stop + 1 :]))
+
+
+FLATTEN = [  # x shape, start_axis, stop_axis, out's shape
+    ((2, 3, 4), 1, -1, (2, 12)),
+    ((2, 3, 4), 0, 1, (6, 4)),
+    ((2, 3, 4), 0, -1, (24,)),
+    ((2, 3, 4), -2, -1, (2, 12)),
+    ((2, 3, 4), 1, 1, (2, 3, 4)),  # one axis: nothing merges
+    ((2, 3, 4, 5), 1, 2, (2, 12, 5)),
+    ((), 0, -1, (1,)),  # a 0-d x counts as 1-D, as torch.flatten's does
+    ((7,), 0, 0, (7,)),
+    ((0, 3, 4), 1, -1, (0, 12)),
+    ((2, 0, 4), 0, 1, (0, 4)),  # a merged 0 is 0, not an unknown product
+]
+
+
+@pytest.mark.parametrize(("xs", "start", "stop", "want"), FLATTEN)
+def test_flatten(xs, start, stop, want):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run("flatten", {"x": x}, {"start_axis": start, "stop_axis": stop})
+        assert got.shape == want
+        assert_matches(got, torch_flatten(x, start, stop))
+
+
+def test_flatten_defaults_keep_the_batch_dimension():
+    (got,) = run("flatten", {"x": values((2, 3, 4, 5), "float32")}, {})
+    assert got.shape == (2, 60)
+
+
+@pytest.mark.parametrize(
+    ("xs", "attrs", "want"),
+    [
+        ([None, 3, 4], {}, (None, 12)),
+        ([None, None, 4], {"start_axis": 0, "stop_axis": 1}, (None, 4)),
+        ([3, None, 4], {"start_axis": -2}, (3, None)),
+        ([None, 0, None], {"start_axis": 0}, (0,)),
+    ],
+)
+def test_flatten_of_unknown_dimensions(xs, attrs, want):
+    with pc.program_guard(pc.Program()):
+        assert pc.ops.flatten(pc.data("x", xs), **attrs).shape == want
+
+
+def test_flatten_gradient_through_unknown_dimensions():
+    """flatten_grad takes x's shape from x when it runs: any number of x's dimensions may be
+    unknown when the program is built (a reshape back would allow one)."""
+
+    def build():
+        x = pc.data("x", [None, None, 3], "float64")
+        y = pc.ops.flatten(x, start_axis=0, stop_axis=1)
+        return {"x": x}, pc.ops.mul(y, y)
+
+    x = r64((2, 5, 3))
+    (gx,) = grads_of(build, {"x": x}, ["x"])
+    assert_matches(gx, 2 * x)
+
+
+def test_flatten_grad_refuses_an_out_grad_flatten_does_not_give():
+    with pc.program_guard(pc.Program()):
+        x, g = pc.data("x", [2, 3, 4], "float64"), pc.data("g", [2, 3, 4], "float64")
+        with pytest.raises(pc.ShapeError, match=r"op 'flatten_grad'.*'flatten' gives out as"):
+            pc.ops.flatten_grad(x, g)
+
+
+def test_flatten_layer():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        image = pc.layers.data("image", [2, 3, 3])
+        flat = pc.layers.flatten(image)
+        pair = pc.layers.flatten(image, start_axis=0, stop_axis=-3)
+    assert flat.shape == (None, 18) and pair.shape == (None, 3, 3)
+    x = values((4, 2, 3, 3), "float32")
+    got, got_pair = pc.Executor().run(prog, feed={"image": x}, fetch_list=[flat, pair])
+    assert_matches(got, x.reshape(4, 18))
+    assert_matches(got_pair, x.reshape(8, 3, 3))

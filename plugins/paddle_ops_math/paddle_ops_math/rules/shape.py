@@ -3,8 +3,8 @@
 Shapes may hold None (unknown until run time): each rule keeps what it can and the executor
 checks the rest when it re-runs the rule on the fed shapes. Gradients compose the ops
 themselves (reshape back, the inverse permutation, split <-> concat, squeeze <-> unsqueeze,
-tril / triu of the gradient); only slice, broadcast_to and tile have grad kernels (slice_grad,
-broadcast_to_grad, tile_grad).
+tril / triu of the gradient); only flatten, slice, broadcast_to and tile have grad kernels
+(flatten_grad, slice_grad, broadcast_to_grad, tile_grad).
 """
 
 from __future__ import annotations
@@ -84,6 +84,33 @@ def reshape_grad(ctx):
             "cannot be reshaped back with more than one unknown dimension; declare x's shape"
         )
     ctx.append_op("reshape", {"x": ctx.output_grad("out")}, {"out": gx}, {"shape": back})
+
+
+# -- flatten ------------------------------------------------------------------------------------
+
+
+def _flattened(ctx, ndim: int) -> tuple[int, int]:
+    """flatten's start_axis and stop_axis as axes of x ([0, ndim), a 0-d x counting as 1-D)."""
+    rank = max(ndim, 1)
+    start = _axis(ctx, ctx.attrs["start_axis"], rank, "start_axis")
+    stop = _axis(ctx, ctx.attrs["stop_axis"], rank, "stop_axis")
+    if start > stop:
+        ctx.fail(
+            f"start_axis {ctx.attrs['start_axis']} (axis {start}) comes after stop_axis "
+            f"{ctx.attrs['stop_axis']} (axis {stop}) of x's {rank} dimensions"
+        )
+    return start, stop
+
+
+def flatten_shape(ctx):
+    """x's dimensions with start_axis ... stop_axis replaced by their product (unknown if one
+    of them is, unless another is 0)."""
+    x = ctx.input("x")
+    start, stop = _flattened(ctx, x.ndim)
+    dims = list(x.shape) or [1]
+    merged = dims[start : stop + 1]
+    size = 0 if 0 in merged else (None if None in merged else prod(merged))
+    ctx.set_output("out", [*dims[:start], size, *dims[stop + 1 :]], x.dtype)
 
 
 # -- transpose ----------------------------------------------------------------------------------
