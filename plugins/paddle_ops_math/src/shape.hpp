@@ -1,6 +1,6 @@
 // Shapes of the shape ops, shared by every device: the prepare-time checks of reshape,
-// flatten_grad, transpose, concat, split, slice, slice_grad, broadcast_to, broadcast_to_grad,
-// shape and size, and the strided copy each kernel makes (which elements go
+// flatten_grad, transpose, concat, split, stack, stack_grad, slice, slice_grad, broadcast_to,
+// broadcast_to_grad, shape and size, and the strided copy each kernel makes (which elements go
 // where), so the CPU kernels (shape_cpu.cpp) and the CUDA ones (shape_cuda.cu) accept exactly
 // the same tensors and move the same elements. Needs only the SDK's kernel.hpp, so nvcc
 // compiles it too.
@@ -134,6 +134,37 @@ inline std::vector<Copy> plan_join(const Slots& parts, const Tensor& whole, int6
     fail("the parts add up to %lld along axis %lld, but %s has %lld",
          static_cast<long long>(offset), static_cast<long long>(axis), whole.describe().c_str(),
          static_cast<long long>(wd[axis]));
+  return copies;
+}
+
+// Checks that `parts`, all of one shape, stacked along a new `axis` of `whole` make `whole`;
+// returns one copy plan per part, moving part i between its own elements and whole's
+// index i along axis (whole viewed as [outer, count, inner]). `into_whole` picks the
+// direction: stack or stack_grad.
+inline std::vector<Copy> plan_stack(const Slots& parts, const Tensor& whole, int64_t axis_attr,
+                                    bool into_whole) {
+  const int32_t n = parts.size(0), nd = whole.ndim();
+  if (n == 0) fail("there are no tensors to stack or unstack");
+  if (nd == 0) fail("%s is 0-d: it has no axis to stack along", whole.describe().c_str());
+  const int64_t axis = normalize_axis(axis_attr, nd, "axis");
+  std::vector<int64_t> wd = dims_of(whole);
+  if (wd[axis] != n)
+    fail("%s has %lld along axis %lld, not the %d stacked tensors", whole.describe().c_str(),
+         static_cast<long long>(wd[axis]), static_cast<long long>(axis), n);
+  const int64_t outer = product(wd, 0, axis), inner = product(wd, axis + 1, nd);
+  const int64_t es = element_size(whole), row = n * inner;
+  std::vector<int64_t> part_dims = wd;
+  part_dims.erase(part_dims.begin() + axis);
+  std::vector<Copy> copies;
+  for (int32_t i = 0; i < n; ++i) {
+    Tensor part = parts(0, i);
+    part.expect_dtype(whole.dtype(), "every stacked tensor");
+    if (dims_of(part) != part_dims)
+      fail("tensor %d %s is not %s without axis %lld", i, part.describe().c_str(),
+           whole.describe().c_str(), static_cast<long long>(axis));
+    copies.push_back(into_whole ? plan_copy({outer, inner}, {row, 1}, {inner, 1}, es, i * inner, 0)
+                                : plan_copy({outer, inner}, {inner, 1}, {row, 1}, es, 0, i * inner));
+  }
   return copies;
 }
 

@@ -55,6 +55,7 @@ LOGIC = ["isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or
 SHAPE_OPS = ["reshape", "squeeze", "unsqueeze", "transpose", "concat", "split", "slice"]
 SHAPE_OPS += ["slice_grad", "broadcast_to", "expand", "broadcast_to_grad"]
 SHAPE_OPS += ["tile", "tile_grad", "tril", "triu", "flatten", "flatten_grad"]
+SHAPE_OPS += ["stack", "stack_grad"]
 MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad", "rowwise_add"]
 # The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
 UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
@@ -545,6 +546,23 @@ def test_concat_and_split_along_any_axis(dtype):
             assert_matches(g, w)
     (got,) = run_both("concat", {"xs": [t, t[:0]]}, {"axis": 0})
     assert_matches(got, t)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_stack_along_any_axis_and_its_gradient(dtype):
+    rng = np.random.default_rng(27)
+    parts = [np.asarray(rng.integers(0, 9, (4, 5))).astype(dtype) for _ in range(3)]
+    for axis in (0, 1, 2, -1, -3):
+        (got,) = run_both("stack", {"xs": parts}, {"axis": axis})
+        assert_matches(got, np.stack(parts, axis))
+        if dtype in FLOATS + HALVES:
+            got = run_both(
+                "stack_grad", {"out_grad": np.stack(parts, axis)}, {"axis": axis}, "xs_grad"
+            )
+            for g, w in zip(got, parts):
+                assert_matches(g, w)
+    scalars = [np.asarray(k).astype(dtype) for k in range(3)]
+    assert_matches(run_both("stack", {"xs": scalars}, {"axis": 0})[0], np.stack(scalars))
 
 
 @pytest.mark.parametrize("dtype", ALL)

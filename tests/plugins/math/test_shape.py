@@ -1,4 +1,4 @@
-"""paddle-ops-math shape ops against NumPy: reshape, flatten, transpose, concat, split, slice,
+"""paddle-ops-math shape ops against NumPy: reshape, flatten, transpose, concat, stack, split, slice,
 squeeze, unsqueeze, broadcast_to, expand, pad, shape and size; their errors at append time; their
 gradients."""
 
@@ -399,6 +399,9 @@ GRADS = [
     ("transpose", {"x": r64((2, 3, 4))}, {"perm": []}),
     ("concat", {"xs": [r64((2, 3)), r64((2, 1), 1), r64((2, 2), 2)]}, {"axis": -1}),
     ("concat", {"xs": [r64((1, 3)), r64((2, 3), 1)]}, {"axis": 0}),
+    ("stack", {"xs": [r64((2, 3)), r64((2, 3), 1), r64((2, 3), 2)]}, {"axis": 1}),
+    ("stack", {"xs": [r64((2, 3)), r64((2, 3), 1)]}, {"axis": -1}),
+    ("stack", {"xs": [r64(()), r64((), 1)]}, {}),
     (
         "slice",
         {"x": r64((4, 5))},
@@ -832,3 +835,80 @@ def test_flatten_layer():
     got, got_pair = pc.Executor().run(prog, feed={"image": x}, fetch_list=[flat, pair])
     assert_matches(got, x.reshape(4, 18))
     assert_matches(got_pair, x.reshape(8, 3, 3))
+
+
+# -- stack --------------------------------------------------------------------------------------
+
+STACK = [  # the inputs' shape, how many, axis
+    ((2, 3), 3, 0),
+    ((2, 3), 3, 1),
+    ((2, 3), 3, 2),
+    ((2, 3), 2, -1),
+    ((2, 3), 2, -3),
+    ((), 4, 0),
+    ((), 4, -1),
+    ((5,), 1, 0),
+    ((0, 3), 2, 1),
+    ((4097, 3), 2, 1),  # large enough to split across threads
+]
+
+
+@pytest.mark.parametrize(("xs", "count", "axis"), STACK)
+def test_stack(xs, count, axis):
+    for dtype in ALL:
+        parts = [values(xs, dtype) + (k if dtype != "bool" else 0) for k in range(count)]
+        if dtype == "bool":
+            parts = [p ^ bool(k % 2) for k, p in enumerate(parts)]
+        (got,) = run("stack", {"xs": parts}, {"axis": axis})
+        assert_matches(got, np.stack(parts, axis=axis))
+
+
+@pytest.mark.parametrize(
+    ("shapes", "dtypes", "axis", "message"),
+    [
+        ([(2, 3), (2, 3)], ["float32"] * 2, 3, r"axis 3 is out of range .* in \[-3, 2\]"),
+        ([(2, 3), (2, 3)], ["float32"] * 2, -4, "axis -4 is out of range"),
+        ([(), ()], ["float32"] * 2, 1, r"stacking 0-D tensors: it must be in \[-1, 0\]"),
+        ([(2, 3), (2, 4)], ["float32"] * 2, 0, "differ in dimension 1"),
+        ([(2, 3), (3, 2)], ["float32"] * 2, 0, "differ in dimension 0"),
+        ([(2, 3), (2, 3)], ["float32", "float64"], 0, "one dtype and shape"),
+        ([(2, 3), (2, 3, 1)], ["float32"] * 2, 0, "one dtype and shape"),
+    ],
+)
+def test_stack_refuses_misfits_when_appended(shapes, dtypes, axis, message):
+    with pc.program_guard(pc.Program()):
+        xs = [pc.data(f"x{k}", s, d) for k, (s, d) in enumerate(zip(shapes, dtypes))]
+        with pytest.raises(pc.ShapeError, match=rf"op 'stack'.*{message}") as info:
+            pc.ops.stack(xs, axis=axis)
+    assert info.value.op == "stack"
+
+
+def test_stack_keeps_unknown_dimensions_and_its_gradient_runs():
+    def build():
+        a, b = pc.data("a", [None, 3], "float64"), pc.data("b", [None, None], "float64")
+        y = pc.ops.stack([a, b, a], axis=1)
+        assert y.shape == (None, 3, 3)
+        return {"a": a, "b": b}, pc.ops.mul(y, y)
+
+    a, b = r64((4, 3)), r64((4, 3), 1)
+    ga, gb = grads_of(build, {"a": a, "b": b}, ["a", "b"])
+    assert_matches(ga, 4 * a)
+    assert_matches(gb, 2 * b)
+
+
+def test_stack_gradient_for_some_inputs_only():
+    def build():
+        a, b = pc.data("a", [2, 3], "float64"), pc.data("b", [2, 3], "float64")
+        return {"a": a, "b": b}, pc.ops.stack([b, a], axis=-1)
+
+    (ga,) = grads_of(build, {"a": r64((2, 3)), "b": r64((2, 3))}, ["a"])
+    assert_matches(ga, np.ones((2, 3)))
+
+
+def test_stack_grad_needs_the_count_it_splits_into():
+    with pc.program_guard(pc.Program()):
+        g = pc.data("g", [2, None], "float64")
+        with pytest.raises(pc.ShapeError, match=r"op 'stack_grad'.*dimension 1 .* must be known"):
+            pc.ops.stack_grad(g, axis=-1)
+        with pytest.raises(pc.ShapeError, match=r"op 'stack_grad'.*axis 2 is out of range"):
+            pc.ops.stack_grad(g, axis=2)
