@@ -30,6 +30,7 @@ LISTED = {
     "clip": ({"x": F4}, {"min": -0.5, "max": 0.5}),
     "slice": ({"x": F4}, {"axes": [1], "starts": [1], "ends": [3]}),
     "tile": ({"x": F4}, {"repeat_times": [2, 1, 3]}),
+    "stack": ({"xs": F4}, {"axis": -1}),
     "gather": ({"x": F4, "index": ("int64", [2, 5])}, {"axis": 1}),
     "gather_nd": ({"x": F4, "index": ("int64", [5, 1])}, {}),
     "scatter": ({"x": F4, "index": ("int64", [2, 4]), "updates": ("float32", [2, 4])}, {}),

@@ -912,3 +912,21 @@ def test_stack_grad_needs_the_count_it_splits_into():
             pc.ops.stack_grad(g, axis=-1)
         with pytest.raises(pc.ShapeError, match=r"op 'stack_grad'.*axis 2 is out of range"):
             pc.ops.stack_grad(g, axis=2)
+        huge = pc.data("huge", [2**31, 0], "float64")
+        with pytest.raises(pc.ShapeError, match=r"op 'stack_grad'.* at most 65536 xs_grad"):
+            pc.ops.stack_grad(huge, axis=0)
+
+
+def test_flatten_and_stack_match_pytorch():
+    torch = pytest.importorskip("torch")
+    x = r64((2, 3, 4, 5))
+    for start, stop in ((0, -1), (1, -1), (1, 2), (-3, -2), (2, 2)):
+        want = torch.flatten(torch.from_numpy(x), start, stop).numpy()
+        assert_matches(run("flatten", {"x": x}, {"start_axis": start, "stop_axis": stop})[0], want)
+    scalar = r64(())
+    want = torch.flatten(torch.from_numpy(scalar)).numpy()  # a 0-d x gives [1]
+    assert_matches(run("flatten", {"x": scalar}, {"start_axis": 0})[0], want)
+    parts = [r64((3, 4), k) for k in range(3)]
+    for axis in (0, 1, 2, -1, -3):
+        want = torch.stack([torch.from_numpy(p) for p in parts], axis).numpy()
+        assert_matches(run("stack", {"xs": parts}, {"axis": axis})[0], want)

@@ -13,6 +13,9 @@ from math import prod
 
 from paddle_core import ProgramError
 
+# The most outputs stack_grad creates (split's num allows as many): a variable each.
+MAX_PARTS = 65536
+
 
 def _axis(ctx, axis: int, ndim: int, what: str = "axis") -> int:
     if not -ndim <= axis < ndim:
@@ -220,6 +223,11 @@ def stack_grad_shape(ctx):
     count = g.shape[axis]
     if count is None:
         ctx.fail(f"out_grad's dimension {axis} (the stacked axis) must be known: it counts xs")
+    if count > MAX_PARTS:
+        ctx.fail(
+            f"out_grad's dimension {axis} (the stacked axis) is {count}: stack_grad gives at "
+            f"most {MAX_PARTS} xs_grad"
+        )
     part = (*g.shape[:axis], *g.shape[axis + 1 :])
     ctx.set_output_list("xs_grad", [(part, g.dtype)] * count)
 
