@@ -42,6 +42,8 @@ from .control_flow import While, assign, cond, while_loop
 __all__ = [
     "While",
     "accuracy",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
     "assign",
     "batch_norm",
     "cond",
@@ -355,6 +357,22 @@ def pool2d(
         ceil_mode=ceil_mode,
         exclusive=exclusive,
     )
+
+
+@model_method
+def adaptive_avg_pool2d(x: Variable, output_size: int | Sequence[int]) -> Variable:
+    """Average pooling of NCHW ``x`` into ``output_size`` bins per plane (an int or [height,
+    width]), as PyTorch's ``adaptive_avg_pool2d``; 1 is global average pooling."""
+    size = _pair(output_size, "output_size", "adaptive_avg_pool2d")
+    return ops.adaptive_avg_pool2d(x, output_size=size)
+
+
+@model_method
+def adaptive_max_pool2d(x: Variable, output_size: int | Sequence[int]) -> Variable:
+    """Max pooling of NCHW ``x`` into ``output_size`` bins per plane (an int or [height,
+    width]), as PyTorch's ``adaptive_max_pool2d``; 1 is global max pooling."""
+    size = _pair(output_size, "output_size", "adaptive_max_pool2d")
+    return ops.adaptive_max_pool2d(x, output_size=size)
 
 
 @model_method

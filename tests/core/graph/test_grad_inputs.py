@@ -45,6 +45,8 @@ LISTED = {
     "conv2d": ({"x": IMG, "filter": ("float32", [4, 3, 3, 3])}, {"paddings": [1, 1]}),
     "conv2d_transpose": ({"x": IMG, "filter": ("float32", [3, 2, 3, 3])}, {"strides": [2, 2]}),
     "pool2d": ({"x": IMG}, {"ksize": [2, 2], "strides": [2, 2]}),
+    "adaptive_avg_pool2d": ({"x": IMG}, {"output_size": [4, 4]}),
+    "adaptive_max_pool2d": ({"x": IMG}, {"output_size": [2, 3]}),
     "batch_norm": (
         {"x": IMG, **{s: ("float32", [3]) for s in ("scale", "bias", "mean", "variance")}},
         {},
