@@ -42,6 +42,8 @@ from .control_flow import While, assign, cond, while_loop
 __all__ = [
     "While",
     "accuracy",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
     "assign",
     "batch_norm",
     "cond",
@@ -57,6 +59,7 @@ __all__ = [
     "exponential_decay",
     "fc",
     "fill_constant_batch_size_like",
+    "flatten",
     "gelu",
     "gru",
     "hardsigmoid",
@@ -390,6 +393,30 @@ def fill_constant_batch_size_like(
         input_dim_idx=input_dim_idx,
         output_dim_idx=output_dim_idx,
     )
+
+
+@model_method
+def adaptive_avg_pool2d(x: Variable, output_size: int | Sequence[int]) -> Variable:
+    """Average pooling of NCHW ``x`` into ``output_size`` bins per plane (an int or [height,
+    width]), as PyTorch's ``adaptive_avg_pool2d``; 1 is global average pooling."""
+    size = _pair(output_size, "output_size", "adaptive_avg_pool2d")
+    return ops.adaptive_avg_pool2d(x, output_size=size)
+
+
+@model_method
+def adaptive_max_pool2d(x: Variable, output_size: int | Sequence[int]) -> Variable:
+    """Max pooling of NCHW ``x`` into ``output_size`` bins per plane (an int or [height,
+    width]), as PyTorch's ``adaptive_max_pool2d``; 1 is global max pooling."""
+    size = _pair(output_size, "output_size", "adaptive_max_pool2d")
+    return ops.adaptive_max_pool2d(x, output_size=size)
+
+
+@model_method
+def flatten(x: Variable, start_axis: int = 1, stop_axis: int = -1) -> Variable:
+    """``x`` with its axes ``start_axis`` to ``stop_axis`` (both included, negative counting
+    from the end) merged into one, like ``torch.flatten``: by default everything but the batch
+    dimension, the input of an ``fc`` after convolutions."""
+    return ops.flatten(x, start_axis=start_axis, stop_axis=stop_axis)
 
 
 @model_method

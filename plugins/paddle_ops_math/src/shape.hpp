@@ -1,9 +1,9 @@
 // Shapes of the shape ops, shared by every device: the prepare-time checks of reshape,
-// transpose, concat, split, slice, slice_grad, broadcast_to, broadcast_to_grad, shape and size,
-// and the
-// strided copy each kernel makes (which elements go where), so the CPU kernels (shape_cpu.cpp)
-// and the CUDA ones (shape_cuda.cu) accept exactly the same tensors and move the same
-// elements. Needs only the SDK's kernel.hpp, so nvcc compiles it too.
+// flatten_grad, transpose, concat, split, stack, stack_grad, slice, slice_grad, broadcast_to,
+// broadcast_to_grad, shape and size, and the strided copy each kernel makes (which elements go
+// where), so the CPU kernels (shape_cpu.cpp) and the CUDA ones (shape_cuda.cu) accept exactly
+// the same tensors and move the same elements. Needs only the SDK's kernel.hpp, so nvcc
+// compiles it too.
 #ifndef PADDLE_OPS_MATH_SHAPE_HPP_
 #define PADDLE_OPS_MATH_SHAPE_HPP_
 
@@ -137,6 +137,37 @@ inline std::vector<Copy> plan_join(const Slots& parts, const Tensor& whole, int6
   return copies;
 }
 
+// Checks that `parts`, all of one shape, stacked along a new `axis` of `whole` make `whole`;
+// returns one copy plan per part, moving part i between its own elements and whole's
+// index i along axis (whole viewed as [outer, count, inner]). `into_whole` picks the
+// direction: stack or stack_grad.
+inline std::vector<Copy> plan_stack(const Slots& parts, const Tensor& whole, int64_t axis_attr,
+                                    bool into_whole) {
+  const int32_t n = parts.size(0), nd = whole.ndim();
+  if (n == 0) fail("there are no tensors to stack or unstack");
+  if (nd == 0) fail("%s is 0-d: it has no axis to stack along", whole.describe().c_str());
+  const int64_t axis = normalize_axis(axis_attr, nd, "axis");
+  std::vector<int64_t> wd = dims_of(whole);
+  if (wd[axis] != n)
+    fail("%s has %lld along axis %lld, not the %d stacked tensors", whole.describe().c_str(),
+         static_cast<long long>(wd[axis]), static_cast<long long>(axis), n);
+  const int64_t outer = product(wd, 0, axis), inner = product(wd, axis + 1, nd);
+  const int64_t es = element_size(whole), row = n * inner;
+  std::vector<int64_t> part_dims = wd;
+  part_dims.erase(part_dims.begin() + axis);
+  std::vector<Copy> copies;
+  for (int32_t i = 0; i < n; ++i) {
+    Tensor part = parts(0, i);
+    part.expect_dtype(whole.dtype(), "every stacked tensor");
+    if (dims_of(part) != part_dims)
+      fail("tensor %d %s is not %s without axis %lld", i, part.describe().c_str(),
+           whole.describe().c_str(), static_cast<long long>(axis));
+    copies.push_back(into_whole ? plan_copy({outer, inner}, {row, 1}, {inner, 1}, es, i * inner, 0)
+                                : plan_copy({outer, inner}, {inner, 1}, {row, 1}, es, 0, i * inner));
+  }
+  return copies;
+}
+
 // Where x[starts:ends:steps] (over `axes`, Python's semantics) lies in x: the slice's dims,
 // x's strides scaled by the steps, and the offset of its first element.
 struct SliceView {
@@ -200,14 +231,25 @@ inline std::vector<int64_t> broadcast_to_strides(const Tensor& x, const Tensor& 
 
 // -- the checks of each kernel, returning its copy -------------------------------------------
 
-// reshape, squeeze, unsqueeze: the same elements in the same order, so one flat copy.
+// The flat copy of `from` (named `what`) into `to` (`to_what`): one dtype, as many elements.
+inline Copy plan_flat_copy(const Tensor& from, const Tensor& to, const char* what,
+                           const char* to_what) {
+  to.expect_dtype(from.dtype(), to_what);
+  if (from.numel() != to.numel())
+    fail("%s %s and %s %s hold different numbers of elements", what, from.describe().c_str(),
+         to_what, to.describe().c_str());
+  return plan_copy({from.numel()}, {1}, {1}, element_size(from));
+}
+
+// reshape, squeeze, unsqueeze, flatten: the same elements in the same order, so one flat copy.
 inline Copy check_reshape(const Slots& in, const Slots& out) {
-  Tensor x = in(0), o = out(0);
-  o.expect_dtype(x.dtype(), "out");
-  if (x.numel() != o.numel())
-    fail("x %s and out %s hold different numbers of elements", x.describe().c_str(),
-         o.describe().c_str());
-  return plan_copy({x.numel()}, {1}, {1}, element_size(x));
+  return plan_flat_copy(in(0), out(0), "x", "out");
+}
+
+// flatten_grad (inputs x, out_grad; output x_grad): out_grad's elements with x's shape.
+inline Copy check_flatten_grad(const Slots& in, const Slots& out) {
+  paddle_core::expect_same_shape(out(0), in(0), "x_grad and x");
+  return plan_flat_copy(in(1), out(0), "out_grad", "x_grad");
 }
 
 // transpose: out.dim(k) = x.dim(perm[k]); empty perm reverses the axes.

@@ -1,6 +1,6 @@
-// Shape ops: reshape (also squeeze and unsqueeze), transpose, concat, split, slice,
-// broadcast_to (also expand), tile, tril and triu, shape and size, and the grad kernels
-// slice_grad, broadcast_to_grad and tile_grad.
+// Shape ops: reshape (also squeeze, unsqueeze and flatten), transpose, concat, split, stack,
+// slice, broadcast_to (also expand), tile, tril and triu, shape and size, and the grad kernels
+// flatten_grad, stack_grad, slice_grad, broadcast_to_grad and tile_grad.
 //
 // Memory contract: C-contiguous tensors; outputs have the shapes the shape rules inferred, and
 // prepare checks them against the inputs and attrs, so every copy stays in bounds (empty
@@ -156,6 +156,22 @@ class Reshape {
   Copy copy_;
 };
 
+// flatten_grad: x_grad = out_grad's elements with x's shape (x gives the shape, its data is
+// unread). Inputs: x, out_grad; output: x_grad.
+class FlattenGrad {
+ public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = AllTypes;
+  FlattenGrad(const Attrs&, const Slots& in, const Slots& out)
+      : copy_(check_flatten_grad(in, out)) {}
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    run_copy(copy_, out(0).data<void>(), in(1).data<void>(), ctx.num_threads());
+  }
+
+ private:
+  Copy copy_;
+};
+
 // out = x with its axes permuted: out.dim(k) = x.dim(perm[k]); empty perm reverses them.
 class Transpose {
  public:
@@ -171,13 +187,17 @@ class Transpose {
   Copy copy_;
 };
 
-// out = xs joined along axis.
-class Concat {
+// The parts of a copy split into several tensors (concat, split, stack, stack_grad): Plan
+// checks the parts against the whole and gives one copy per part.
+using PlanParts = std::vector<Copy> (*)(const Slots&, const Tensor&, int64_t, bool);
+
+// concat, stack: out = xs joined along axis (an existing one, or a new one).
+template <PlanParts Plan> class JoinParts {
  public:
   static constexpr pc::Signature signature{"+", "1"};
   using DTypes = AllTypes;
-  Concat(const Attrs& attrs, const Slots& in, const Slots& out)
-      : copies_(plan_join(in, out(0), attrs.i("axis"), true)) {}
+  JoinParts(const Attrs& attrs, const Slots& in, const Slots& out)
+      : copies_(Plan(in, out(0), attrs.i("axis"), true)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     for (size_t i = 0; i < copies_.size(); ++i)
       run_copy(copies_[i], out(0).data<void>(), in(0, static_cast<int32_t>(i)).data<void>(),
@@ -188,14 +208,14 @@ class Concat {
   std::vector<Copy> copies_;
 };
 
-// outs = x cut along axis into the outputs' sizes (the shape rule turned num or sections
-// into those sizes).
-class Split {
+// split, stack_grad: outs = x cut along axis into the outputs' sizes (the shape rule turned
+// num or sections into those sizes), or into its slices along axis.
+template <PlanParts Plan> class CutParts {
  public:
   static constexpr pc::Signature signature{"1", "+"};
   using DTypes = AllTypes;
-  Split(const Attrs& attrs, const Slots& in, const Slots& out)
-      : copies_(plan_join(out, in(0), attrs.i("axis"), false)) {}
+  CutParts(const Attrs& attrs, const Slots& in, const Slots& out)
+      : copies_(Plan(out, in(0), attrs.i("axis"), false)) {}
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     for (size_t i = 0; i < copies_.size(); ++i)
       run_copy(copies_[i], out(0, static_cast<int32_t>(i)).data<void>(), in(0).data<void>(),
@@ -385,9 +405,12 @@ template <bool Size> class ShapeOf {
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Reshape>("reshape"),
+    pc::kernel<FlattenGrad>("flatten_grad"),
     pc::kernel<Transpose>("transpose"),
-    pc::kernel<Concat>("concat"),
-    pc::kernel<Split>("split"),
+    pc::kernel<JoinParts<plan_join>>("concat"),
+    pc::kernel<CutParts<plan_join>>("split"),
+    pc::kernel<JoinParts<plan_stack>>("stack"),
+    pc::kernel<CutParts<plan_stack>>("stack_grad"),
     pc::kernel<Slice>("slice"),
     pc::kernel<SliceGrad>("slice_grad"),
     pc::kernel<BroadcastTo>("broadcast_to"),

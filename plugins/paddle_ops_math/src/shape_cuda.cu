@@ -1,7 +1,7 @@
-// CUDA kernels of the shape ops: reshape (also squeeze and unsqueeze), transpose, concat,
-// split, slice, broadcast_to (also expand), tile, tril, triu, shape, size, slice_grad,
-// broadcast_to_grad and tile_grad. Same checks and copies (shape.hpp) and dtypes as
-// shape_cpu.cpp's.
+// CUDA kernels of the shape ops: reshape (also squeeze, unsqueeze and flatten), transpose,
+// concat, split, stack, slice, broadcast_to (also expand), tile, tril, triu, shape, size,
+// flatten_grad, stack_grad, slice_grad, broadcast_to_grad and tile_grad. Same checks and copies
+// (shape.hpp) and dtypes as shape_cpu.cpp's.
 //
 // Memory contract: as the CPU kernels' (C-contiguous, outputs of the inferred shapes, inputs
 // and outputs do not overlap; reshape alone may run in place), all on the CUDA device of the
@@ -99,6 +99,23 @@ template <Copy (*Check)(const Attrs&, const Slots&, const Slots&)> class CopyCud
   CudaCopy copy_;
 };
 
+// flatten_grad: x_grad = out_grad's elements with x's shape (x's data is unread).
+class FlattenGradCuda {
+ public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = AllTypes;
+  FlattenGradCuda(const Attrs&, const Slots& in, const Slots& out)
+      : copy_(to_cuda(check_flatten_grad(in, out))) {
+    expect_cuda(in, out);
+  }
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    run_copy(copy_, out(0).data<void>(), in(1).data<void>(), ctx);
+  }
+
+ private:
+  CudaCopy copy_;
+};
+
 Copy reshape_copy(const Attrs&, const Slots& in, const Slots& out) {
   return check_reshape(in, out);
 }
@@ -158,13 +175,17 @@ std::vector<CudaCopy> to_cuda(const std::vector<Copy>& copies) {
   return result;
 }
 
-// out = xs joined along axis: one copy per input.
-class ConcatCuda {
+// The parts of a copy split into several tensors (concat, split, stack, stack_grad): Plan
+// checks the parts against the whole and gives one copy per part.
+using PlanParts = std::vector<Copy> (*)(const Slots&, const Tensor&, int64_t, bool);
+
+// concat, stack: out = xs joined along axis (an existing one, or a new one): one copy per input.
+template <PlanParts Plan> class JoinPartsCuda {
  public:
   static constexpr pc::Signature signature{"+", "1"};
   using DTypes = AllTypes;
-  ConcatCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : copies_(to_cuda(plan_join(in, out(0), attrs.i("axis"), true))) {
+  JoinPartsCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : copies_(to_cuda(Plan(in, out(0), attrs.i("axis"), true))) {
     expect_cuda(in, out);
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -177,13 +198,13 @@ class ConcatCuda {
   std::vector<CudaCopy> copies_;
 };
 
-// outs = x cut along axis: one copy per output.
-class SplitCuda {
+// split, stack_grad: outs = x cut along axis, one copy per output.
+template <PlanParts Plan> class CutPartsCuda {
  public:
   static constexpr pc::Signature signature{"1", "+"};
   using DTypes = AllTypes;
-  SplitCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : copies_(to_cuda(plan_join(out, in(0), attrs.i("axis"), false))) {
+  CutPartsCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : copies_(to_cuda(Plan(out, in(0), attrs.i("axis"), false))) {
     expect_cuda(in, out);
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -343,9 +364,12 @@ template <bool Size> class ShapeOfCuda {
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<CopyCuda<reshape_copy>>("reshape_cuda"),
+    pc::kernel<FlattenGradCuda>("flatten_grad_cuda"),
     pc::kernel<CopyCuda<check_transpose>>("transpose_cuda"),
-    pc::kernel<ConcatCuda>("concat_cuda"),
-    pc::kernel<SplitCuda>("split_cuda"),
+    pc::kernel<JoinPartsCuda<plan_join>>("concat_cuda"),
+    pc::kernel<CutPartsCuda<plan_join>>("split_cuda"),
+    pc::kernel<JoinPartsCuda<plan_stack>>("stack_cuda"),
+    pc::kernel<CutPartsCuda<plan_stack>>("stack_grad_cuda"),
     pc::kernel<CopyCuda<check_slice>>("slice_cuda"),
     pc::kernel<SliceGradCuda>("slice_grad_cuda"),
     pc::kernel<CopyCuda<broadcast_to_copy>>("broadcast_to_cuda"),

@@ -1,12 +1,15 @@
 // pool2d's geometry (decoded from its attrs and checked against x in prepare, the same checks
 // for the CPU and CUDA kernels), the window arithmetic both devices run (PADDLE_CORE_HD), and the
-// oneDNN pooling engine that computes float32 pool2d and its gradient (pool_dnnl.cpp).
+// oneDNN pooling engine that computes float32 pool2d and its gradient (pool_dnnl.cpp); the bins
+// of adaptive_avg_pool2d and adaptive_max_pool2d, likewise shared.
 #ifndef PADDLE_OPS_NN_POOL_HPP_
 #define PADDLE_OPS_NN_POOL_HPP_
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "window.hpp"
 
@@ -111,6 +114,106 @@ inline PoolPlan check_pool2d_grad(const Attrs& attrs, const Slots& in, const Slo
   expect_same_shape(x, out(0), "x and x_grad");
   expect_same_dtype(x, out(0), "x and x_grad");
   return plan;
+}
+
+// -- adaptive pooling -------------------------------------------------------------------------
+
+// `out` bins over `in` positions (in >= 1, out >= 1): bin i covers [floor(i * in / out),
+// ceil((i + 1) * in / out)), PyTorch's bins. They cover the input, and neighbours share a
+// position where out does not divide in.
+struct Bins {
+  int64_t in = 1, out = 1;
+
+  PADDLE_CORE_HD int64_t start(int64_t i) const { return i * in / out; }
+  PADDLE_CORE_HD int64_t end(int64_t i) const { return ((i + 1) * in + out - 1) / out; }
+  // The bins covering input position p: [*lo, *hi) (end(i) > p and start(i) <= p solved for i).
+  PADDLE_CORE_HD void covering(int64_t p, int64_t* lo, int64_t* hi) const {
+    *lo = p * out / in;
+    *hi = std::min<int64_t>(((p + 1) * out - 1) / in + 1, out);
+  }
+  // Whether no position lies in two bins.
+  PADDLE_CORE_HD bool disjoint() const { return in % out == 0; }
+};
+
+// adaptive_avg_pool2d / adaptive_max_pool2d over `planes` (N * C) planes of h.in x w.in.
+struct AdaptivePooling {
+  int64_t planes = 0;
+  Bins h, w;
+
+  PADDLE_CORE_HD int64_t in_plane() const { return h.in * w.in; }
+  PADDLE_CORE_HD int64_t out_plane() const { return h.out * w.out; }
+  // Bin o of a plane: rows [*h0, *h1), columns [*w0, *w1).
+  PADDLE_CORE_HD void bin(int64_t o, int64_t* h0, int64_t* h1, int64_t* w0, int64_t* w1) const {
+    const int64_t oh = o / w.out, ow = o % w.out;
+    *h0 = h.start(oh), *h1 = h.end(oh), *w0 = w.start(ow), *w1 = w.end(ow);
+  }
+  // Whether a bin is the whole plane (global pooling: a reduction over it).
+  PADDLE_CORE_HD bool global() const { return h.out == 1 && w.out == 1; }
+};
+
+// The average pool's gradient at position `at` of a plane: the shares of out_grad's plane `g`
+// from the bins covering it, in bin order.
+template <class T>
+PADDLE_CORE_HD T adaptive_avg_share(const AdaptivePooling& p, const T* g, int64_t at) {
+  int64_t oh0, oh1, ow0, ow1;
+  p.h.covering(at / p.w.in, &oh0, &oh1);
+  p.w.covering(at % p.w.in, &ow0, &ow1);
+  T sum = 0;
+  for (int64_t oh = oh0; oh < oh1; ++oh)
+    for (int64_t ow = ow0; ow < ow1; ++ow) {
+      const int64_t count = (p.h.end(oh) - p.h.start(oh)) * (p.w.end(ow) - p.w.start(ow));
+      sum += g[oh * p.w.out + ow] / static_cast<T>(count);
+    }
+  return sum;
+}
+
+// output_size: [oh, ow], or one value for both, each at least 1.
+inline std::vector<int64_t> output_size_attr(const Attrs& attrs) {
+  std::vector<int64_t> v = attrs.ints("output_size");
+  if (v.size() == 1) v.push_back(v[0]);
+  if (v.size() != 2)
+    fail("attr 'output_size' must have 1 value (both axes) or 2 (height, width), got %zu",
+         v.size());
+  for (int64_t x : v)
+    if (x < 1) fail("attr 'output_size' values must be >= 1, got %lld", (long long)x);
+  return v;
+}
+
+// The bins of x [N, C, H, W] (float32 or float64, H and W at least 1) into `out` (named
+// `what`: out or out_grad) [N, C, OH, OW], of x's dtype.
+inline AdaptivePooling adaptive_pooling_of(const Attrs& attrs, const Tensor& x, const Tensor& out,
+                                           const char* what) {
+  expect_nchw(x, "x");
+  dispatch(x.dtype(), Floats{}, [](auto) {});
+  if (x.dim(2) == 0 || x.dim(3) == 0)
+    fail("x %s has empty planes: there is nothing to pool into bins", x.describe().c_str());
+  const std::vector<int64_t> size = output_size_attr(attrs);
+  expect_same_dtype(x, out, what);
+  expect_shape(out, {x.dim(0), x.dim(1), size[0], size[1]}, what);
+  AdaptivePooling p;
+  p.planes = x.dim(0) * x.dim(1);
+  p.h = {x.dim(2), size[0]};
+  p.w = {x.dim(3), size[1]};
+  for (const Bins* b : {&p.h, &p.w})  // the bins' arithmetic forms (i + 1) * in + out - 1
+    if (b->in > (std::numeric_limits<int64_t>::max() - b->out) / b->out)
+      fail("x %s into %lld bins per axis is beyond 64-bit index arithmetic",
+           x.describe().c_str(), (long long)b->out);
+  return p;
+}
+
+// adaptive_*_pool2d(x) -> out.
+inline AdaptivePooling check_adaptive_pool2d(const Attrs& attrs, const Slots& in,
+                                             const Slots& out) {
+  return adaptive_pooling_of(attrs, in(0), out(0), "out");
+}
+
+// adaptive_*_pool2d_grad(x, out_grad) -> x_grad, x's shape and dtype.
+inline AdaptivePooling check_adaptive_pool2d_grad(const Attrs& attrs, const Slots& in,
+                                                  const Slots& out) {
+  const AdaptivePooling p = adaptive_pooling_of(attrs, in(0), in(1), "out_grad");
+  expect_same_shape(in(0), out(0), "x and x_grad");
+  expect_same_dtype(in(0), out(0), "x and x_grad");
+  return p;
 }
 
 class PoolEngine {

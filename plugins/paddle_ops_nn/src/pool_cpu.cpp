@@ -1,13 +1,15 @@
 // pool2d (max and average over NCHW windows) and its gradient: oneDNN for float32 where
 // enabled (pool_dnnl.cpp, engine.hpp), otherwise loops over the planes (N * C of them, split
-// across threads).
+// across threads). adaptive_avg_pool2d and adaptive_max_pool2d (pool.hpp's bins) and their
+// gradients: loops over the planes.
 //
 // Memory contract: x [N, C, H, W]; out and out_grad [N, C, OH, OW] with OH from window.hpp's
-// window_count; x_grad x's shape. With channel_block b, out and out_grad are blocked
-// [N, C / b, OH, OW, b] and x and x_grad plain or blocked (layout.hpp); the loops then work on
-// plain copies. Checked in prepare (pool.hpp, shared with the CUDA kernels). Each window holds
-// at least one input element (padding is smaller than the window, and ceil_mode drops a window
-// of padding only), so a maximum and an average always exist.
+// window_count (adaptive pools: output_size); x_grad x's shape. With channel_block b, out and
+// out_grad are blocked [N, C / b, OH, OW, b] and x and x_grad plain or blocked (layout.hpp); the
+// loops then work on plain copies. Checked in prepare (pool.hpp, shared with the CUDA kernels).
+// Each window holds at least one input element (padding is smaller than the window, and
+// ceil_mode drops a window of padding only; an adaptive bin is never empty, H and W being at
+// least 1), so a maximum and an average always exist.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -181,10 +183,131 @@ class Pool2dGrad {
   std::unique_ptr<PoolEngine> engine_;
 };
 
+// -- adaptive pooling: loops over the planes, split across threads --------------------------
+
+// The sum of n contiguous values in eight interleaved partial sums: independent additions the
+// compiler vectorizes (one running sum is a chain of dependent ones). Global pooling's sum.
+template <class T> T contiguous_sum(const T* v, int64_t n) {
+  T part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) part[k] += v[i + k];
+  T sum = 0;
+  for (; i < n; ++i) sum += v[i];
+  for (int k = 0; k < 8; ++k) sum += part[k];
+  return sum;
+}
+
+// The sum over rows [h0, h1), columns [w0, w1) of a plane `width` wide.
+template <class T>
+T bin_sum(const T* plane, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
+  if (w0 == 0 && w1 == width) return contiguous_sum(plane + h0 * width, (h1 - h0) * width);
+  T sum = 0;
+  for (int64_t ih = h0; ih < h1; ++ih) sum += contiguous_sum(plane + ih * width + w0, w1 - w0);
+  return sum;
+}
+
+// Rows of planes per thread chunk: about kGrain elements.
+inline int64_t plane_grain(const AdaptivePooling& p) {
+  return std::max<int64_t>(kGrain / std::max<int64_t>(p.in_plane(), 1), 1);
+}
+
+template <bool Max, class T>
+void adaptive_pool(const AdaptivePooling& p, const T* x, T* y, int threads) {
+  parallel_rows(p.planes, threads, plane_grain(p), [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c) {
+      const T* plane = x + c * p.in_plane();
+      T* out = y + c * p.out_plane();
+      for (int64_t o = 0; o < p.out_plane(); ++o) {
+        int64_t h0, h1, w0, w1;
+        p.bin(o, &h0, &h1, &w0, &w1);
+        const int64_t count = (h1 - h0) * (w1 - w0);
+        out[o] = Max ? plane[window_argmax(plane, p.w.in, h0, h1, w0, w1)]
+                     : bin_sum(plane, p.w.in, h0, h1, w0, w1) / static_cast<T>(count);
+      }
+    }
+  });
+}
+
+// Max: each bin's gradient to its first maximum, bins in order (x_grad zeroed first).
+template <class T>
+void adaptive_max_pool_grad(const AdaptivePooling& p, const T* x, const T* dy, T* dx, int threads) {
+  parallel_rows(p.planes, threads, plane_grain(p), [&](int64_t lo, int64_t hi) {
+    std::fill(dx + lo * p.in_plane(), dx + hi * p.in_plane(), T(0));
+    for (int64_t c = lo; c < hi; ++c) {
+      const T* plane = x + c * p.in_plane();
+      for (int64_t o = 0; o < p.out_plane(); ++o) {
+        int64_t h0, h1, w0, w1;
+        p.bin(o, &h0, &h1, &w0, &w1);
+        dx[c * p.in_plane() + window_argmax(plane, p.w.in, h0, h1, w0, w1)] +=
+            dy[c * p.out_plane() + o];
+      }
+    }
+  });
+}
+
+// Average: each element gathers the shares of the bins covering it, in bin order (the CUDA
+// kernel's arithmetic, Bins::covering).
+template <class T>
+void adaptive_avg_pool_grad(const AdaptivePooling& p, const T* dy, T* dx, int threads) {
+  parallel_rows(p.planes, threads, plane_grain(p), [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c)
+      for (int64_t at = 0; at < p.in_plane(); ++at)
+        dx[c * p.in_plane() + at] = adaptive_avg_share(p, dy + c * p.out_plane(), at);
+  });
+}
+
+// adaptive_avg_pool2d (Max false) and adaptive_max_pool2d.
+template <bool Max> class AdaptivePool2d {
+ public:
+  static constexpr pc::Signature signature{"1", "1"};
+  using DTypes = Floats;
+  AdaptivePool2d(const Attrs& attrs, const Slots& in, const Slots& out)
+      : p_(check_adaptive_pool2d(attrs, in, out)) {}
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
+      using T = decltype(t);
+      adaptive_pool<Max>(p_, in(0).data<T>(), out(0).data<T>(), ctx.num_threads());
+    });
+  }
+
+ private:
+  AdaptivePooling p_;
+};
+
+// Their gradients. Inputs: x, out_grad; output: x_grad.
+template <bool Max> class AdaptivePool2dGrad {
+ public:
+  static constexpr pc::Signature signature{"11", "1"};
+  using DTypes = Floats;
+  AdaptivePool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out)
+      : p_(check_adaptive_pool2d_grad(attrs, in, out)) {}
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
+      using T = decltype(t);
+      const T* dy = in(1).data<T>();
+      T* dx = out(0).data<T>();
+      if (Max)
+        adaptive_max_pool_grad(p_, in(0).data<T>(), dy, dx, ctx.num_threads());
+      else
+        adaptive_avg_pool_grad(p_, dy, dx, ctx.num_threads());
+    });
+  }
+
+ private:
+  AdaptivePooling p_;
+};
+
 }  // namespace
 
 PADDLE_CORE_REGISTER_KERNELS(
     pc::kernel<Pool2d>("pool2d"),
-    pc::kernel<Pool2dGrad>("pool2d_grad"));
+    pc::kernel<Pool2dGrad>("pool2d_grad"),
+    pc::kernel<AdaptivePool2d<false>>("adaptive_avg_pool2d"),
+    pc::kernel<AdaptivePool2dGrad<false>>("adaptive_avg_pool2d_grad"),
+    pc::kernel<AdaptivePool2d<true>>("adaptive_max_pool2d"),
+    pc::kernel<AdaptivePool2dGrad<true>>("adaptive_max_pool2d_grad"));
 
 }  // namespace paddle_ops_nn

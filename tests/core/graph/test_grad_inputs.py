@@ -43,6 +43,7 @@ LISTED = {
     "clip": ({"x": F4}, {"min": -0.5, "max": 0.5}),
     "slice": ({"x": F4}, {"axes": [1], "starts": [1], "ends": [3]}),
     "tile": ({"x": F4}, {"repeat_times": [2, 1, 3]}),
+    "stack": ({"xs": F4}, {"axis": -1}),
     "gather": ({"x": F4, "index": ("int64", [2, 5])}, {"axis": 1}),
     "gather_nd": ({"x": F4, "index": ("int64", [5, 1])}, {}),
     "scatter": ({"x": F4, "index": ("int64", [2, 4]), "updates": ("float32", [2, 4])}, {}),
@@ -57,6 +58,8 @@ LISTED = {
     "conv2d": ({"x": IMG, "filter": ("float32", [4, 3, 3, 3])}, {"paddings": [1, 1]}),
     "conv2d_transpose": ({"x": IMG, "filter": ("float32", [3, 2, 3, 3])}, {"strides": [2, 2]}),
     "pool2d": ({"x": IMG}, {"ksize": [2, 2], "strides": [2, 2]}),
+    "adaptive_avg_pool2d": ({"x": IMG}, {"output_size": [4, 4]}),
+    "adaptive_max_pool2d": ({"x": IMG}, {"output_size": [2, 3]}),
     "batch_norm": (
         {"x": IMG, **{s: ("float32", [3]) for s in ("scale", "bias", "mean", "variance")}},
         {},

@@ -16,6 +16,7 @@ from test_matmul import MATMUL, np_matmul
 from test_reduce import CASES as REDUCE_CASES
 from test_reduce import REDUCE, reference, tolerance
 from test_reduce import inputs as reduce_inputs
+from test_shape import torch_flatten
 
 import paddle_core as pc
 from paddle_core.testing import run_op
@@ -54,7 +55,8 @@ CORE = ["add_n", "fill_like"]  # the core's ops that every backward uses
 LOGIC = ["isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor"]
 SHAPE_OPS = ["reshape", "squeeze", "unsqueeze", "transpose", "concat", "split", "slice"]
 SHAPE_OPS += ["slice_grad", "broadcast_to", "expand", "broadcast_to_grad"]
-SHAPE_OPS += ["tile", "tile_grad", "tril", "triu"]
+SHAPE_OPS += ["tile", "tile_grad", "tril", "triu", "flatten", "flatten_grad"]
+SHAPE_OPS += ["stack", "stack_grad"]
 MATMUL_OPS = ["matmul", "matmul_grad", "matmul_2d", "matmul_2d_grad", "rowwise_add"]
 # The unary ops whose gradient kernels run on CUDA (clip's forward does not yet).
 UNARY_GRAD = (set(UNARY) - {"floor", "ceil", "round", "sign"}) | {"clip"}
@@ -524,6 +526,18 @@ def test_reshape_squeeze_unsqueeze_and_transpose(dtype):
 
 
 @pytest.mark.parametrize("dtype", ALL)
+def test_flatten_and_its_gradient(dtype):
+    x = np.asarray(np.random.default_rng(26).integers(0, 9, (2, 3, 4, 5))).astype(dtype)
+    for start, stop in ((1, -1), (0, 1), (-3, -2), (2, 2)):
+        (got,) = run_both("flatten", {"x": x}, {"start_axis": start, "stop_axis": stop})
+        assert_matches(got, torch_flatten(x, start, stop))
+    if dtype in FLOATS + HALVES:
+        inputs = {"x": x, "out_grad": x.reshape(2, 60)[:, ::-1].copy()}
+        (got,) = run_both("flatten_grad", inputs, {}, "x_grad")
+        assert_matches(got, inputs["out_grad"].reshape(x.shape))
+
+
+@pytest.mark.parametrize("dtype", ALL)
 def test_concat_and_split_along_any_axis(dtype):
     rng = np.random.default_rng(23)
     t = np.asarray(rng.integers(0, 9, (4, 6, 5))).astype(dtype)
@@ -536,6 +550,23 @@ def test_concat_and_split_along_any_axis(dtype):
             assert_matches(g, w)
     (got,) = run_both("concat", {"xs": [t, t[:0]]}, {"axis": 0})
     assert_matches(got, t)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_stack_along_any_axis_and_its_gradient(dtype):
+    rng = np.random.default_rng(27)
+    parts = [np.asarray(rng.integers(0, 9, (4, 5))).astype(dtype) for _ in range(3)]
+    for axis in (0, 1, 2, -1, -3):
+        (got,) = run_both("stack", {"xs": parts}, {"axis": axis})
+        assert_matches(got, np.stack(parts, axis))
+        if dtype in FLOATS + HALVES:
+            got = run_both(
+                "stack_grad", {"out_grad": np.stack(parts, axis)}, {"axis": axis}, "xs_grad"
+            )
+            for g, w in zip(got, parts):
+                assert_matches(g, w)
+    scalars = [np.asarray(k).astype(dtype) for k in range(3)]
+    assert_matches(run_both("stack", {"xs": scalars}, {"axis": 0})[0], np.stack(scalars))
 
 
 @pytest.mark.parametrize("dtype", ALL)

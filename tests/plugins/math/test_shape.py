@@ -1,5 +1,5 @@
-"""paddle-ops-math shape ops against NumPy: reshape, transpose, concat, split, slice, squeeze,
-unsqueeze, broadcast_to, expand, pad, shape and size; their errors at append time; their
+"""paddle-ops-math shape ops against NumPy: reshape, flatten, transpose, concat, stack, split, slice,
+squeeze, unsqueeze, broadcast_to, expand, pad, shape and size; their errors at append time; their
 gradients."""
 
 from __future__ import annotations
@@ -316,6 +316,12 @@ ERRORS = [  # op, x shape, attrs, error, message
     ("reshape", (2, 3), {"shape": [0, 0, 0]}, pc.ShapeError, "beyond x's 2 dimensions"),
     ("reshape", (2, 3), {"shape": [-2, 3]}, pc.AttrError, "attr 'shape'"),
     ("reshape", (2, 3), {}, pc.AttrError, "attr 'shape': a value is required"),
+    ("flatten", (2, 3), {"start_axis": 2}, pc.ShapeError, "start_axis 2 is out of range"),
+    ("flatten", (2, 3), {"stop_axis": -3}, pc.ShapeError, "stop_axis -3 is out of range"),
+    ("flatten", (2, 3, 4), {"start_axis": 2, "stop_axis": 1}, pc.ShapeError, "comes after"),
+    ("flatten", (2, 3, 4), {"start_axis": -1, "stop_axis": 0}, pc.ShapeError, "comes after"),
+    ("flatten", (), {"start_axis": 1}, pc.ShapeError, "start_axis 1 is out of range for 1"),
+    ("flatten", (2, 3), {"start_axis": 1.5}, pc.AttrError, "attr 'start_axis'"),
     ("transpose", (2, 3, 4), {"perm": [0, 0, 1]}, pc.ShapeError, "name an axis twice"),
     ("transpose", (2, 3, 4), {"perm": [0, 1]}, pc.ShapeError, "has 2 entries"),
     ("transpose", (2, 3, 4), {"perm": [0, 1, 3]}, pc.ShapeError, "perm 3 is out of range"),
@@ -386,10 +392,16 @@ GRADS = [
     ("reshape", {"x": r64((2, 3, 4))}, {"shape": [0, -1]}),
     ("reshape", {"x": r64((2, 3, 4))}, {"shape": [4, 3, 2]}),
     ("reshape", {"x": r64(())}, {"shape": [1, 1]}),
+    ("flatten", {"x": r64((2, 3, 4))}, {}),
+    ("flatten", {"x": r64((2, 3, 4))}, {"start_axis": -3, "stop_axis": -2}),
+    ("flatten", {"x": r64(())}, {"start_axis": 0}),
     ("transpose", {"x": r64((2, 3, 4))}, {"perm": [2, 0, 1]}),
     ("transpose", {"x": r64((2, 3, 4))}, {"perm": []}),
     ("concat", {"xs": [r64((2, 3)), r64((2, 1), 1), r64((2, 2), 2)]}, {"axis": -1}),
     ("concat", {"xs": [r64((1, 3)), r64((2, 3), 1)]}, {"axis": 0}),
+    ("stack", {"xs": [r64((2, 3)), r64((2, 3), 1), r64((2, 3), 2)]}, {"axis": 1}),
+    ("stack", {"xs": [r64((2, 3)), r64((2, 3), 1)]}, {"axis": -1}),
+    ("stack", {"xs": [r64(()), r64((), 1)]}, {}),
     (
         "slice",
         {"x": r64((4, 5))},
@@ -737,3 +749,184 @@ def test_pad_is_checked_when_appended():
             pc.ops.pad(pc.data("e", [0]), paddings=[1, 0], mode="reflect")
         with pytest.raises(pc.AttrError, match=r"op 'pad', attr 'mode'"):
             pc.ops.pad(x, paddings=[0, 0, 0, 0], mode="symmetric")
+
+
+# -- flatten ------------------------------------------------------------------------------------
+
+
+def torch_flatten(x, start, stop):
+    """torch.flatten in NumPy: x's axes start ... stop (negative from the end) merged into one."""
+    shape = x.shape or (1,)
+    start, stop = start % len(shape), stop % len(shape)
+    return x.reshape((*shape[:start], int(np.prod(shape[start : stop + 1])), *shape[stop + 1 :]))
+
+
+FLATTEN = [  # x shape, start_axis, stop_axis, out's shape
+    ((2, 3, 4), 1, -1, (2, 12)),
+    ((2, 3, 4), 0, 1, (6, 4)),
+    ((2, 3, 4), 0, -1, (24,)),
+    ((2, 3, 4), -2, -1, (2, 12)),
+    ((2, 3, 4), 1, 1, (2, 3, 4)),  # one axis: nothing merges
+    ((2, 3, 4, 5), 1, 2, (2, 12, 5)),
+    ((), 0, -1, (1,)),  # a 0-d x counts as 1-D, as torch.flatten's does
+    ((7,), 0, 0, (7,)),
+    ((0, 3, 4), 1, -1, (0, 12)),
+    ((2, 0, 4), 0, 1, (0, 4)),  # a merged 0 is 0, not an unknown product
+]
+
+
+@pytest.mark.parametrize(("xs", "start", "stop", "want"), FLATTEN)
+def test_flatten(xs, start, stop, want):
+    for dtype in ALL:
+        x = values(xs, dtype)
+        (got,) = run("flatten", {"x": x}, {"start_axis": start, "stop_axis": stop})
+        assert got.shape == want
+        assert_matches(got, torch_flatten(x, start, stop))
+
+
+def test_flatten_defaults_keep_the_batch_dimension():
+    (got,) = run("flatten", {"x": values((2, 3, 4, 5), "float32")}, {})
+    assert got.shape == (2, 60)
+
+
+@pytest.mark.parametrize(
+    ("xs", "attrs", "want"),
+    [
+        ([None, 3, 4], {}, (None, 12)),
+        ([None, None, 4], {"start_axis": 0, "stop_axis": 1}, (None, 4)),
+        ([3, None, 4], {"start_axis": -2}, (3, None)),
+        ([None, 0, None], {"start_axis": 0}, (0,)),
+    ],
+)
+def test_flatten_of_unknown_dimensions(xs, attrs, want):
+    with pc.program_guard(pc.Program()):
+        assert pc.ops.flatten(pc.data("x", xs), **attrs).shape == want
+
+
+def test_flatten_gradient_through_unknown_dimensions():
+    """flatten_grad takes x's shape from x when it runs: any number of x's dimensions may be
+    unknown when the program is built (a reshape back would allow one)."""
+
+    def build():
+        x = pc.data("x", [None, None, 3], "float64")
+        y = pc.ops.flatten(x, start_axis=0, stop_axis=1)
+        return {"x": x}, pc.ops.mul(y, y)
+
+    x = r64((2, 5, 3))
+    (gx,) = grads_of(build, {"x": x}, ["x"])
+    assert_matches(gx, 2 * x)
+
+
+def test_flatten_grad_refuses_an_out_grad_flatten_does_not_give():
+    with pc.program_guard(pc.Program()):
+        x, g = pc.data("x", [2, 3, 4], "float64"), pc.data("g", [2, 3, 4], "float64")
+        with pytest.raises(pc.ShapeError, match=r"op 'flatten_grad'.*'flatten' gives out as"):
+            pc.ops.flatten_grad(x, g)
+
+
+def test_flatten_layer():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        image = pc.layers.data("image", [2, 3, 3])
+        flat = pc.layers.flatten(image)
+        pair = pc.layers.flatten(image, start_axis=0, stop_axis=-3)
+    assert flat.shape == (None, 18) and pair.shape == (None, 3, 3)
+    x = values((4, 2, 3, 3), "float32")
+    got, got_pair = pc.Executor().run(prog, feed={"image": x}, fetch_list=[flat, pair])
+    assert_matches(got, x.reshape(4, 18))
+    assert_matches(got_pair, x.reshape(8, 3, 3))
+
+
+# -- stack --------------------------------------------------------------------------------------
+
+STACK = [  # the inputs' shape, how many, axis
+    ((2, 3), 3, 0),
+    ((2, 3), 3, 1),
+    ((2, 3), 3, 2),
+    ((2, 3), 2, -1),
+    ((2, 3), 2, -3),
+    ((), 4, 0),
+    ((), 4, -1),
+    ((5,), 1, 0),
+    ((0, 3), 2, 1),
+    ((4097, 3), 2, 1),  # large enough to split across threads
+]
+
+
+@pytest.mark.parametrize(("xs", "count", "axis"), STACK)
+def test_stack(xs, count, axis):
+    for dtype in ALL:
+        parts = [values(xs, dtype) + (k if dtype != "bool" else 0) for k in range(count)]
+        if dtype == "bool":
+            parts = [p ^ bool(k % 2) for k, p in enumerate(parts)]
+        (got,) = run("stack", {"xs": parts}, {"axis": axis})
+        assert_matches(got, np.stack(parts, axis=axis))
+
+
+@pytest.mark.parametrize(
+    ("shapes", "dtypes", "axis", "message"),
+    [
+        ([(2, 3), (2, 3)], ["float32"] * 2, 3, r"axis 3 is out of range .* in \[-3, 2\]"),
+        ([(2, 3), (2, 3)], ["float32"] * 2, -4, "axis -4 is out of range"),
+        ([(), ()], ["float32"] * 2, 1, r"stacking 0-D tensors: it must be in \[-1, 0\]"),
+        ([(2, 3), (2, 4)], ["float32"] * 2, 0, "differ in dimension 1"),
+        ([(2, 3), (3, 2)], ["float32"] * 2, 0, "differ in dimension 0"),
+        ([(2, 3), (2, 3)], ["float32", "float64"], 0, "one dtype and shape"),
+        ([(2, 3), (2, 3, 1)], ["float32"] * 2, 0, "one dtype and shape"),
+    ],
+)
+def test_stack_refuses_misfits_when_appended(shapes, dtypes, axis, message):
+    with pc.program_guard(pc.Program()):
+        xs = [pc.data(f"x{k}", s, d) for k, (s, d) in enumerate(zip(shapes, dtypes))]
+        with pytest.raises(pc.ShapeError, match=rf"op 'stack'.*{message}") as info:
+            pc.ops.stack(xs, axis=axis)
+    assert info.value.op == "stack"
+
+
+def test_stack_keeps_unknown_dimensions_and_its_gradient_runs():
+    def build():
+        a, b = pc.data("a", [None, 3], "float64"), pc.data("b", [None, None], "float64")
+        y = pc.ops.stack([a, b, a], axis=1)
+        assert y.shape == (None, 3, 3)
+        return {"a": a, "b": b}, pc.ops.mul(y, y)
+
+    a, b = r64((4, 3)), r64((4, 3), 1)
+    ga, gb = grads_of(build, {"a": a, "b": b}, ["a", "b"])
+    assert_matches(ga, 4 * a)
+    assert_matches(gb, 2 * b)
+
+
+def test_stack_gradient_for_some_inputs_only():
+    def build():
+        a, b = pc.data("a", [2, 3], "float64"), pc.data("b", [2, 3], "float64")
+        return {"a": a, "b": b}, pc.ops.stack([b, a], axis=-1)
+
+    (ga,) = grads_of(build, {"a": r64((2, 3)), "b": r64((2, 3))}, ["a"])
+    assert_matches(ga, np.ones((2, 3)))
+
+
+def test_stack_grad_needs_the_count_it_splits_into():
+    with pc.program_guard(pc.Program()):
+        g = pc.data("g", [2, None], "float64")
+        with pytest.raises(pc.ShapeError, match=r"op 'stack_grad'.*dimension 1 .* must be known"):
+            pc.ops.stack_grad(g, axis=-1)
+        with pytest.raises(pc.ShapeError, match=r"op 'stack_grad'.*axis 2 is out of range"):
+            pc.ops.stack_grad(g, axis=2)
+        huge = pc.data("huge", [2**31, 0], "float64")
+        with pytest.raises(pc.ShapeError, match=r"op 'stack_grad'.* at most 65536 xs_grad"):
+            pc.ops.stack_grad(huge, axis=0)
+
+
+def test_flatten_and_stack_match_pytorch():
+    torch = pytest.importorskip("torch")
+    x = r64((2, 3, 4, 5))
+    for start, stop in ((0, -1), (1, -1), (1, 2), (-3, -2), (2, 2)):
+        want = torch.flatten(torch.from_numpy(x), start, stop).numpy()
+        assert_matches(run("flatten", {"x": x}, {"start_axis": start, "stop_axis": stop})[0], want)
+    scalar = r64(())
+    want = torch.flatten(torch.from_numpy(scalar)).numpy()  # a 0-d x gives [1]
+    assert_matches(run("flatten", {"x": scalar}, {"start_axis": 0})[0], want)
+    parts = [r64((3, 4), k) for k in range(3)]
+    for axis in (0, 1, 2, -1, -3):
+        want = torch.stack([torch.from_numpy(p) for p in parts], axis).numpy()
+        assert_matches(run("stack", {"xs": parts}, {"axis": axis})[0], want)

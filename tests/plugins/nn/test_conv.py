@@ -1,7 +1,7 @@
-"""paddle-ops-nn's conv2d, conv2d_transpose and pool2d against NumPy references (and PyTorch's
-where installed), their gradients by finite differences, and the errors for shapes that do not
-fit. float64 runs the im2col + OpenBLAS engine, float32 oneDNN's: the float32 gradients are
-checked against the float64 ones, which finite differences check."""
+"""paddle-ops-nn's conv2d, conv2d_transpose, pool2d and the adaptive pools against NumPy
+references (and PyTorch's where installed), their gradients by finite differences, and the
+errors for shapes that do not fit. float64 runs the im2col + OpenBLAS engine, float32 oneDNN's:
+the float32 gradients are checked against the float64 ones, which finite differences check."""
 
 from __future__ import annotations
 
@@ -594,3 +594,135 @@ def test_the_switch_reports_and_refuses():
     else:
         with pytest.raises(pc.PluginError, match="built without oneDNN"):
             onednn.set_enabled(True)
+
+
+# -- adaptive pools -----------------------------------------------------------------------------
+
+ADAPTIVE = ["adaptive_avg_pool2d", "adaptive_max_pool2d"]
+ADAPTIVE_CASES = {  # x shape, output_size
+    "overlapping bins": ((2, 3, 7, 5), [3, 2]),
+    "one value for both": ((1, 2, 6, 9), [4]),
+    "global": ((2, 3, 5, 4), [1]),
+    "global, long planes": ((2, 2, 33, 31), [1, 1]),  # the CPU's sum in eight lanes, a tail
+    "disjoint bins": ((2, 3, 8, 6), [4, 3]),
+    "more bins than rows": ((1, 2, 3, 2), [5, 4]),
+    "the identity": ((1, 2, 3, 4), [3, 4]),
+    "empty batch": ((0, 3, 4, 4), [2, 2]),
+}
+
+
+def adaptive_pool_ref(x, output_size, op):
+    """PyTorch's adaptive pooling in NumPy: bin i of OH over H rows covers rows
+    floor(i * H / OH) to ceil((i + 1) * H / OH)."""
+    oh, ow = output_size * 2 if len(output_size) == 1 else output_size
+    h, w = x.shape[2:]
+    fn = np.mean if op == "adaptive_avg_pool2d" else np.max
+    out = np.empty((*x.shape[:2], oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            rows = slice(i * h // oh, -(-(i + 1) * h // oh))
+            cols = slice(j * w // ow, -(-(j + 1) * w // ow))
+            out[:, :, i, j] = fn(x[:, :, rows, cols], axis=(2, 3)) if x.size else 0
+    return out.astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", ADAPTIVE)
+@pytest.mark.parametrize("case", ADAPTIVE_CASES, ids=str)
+def test_adaptive_pools_match_numpy(case, op, dtype):
+    shape, size = ADAPTIVE_CASES[case]
+    x = RNG.standard_normal(shape).astype(dtype)
+    assert_matches(run1(op, {"x": x}, {"output_size": size}), adaptive_pool_ref(x, size, op))
+
+
+@pytest.mark.parametrize("op", ADAPTIVE)
+@pytest.mark.parametrize("case", [c for c in ADAPTIVE_CASES if c != "empty batch"], ids=str)
+def test_adaptive_pool_gradients_match_finite_differences(case, op):
+    shape, size = ADAPTIVE_CASES[case]
+    check_grad(op, {"x": _distinct(shape, "float64")}, {"output_size": size}, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_adaptive_max_pool_routes_ties_to_the_first_maximum(dtype):
+    """Equal values: the bin's first one gets the gradient, as in PyTorch; a shared element
+    that is the maximum of two bins gets both their gradients."""
+    x = np.zeros((1, 1, 4, 3), dtype)
+    g = np.arange(1, 5, dtype=dtype).reshape(1, 1, 2, 2)
+    (grad,) = run_op("adaptive_max_pool2d_grad", {"x": x, "out_grad": g}, {"output_size": [2, 2]})[
+        "x_grad"
+    ]
+    want = np.zeros((1, 1, 4, 3), dtype)
+    want[0, 0, 0, 0], want[0, 0, 0, 1], want[0, 0, 2, 0], want[0, 0, 2, 1] = 1, 2, 3, 4
+    assert_matches(grad, want)  # column 1 is in both columns of bins: the first of each
+    x[0, 0, 1, 1] = 5  # the maximum of the top two bins
+    (grad,) = run_op("adaptive_max_pool2d_grad", {"x": x, "out_grad": g}, {"output_size": [2, 2]})[
+        "x_grad"
+    ]
+    assert grad[0, 0, 1, 1] == 3 and grad.sum() == 10
+
+
+@pytest.mark.parametrize("op", ADAPTIVE)
+@pytest.mark.parametrize(
+    ("shape", "dtype", "attrs", "error", "message"),
+    [
+        ((1, 2, 4, 4), "float32", {"output_size": [0, 2]}, pc.AttrError, "attr 'output_size'"),
+        ((1, 2, 4, 4), "float32", {"output_size": [-1]}, pc.AttrError, "attr 'output_size'"),
+        ((1, 2, 4, 4), "float32", {}, pc.AttrError, "attr 'output_size': a value is required"),
+        ((1, 2, 4, 4), "float32", {"output_size": []}, pc.ShapeError, "have 1 value"),
+        ((1, 2, 4, 4), "float32", {"output_size": [1, 2, 3]}, pc.ShapeError, "got \\[1, 2, 3\\]"),
+        ((2, 4, 4), "float32", {"output_size": [2]}, pc.ShapeError, "x must be 4-D"),
+        ((1, 2, 4, 4), "int32", {"output_size": [2]}, pc.ShapeError, "float32 or float64"),
+        ((1, 2, 0, 4), "float32", {"output_size": [2]}, pc.ShapeError, "height is 0"),
+        ((1, 2, 4, 0), "float32", {"output_size": [2]}, pc.ShapeError, "width is 0"),
+    ],
+)
+def test_adaptive_pools_refuse_what_does_not_fit_by_name(op, shape, dtype, attrs, error, message):
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", shape, dtype)
+        with pytest.raises(error, match=rf"op '{op}'.*{message}") as info:
+            getattr(pc.ops, op)(x, **attrs)
+    assert info.value.op == op
+
+
+def test_adaptive_pools_keep_unknown_dimensions():
+    with pc.program_guard(pc.Program()):
+        x = pc.data("x", [None, 3, None, None])
+        assert pc.ops.adaptive_avg_pool2d(x, output_size=[2, 5]).shape == (None, 3, 2, 5)
+        assert pc.ops.adaptive_max_pool2d(x, output_size=[7]).shape == (None, 3, 7, 7)
+
+
+def test_adaptive_pool_layers():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        image = pc.layers.data("image", [3, 7, 6])
+        whole = pc.layers.adaptive_avg_pool2d(image, 1)
+        grid = pc.layers.adaptive_max_pool2d(image, [2, 4])
+        with pytest.raises(pc.ProgramError, match="adaptive_avg_pool2d: output_size must be"):
+            pc.layers.adaptive_avg_pool2d(image, 0)
+        with pytest.raises(pc.ProgramError, match="adaptive_max_pool2d: output_size must be"):
+            pc.layers.adaptive_max_pool2d(image, [1, 2, 3])
+    assert whole.shape == (None, 3, 1, 1) and grid.shape == (None, 3, 2, 4)
+    x = RNG.standard_normal((2, 3, 7, 6)).astype("float32")
+    got, got_grid = pc.Executor().run(prog, feed={"image": x}, fetch_list=[whole, grid])
+    assert_matches(got, x.mean(axis=(2, 3), keepdims=True))
+    assert_matches(got_grid, adaptive_pool_ref(x, [2, 4], "adaptive_max_pool2d"))
+
+
+def test_adaptive_pools_and_their_gradients_match_pytorch():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    fns = {
+        "adaptive_avg_pool2d": F.adaptive_avg_pool2d,
+        "adaptive_max_pool2d": F.adaptive_max_pool2d,
+    }
+    x = RNG.standard_normal((2, 3, 9, 7))
+    x[0, 0, :3, :3] = 1.5  # ties in a max bin
+    for op, fn in fns.items():
+        for size in ([1, 1], [4, 3], [2, 5], [11, 9]):
+            g = RNG.standard_normal((2, 3, *size))
+            t = torch.from_numpy(x).requires_grad_()
+            want = fn(t, size)
+            want.backward(torch.from_numpy(g))
+            assert_matches(run1(op, {"x": x}, {"output_size": size}), want.detach().numpy())
+            (grad,) = run_op(op + "_grad", {"x": x, "out_grad": g}, {"output_size": size})["x_grad"]
+            assert_matches(grad, t.grad.numpy())

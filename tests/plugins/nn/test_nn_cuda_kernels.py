@@ -71,6 +71,7 @@ LOSSES = ["cross_entropy", "softmax_with_cross_entropy"]
 OPTIMIZERS = ["sgd", "momentum", "adam", "adamw"]
 RANDOM = ["uniform_random", "gaussian_random", "truncated_gaussian_random", "dropout"]
 WINDOWED = ["conv2d", "conv2d_transpose", "pool2d"]
+ADAPTIVE = ["adaptive_avg_pool2d", "adaptive_max_pool2d"]
 NORMS = ["batch_norm", "layer_norm"]
 SHAPES = [(), (7,), (0, 5), (1025, 33)]
 # Sums over many products or elements, in another order than the CPU's (cuDNN's algorithms, a
@@ -81,9 +82,9 @@ SUM_TOLERANCE = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-
 def test_every_declared_cuda_op_is_tested_here():
     declared = set(natives(source_manifest(PLUGIN), "cuda"))
     forward = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | set(OPTIMIZERS) | set(RANDOM)
-    forward |= {"accuracy", "embedding", *WINDOWED, *NORMS}
+    forward |= {"accuracy", "embedding", *WINDOWED, *ADAPTIVE, *NORMS}
     with_grads = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | {"dropout", "embedding"}
-    grads = {f"{op}_grad" for op in with_grads | set(WINDOWED) | set(NORMS)}
+    grads = {f"{op}_grad" for op in with_grads | set(WINDOWED) | set(ADAPTIVE) | set(NORMS)}
     assert declared == forward | grads
 
 
@@ -439,6 +440,32 @@ def test_pool2d_of_empty_tensors():
         "pool2d_grad",
         {"x": np.zeros((2, 0, 4, 4), np.float32), "out_grad": np.zeros((2, 0, 3, 3), np.float32)},
     )
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", ADAPTIVE)
+@pytest.mark.parametrize(
+    ("shape", "size"),
+    [
+        ((2, 3, 9, 7), [1, 1]),
+        ((2, 3, 67, 65), [1, 1]),  # global pooling: a block's threads share each plane
+        ((2, 3, 9, 7), [3, 7]),  # disjoint bins along the width only
+        ((2, 3, 9, 7), [4, 2]),
+        ((2, 3, 9, 6), [3, 3]),  # disjoint bins
+        ((2, 3, 4, 3), [9, 7]),  # more bins than rows: each element in several
+        ((0, 3, 4, 4), [2, 2]),
+    ],
+)
+def test_adaptive_pools_and_their_gradients_as_on_cpu(op, size, shape, dtype):
+    x = rand(shape, dtype)
+    if x.size:
+        x[0, 0, 1, 1] = x[0, 0, 1, 2]  # a tie: the first maximum takes the gradient
+        x[1, 1, 2, 2] = np.nan  # NaN is the maximum, as on the CPU
+        x[1, 2, 0, :] = -np.inf
+    attrs = {"output_size": size}
+    (out,) = run_op(op, {"x": x}, attrs)["out"]
+    on_both(op, {"x": x}, attrs, SUM_TOLERANCE)
+    on_both(f"{op}_grad", {"x": x, "out_grad": rand(out.shape, dtype)}, attrs, SUM_TOLERANCE)
 
 
 # -- normalisation -----------------------------------------------------------------------------

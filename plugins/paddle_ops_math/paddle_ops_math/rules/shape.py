@@ -3,8 +3,8 @@
 Shapes may hold None (unknown until run time): each rule keeps what it can and the executor
 checks the rest when it re-runs the rule on the fed shapes. Gradients compose the ops
 themselves (reshape back, the inverse permutation, split <-> concat, squeeze <-> unsqueeze,
-tril / triu of the gradient); only slice, broadcast_to and tile have grad kernels (slice_grad,
-broadcast_to_grad, tile_grad).
+tril / triu of the gradient); only flatten, stack, slice, broadcast_to and tile have grad
+kernels (flatten_grad, stack_grad, slice_grad, broadcast_to_grad, tile_grad).
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from __future__ import annotations
 from math import prod
 
 from paddle_core import ProgramError
+
+# The most outputs stack_grad creates (split's num allows as many): a variable each.
+MAX_PARTS = 65536
 
 
 def _axis(ctx, axis: int, ndim: int, what: str = "axis") -> int:
@@ -86,6 +89,33 @@ def reshape_grad(ctx):
     ctx.append_op("reshape", {"x": ctx.output_grad("out")}, {"out": gx}, {"shape": back})
 
 
+# -- flatten ------------------------------------------------------------------------------------
+
+
+def _flattened(ctx, ndim: int) -> tuple[int, int]:
+    """flatten's start_axis and stop_axis as axes of x ([0, ndim), a 0-d x counting as 1-D)."""
+    rank = max(ndim, 1)
+    start = _axis(ctx, ctx.attrs["start_axis"], rank, "start_axis")
+    stop = _axis(ctx, ctx.attrs["stop_axis"], rank, "stop_axis")
+    if start > stop:
+        ctx.fail(
+            f"start_axis {ctx.attrs['start_axis']} (axis {start}) comes after stop_axis "
+            f"{ctx.attrs['stop_axis']} (axis {stop}) of x's {rank} dimensions"
+        )
+    return start, stop
+
+
+def flatten_shape(ctx):
+    """x's dimensions with start_axis ... stop_axis replaced by their product (unknown if one
+    of them is, unless another is 0)."""
+    x = ctx.input("x")
+    start, stop = _flattened(ctx, x.ndim)
+    dims = list(x.shape) or [1]
+    merged = dims[start : stop + 1]
+    size = 0 if 0 in merged else (None if None in merged else prod(merged))
+    ctx.set_output("out", [*dims[:start], size, *dims[stop + 1 :]], x.dtype)
+
+
 # -- transpose ----------------------------------------------------------------------------------
 
 
@@ -110,7 +140,7 @@ def transpose_grad(ctx):
     ctx.append_op("transpose", {"x": ctx.output_grad("out")}, {"out": gx}, {"perm": inverse})
 
 
-# -- concat and split ---------------------------------------------------------------------------
+# -- concat, stack and split --------------------------------------------------------------------
 
 
 def concat_shape(ctx):
@@ -156,6 +186,50 @@ def concat_grad(ctx):
         {"outs": outs},
         {"sections": sections, "axis": axis},
     )
+
+
+def stack_shape(ctx):
+    """xs' common shape (each dimension known where any input knows it) with their count
+    inserted at axis, in [-(ndim + 1), ndim] as numpy.stack takes it."""
+    xs = ctx.input_list("xs")
+    first = xs[0]
+    axis = ctx.attrs["axis"]
+    if not -(first.ndim + 1) <= axis <= first.ndim:
+        ctx.fail(
+            f"axis {axis} is out of range for stacking {first.ndim}-D tensors: it must be in "
+            f"[{-(first.ndim + 1)}, {first.ndim}]"
+        )
+    shape = list(first.shape)
+    for x in xs:
+        if x.dtype != first.dtype or x.ndim != first.ndim:
+            ctx.fail(
+                f"inputs must share one dtype and shape; {x.name!r} differs from {first.name!r}"
+            )
+        for k, d in enumerate(x.shape):
+            if d is not None:
+                if shape[k] not in (None, d):
+                    ctx.fail(f"inputs must share one shape; they differ in dimension {k}")
+                shape[k] = d
+    shape.insert(axis % (first.ndim + 1), len(xs))
+    ctx.set_output("out", shape, first.dtype)
+
+
+def stack_grad_shape(ctx):
+    """One xs_grad per slice of out_grad along axis: out_grad's shape without that axis."""
+    g = ctx.input("out_grad")
+    if g.ndim == 0:
+        ctx.fail("out_grad is 0-d: it has no stacked axis")
+    axis = _axis(ctx, ctx.attrs["axis"], g.ndim)
+    count = g.shape[axis]
+    if count is None:
+        ctx.fail(f"out_grad's dimension {axis} (the stacked axis) must be known: it counts xs")
+    if count > MAX_PARTS:
+        ctx.fail(
+            f"out_grad's dimension {axis} (the stacked axis) is {count}: stack_grad gives at "
+            f"most {MAX_PARTS} xs_grad"
+        )
+    part = (*g.shape[:axis], *g.shape[axis + 1 :])
+    ctx.set_output_list("xs_grad", [(part, g.dtype)] * count)
 
 
 def split_shape(ctx):

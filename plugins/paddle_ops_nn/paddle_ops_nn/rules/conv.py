@@ -1,5 +1,5 @@
-"""Shape rules of conv2d, conv2d_transpose and pool2d (kernels: src/conv_cpu.cpp,
-src/pool_cpu.cpp; the same geometry in C++ is src/window.hpp).
+"""Shape rules of conv2d, conv2d_transpose, pool2d and the adaptive pools (kernels:
+src/conv_cpu.cpp, src/pool_cpu.cpp; the same geometry in C++ is src/window.hpp and src/pool.hpp).
 
 Spatial sizes may be unknown (None) when appending; channels, kernels and every attr are
 checked here, naming the value that does not fit. The grad ops use the core's grad_shapes: the
@@ -212,3 +212,27 @@ def conv2d_transpose_shape(ctx) -> None:
 
 def pool2d_shape(ctx) -> None:
     _out(ctx, _pool_out(ctx), ctx.input("x").dtype)
+
+
+def _output_size(ctx) -> tuple[int, int]:
+    """The adaptive pools' output_size: [OH, OW], or one value for both."""
+    size = list(ctx.attrs["output_size"])
+    if len(size) == 1:
+        size *= 2
+    if len(size) != 2:
+        ctx.fail(
+            "attr 'output_size' must have 1 value (both axes) or 2 (height, width), got "
+            f"{list(ctx.attrs['output_size'])}"
+        )
+    return size[0], size[1]
+
+
+def adaptive_pool2d_shape(ctx) -> None:
+    """adaptive_avg_pool2d, adaptive_max_pool2d: [N, C, *output_size]; every bin holds at
+    least one element, so x's planes must not be empty."""
+    x = _nchw(ctx, "x")
+    size = _output_size(ctx)
+    for a, axis in enumerate(("height", "width")):
+        if x.shape[2 + a] == 0:
+            ctx.fail(f"x's {axis} is 0: an empty plane has nothing to pool into bins")
+    ctx.set_output("out", (*x.shape[:2], *size), x.dtype)
