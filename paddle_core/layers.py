@@ -66,6 +66,7 @@ __all__ = [
     "hardswish",
     "layer_norm",
     "leaky_relu",
+    "linear",
     "linear_lr_warmup",
     "log_softmax",
     "lstm",
@@ -188,6 +189,36 @@ def fc(
     if b is not None:
         out = ops.add(out, b)
     return _activate(out, act)
+
+
+@model_method
+def linear(
+    input: Variable,
+    out_features: int,
+    bias: bool = True,
+    name: str | None = None,
+) -> Variable:
+    """``input @ weight.T + bias`` over the last axis of ``input`` [..., in], as
+    ``torch.nn.Linear``: ``<name>.weight`` is [out, in] and ``<name>.bias`` [out], both
+    uniform in [-1 / sqrt(in), 1 / sqrt(in)) at first as PyTorch's, so a Linear's
+    ``state_dict()`` loads by name as it is. ``name`` defaults to a unique ``linear_N``."""
+    features = input.shape[-1] if input.ndim else None
+    if features is None:
+        raise ProgramError(
+            f"linear: the last dimension of {input.name!r} must be known, got {list(input.shape)}"
+        )
+    out_features = _count(out_features, "out_features", "linear")
+    prefix = name or default_main_program().unique_name("linear")
+    bound = 1.0 / math.sqrt(features) if features else 0.0
+    uniform = init.Uniform(-bound, bound)
+    w = create_parameter(
+        [out_features, features], input.dtype, init.ParamAttr(f"{prefix}.weight", uniform)
+    )
+    out = ops.matmul(input, w, transpose_y=True)
+    if bias:
+        b = create_parameter([out_features], input.dtype, init.ParamAttr(f"{prefix}.bias", uniform))
+        out = ops.add(out, b)
+    return out
 
 
 def _count(value: object, what: str, layer: str) -> int:
@@ -479,6 +510,8 @@ def batch_norm(
     param_attr: init.ParamAttr | str | bool | None = None,
     bias_attr: init.ParamAttr | str | bool | None = None,
     name: str | None = None,
+    moving_mean_name: str | None = None,
+    moving_variance_name: str | None = None,
 ) -> Variable:
     """Batch normalisation of an NCHW-like ``input`` ([N, C, ...]) per channel, then ``act``.
 
@@ -489,7 +522,9 @@ def batch_norm(
     training, each run normalises with the batch's statistics and moves the running ones
     towards them in place (``running = momentum * running + (1 - momentum) * batch``, the
     biased batch variance); with ``is_test``, or in the program's ``clone(for_test=True)``,
-    the running statistics normalise and stay as they are.
+    the running statistics normalise and stay as they are. ``moving_mean_name`` and
+    ``moving_variance_name`` name the running statistics (as Paddle fluid's; a PyTorch port
+    passes ``"bn1.running_mean"``, ...), made unique from ``name`` otherwise.
 
     ``momentum`` is the fraction of the running statistics kept (Paddle fluid's meaning), the
     opposite of PyTorch's: PyTorch's ``BatchNorm2d(momentum=0.1)`` is ``momentum=0.9`` here.
@@ -506,8 +541,8 @@ def batch_norm(
 
     def parameter(what: str, attr, value: float, trainable: bool = True) -> Parameter:
         trainable = trainable and attr is not False
-        if not trainable:
-            attr = init.ParamAttr(trainable=False)
+        if not trainable:  # (a name given for it is kept)
+            attr = init.ParamAttr(name=attr if isinstance(attr, str) else None, trainable=False)
         made = create_parameter(
             channels, input.dtype, attr, init.Constant(value), prefix=f"{prefix}.{what}"
         )
@@ -516,8 +551,8 @@ def batch_norm(
 
     scale = parameter("scale", param_attr, 1.0)
     bias = parameter("bias", bias_attr, 0.0)
-    mean = parameter("mean", None, 0.0, trainable=False)
-    variance = parameter("variance", None, 1.0, trainable=False)
+    mean = parameter("mean", moving_mean_name, 0.0, trainable=False)
+    variance = parameter("variance", moving_variance_name, 1.0, trainable=False)
     base = program.unique_name(prefix)
     op = program.current_block().append_op(
         "batch_norm",

@@ -52,6 +52,8 @@ RUNNABLE_DOCUMENTS = [
     "docs/writing-op-plugins.md",
 ]
 GPU_DOCUMENTS = ["docs/cuda.md"]
+# Pages that compare with PyTorch (a test-only dependency): skipped without it.
+TORCH_DOCUMENTS = ["docs/porting-from-pytorch.md"]
 # Outputs a page shows in its comments, which its run must print: they are the real ones.
 SHOWN_OUTPUTS = {
     "docs/programs.md": [
@@ -76,7 +78,13 @@ def test_every_page_with_python_blocks_is_run() -> None:
     """A page whose Python blocks no test runs would go stale unnoticed."""
     pages = ["README.md", *(f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md")))]
     with_blocks = {page for page in pages if PYTHON_BLOCK.search((ROOT / page).read_text())}
-    assert with_blocks == set(RUNNABLE_DOCUMENTS) | set(GPU_DOCUMENTS)
+    assert with_blocks == set(RUNNABLE_DOCUMENTS) | set(GPU_DOCUMENTS) | set(TORCH_DOCUMENTS)
+
+
+@pytest.mark.parametrize("document", TORCH_DOCUMENTS)
+def test_pages_comparing_with_pytorch_run(document: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    test_python_blocks_run(document, tmp_path)
 
 
 @pytest.mark.gpu
