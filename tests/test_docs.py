@@ -6,6 +6,7 @@ Examples that do not run are a common complaint about op libraries; ours run in 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -186,6 +187,22 @@ def test_a_source_tree_without_a_build_to_borrow_says_so(tmp_path: Path) -> None
 )
 def test_scripts_run(script: str, tmp_path: Path) -> None:
     run_python((ROOT / script).read_text(), tmp_path)
+
+
+@pytest.mark.parametrize("model", ["lstm"])
+def test_the_language_model_example_trains_a_few_steps(model: str, tmp_path: Path) -> None:
+    """examples/train_char_lm.py, shortened: the loss falls from ln(vocabulary) and it samples."""
+    script = ROOT / "examples" / "train_char_lm.py"
+    args = ["--model", model, "--steps", "4", "--eval-every", "4", "--sample", "20"]
+    result = subprocess.run(
+        [sys.executable, str(script), *args], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    before = float(re.search(r"validation loss before training: ([\d.]+)", result.stdout)[1])
+    after = float(re.search(r"step 4: validation loss ([\d.]+)", result.stdout)[1])
+    assert abs(before - math.log(96)) < 0.2 and after < before
+    assert len(result.stdout.split("--- sample ---\n")[1]) >= 20
 
 
 def test_the_threads_table_is_the_benchmarks_settings() -> None:
