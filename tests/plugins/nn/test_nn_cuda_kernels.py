@@ -73,6 +73,7 @@ RANDOM = ["uniform_random", "gaussian_random", "truncated_gaussian_random", "dro
 WINDOWED = ["conv2d", "conv2d_transpose", "pool2d"]
 ADAPTIVE = ["adaptive_avg_pool2d", "adaptive_max_pool2d"]
 NORMS = ["batch_norm", "layer_norm"]
+ATTENTION = ["scaled_dot_product_attention"]
 SHAPES = [(), (7,), (0, 5), (1025, 33)]
 # Sums over many products or elements, in another order than the CPU's (cuDNN's algorithms, a
 # block's tree): a few ulp of the sum, relative to its terms.
@@ -82,10 +83,35 @@ SUM_TOLERANCE = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-
 def test_every_declared_cuda_op_is_tested_here():
     declared = set(natives(source_manifest(PLUGIN), "cuda"))
     forward = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | set(OPTIMIZERS) | set(RANDOM)
-    forward |= {"accuracy", "embedding", *WINDOWED, *ADAPTIVE, *NORMS}
+    forward |= {"accuracy", "embedding", *WINDOWED, *ADAPTIVE, *NORMS, *ATTENTION}
     with_grads = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | {"dropout", "embedding"}
+    with_grads |= set(ATTENTION)
     grads = {f"{op}_grad" for op in with_grads | set(WINDOWED) | set(ADAPTIVE) | set(NORMS)}
     assert declared == forward | grads
+
+
+# -- attention ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("variant", ["plain", "causal", "bool mask", "float mask", "empty keys"])
+def test_attention_and_its_gradient(cuda, dtype, variant):
+    S = 0 if variant == "empty keys" else 70
+    q, k, v = rand((2, 3, 33, 8), dtype), rand((2, 3, S, 8), dtype), rand((2, 3, S, 5), dtype)
+    inputs, attrs = {"q": q, "k": k, "v": v}, {"is_causal": variant == "causal"}
+    if variant == "bool mask":
+        inputs["attn_mask"] = RNG.random((3, 33, S)) < 0.7
+    if variant == "float mask":
+        inputs["attn_mask"] = rand((33, S), dtype)
+    on_both("scaled_dot_product_attention", inputs, attrs, SUM_TOLERANCE)
+    out = run_op("scaled_dot_product_attention", inputs, attrs)
+    grad_inputs = {
+        **inputs,
+        "out": out["out"][0],
+        "logsumexp": out["logsumexp"][0],
+        "out_grad": rand(out["out"][0].shape, dtype),
+    }
+    on_both("scaled_dot_product_attention_grad", grad_inputs, attrs, SUM_TOLERANCE)
 
 
 # -- activations -------------------------------------------------------------------------------

@@ -1,0 +1,205 @@
+// scaled_dot_product_attention and its gradient, for every device: the geometry and the checks
+// of prepare (the CPU kernels, attention_cpu.cpp, and the CUDA ones, attention_cuda.cu, run the
+// same), and the score of one (query, key) pair with its mask, which both devices compute with
+// these functions. Under nvcc they are __host__ __device__.
+//
+// Layout: q [..., L, E], k [..., S, E], v [..., S, Ev], out [..., L, Ev], logsumexp [..., L];
+// the leading dimensions are equal and are flattened into `batch` (batch * heads). A score is
+// q_i . k_j * scale, plus the mask's value for a float mask; a pair a bool mask marks false, or
+// that is_causal hides (j > i, top-left aligned as PyTorch's), has the score -inf. A row whose
+// every score is -inf (fully masked, or S == 0) gives out 0, logsumexp -inf and no gradient:
+// PyTorch gives NaN there for a bool mask; zeros let a padded batch train.
+//
+// The mask is broadcast to [..., L, S] by NumPy's rules (right-aligned, dimensions 1 or equal,
+// missing ones in front): it is read through strides, 0 where it is broadcast.
+#ifndef PADDLE_OPS_NN_ATTENTION_HPP_
+#define PADDLE_OPS_NN_ATTENTION_HPP_
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "common.hpp"
+
+namespace paddle_ops_nn {
+
+// The most leading dimensions a mask is broadcast over (its offsets are computed on the GPU
+// from fixed arrays).
+constexpr int32_t kAttentionMaxLead = 8;
+
+// The attn_mask's input slot: (q, k, v, attn_mask?) and (q, k, v, out, logsumexp, out_grad,
+// attn_mask?).
+constexpr int32_t kAttentionMaskSlot = 3, kAttentionGradMaskSlot = 6;
+
+enum class MaskKind : int32_t { kNone, kBool, kFloat };
+
+struct AttentionGeometry {
+  int64_t batch = 1, L = 0, S = 0, E = 0, Ev = 0;
+  double scale = 1;
+  bool causal = false;
+  MaskKind mask = MaskKind::kNone;
+  // The mask's strides along L and S, and its leading dimensions (q's) and strides (0 where
+  // broadcast): element (b, i, j) is at mask_offset(b) + i * mask_row + j * mask_col.
+  int64_t mask_row = 0, mask_col = 0;
+  int32_t lead = 0;
+  int64_t lead_dims[kAttentionMaxLead] = {}, lead_strides[kAttentionMaxLead] = {};
+
+  PADDLE_CORE_HD int64_t mask_offset(int64_t b) const {
+    int64_t off = 0;
+    for (int32_t k = lead - 1; k >= 0; --k) {
+      off += b % lead_dims[k] * lead_strides[k];
+      b /= lead_dims[k];
+    }
+    return off;
+  }
+};
+
+// The score of (i, j) from its dot product: scaled, masked (mask points at the batch's
+// first element, or is null), -inf where hidden.
+template <class T>
+PADDLE_CORE_HD T masked_score(const AttentionGeometry& g, const void* mask, T dot, int64_t i,
+                              int64_t j) {
+  if (g.causal && j > i) return -std::numeric_limits<T>::infinity();
+  const T s = dot * static_cast<T>(g.scale);
+  if (g.mask == MaskKind::kNone) return s;
+  const int64_t at = i * g.mask_row + j * g.mask_col;
+  if (g.mask == MaskKind::kBool)
+    return static_cast<const uint8_t*>(mask)[at] ? s : -std::numeric_limits<T>::infinity();
+  return s + static_cast<const T*>(mask)[at];
+}
+
+// exp(score - logsumexp): the probability of a pair, 0 in a row with no visible key (its
+// logsumexp is -inf).
+template <class T> PADDLE_CORE_HD T probability(T score, T lse) {
+  return lse == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(score - lse);
+}
+
+// -- the checks of prepare -------------------------------------------------------------------
+
+inline void expect_attention_rank(const Tensor& t, const char* what, const Tensor& q) {
+  if (t.ndim() != q.ndim())
+    fail("%s %s must have q's rank %d (equal leading dimensions; broadcasting them is not "
+         "supported)",
+         what, t.describe().c_str(), q.ndim());
+  for (int32_t k = 0; k + 2 < q.ndim(); ++k)
+    if (t.dim(k) != q.dim(k))
+      fail("%s %s and q %s must have equal leading dimensions (dimension %d differs; "
+           "broadcasting them is not supported)",
+           what, t.describe().c_str(), q.describe().c_str(), k);
+}
+
+// Reads the mask's geometry into g; fails unless it is bool or q's dtype and broadcasts to
+// [..., L, S].
+inline void attention_mask(const Tensor& m, const Tensor& q, AttentionGeometry& g) {
+  if (m.dtype() == PC_BOOL) g.mask = MaskKind::kBool;
+  else if (m.dtype() == q.dtype()) g.mask = MaskKind::kFloat;
+  else
+    fail("attn_mask %s must be bool or q's dtype %s", m.describe().c_str(),
+         q.describe().c_str());
+  const int32_t nd = q.ndim(), md = m.ndim();
+  auto bad = [&] {
+    fail("attn_mask %s does not broadcast to the scores' shape [..., L=%lld, S=%lld] of q %s",
+         m.describe().c_str(), static_cast<long long>(g.L), static_cast<long long>(g.S),
+         q.describe().c_str());
+  };
+  if (md > nd) bad();
+  // Target dimension k of [..., L, S] and the mask's stride along it (0: broadcast).
+  auto stride = [&](int32_t k, int64_t want) -> int64_t {
+    const int32_t mk = k - (nd - md);
+    if (mk < 0) return 0;
+    const int64_t have = m.dim(mk);
+    if (have != 1 && have != want) bad();
+    return have == 1 ? 0 : m.raw().strides[mk];
+  };
+  g.mask_row = stride(nd - 2, g.L);
+  g.mask_col = stride(nd - 1, g.S);
+  g.lead = nd - 2;
+  if (g.lead > kAttentionMaxLead)
+    fail("attn_mask with q %s: at most %d leading dimensions are supported with a mask",
+         q.describe().c_str(), kAttentionMaxLead);
+  for (int32_t k = 0; k < g.lead; ++k) {
+    g.lead_dims[k] = q.dim(k);
+    g.lead_strides[k] = stride(k, q.dim(k));
+  }
+}
+
+// The geometry of q, k, v (slots 0-2), the attn_mask if slot mask_slot has one, and the attrs;
+// fails where they do not fit together.
+inline AttentionGeometry attention_geometry(const Attrs& attrs, const Slots& in,
+                                            int32_t mask_slot) {
+  const Tensor q = in(0), k = in(1), v = in(2);
+  if (q.ndim() < 2) fail("q %s must be at least 2-D: [..., L, E]", q.describe().c_str());
+  dispatch(q.dtype(), Floats{}, [](auto) {});
+  expect_same_dtype(q, k, "q and k");
+  expect_same_dtype(q, v, "q and v");
+  expect_attention_rank(k, "k", q);
+  expect_attention_rank(v, "v", q);
+  AttentionGeometry g;
+  for (int32_t d = 0; d + 2 < q.ndim(); ++d) g.batch *= q.dim(d);
+  g.L = q.dim(-2), g.E = q.dim(-1), g.S = k.dim(-2), g.Ev = v.dim(-1);
+  if (k.dim(-1) != g.E)
+    fail("k %s must have q's head dimension E=%lld (q %s)", k.describe().c_str(),
+         static_cast<long long>(g.E), q.describe().c_str());
+  if (v.dim(-2) != g.S)
+    fail("v %s must have k's sequence length S=%lld (k %s)", v.describe().c_str(),
+         static_cast<long long>(g.S), k.describe().c_str());
+  if (attrs.f("dropout_p") != 0)
+    fail("dropout_p=%g is not supported yet (only 0)", attrs.f("dropout_p"));
+  g.causal = attrs.b("is_causal");
+  if (g.causal && in.has(mask_slot))
+    fail("is_causal=true and an attn_mask cannot be given together (as PyTorch)");
+  const double scale = attrs.f("scale");
+  // scale 0 means 1 / sqrt(E); with E == 0 every dot product is 0, and any scale gives 0.
+  g.scale = scale != 0 ? scale : (g.E > 0 ? 1 / std::sqrt(double(g.E)) : 1.0);
+  if (in.has(mask_slot)) attention_mask(in(mask_slot), q, g);
+  return g;
+}
+
+// Fails unless t is q's dtype with the shape [..., rows, cols] (q's leading dimensions).
+inline void expect_attention_shape(const Tensor& t, const Tensor& q, int64_t rows, int64_t cols,
+                                   const char* what) {
+  expect_same_dtype(q, t, what);
+  bool ok = t.ndim() == q.ndim() && t.dim(-2) == rows && t.dim(-1) == cols;
+  for (int32_t k = 0; ok && k + 2 < q.ndim(); ++k) ok = t.dim(k) == q.dim(k);
+  if (!ok)
+    fail("%s: %s must have the shape [..., %lld, %lld] with q's leading dimensions (q %s)", what,
+         t.describe().c_str(), static_cast<long long>(rows), static_cast<long long>(cols),
+         q.describe().c_str());
+}
+
+// Fails unless logsumexp is q's dtype with the shape [..., L].
+inline void expect_logsumexp(const Tensor& t, const Tensor& q, int64_t L) {
+  expect_same_dtype(q, t, "q and logsumexp");
+  bool ok = t.ndim() == q.ndim() - 1 && t.dim(-1) == L;
+  for (int32_t k = 0; ok && k + 2 < q.ndim(); ++k) ok = t.dim(k) == q.dim(k);
+  if (!ok)
+    fail("logsumexp %s must have the shape [..., L=%lld] with q's leading dimensions (q %s)",
+         t.describe().c_str(), static_cast<long long>(L), q.describe().c_str());
+}
+
+// scaled_dot_product_attention: (q, k, v, attn_mask?) -> (out, logsumexp).
+inline AttentionGeometry check_attention(const Attrs& attrs, const Slots& in, const Slots& out) {
+  const AttentionGeometry g = attention_geometry(attrs, in, kAttentionMaskSlot);
+  expect_attention_shape(out(0), in(0), g.L, g.Ev, "out");
+  expect_logsumexp(out(1), in(0), g.L);
+  return g;
+}
+
+// scaled_dot_product_attention_grad: (q, k, v, out, logsumexp, out_grad, attn_mask?) ->
+// (q_grad?, k_grad?, v_grad?).
+inline AttentionGeometry check_attention_grad(const Attrs& attrs, const Slots& in,
+                                              const Slots& out) {
+  const AttentionGeometry g = attention_geometry(attrs, in, kAttentionGradMaskSlot);
+  const Tensor q = in(0);
+  expect_attention_shape(in(3), q, g.L, g.Ev, "out");
+  expect_logsumexp(in(4), q, g.L);
+  expect_attention_shape(in(5), q, g.L, g.Ev, "out_grad");
+  if (out.has(0)) expect_attention_shape(out(0), q, g.L, g.E, "q_grad");
+  if (out.has(1)) expect_attention_shape(out(1), q, g.S, g.E, "k_grad");
+  if (out.has(2)) expect_attention_shape(out(2), q, g.S, g.Ev, "v_grad");
+  return g;
+}
+
+}  // namespace paddle_ops_nn
+
+#endif  // PADDLE_OPS_NN_ATTENTION_HPP_

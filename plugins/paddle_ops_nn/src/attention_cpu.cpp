@@ -1,0 +1,388 @@
+// scaled_dot_product_attention and its gradient on the CPU, fused and blocked (FlashAttention-2's
+// order of work): no [L, S] matrix is ever held, only one [64, 128] tile of scores per thread.
+// Geometry, checks and the masked score are attention.hpp's (shared with the CUDA kernels).
+//
+// Forward, per (batch, tile of 64 queries), one task each: for each tile of 128 keys, scores =
+// q k^T (an OpenBLAS GEMM), scaled and masked; an online softmax keeps each row's running max m
+// and sum l, rescales the rows of out accumulated so far and adds P v (a GEMM). At the end out
+// /= l and logsumexp = m + log(l), which the gradient reads to recompute P tile by tile.
+// Causal tiles above the diagonal are skipped.
+//
+// Backward: D = rowsum(out_grad * out); then per (batch, share of the key tiles), one task
+// each: for each key tile and each query tile that sees it, P = exp(scores - logsumexp),
+// v_grad += P^T out_grad, dP = out_grad v^T, dS = P (dP - D), k_grad += scale dS^T q and
+// q_grad += scale dS k (five GEMMs). k_grad and v_grad rows belong to one task; q_grad is
+// summed over the shares, which write partial sums of their own when there are fewer batches
+// than threads.
+//
+// Memory contract: every tensor is C-contiguous and checked in prepare; each thread holds its
+// tiles (about 35 KB in float32); the backward's partial q_grad sums (threads / batch copies of
+// q_grad at most) exist only when batch < threads. Float32 row loops run attention_avx2.cpp on
+// CPUs with AVX2 and FMA. OpenBLAS runs one thread inside each of ours.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "attention.hpp"
+#include "attention_avx2.hpp"
+
+namespace paddle_ops_nn {
+namespace {
+
+constexpr int64_t kQueryTile = 64, kKeyTile = 128;
+
+template <class T> constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// OpenBLAS single-threaded while our threads call it, its count restored after (other kernels
+// and plugins keep theirs: paddle-ops-math caches the count it set).
+class BlasOneThread {
+ public:
+  BlasOneThread() : saved_(scipy_openblas_get_num_threads()) {
+    if (saved_ != 1) scipy_openblas_set_num_threads(1);
+  }
+  ~BlasOneThread() {
+    if (saved_ != 1) scipy_openblas_set_num_threads(saved_);
+  }
+  BlasOneThread(const BlasOneThread&) = delete;
+  BlasOneThread& operator=(const BlasOneThread&) = delete;
+
+ private:
+  int saved_;
+};
+
+// C[M, N] = alpha op(A) op(B) + beta C, row-major with leading dimensions as stored. With
+// K == 0 the product is 0 (OpenBLAS is not asked).
+template <class T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t c = 0; c < N; ++c) C[r * ldc + c] = beta == T(0) ? T(0) : beta * C[r * ldc + c];
+    return;
+  }
+  const auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
+  const blasint m = M, n = N, k = K, la = std::max<int64_t>(lda, 1),
+                lb = std::max<int64_t>(ldb, 1), lc = std::max<int64_t>(ldc, 1);
+  if constexpr (std::is_same_v<T, float>)
+    scipy_cblas_sgemm(CblasRowMajor, op_a, op_b, m, n, k, alpha, A, la, B, lb, beta, C, lc);
+  else
+    scipy_cblas_dgemm(CblasRowMajor, op_a, op_b, m, n, k, alpha, A, la, B, lb, beta, C, lc);
+}
+
+// -- row loops (float32 through attention_avx2.cpp where the CPU has AVX2 and FMA) -----------
+
+template <class T> T scale_max(T* row, int64_t n, T scale) {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2()) return avx2::scale_max_f32(row, n, scale);
+  T m = kNegInf<T>;
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j] *= scale);
+  return m;
+}
+
+template <class T> T exp_sum(T* row, int64_t n, T m) {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2()) return avx2::exp_sum_f32(row, n, m);
+  T sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += row[j] = std::exp(row[j] - m);
+  return sum;
+}
+
+template <class T> void exp_affine(T* row, int64_t n, T a, T b) {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2()) return avx2::exp_affine_f32(row, n, a, b);
+  for (int64_t j = 0; j < n; ++j) row[j] = std::exp(a * row[j] - b);
+}
+
+// The tensors of one batch entry (b of batch * heads), and what its tiles share.
+template <class T> struct Batch {
+  const AttentionGeometry& g;
+  const T *q, *k, *v;
+  const void* mask;  // at the batch's first element, or null
+
+  Batch(const AttentionGeometry& geo, const Slots& in, int32_t mask_slot, int64_t b)
+      : g(geo),
+        q(in(0).data<T>() + b * geo.L * geo.E),
+        k(in(1).data<T>() + b * geo.S * geo.E),
+        v(in(2).data<T>() + b * geo.S * geo.Ev),
+        mask(nullptr) {
+    if (geo.mask == MaskKind::kBool) mask = in(mask_slot).data<uint8_t>() + geo.mask_offset(b);
+    if (geo.mask == MaskKind::kFloat) mask = in(mask_slot).data<T>() + geo.mask_offset(b);
+  }
+
+  // Whether a tile of queries [i0, i0 + rows) and keys [j0, j0 + cols) has plain scores: no
+  // mask, and no causal hiding (every key at or before every query).
+  bool plain(int64_t i0, int64_t j0, int64_t cols) const {
+    return g.mask == MaskKind::kNone && (!g.causal || j0 + cols - 1 <= i0);
+  }
+  // The keys a tile of queries ending before i_end sees: all, or up to the diagonal.
+  int64_t key_end(int64_t i_end) const { return g.causal ? std::min(g.S, i_end) : g.S; }
+
+  // scores[rows, cols] = q[i0:] k[j0:]^T (dot products, unscaled).
+  void dots(int64_t i0, int64_t rows, int64_t j0, int64_t cols, T* scores) const {
+    gemm<T>(false, true, rows, cols, g.E, T(1), q + i0 * g.E, g.E, k + j0 * g.E, g.E, T(0),
+            scores, cols);
+  }
+
+  // One row of dot products as scores (scaled, masked); returns their max.
+  T score_row(T* row, int64_t cols, int64_t i, int64_t j0, bool plain_tile) const {
+    if (plain_tile) return scale_max(row, cols, static_cast<T>(g.scale));
+    T m = kNegInf<T>;
+    for (int64_t j = 0; j < cols; ++j) {
+      row[j] = masked_score(g, mask, row[j], i, j0 + j);
+      m = std::max(m, row[j]);
+    }
+    return m;
+  }
+
+  // One row of dot products as probabilities exp(score - lse) (0 where lse is -inf).
+  void probability_row(T* row, int64_t cols, int64_t i, int64_t j0, bool plain_tile, T lse) const {
+    if (lse == kNegInf<T>) {
+      std::fill_n(row, cols, T(0));
+    } else if (plain_tile) {
+      exp_affine(row, cols, static_cast<T>(g.scale), lse);
+    } else {
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] = probability(masked_score(g, mask, row[j], i, j0 + j), lse);
+    }
+  }
+};
+
+// -- forward ---------------------------------------------------------------------------------
+
+// The per-thread state of the forward: one tile of scores and each row's max and sum.
+template <class T> struct ForwardTile {
+  std::vector<T> scores = std::vector<T>(kQueryTile * kKeyTile), m = std::vector<T>(kQueryTile),
+                 l = std::vector<T>(kQueryTile);
+};
+
+// Folds the scores of one key tile into the running softmax of row r (rows of out so far are
+// rescaled); the row becomes its unnormalised probabilities.
+template <class T>
+void online_softmax_row(ForwardTile<T>& w, T* row, int64_t cols, int64_t r, T row_max, T* out_row,
+                        int64_t Ev) {
+  const T m_new = std::max(w.m[r], row_max);
+  if (m_new == kNegInf<T>) {  // nothing visible yet: adds nothing
+    std::fill_n(row, cols, T(0));
+    return;
+  }
+  const T alpha = std::exp(w.m[r] - m_new);  // 0 when the row had nothing visible before
+  w.l[r] = w.l[r] * alpha + exp_sum(row, cols, m_new);
+  if (alpha != T(1))
+    for (int64_t c = 0; c < Ev; ++c) out_row[c] *= alpha;
+  w.m[r] = m_new;
+}
+
+// out and logsumexp of queries [i0, i0 + rows) of one batch entry.
+template <class T>
+void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, T* lse, ForwardTile<T>& w) {
+  const AttentionGeometry& g = bt.g;
+  T* o = out + i0 * g.Ev;
+  std::fill_n(o, rows * g.Ev, T(0));
+  std::fill_n(w.m.begin(), rows, kNegInf<T>);
+  std::fill_n(w.l.begin(), rows, T(0));
+  const int64_t key_end = bt.key_end(i0 + rows);
+  for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
+    const int64_t cols = std::min(kKeyTile, key_end - j0);
+    const bool plain = bt.plain(i0, j0, cols);
+    T* scores = w.scores.data();
+    bt.dots(i0, rows, j0, cols, scores);
+    for (int64_t r = 0; r < rows; ++r) {
+      T* row = scores + r * cols;
+      const T row_max = bt.score_row(row, cols, i0 + r, j0, plain);
+      online_softmax_row(w, row, cols, r, row_max, o + r * g.Ev, g.Ev);
+    }
+    gemm<T>(false, false, rows, g.Ev, cols, T(1), scores, cols, bt.v + j0 * g.Ev, g.Ev, T(1), o,
+            g.Ev);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool any = w.l[r] > T(0);
+    const T inv = any ? T(1) / w.l[r] : T(0);
+    for (int64_t c = 0; c < g.Ev; ++c) o[r * g.Ev + c] *= inv;
+    lse[i0 + r] = any ? w.m[r] + std::log(w.l[r]) : kNegInf<T>;
+  }
+}
+
+template <class T>
+void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots& out,
+                       int32_t threads) {
+  const int64_t tiles = (g.L + kQueryTile - 1) / kQueryTile;
+  T* o = out(0).data<T>();
+  T* lse = out(1).data<T>();
+  BlasOneThread blas;
+  parallel_rows(g.batch * tiles, threads, 1, [&](int64_t lo, int64_t hi) {
+    ForwardTile<T> w;
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t b = task / tiles, i0 = task % tiles * kQueryTile;
+      forward_tile(Batch<T>(g, in, kAttentionMaskSlot, b), i0, std::min(kQueryTile, g.L - i0),
+                   o + b * g.L * g.Ev, lse + b * g.L, w);
+    }
+  });
+}
+
+// -- backward --------------------------------------------------------------------------------
+
+// Where one task of the backward writes: its batch entry's gradients (null: not wanted), and
+// the rows of D = rowsum(out_grad * out).
+template <class T> struct GradTargets {
+  T *dq, *dk, *dv;
+  const T *dout, *lse, *D;
+};
+
+// The per-thread tiles of the backward: probabilities (then dS) and dP.
+template <class T> struct BackwardTile {
+  std::vector<T> p = std::vector<T>(kQueryTile * kKeyTile),
+                 dp = std::vector<T>(kQueryTile * kKeyTile);
+};
+
+// The gradients' contributions of one (query tile, key tile) pair.
+template <class T>
+void backward_pair(const Batch<T>& bt, const GradTargets<T>& t, int64_t i0, int64_t rows,
+                   int64_t j0, int64_t cols, BackwardTile<T>& w) {
+  const AttentionGeometry& g = bt.g;
+  const T scale = static_cast<T>(g.scale);
+  T *p = w.p.data(), *dp = w.dp.data();
+  const bool plain = bt.plain(i0, j0, cols);
+  bt.dots(i0, rows, j0, cols, p);
+  for (int64_t r = 0; r < rows; ++r)
+    bt.probability_row(p + r * cols, cols, i0 + r, j0, plain, t.lse[i0 + r]);
+  const T* dout = t.dout + i0 * g.Ev;
+  if (t.dv != nullptr)
+    gemm<T>(true, false, cols, g.Ev, rows, T(1), p, cols, dout, g.Ev, T(1), t.dv + j0 * g.Ev, g.Ev);
+  if (t.dq == nullptr && t.dk == nullptr) return;
+  gemm<T>(false, true, rows, cols, g.Ev, T(1), dout, g.Ev, bt.v + j0 * g.Ev, g.Ev, T(0), dp, cols);
+  for (int64_t r = 0; r < rows; ++r) {  // dS = P (dP - D), into p
+    const T d = t.D[i0 + r];
+    T *pr = p + r * cols, *dpr = dp + r * cols;
+    for (int64_t j = 0; j < cols; ++j) pr[j] *= dpr[j] - d;
+  }
+  if (t.dk != nullptr)
+    gemm<T>(true, false, cols, g.E, rows, scale, p, cols, bt.q + i0 * g.E, g.E, T(1),
+            t.dk + j0 * g.E, g.E);
+  if (t.dq != nullptr)
+    gemm<T>(false, false, rows, g.E, cols, scale, p, cols, bt.k + j0 * g.E, g.E, T(1),
+            t.dq + i0 * g.E, g.E);
+}
+
+// The gradients' contributions of key tiles [tile_lo, tile_hi) of one batch entry.
+template <class T>
+void backward_keys(const Batch<T>& bt, const GradTargets<T>& t, int64_t tile_lo, int64_t tile_hi,
+                   BackwardTile<T>& w) {
+  const AttentionGeometry& g = bt.g;
+  for (int64_t jt = tile_lo; jt < tile_hi; ++jt) {
+    const int64_t j0 = jt * kKeyTile, cols = std::min(kKeyTile, g.S - j0);
+    // Causal: only queries i >= j0 see this tile.
+    const int64_t first = g.causal ? j0 / kQueryTile * kQueryTile : 0;
+    for (int64_t i0 = first; i0 < g.L; i0 += kQueryTile)
+      backward_pair(bt, t, i0, std::min(kQueryTile, g.L - i0), j0, cols, w);
+  }
+}
+
+// D[row] = sum(out_grad * out) over each of the batch * L rows.
+template <class T>
+std::vector<T> rowsum_dout_out(const AttentionGeometry& g, const T* dout, const T* o,
+                               int32_t threads) {
+  std::vector<T> D(static_cast<size_t>(g.batch * g.L));
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(g.Ev, 1));
+  parallel_rows(g.batch * g.L, threads, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      double acc = 0;
+      for (int64_t c = 0; c < g.Ev; ++c) acc += double(dout[r * g.Ev + c]) * o[r * g.Ev + c];
+      D[r] = static_cast<T>(acc);
+    }
+  });
+  return D;
+}
+
+template <class T> T* zeroed(const Slots& out, int32_t slot, int64_t n) {
+  if (!out.has(slot)) return nullptr;
+  T* p = out(slot).data<T>();
+  std::fill_n(p, n, T(0));
+  return p;
+}
+
+template <class T>
+void attention_backward(const AttentionGeometry& g, const Slots& in, const Slots& out,
+                        int32_t threads) {
+  T* dq = zeroed<T>(out, 0, g.batch * g.L * g.E);
+  T* dk = zeroed<T>(out, 1, g.batch * g.S * g.E);
+  T* dv = zeroed<T>(out, 2, g.batch * g.S * g.Ev);
+  const T *o = in(3).data<T>(), *lse = in(4).data<T>(), *dout = in(5).data<T>();
+  const std::vector<T> D = rowsum_dout_out(g, dout, o, threads);
+  const int64_t key_tiles = (g.S + kKeyTile - 1) / kKeyTile;
+  // Shares of the key tiles per batch entry: enough tasks for every thread.
+  const int64_t shares = std::clamp<int64_t>((threads + g.batch - 1) / g.batch, 1,
+                                             std::max<int64_t>(key_tiles, 1));
+  const int64_t q_size = g.batch * g.L * g.E;
+  // With several shares, each sums its q_grad into a copy of its own, added up after.
+  std::vector<T> partial(dq != nullptr && shares > 1 ? (shares - 1) * q_size : 0, T(0));
+  BlasOneThread blas;
+  parallel_rows(g.batch * shares, threads, 1, [&](int64_t lo, int64_t hi) {
+    BackwardTile<T> w;
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t b = task / shares, share = task % shares;
+      T* dq_share = dq == nullptr ? nullptr
+                    : share == 0    ? dq
+                                    : partial.data() + (share - 1) * q_size;
+      const GradTargets<T> t{dq_share == nullptr ? nullptr : dq_share + b * g.L * g.E,
+                             dk == nullptr ? nullptr : dk + b * g.S * g.E,
+                             dv == nullptr ? nullptr : dv + b * g.S * g.Ev,
+                             dout + b * g.L * g.Ev, lse + b * g.L, D.data() + b * g.L};
+      backward_keys(Batch<T>(g, in, kAttentionGradMaskSlot, b), t, key_tiles * share / shares,
+                    key_tiles * (share + 1) / shares, w);
+    }
+  });
+  if (partial.empty()) return;
+  parallel_for(q_size, threads, kGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t s = 0; s + 1 < shares; ++s)
+      for (int64_t e = lo; e < hi; ++e) dq[e] += partial[s * q_size + e];
+  });
+}
+
+// -- the kernels -----------------------------------------------------------------------------
+
+class Attention {
+ public:
+  static constexpr pc::Signature signature{"111?", "11"};
+  using DTypes = Floats;
+  Attention(const Attrs& attrs, const Slots& in, const Slots& out)
+      : g_(check_attention(attrs, in, out)) {}
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
+      attention_forward<decltype(t)>(g_, in, out, ctx.num_threads());
+    });
+  }
+
+ private:
+  AttentionGeometry g_;
+};
+
+class AttentionGrad {
+ public:
+  static constexpr pc::Signature signature{"111111?", "???"};
+  using DTypes = Floats;
+  AttentionGrad(const Attrs& attrs, const Slots& in, const Slots& out)
+      : g_(check_attention_grad(attrs, in, out)) {}
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
+      attention_backward<decltype(t)>(g_, in, out, ctx.num_threads());
+    });
+  }
+
+ private:
+  AttentionGeometry g_;
+};
+
+}  // namespace
+
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<Attention>("scaled_dot_product_attention"),
+    pc::kernel<AttentionGrad>("scaled_dot_product_attention_grad"));
+
+}  // namespace paddle_ops_nn

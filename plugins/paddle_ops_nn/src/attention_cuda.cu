@@ -1,0 +1,190 @@
+// CUDA kernels of scaled_dot_product_attention and its gradient: same checks, geometry, masked
+// scores and dtypes as attention_cpu.cpp (attention.hpp). A straightforward form, one thread per
+// row and no shared-memory tiles: the forward runs an online softmax over the keys of one
+// query row, accumulating into its row of out; the gradient recomputes each probability from
+// logsumexp, one thread per query row for q_grad and one per key row for k_grad and v_grad, so
+// no two threads write one element (no atomics; results do not depend on the launch shape).
+// Correct, not fast: a tiled kernel (or cuDNN's) is what a GPU needs for speed.
+//
+// Memory contract: as the CPU kernels', all on the CUDA device of the plan's stream; each
+// thread writes every element of its own rows.
+#include "attention.hpp"
+#include "cuda.cuh"
+
+namespace paddle_ops_nn {
+namespace {
+
+template <class T> __device__ const void* batch_mask(const AttentionGeometry& g, const void* mask,
+                                                     int64_t b) {
+  if (g.mask == MaskKind::kBool) return static_cast<const uint8_t*>(mask) + g.mask_offset(b);
+  if (g.mask == MaskKind::kFloat) return static_cast<const T*>(mask) + g.mask_offset(b);
+  return nullptr;
+}
+
+template <class T> __device__ T dot(const T* a, const T* b, int64_t n) {
+  T acc = 0;
+  for (int64_t e = 0; e < n; ++e) acc += a[e] * b[e];
+  return acc;
+}
+
+// out and logsumexp of row (b, i).
+template <class T>
+__global__ void attention_kernel(const T* q, const T* k, const T* v, const void* mask, T* out,
+                                 T* lse, AttentionGeometry g) {
+  for (int64_t row = first_index(); row < g.batch * g.L; row += index_step()) {
+    const int64_t b = row / g.L, i = row % g.L;
+    const T* qi = q + row * g.E;
+    const T *kb = k + b * g.S * g.E, *vb = v + b * g.S * g.Ev;
+    const void* m = batch_mask<T>(g, mask, b);
+    T* o = out + row * g.Ev;
+    for (int64_t c = 0; c < g.Ev; ++c) o[c] = T(0);
+    T mx = -std::numeric_limits<T>::infinity(), l = 0;
+    for (int64_t j = 0; j < g.S; ++j) {
+      const T s = masked_score(g, m, dot(qi, kb + j * g.E, g.E), i, j);
+      if (s == -std::numeric_limits<T>::infinity()) continue;
+      const T m_new = s > mx ? s : mx;
+      const T alpha = std::exp(mx - m_new), p = std::exp(s - m_new);
+      l = l * alpha + p;
+      for (int64_t c = 0; c < g.Ev; ++c) o[c] = o[c] * alpha + p * vb[j * g.Ev + c];
+      mx = m_new;
+    }
+    const T inv = l > T(0) ? T(1) / l : T(0);
+    for (int64_t c = 0; c < g.Ev; ++c) o[c] *= inv;
+    lse[row] = l > T(0) ? mx + std::log(l) : -std::numeric_limits<T>::infinity();
+  }
+}
+
+// dS of pair (i, j) of batch b: P (dP - D), with P recomputed from logsumexp.
+template <class T> struct GradRows {
+  const T *q, *k, *v, *lse, *dout, *D;
+  const void* mask;
+  AttentionGeometry g;
+
+  __device__ T probability_of(int64_t b, int64_t i, int64_t j) const {
+    const T s = masked_score(g, batch_mask<T>(g, mask, b), dot(q + (b * g.L + i) * g.E,
+                                                               k + (b * g.S + j) * g.E, g.E),
+                             i, j);
+    return probability(s, lse[b * g.L + i]);
+  }
+  __device__ T ds_of(int64_t b, int64_t i, int64_t j, T p) const {
+    const T dp = dot(dout + (b * g.L + i) * g.Ev, v + (b * g.S + j) * g.Ev, g.Ev);
+    return p * (dp - D[b * g.L + i]);
+  }
+};
+
+template <class T> __global__ void rowsum_kernel(const T* dout, const T* out, T* D, int64_t rows,
+                                                 int64_t Ev) {
+  for (int64_t r = first_index(); r < rows; r += index_step())
+    D[r] = dot(dout + r * Ev, out + r * Ev, Ev);
+}
+
+// q_grad of row (b, i) = scale * sum_j dS_ij k_j.
+template <class T> __global__ void attention_dq_kernel(GradRows<T> r, T* dq) {
+  const AttentionGeometry& g = r.g;
+  for (int64_t row = first_index(); row < g.batch * g.L; row += index_step()) {
+    const int64_t b = row / g.L, i = row % g.L;
+    T* out = dq + row * g.E;
+    for (int64_t e = 0; e < g.E; ++e) out[e] = T(0);
+    for (int64_t j = 0; j < g.S; ++j) {
+      const T p = r.probability_of(b, i, j);
+      if (p == T(0)) continue;
+      const T ds = r.ds_of(b, i, j, p) * static_cast<T>(g.scale);
+      for (int64_t e = 0; e < g.E; ++e) out[e] += ds * r.k[(b * g.S + j) * g.E + e];
+    }
+  }
+}
+
+// k_grad and v_grad of key row (b, j): scale * sum_i dS_ij q_i and sum_i P_ij dout_i.
+template <class T> __global__ void attention_dkdv_kernel(GradRows<T> r, T* dk, T* dv) {
+  const AttentionGeometry& g = r.g;
+  for (int64_t row = first_index(); row < g.batch * g.S; row += index_step()) {
+    const int64_t b = row / g.S, j = row % g.S;
+    if (dk != nullptr)
+      for (int64_t e = 0; e < g.E; ++e) dk[row * g.E + e] = T(0);
+    if (dv != nullptr)
+      for (int64_t c = 0; c < g.Ev; ++c) dv[row * g.Ev + c] = T(0);
+    for (int64_t i = 0; i < g.L; ++i) {
+      const T p = r.probability_of(b, i, j);
+      if (p == T(0)) continue;
+      if (dv != nullptr)
+        for (int64_t c = 0; c < g.Ev; ++c)
+          dv[row * g.Ev + c] += p * r.dout[(b * g.L + i) * g.Ev + c];
+      if (dk == nullptr) continue;
+      const T ds = r.ds_of(b, i, j, p) * static_cast<T>(g.scale);
+      for (int64_t e = 0; e < g.E; ++e) dk[row * g.E + e] += ds * r.q[(b * g.L + i) * g.E + e];
+    }
+  }
+}
+
+const void* mask_data(const Slots& in, int32_t slot) {
+  return in.has(slot) ? in(slot).data<void>() : nullptr;
+}
+
+class AttentionCuda {
+ public:
+  static constexpr pc::Signature signature{"111?", "11"};
+  using DTypes = Floats;
+  AttentionCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : g_(check_attention(attrs, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    launch_floats(g_.batch * g_.L, in(0).dtype(), ctx, [&](auto t, Grid grid, cudaStream_t s) {
+      using T = decltype(t);
+      attention_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(
+          in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), mask_data(in, kAttentionMaskSlot),
+          out(0).data<T>(), out(1).data<T>(), g_);
+    });
+  }
+
+ private:
+  AttentionGeometry g_;
+};
+
+class AttentionGradCuda {
+ public:
+  static constexpr pc::Signature signature{"111111?", "???"};
+  using DTypes = Floats;
+  AttentionGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
+      : g_(check_attention_grad(attrs, in, out)) {
+    expect_cuda(in, out);
+  }
+
+  void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    dispatch(in(0).dtype(), DTypes{}, [&](auto t) { run_typed<decltype(t)>(in, out, ctx); });
+  }
+
+ private:
+  template <class T> void run_typed(const Slots& in, const Slots& out, const Context& ctx) const {
+    const Scratch D(static_cast<size_t>(g_.batch * g_.L) * sizeof(T), stream_of(ctx));
+    GradRows<T> r{in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), in(4).data<T>(),
+                  in(5).data<T>(), D.get<T>(),
+                  mask_data(in, kAttentionGradMaskSlot), g_};
+    const int32_t dtype = in(0).dtype();
+    launch_floats(g_.batch * g_.L, dtype, ctx, [&](auto, Grid grid, cudaStream_t s) {
+      rowsum_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(
+          r.dout, in(3).data<T>(), D.get<T>(), g_.batch * g_.L, g_.Ev);
+    });
+    if (out.has(0))
+      launch_floats(g_.batch * g_.L, dtype, ctx, [&](auto, Grid grid, cudaStream_t s) {
+        attention_dq_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(r, out(0).data<T>());
+      });
+    T* dk = out.has(1) ? out(1).data<T>() : nullptr;
+    T* dv = out.has(2) ? out(2).data<T>() : nullptr;
+    if (dk != nullptr || dv != nullptr)
+      launch_floats(g_.batch * g_.S, dtype, ctx, [&](auto, Grid grid, cudaStream_t s) {
+        attention_dkdv_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(r, dk, dv);
+      });
+  }
+
+  AttentionGeometry g_;
+};
+
+}  // namespace
+
+PADDLE_CORE_REGISTER_KERNELS(
+    pc::kernel<AttentionCuda>("scaled_dot_product_attention_cuda"),
+    pc::kernel<AttentionGradCuda>("scaled_dot_product_attention_grad_cuda"));
+
+}  // namespace paddle_ops_nn
