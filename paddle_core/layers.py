@@ -71,6 +71,7 @@ __all__ = [
     "log_softmax",
     "lstm",
     "mean",
+    "multi_head_attention",
     "piecewise_decay",
     "pool2d",
     "relu",
@@ -82,6 +83,7 @@ __all__ = [
     "softplus",
     "step_counter",
     "tanh",
+    "transformer_encoder_layer",
     "while_loop",
 ]
 
@@ -874,6 +876,189 @@ ACTIVATIONS = {
     "tanh": tanh,
     "softmax": softmax,
 }
+
+
+# -- attention: paddle-ops-nn's scaled_dot_product_attention, with PyTorch's parameters -----
+
+
+@model_method
+def multi_head_attention(
+    query: Variable,
+    key: Variable,
+    value: Variable,
+    embed_dim: int,
+    num_heads: int,
+    dropout: float = 0.0,
+    bias: bool = True,
+    attn_mask: Variable | None = None,
+    key_padding_mask: Variable | None = None,
+    is_causal: bool = False,
+    is_test: bool = False,
+    name: str | None = None,
+) -> Variable:
+    """Multi-head attention as ``torch.nn.MultiheadAttention(embed_dim, num_heads,
+    batch_first=True)``: ``query`` [B, L, E], ``key`` and ``value`` [B, S, E]; returns the
+    output [B, L, E] (not the attention weights: the op never forms them whole).
+
+    Parameters, by PyTorch's names: ``<name>.in_proj_weight`` [3E, E] (the query's, key's and
+    value's projections stacked, in that order), ``<name>.in_proj_bias`` [3E],
+    ``<name>.out_proj.weight`` [E, E] and ``<name>.out_proj.bias`` [E]. Masks as PyTorch's:
+    ``attn_mask`` [L, S] or [B, num_heads, L, S], bool (True: may not attend) or float (added to
+    the scores); ``key_padding_mask`` bool [B, S] (True: a padded key, ignored). ``is_causal``
+    hides the keys after each query (no attn_mask then). Dropping attention weights while
+    training is not implemented yet: ``dropout`` must be 0 unless ``is_test``."""
+    embed_dim = _count(embed_dim, "embed_dim", "multi_head_attention")
+    num_heads = _count(num_heads, "num_heads", "multi_head_attention")
+    if embed_dim % num_heads:
+        raise ProgramError(
+            f"multi_head_attention: embed_dim {embed_dim} must be divisible by num_heads "
+            f"{num_heads}"
+        )
+    for what, var in (("query", query), ("key", key), ("value", value)):
+        if var.ndim != 3 or var.shape[2] != embed_dim:
+            raise ProgramError(
+                f"multi_head_attention: {what} must be [B, length, {embed_dim}], got "
+                f"{var.name!r} of shape {list(var.shape)}"
+            )
+    if dropout and not is_test:
+        raise ProgramError(
+            f"multi_head_attention: dropout {dropout} of the attention weights is not "
+            "implemented yet; pass dropout=0.0 (or is_test=True)"
+        )
+    prefix = name or default_main_program().unique_name("multi_head_attention")
+    xavier = init.Xavier(uniform=True)
+    w_in = create_parameter(
+        [3 * embed_dim, embed_dim], query.dtype, init.ParamAttr(f"{prefix}.in_proj_weight", xavier)
+    )
+    b_in = _named_zeros(f"{prefix}.in_proj_bias", 3 * embed_dim, query.dtype) if bias else None
+    q, k, v = _in_projections(query, key, value, w_in, b_in, embed_dim)
+    heads = [_split_heads(t, num_heads) for t in (q, k, v)]
+    mask = _attention_mask(attn_mask, key_padding_mask, is_causal)
+    attended = _attention(*heads, mask, is_causal)
+    merged = ops.reshape(ops.transpose(attended, perm=[0, 2, 1, 3]), shape=[0, 0, embed_dim])
+    return linear(merged, embed_dim, bias=bias, name=f"{prefix}.out_proj")
+
+
+def _named_zeros(name: str, size: int, dtype: str) -> Parameter:
+    return create_parameter([size], dtype, init.ParamAttr(name, init.Constant(0.0)))
+
+
+def _in_projections(query, key, value, w_in, b_in, embed_dim):
+    """q, k, v: one product with the packed weight for self-attention (query is key is
+    value), else a product with each third."""
+    if query is key and key is value:
+        packed = ops.matmul(query, w_in, transpose_y=True)
+        if b_in is not None:
+            packed = ops.add(packed, b_in)
+        return ops.split(packed, num=3, axis=-1)
+    weights = ops.split(w_in, num=3, axis=0)
+    biases = ops.split(b_in, num=3, axis=0) if b_in is not None else [None] * 3
+    projected = []
+    for x, w, b in zip((query, key, value), weights, biases, strict=True):
+        y = ops.matmul(x, w, transpose_y=True)
+        projected.append(y if b is None else ops.add(y, b))
+    return projected
+
+
+def _split_heads(x: Variable, num_heads: int) -> Variable:
+    """[B, T, E] -> [B, heads, T, E / heads]."""
+    head_dim = x.shape[2] // num_heads
+    return ops.transpose(ops.reshape(x, shape=[0, 0, num_heads, head_dim]), perm=[0, 2, 1, 3])
+
+
+def _attention_mask(attn_mask, key_padding_mask, is_causal):
+    """PyTorch's masks (True: may not attend) as the op's (True: takes part), or a float
+    mask as it is; the key padding mask [B, S] broadcast as [B, 1, 1, S]."""
+    if is_causal and attn_mask is not None:
+        raise ProgramError("multi_head_attention: is_causal makes the mask: give no attn_mask")
+    mask = None
+    if attn_mask is not None:
+        mask = ops.logical_not(attn_mask) if attn_mask.dtype == "bool" else attn_mask
+    if key_padding_mask is not None:
+        if key_padding_mask.dtype != "bool" or key_padding_mask.ndim != 2:
+            raise ProgramError(
+                f"multi_head_attention: key_padding_mask must be bool [B, S], got "
+                f"{key_padding_mask.name!r} {key_padding_mask.dtype}{list(key_padding_mask.shape)}"
+            )
+        keys = ops.logical_not(ops.unsqueeze(key_padding_mask, axes=[1, 2]))
+        if mask is None:
+            mask = keys
+        elif mask.dtype == "bool":
+            mask = ops.logical_and(mask, keys)
+        else:  # a float mask: padded keys get -inf added
+            zeros = ops.full_like(mask, value=0.0)
+            mask = ops.add(mask, ops.where(keys, zeros, ops.full_like(mask, value=-math.inf)))
+    return mask
+
+
+def _attention(q, k, v, mask, is_causal: bool) -> Variable:
+    out, _ = ops.scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal)
+    return out
+
+
+@model_method
+def transformer_encoder_layer(
+    src: Variable,
+    d_model: int,
+    nhead: int,
+    dim_feedforward: int = 2048,
+    dropout: float = 0.1,
+    activation: str = "relu",
+    layer_norm_eps: float = 1e-5,
+    norm_first: bool = False,
+    src_mask: Variable | None = None,
+    src_key_padding_mask: Variable | None = None,
+    is_causal: bool = False,
+    is_test: bool = False,
+    name: str | None = None,
+) -> Variable:
+    """One encoder layer as ``torch.nn.TransformerEncoderLayer(d_model, nhead,
+    dim_feedforward, dropout, activation, layer_norm_eps, batch_first=True, norm_first)``:
+    self-attention then a feed-forward block (``activation``: "relu" or "gelu"), each added to
+    its input, with layer normalisation after each (or before, with ``norm_first``). ``src``
+    is [B, T, d_model]. Parameters, by PyTorch's names: ``<name>.self_attn.*`` (as
+    ``multi_head_attention``'s), ``<name>.linear1.weight`` [dim_feedforward, d_model],
+    ``<name>.linear1.bias``, ``<name>.linear2.weight`` [d_model, dim_feedforward],
+    ``<name>.linear2.bias``, ``<name>.norm1.weight`` / ``.bias`` and ``<name>.norm2.weight`` /
+    ``.bias`` [d_model]. ``dropout`` (PyTorch's scaling while training, off with ``is_test``)
+    drops the two branches' outputs and the feed-forward's hidden values as PyTorch's; unlike
+    PyTorch's, it does not drop attention weights (not implemented yet)."""
+    if activation not in ("relu", "gelu"):
+        raise ProgramError(
+            f"transformer_encoder_layer: activation must be 'relu' or 'gelu', got {activation!r}"
+        )
+    prefix = name or default_main_program().unique_name("transformer_encoder_layer")
+
+    def norm(x, which):
+        return layer_norm(
+            x, begin_norm_axis=-1, epsilon=layer_norm_eps,
+            param_attr=f"{prefix}.{which}.weight", bias_attr=f"{prefix}.{which}.bias",
+        )  # fmt: skip
+
+    def drop(x):
+        if is_test or dropout == 0:
+            return x
+        out, _ = ops.dropout(x, dropout_prob=dropout, dropout_implementation="upscale_in_train")
+        return out
+
+    def attention_block(x):
+        y = multi_head_attention(
+            x, x, x, d_model, nhead, attn_mask=src_mask,
+            key_padding_mask=src_key_padding_mask, is_causal=is_causal, is_test=is_test,
+            name=f"{prefix}.self_attn",
+        )  # fmt: skip
+        return drop(y)
+
+    def feed_forward(x):
+        h = ACTIVATIONS[activation](linear(x, dim_feedforward, name=f"{prefix}.linear1"))
+        return drop(linear(drop(h), d_model, name=f"{prefix}.linear2"))
+
+    x = src
+    if norm_first:
+        x = ops.add(x, attention_block(norm(x, "norm1")))
+        return ops.add(x, feed_forward(norm(x, "norm2")))
+    x = norm(ops.add(x, attention_block(x)), "norm1")
+    return norm(ops.add(x, feed_forward(x)), "norm2")
 
 
 # -- learning-rate schedules: ops fed by a step counter -------------------------------------

@@ -127,3 +127,88 @@ def test_batch_norm_ports_with_pytorch_names_and_momentum():
     ours_var = scope.find_var("bn.running_var")
     gap = module.running_var.numpy() - ours_var
     np.testing.assert_allclose(gap, 0.1 * batch_var / (n - 1), **FLOAT32)
+
+
+# -- attention ---------------------------------------------------------------------------------
+
+needs_attention = pytest.mark.skipif(
+    "scaled_dot_product_attention" not in pc.get_registry(),
+    reason="paddle-ops-nn has no scaled_dot_product_attention",
+)
+
+
+@needs_attention
+@pytest.mark.parametrize("kind", ["self", "cross"])
+def test_multi_head_attention_is_torch_multihead_attention(kind):
+    module = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+    q = RNG.standard_normal((2, 5, 16)).astype(np.float32)
+    feeds = {"q": q}
+    if kind == "cross":
+        feeds |= {"k": RNG.standard_normal((2, 7, 16)).astype(np.float32)}
+        feeds |= {"v": RNG.standard_normal((2, 7, 16)).astype(np.float32)}
+
+    def build(q, k=None, v=None):
+        k, v = (q, q) if k is None else (k, v)
+        return pc.layers.multi_head_attention(q, k, v, 16, 4, name="mha")
+
+    def call(q, k=None, v=None):
+        k, v = (q, q) if k is None else (k, v)
+        return module(q, k, v, need_weights=False)[0]
+
+    ours = run_with_gradients(build, module, feeds, prefix="mha.")
+    assert_same_port(ours, torch_with_gradients(module, feeds, ours[3], call), prefix="mha.")
+
+
+@needs_attention
+@pytest.mark.parametrize("mask", ["bool", "float", "padding", "causal"])
+def test_multi_head_attention_takes_pytorch_masks(mask):
+    module = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    x = RNG.standard_normal((2, 4, 8)).astype(np.float32)
+    causal = np.triu(np.ones((4, 4), bool), 1)  # True: may not attend (PyTorch's meaning)
+    padding = np.array([[False, False, False, True], [False, False, True, True]])
+    feeds, kwargs = {"x": x}, {}
+    if mask == "bool":
+        feeds["attn_mask"], kwargs["attn_mask"] = causal, torch.from_numpy(causal)
+    elif mask == "float":
+        additive = RNG.standard_normal((4, 4)).astype(np.float32)
+        feeds["attn_mask"], kwargs["attn_mask"] = additive, torch.from_numpy(additive)
+    elif mask == "padding":
+        feeds["key_padding_mask"] = padding
+        kwargs["key_padding_mask"] = torch.from_numpy(padding)
+    else:
+        kwargs |= {"attn_mask": torch.from_numpy(causal), "is_causal": True}
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        vars_ = {n: pc.data(n, list(v.shape), str(v.dtype)) for n, v in feeds.items()}
+        x_var = vars_.pop("x")
+        out = pc.layers.multi_head_attention(
+            x_var, x_var, x_var, 8, 2, is_causal=mask == "causal", name="mha", **vars_
+        )
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    for name, tensor in module.state_dict().items():
+        scope.set_var(f"mha.{name}", tensor.numpy().copy())
+    (got,) = exe.run(main, feed=feeds, fetch_list=[out], scope=scope)
+    with torch.no_grad():
+        t = torch.from_numpy(x)
+        want = module(t, t, t, need_weights=False, **kwargs)[0].numpy()
+    np.testing.assert_allclose(got, want, **FLOAT32)
+
+
+@needs_attention
+@pytest.mark.parametrize(("norm_first", "activation"), [(False, "relu"), (True, "gelu")])
+def test_transformer_encoder_layer_is_pytorch_s(norm_first, activation):
+    module = torch.nn.TransformerEncoderLayer(
+        16, 4, dim_feedforward=32, dropout=0.0, activation=activation, batch_first=True,
+        norm_first=norm_first,
+    )  # fmt: skip
+    x = RNG.standard_normal((2, 6, 16)).astype(np.float32)
+
+    def build(x):
+        return pc.layers.transformer_encoder_layer(
+            x, 16, 4, dim_feedforward=32, dropout=0.0, activation=activation,
+            norm_first=norm_first, name="enc",
+        )  # fmt: skip
+
+    ours = run_with_gradients(build, module, {"x": x}, prefix="enc.")
+    assert_same_port(ours, torch_with_gradients(module, {"x": x}, ours[3]), prefix="enc.")
