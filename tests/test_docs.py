@@ -189,7 +189,7 @@ def test_scripts_run(script: str, tmp_path: Path) -> None:
     run_python((ROOT / script).read_text(), tmp_path)
 
 
-@pytest.mark.parametrize("model", ["lstm"])
+@pytest.mark.parametrize("model", ["lstm", "transformer"])
 def test_the_language_model_example_trains_a_few_steps(model: str, tmp_path: Path) -> None:
     """examples/train_char_lm.py, shortened: the loss falls from ln(vocabulary) and it samples."""
     script = ROOT / "examples" / "train_char_lm.py"
