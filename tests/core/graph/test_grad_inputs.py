@@ -53,6 +53,10 @@ LISTED = {
     "softmax_with_cross_entropy": ({"logits": F4, "label": ("int64", [3, 1])}, {}),
     "embedding": ({"ids": ("int64", [3, 1]), "w": ("float32", [5, 2])}, {}),
     "dropout": ({"x": F4}, {"dropout_prob": 0.5}),
+    "scaled_dot_product_attention": (
+        {"q": ("float32", [2, 3, 4]), "k": ("float32", [2, 5, 4]), "v": ("float32", [2, 5, 3])},
+        {"is_causal": True},
+    ),
 }
 UNARY = ({"x": F4}, {})  # the case of an op of one input x and no required attr
 
