@@ -77,6 +77,10 @@ LISTED = {
         {"x": ("float32", [2, 3, 4]), **rnn_weights(3, 4, 2)},
         {"hidden_size": 2},
     ),
+    "scaled_dot_product_attention": (
+        {"q": ("float32", [2, 3, 4]), "k": ("float32", [2, 5, 4]), "v": ("float32", [2, 5, 3])},
+        {"is_causal": True},
+    ),
 }
 UNARY = ({"x": F4}, {})  # the case of an op of one input x and no required attr
 

@@ -94,7 +94,7 @@ def check(q, k, v, mask=None, **attrs):
 
 # -- forward ----------------------------------------------------------------------------------
 
-# (leading dimensions, L, S, E, Ev): one tile, several tiles of queries (64) and keys (128)
+# (leading dimensions, L, S, E, Ev): one tile, several tiles of queries (128) and keys (256)
 # with ragged ends, no leading dimensions, L != S both ways, Ev != E.
 SHAPES = [
     ((2, 3), 5, 7, 4, 6),
@@ -121,17 +121,17 @@ def test_an_explicit_scale(dtype):
     check(q, k, v, scale=-2.0)
 
 
-# Mask shapes against scores [2, 3, L=70, S=150]: full, broadcast over heads, over the batch,
+# Mask shapes against scores [2, 3, L=140, S=300] (across tiles): full, broadcast over heads, over the batch,
 # over the queries (a key padding mask), missing leading dimensions, a single value.
 MASK_SHAPES = [
-    (2, 3, 70, 150),
-    (2, 1, 70, 150),
-    (1, 3, 70, 150),
-    (2, 1, 1, 150),
-    (70, 150),
-    (150,),
+    (2, 3, 140, 300),
+    (2, 1, 140, 300),
+    (1, 3, 140, 300),
+    (2, 1, 1, 300),
+    (140, 300),
+    (300,),
     (1, 1),
-    (3, 70, 1),
+    (3, 140, 1),
 ]
 
 
@@ -140,7 +140,7 @@ MASK_SHAPES = [
 @pytest.mark.parametrize("kind", ["bool", "float"])
 def test_masks_broadcast(dtype, mask_shape, kind):
     rng = np.random.default_rng(2)
-    q, k, v = qkv(rng, (2, 3), 70, 150, 8, 4, dtype)
+    q, k, v = qkv(rng, (2, 3), 140, 300, 8, 4, dtype)
     if kind == "bool":
         mask = rng.random(mask_shape) < 0.7
     else:
@@ -247,10 +247,10 @@ def test_gradient_by_finite_differences(case):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("shape", [((1,), 130, 300, 16, 5), ((5,), 70, 129, 8, 8)], ids=str)
+@pytest.mark.parametrize("shape", [((1,), 130, 300, 16, 5), ((5,), 260, 270, 8, 8)], ids=str)
 @pytest.mark.parametrize("variant", ["full", "causal", "mask"])
 def test_gradient_across_tiles_matches_the_composed_form(dtype, shape, variant):
-    """Sizes that cross the query (64) and key (128) tiles, batches fewer and more than the
+    """Sizes that cross the query (128) and key (256) tiles, batches fewer and more than the
     threads (q_grad summed over shares of the keys, or not)."""
     lead, L, S, E, Ev = shape
     rng = np.random.default_rng(7)
