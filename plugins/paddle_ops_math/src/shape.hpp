@@ -43,7 +43,11 @@ inline std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   return strides;
 }
 
+// The product of dims[begin, end): 0 when any is, before multiplying the others (a tile of
+// an empty tensor 2^63 - 1 times has dims whose product overflows but for that 0).
 inline int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  for (size_t k = begin; k < end; ++k)
+    if (dims[k] == 0) return 0;
   int64_t p = 1;
   for (size_t k = begin; k < end; ++k) p *= dims[k];
   return p;
