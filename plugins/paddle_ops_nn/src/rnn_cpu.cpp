@@ -367,13 +367,31 @@ class RnnGrad {
  private:
   using Fn = void (RnnGrad::*)(const Slots&, const Slots&, int32_t) const;
 
-  // What one run works in: every step's gate gradients of one unit (input side dgx, hidden
+  // What a run works in: every step's gate gradients of one unit (input side dgx, hidden
   // side dgh: the same for lstm), the carried state gradients, and the gradient of each
-  // layer's output, two layers at a time.
+  // layer's output, two layers at a time. Kept from run to run: allocated afresh, its
+  // megabytes came back from the system as page faults at every run (a tenth of the op).
   template <class T>
   struct Work {
     std::vector<T> dgx, dgh, dh, dc, dy[2];
+
+    void size_for(const RnnDims& d) {
+      const int64_t steps = d.T * d.B;
+      dgx.resize(static_cast<size_t>(steps * d.G * d.H));
+      if (!kLstm) dgh.resize(dgx.size());
+      dh.resize(static_cast<size_t>(d.B * d.H));
+      dc.resize(dh.size());
+      for (auto& y : dy) y.resize(d.L > 1 ? static_cast<size_t>(steps * d.D * d.H) : 0);
+    }
   };
+
+  template <class T>
+  Work<T>& work() const {
+    if constexpr (std::is_same_v<T, float>)
+      return work_f32_;
+    else
+      return work_f64_;
+  }
 
   template <class T>
   void compute(const Slots& in, const Slots& out, int32_t threads) const {
@@ -381,12 +399,8 @@ class RnnGrad {
     const Lengths lengths = read_lengths(in, s_.grad_lengths(), d);
     set_blas_threads(threads);
     const int64_t steps = d.T * d.B, gh = d.G * d.H;
-    Work<T> w;
-    w.dgx.resize(static_cast<size_t>(steps * gh));
-    if (!kLstm) w.dgh.resize(w.dgx.size());
-    w.dh.resize(static_cast<size_t>(d.B * d.H));
-    w.dc.resize(w.dh.size());
-    for (auto& y : w.dy) y.resize(d.L > 1 ? static_cast<size_t>(steps * d.D * d.H) : 0);
+    Work<T>& w = work<T>();
+    w.size_for(d);
     T* reserve = in(s_.grad_reserve()).data<T>();
     const T* top = in.has(s_.out_grad()) ? in(s_.out_grad()).data<T>() : nullptr;
     for (int64_t l = d.L - 1; l >= 0; --l) {
@@ -488,6 +502,8 @@ class RnnGrad {
   RnnSlots s_{kLstm};
   RnnDims d_;
   Fn fn_;
+  mutable Work<float> work_f32_;  // the one of the prepared dtype is used
+  mutable Work<double> work_f64_;
 };
 
 }  // namespace
