@@ -5,8 +5,9 @@ systems). The model, for LSTM and for GRU alike:
   at every step -> softmax cross-entropy against the next ids -> Adam
 
 Ours is one prepared plan per step run by the compiled loop: pc.layers.lstm / gru (the ops'
-input projection as one GEMM over all steps, one GEMM per step for the recurrence, each weight's
-gradient as one GEMM over all steps), with the transposes batch_first needs. PyTorch runs
+input projection as one GEMM over all steps, one product per step for the recurrence, oneDNN's
+inner product on weight_hh reordered once per run, each weight's gradient as one GEMM over all
+steps), with the transposes batch_first needs. PyTorch runs
 nn.Embedding, nn.LSTM / nn.GRU (batch_first=True), nn.Linear, F.cross_entropy and
 optim.Adam(foreach). Target: our step in at most 0.8x PyTorch's time.
 

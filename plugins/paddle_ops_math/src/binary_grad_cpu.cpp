@@ -5,6 +5,7 @@
 // gradient is computed at the broadcast shape, then summed over the dimensions its input was
 // broadcast along. float16 and bfloat16 run the float32 code on widened copies (AsFloat32).
 #include <cmath>
+#include <type_traits>
 
 #include "common.hpp"
 
@@ -30,25 +31,32 @@ template <class GX, class GY> class BinaryGrad {
 
  private:
   using Fn = void (*)(const BinaryGrad&, const Slots&, const Slots&, int32_t);
+  template <class G>
+  static constexpr bool kIgnoresInputs = std::is_same_v<G, GradOne> || std::is_same_v<G, GradNeg>;
+  static constexpr bool kReadsInputs = !kIgnoresInputs<GX> || !kIgnoresInputs<GY>;
 
   template <class T>
   static void compute(const BinaryGrad& self, const Slots& in, const Slots& out, int32_t threads) {
     Tensor g = in(2);
     const int64_t n = g.numel();
     const void* gd = g.data<void>();
-    // x and y at the gradient's shape: the inputs themselves, or broadcast copies.
+    // x and y at the gradient's shape: the inputs themselves, or broadcast copies (none for
+    // add and sub, whose gradients do not read them).
     std::vector<T> xs, ys;
-    const void* xd = self.spread(self.ax_, in(0), g, xs, threads);
-    const void* yd = self.spread(self.ay_, in(1), g, ys, threads);
-    auto fill = [&](Row3Fn row, const Tensor& target) {
+    const void* xd = kReadsInputs ? self.spread(self.ax_, in(0), g, xs, threads) : gd;
+    const void* yd = kReadsInputs ? self.spread(self.ay_, in(1), g, ys, threads) : gd;
+    auto fill = [&](Row3Fn row, bool identity, const Tensor& target) {
       bool direct = target.numel() == n;  // no reduction: write straight into the output
+      // A gradient that is out_grad itself (add's) is summed from out_grad, with no copy.
+      if (!direct && identity)
+        return reduce_to(static_cast<const T*>(gd), g, target.data<T>(), target);
       std::vector<T> full(direct ? 0 : n);
       void* dst = direct ? target.data<void>() : full.data();
       run_elementwise3(n, xd, yd, gd, dst, sizeof(T), row, threads);
       if (!direct) reduce_to(full.data(), g, target.data<T>(), target);
     };
-    if (out.has(0)) fill(&ternary_row<T, GX>, out(0));
-    if (out.has(1)) fill(&ternary_row<T, GY>, out(1));
+    if (out.has(0)) fill(&ternary_row<T, GX>, std::is_same_v<GX, GradOne>, out(0));
+    if (out.has(1)) fill(&ternary_row<T, GY>, std::is_same_v<GY, GradOne>, out(1));
   }
 
   template <class T>

@@ -1,9 +1,10 @@
-"""Whether float32 convolution and pooling run on oneDNN (like PyTorch's ``torch.backends.mkldnn``).
+"""Whether float32 convolution, pooling and the per-step products of lstm and gru run on oneDNN
+(like PyTorch's ``torch.backends.mkldnn``).
 
 oneDNN computes them where the build found it (its wheels exist for Linux x86-64 only) and it is
 enabled, which it is by default; otherwise the built-in engines do: im2col + OpenBLAS for
-convolution, loops for pooling. The choice is made when a kernel is prepared, so a plan keeps
-the engines it was prepared with::
+convolution, loops for pooling, OpenBLAS for the recurrences. The choice is made when a kernel is
+prepared, so a plan keeps the engines it was prepared with::
 
     import paddle_ops_nn.onednn
     paddle_ops_nn.onednn.set_enabled(False)   # plans prepared from now on use the built-in engines

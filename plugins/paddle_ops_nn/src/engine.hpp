@@ -1,4 +1,5 @@
-// Which library computes float32 convolution and pooling. oneDNN where the build found it
+// Which library computes float32 convolution, pooling and the recurrences' per-step products
+// (rnn_engine.hpp). oneDNN where the build found it
 // (its wheels exist for Linux x86-64 only) and the user has not switched it off
 // (paddle_ops_nn.onednn.set_enabled, like PyTorch's torch.backends.mkldnn.enabled); otherwise
 // the built-in engines: im2col + OpenBLAS for convolution, loops for pooling. Read when a

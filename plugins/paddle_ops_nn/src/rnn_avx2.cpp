@@ -33,28 +33,38 @@ inline __m256 tanh8(__m256 x) {
 
 inline __m256 one_minus(__m256 v) { return _mm256_sub_ps(set1(1.0f), v); }
 
-// f(j, mask) for the eight-unit blocks of [0, n), the last one masked.
-template <class F>
-void blocks(int64_t n, F&& f) {
-  const __m256i all = _mm256_set1_epi32(-1);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) f(j, all);
-  if (j < n) f(j, first_lanes(static_cast<int>(n - j)));
-}
-
-struct Lanes {  // loads and stores of one block
+// Loads and stores of the block of eight units from j; the last block of a row, masked
+// (AMD's masked stores take several times a plain one's time: masking every block had the cells
+// cost twice what they do).
+template <bool kMasked>
+struct Lanes {
   int64_t j;
   __m256i m;
-  __m256 operator()(const float* p) const { return _mm256_maskload_ps(p + j, m); }
-  void put(float* p, __m256 v) const { _mm256_maskstore_ps(p + j, m, v); }
+  __m256 operator()(const float* p) const {
+    if constexpr (kMasked) return _mm256_maskload_ps(p + j, m);
+    return _mm256_loadu_ps(p + j);
+  }
+  void put(float* p, __m256 v) const {
+    if constexpr (kMasked)
+      _mm256_maskstore_ps(p + j, m, v);
+    else
+      _mm256_storeu_ps(p + j, v);
+  }
 };
+
+// f(lanes) for the eight-unit blocks of [0, n), the last one masked.
+template <class F>
+void blocks(int64_t n, F&& f) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) f(Lanes<false>{j, __m256i{}});
+  if (j < n) f(Lanes<true>{j, first_lanes(static_cast<int>(n - j))});
+}
 
 }  // namespace
 
 void lstm_row(int64_t H, float* gates, const float* hproj, const float* b_hh, const float* c_prev,
               float* h, float* c) {
-  blocks(H, [&](int64_t j, __m256i m) {
-    const Lanes at{j, m};
+  blocks(H, [&](auto at) {
     auto pre = [&](int64_t k) {
       return _mm256_add_ps(_mm256_add_ps(at(gates + k * H), at(hproj + k * H)), at(b_hh + k * H));
     };
@@ -69,8 +79,7 @@ void lstm_row(int64_t H, float* gates, const float* hproj, const float* b_hh, co
 
 void lstm_grad_row(int64_t H, const float* gates, const float* c_prev, const float* c, float* dh,
                    const float* dout, float* dc, float* dgates) {
-  blocks(H, [&](int64_t j, __m256i m) {
-    const Lanes at{j, m};
+  blocks(H, [&](auto at) {
     const __m256 i = at(gates), f = at(gates + H), g = at(gates + 2 * H), o = at(gates + 3 * H);
     __m256 grad = at(dh);
     if (dout) grad = _mm256_add_ps(grad, at(dout));
@@ -89,8 +98,7 @@ void lstm_grad_row(int64_t H, const float* gates, const float* c_prev, const flo
 
 void gru_row(int64_t H, float* gates, const float* hproj, const float* b_hh, const float* h_prev,
              float* h) {
-  blocks(H, [&](int64_t j, __m256i m) {
-    const Lanes at{j, m};
+  blocks(H, [&](auto at) {
     auto pre = [&](int64_t k) {
       return _mm256_add_ps(_mm256_add_ps(at(gates + k * H), at(hproj + k * H)), at(b_hh + k * H));
     };
@@ -104,8 +112,7 @@ void gru_row(int64_t H, float* gates, const float* hproj, const float* b_hh, con
 
 void gru_grad_row(int64_t H, const float* gates, const float* h_prev, float* dh, const float* dout,
                   float* dgx, float* dgh) {
-  blocks(H, [&](int64_t j, __m256i m) {
-    const Lanes at{j, m};
+  blocks(H, [&](auto at) {
     const __m256 r = at(gates), z = at(gates + H), n = at(gates + 2 * H), hn = at(gates + 3 * H);
     __m256 grad = at(dh);
     if (dout) grad = _mm256_add_ps(grad, at(dout));

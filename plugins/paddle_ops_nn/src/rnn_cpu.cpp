@@ -13,18 +13,22 @@
 // state with W_hh and the cell's elementwise formulas. The backward pass runs the steps in
 // reverse with one GEMM per step (the hidden state's gradient through W_hh), keeping every
 // step's gate gradients, then takes each weight's gradient, and the layer input's, as one GEMM
-// over all steps. Padded steps (t >= sequence_length[b]) carry the state through unchanged and
-// have zero gate gradients, so the all-step GEMMs need no masks. The float32 cells run eight
-// units at a time where the CPU has AVX2 and FMA (rnn_avx2.cpp): with scalar expf and tanhf
-// they took a quarter of an lstm's time.
+// over all steps. For float32 where oneDNN is enabled, the per-step products are oneDNN's
+// (rnn_engine.hpp), on weight_hh reordered once per layer and run. Padded steps
+// (t >= sequence_length[b]) carry the state through unchanged and have zero gate gradients, so
+// the all-step GEMMs need no masks. The float32 cells run eight units at a time where the CPU
+// has AVX2 and FMA (rnn_avx2.cpp): with scalar expf and tanhf they took a quarter of an lstm's
+// time.
 #include <cblas.h>
 
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
+#include "engine.hpp"
 #include "rnn.hpp"
 #include "rnn_avx2.hpp"
+#include "rnn_engine.hpp"
 
 namespace paddle_ops_nn {
 namespace {
@@ -49,6 +53,26 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t
 
 void set_blas_threads(int threads) {
   if (scipy_openblas_get_num_threads() != threads) scipy_openblas_set_num_threads(threads);
+}
+
+}  // namespace
+
+std::unique_ptr<RecurrenceEngine> make_recurrence_engine(int64_t B, int64_t H, int64_t G,
+                                                         bool backward, int32_t dtype,
+                                                         int threads) {
+  if constexpr (kOnednnBuilt)
+    if (dtype == PC_FLOAT32 && onednn_enabled() && B > 0)
+      return make_dnnl_recurrence(B, H, G, backward, threads);
+  return nullptr;
+}
+
+namespace {
+
+// The engine's weight_hh for the unit whose steps come next (float32 with an engine only).
+template <class T>
+void load_recurrence(const RecurrenceEngine* engine, const T* w_hh, int threads) {
+  if constexpr (std::is_same_v<T, float>)
+    if (engine) engine->load(w_hh, threads);
 }
 
 // Sequences per chunk of a step's elementwise work: a step of the cells costs about ten
@@ -196,7 +220,7 @@ class Rnn {
   static constexpr pc::Signature signature{kLstm ? "1++++???" : "1++++??", kLstm ? "1111" : "111"};
   using DTypes = Floats;
 
-  Rnn(const Attrs& attrs, const Slots& in, const Slots& out)
+  Rnn(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : d_(check_rnn_inputs(attrs, in, kLstm, s_.h0(), s_.c0(), s_.lengths())) {
     const int32_t dtype = in(0).dtype();
     expect_dims(out(0), {d_.T, d_.B, d_.D * d_.H}, dtype, "out");
@@ -204,6 +228,7 @@ class Rnn {
     if (kLstm) expect_dims(out(s_.c_n()), {d_.units(), d_.B, d_.H}, dtype, "c_n");
     expect_dims(out(s_.reserve()), {d_.units(), d_.T + 1, d_.B, d_.row()}, dtype, "reserve");
     fn_ = dispatch(dtype, Floats{}, [](auto t) -> Fn { return &Rnn::compute<decltype(t)>; });
+    engine_ = make_recurrence_engine(d_.B, d_.H, d_.G, false, dtype, ctx.num_threads());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -225,6 +250,7 @@ class Rnn {
         const Unit<T> u = unit_of(d, reserve, l, dir);
         project(in, u, layer_input(d, in(0).data<T>(), reserve, l));
         start(in, u);
+        load_recurrence(engine_.get(), item<T>(in, 2, u.index), threads);
         T* last = l + 1 == d.L ? out(0).data<T>() : nullptr;
         for (int64_t step = 0; step < d.T; ++step)
           advance(in, u, u.time(step), lengths, hproj.data(), last, threads);
@@ -280,8 +306,7 @@ class Rnn {
                T* last, int32_t threads) const {
     const RnnDims& d = d_;
     const int64_t H = d.H, gh = d.G * H;
-    gemm<T>(false, true, d.B, gh, H, u.h(u.prev(t), 0), d.row(), item<T>(in, 2, u.index), H, T(0),
-            hproj, gh);
+    recur(u.h(u.prev(t), 0), item<T>(in, 2, u.index), hproj, threads);
     const T* b_hh = item<T>(in, 4, u.index);
     const CellRows<T> rows = cell_rows<T>();
     parallel_rows(d.B, threads, cell_grain(H), [&](int64_t lo, int64_t hi) {
@@ -306,6 +331,15 @@ class Rnn {
     });
   }
 
+  // hproj = h_prev @ weight_hh^T (h_prev: B rows of the reserve).
+  template <class T>
+  void recur(const T* h_prev, const T* w_hh, T* hproj, int32_t threads) const {
+    const RnnDims& d = d_;
+    if constexpr (std::is_same_v<T, float>)
+      if (engine_) return engine_->forward(h_prev, d.row(), hproj, threads);
+    gemm<T>(false, true, d.B, d.G * d.H, d.H, h_prev, d.row(), w_hh, d.H, T(0), hproj, d.G * d.H);
+  }
+
   // The final state into h_n (and c_n).
   template <class T>
   void finish(const Slots& out, const Unit<T>& u) const {
@@ -321,6 +355,7 @@ class Rnn {
   RnnSlots s_{kLstm};
   RnnDims d_;
   Fn fn_;
+  std::unique_ptr<RecurrenceEngine> engine_;  // null: OpenBLAS
 };
 
 // -- backward ----------------------------------------------------------------------------------
@@ -332,7 +367,7 @@ class RnnGrad {
                                            kLstm ? "?****??" : "?****?"};
   using DTypes = Floats;
 
-  RnnGrad(const Attrs& attrs, const Slots& in, const Slots& out)
+  RnnGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : d_(check_rnn_inputs(attrs, in, kLstm, s_.grad_h0(), s_.grad_c0(), s_.grad_lengths())) {
     const RnnDims& d = d_;
     const int32_t dtype = in(0).dtype();
@@ -358,6 +393,7 @@ class RnnGrad {
     if (out.has(5)) expect_dims(out(5), {d.units(), d.B, d.H}, dtype, "h0_grad");
     if (kLstm && out.has(6)) expect_dims(out(6), {d.units(), d.B, d.H}, dtype, "c0_grad");
     fn_ = dispatch(dtype, Floats{}, [](auto t) -> Fn { return &RnnGrad::compute<decltype(t)>; });
+    engine_ = make_recurrence_engine(d.B, d.H, d.G, true, dtype, ctx.num_threads());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -367,13 +403,31 @@ class RnnGrad {
  private:
   using Fn = void (RnnGrad::*)(const Slots&, const Slots&, int32_t) const;
 
-  // What one run works in: every step's gate gradients of one unit (input side dgx, hidden
+  // What a run works in: every step's gate gradients of one unit (input side dgx, hidden
   // side dgh: the same for lstm), the carried state gradients, and the gradient of each
-  // layer's output, two layers at a time.
+  // layer's output, two layers at a time. Kept from run to run: allocated afresh, its
+  // megabytes came back from the system as page faults at every run (a tenth of the op).
   template <class T>
   struct Work {
     std::vector<T> dgx, dgh, dh, dc, dy[2];
+
+    void size_for(const RnnDims& d) {
+      const int64_t steps = d.T * d.B;
+      dgx.resize(static_cast<size_t>(steps * d.G * d.H));
+      if (!kLstm) dgh.resize(dgx.size());
+      dh.resize(static_cast<size_t>(d.B * d.H));
+      dc.resize(dh.size());
+      for (auto& y : dy) y.resize(d.L > 1 ? static_cast<size_t>(steps * d.D * d.H) : 0);
+    }
   };
+
+  template <class T>
+  Work<T>& work() const {
+    if constexpr (std::is_same_v<T, float>)
+      return work_f32_;
+    else
+      return work_f64_;
+  }
 
   template <class T>
   void compute(const Slots& in, const Slots& out, int32_t threads) const {
@@ -381,12 +435,8 @@ class RnnGrad {
     const Lengths lengths = read_lengths(in, s_.grad_lengths(), d);
     set_blas_threads(threads);
     const int64_t steps = d.T * d.B, gh = d.G * d.H;
-    Work<T> w;
-    w.dgx.resize(static_cast<size_t>(steps * gh));
-    if (!kLstm) w.dgh.resize(w.dgx.size());
-    w.dh.resize(static_cast<size_t>(d.B * d.H));
-    w.dc.resize(w.dh.size());
-    for (auto& y : w.dy) y.resize(d.L > 1 ? static_cast<size_t>(steps * d.D * d.H) : 0);
+    Work<T>& w = work<T>();
+    w.size_for(d);
     T* reserve = in(s_.grad_reserve()).data<T>();
     const T* top = in.has(s_.out_grad()) ? in(s_.out_grad()).data<T>() : nullptr;
     for (int64_t l = d.L - 1; l >= 0; --l) {
@@ -417,6 +467,7 @@ class RnnGrad {
     if (kLstm) load(w.dc.data(), state_or_null<T>(in, s_.c_n_grad(), u.index, d), d.B * H);
     T* dgh_all = kLstm ? w.dgx.data() : w.dgh.data();
     const T* w_hh = item<T>(in, 2, u.index);
+    load_recurrence(engine_.get(), w_hh, threads);
     const CellRows<T> rows = cell_rows<T>();
     for (int64_t step = d.T - 1; step >= 0; --step) {
       const int64_t t = u.time(step);
@@ -440,11 +491,20 @@ class RnnGrad {
             rows.gru_grad(H, gates, u.h(u.prev(t), b), dh, o, gx, gg);
         }
       });
-      gemm<T>(false, false, d.B, H, gh, dgh, gh, w_hh, H, T(1), w.dh.data(), H);
+      recur_grad(dgh, w_hh, w.dh.data(), threads);
     }
     if (out.has(5)) std::copy(w.dh.begin(), w.dh.end(), out(5).data<T>() + u.index * d.B * H);
     if (kLstm && out.has(6))
       std::copy(w.dc.begin(), w.dc.end(), out(6).data<T>() + u.index * d.B * H);
+  }
+
+  // dh += dgates @ weight_hh.
+  template <class T>
+  void recur_grad(const T* dgates, const T* w_hh, T* dh, int32_t threads) const {
+    const RnnDims& d = d_;
+    if constexpr (std::is_same_v<T, float>)
+      if (engine_) return engine_->backward(dgates, dh, threads);
+    gemm<T>(false, false, d.B, d.H, d.G * d.H, dgates, d.G * d.H, w_hh, d.H, T(1), dh, d.H);
   }
 
   template <class T>
@@ -488,6 +548,9 @@ class RnnGrad {
   RnnSlots s_{kLstm};
   RnnDims d_;
   Fn fn_;
+  std::unique_ptr<RecurrenceEngine> engine_;  // null: OpenBLAS
+  mutable Work<float> work_f32_;  // the one of the prepared dtype is used
+  mutable Work<double> work_f64_;
 };
 
 }  // namespace

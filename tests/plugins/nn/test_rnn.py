@@ -569,6 +569,84 @@ def test_gru_layer_names_its_parameters_as_pytorch():
     np.testing.assert_allclose(got[1], want["h_n"], rtol=1e-5, atol=1e-5)
 
 
+# -- float32 gradients: oneDNN's per-step products, and OpenBLAS's ----------------------------
+# For float32 where oneDNN is enabled, each step's product with weight_hh is oneDNN's; float64,
+# and float32 with oneDNN switched off, run OpenBLAS's (checked by finite differences above).
+
+
+def analytic_grads(kind, values, attrs, seeds):
+    """The op's outputs, then the gradients of sum(output * seed) w.r.t. every float input (the
+    weight slots' tensors in order), from one program."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        feed, vars_ = {}, {}
+        for slot, v in values.items():
+            items = v if isinstance(v, list) else [v]
+            made = [pc.data(f"{slot}{k}", list(a.shape), str(a.dtype)) for k, a in enumerate(items)]
+            feed |= {f"{slot}{k}": a for k, a in enumerate(items)}
+            vars_[slot] = made if isinstance(v, list) else made[0]
+        outs = getattr(pc.ops, kind)(**vars_, **attrs)[: len(OUTPUTS[kind])]
+        floats = [var for slot, var in vars_.items() if slot != "sequence_length"]
+        wrt = [w for var in floats for w in (var if isinstance(var, list) else [var])]
+        for var in wrt:
+            var.stop_gradient = False
+        seed_vars = [pc.data(f"seed{k}", list(s.shape), str(s.dtype)) for k, s in enumerate(seeds)]
+        feed |= {f"seed{k}": s for k, s in enumerate(seeds)}
+        loss = [pc.ops.sum(pc.ops.mul(o, s)) for o, s in zip(outs, seed_vars)]
+        grads = pc.gradients(loss, wrt)
+    return pc.Executor().run(prog, feed=feed, fetch_list=list(outs) + grads)
+
+
+def recurrent_case(kind, bidirectional, padded, dtype):
+    values, attrs = network(kind, 6, 4, 5, 11, 2, bidirectional, dtype)
+    values = with_states(kind, values, attrs, [3, 6, 1, 5] if padded else None, dtype)
+    want = recurrent_reference(kind, **values, **attrs)
+    seeds = [RNG.standard_normal(want[slot].shape).astype(dtype) for slot in OUTPUTS[kind]]
+    return values, attrs, seeds
+
+
+def as_float32(values):
+    return {
+        s: [a.astype(np.float32) for a in v] if isinstance(v, list)
+        else v if s == "sequence_length" else v.astype(np.float32)
+        for s, v in values.items()
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
+@pytest.mark.parametrize("padded", [False, True], ids=["full", "padded"])
+def test_float32_gradients_agree_with_float64(kind, bidirectional, padded):
+    values, attrs, seeds = recurrent_case(kind, bidirectional, padded, "float64")
+    want = analytic_grads(kind, values, attrs, seeds)
+    got = analytic_grads(kind, as_float32(values), attrs, [s.astype(np.float32) for s in seeds])
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=f"result {k}")
+
+
+@pytest.fixture
+def openblas_only():
+    """oneDNN switched off for the plans prepared in the test."""
+    onednn = pytest.importorskip("paddle_ops_nn.onednn")
+    previous = onednn.set_enabled(False)
+    yield
+    if previous:
+        onednn.set_enabled(True)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["forward", "bidirectional"])
+@pytest.mark.parametrize("padded", [False, True], ids=["full", "padded"])
+def test_float32_on_openblas_alone_matches_onednn(kind, bidirectional, padded, request):
+    values, attrs, seeds = recurrent_case(kind, bidirectional, padded, "float32")
+    default = analytic_grads(kind, values, attrs, seeds)
+    request.getfixturevalue("openblas_only")
+    for k, (g, w) in enumerate(zip(analytic_grads(kind, values, attrs, seeds), default)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"result {k}")
+
+
 # -- PyTorch ---------------------------------------------------------------------------------
 
 
