@@ -32,17 +32,6 @@ inline std::vector<int64_t> dims_of(const Tensor& t) {
   return {t.shape(), t.shape() + t.ndim()};
 }
 
-// C-contiguous strides, in elements.
-inline std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size());
-  int64_t s = 1;
-  for (size_t k = dims.size(); k-- > 0;) {
-    strides[k] = s;
-    s *= dims[k];
-  }
-  return strides;
-}
-
 // The product of dims[begin, end): 0 when any is, before multiplying the others (a tile of
 // an empty tensor 2^63 - 1 times has dims whose product overflows but for that 0).
 inline int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
@@ -51,6 +40,19 @@ inline int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t en
   int64_t p = 1;
   for (size_t k = begin; k < end; ++k) p *= dims[k];
   return p;
+}
+
+// C-contiguous strides, in elements; all 0 for dims of no element (which no stride reaches,
+// and whose products could overflow: a tile's view of an empty tensor repeated 2^40 times).
+inline std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size());
+  if (product(dims, 0, dims.size()) == 0) return strides;
+  int64_t s = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    strides[k] = s;
+    s *= dims[k];
+  }
+  return strides;
 }
 
 inline int64_t normalize_axis(int64_t axis, int64_t ndim, const char* what) {
@@ -341,7 +343,9 @@ inline TileView plan_tile(const Attrs& attrs, const Tensor& x, const Tensor& o, 
   bool fits = o.ndim() == static_cast<int32_t>(nd);
   TileView v;
   for (size_t k = 0; k < nd; ++k) {
-    fits = fits && o.dim(static_cast<int32_t>(k)) == xd[k] * reps[k];
+    int64_t tiled = 0;  // (a product that overflows is no dimension of out)
+    const bool overflows = __builtin_mul_overflow(xd[k], reps[k], &tiled);
+    fits = fits && !overflows && o.dim(static_cast<int32_t>(k)) == tiled;
     v.dims.insert(v.dims.end(), {reps[k], xd[k]});
     v.src.insert(v.src.end(), {0, xs[k]});
   }
