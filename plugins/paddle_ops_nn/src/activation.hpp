@@ -119,10 +119,14 @@ struct ReluGrad {  // from out: out > 0 exactly where x > 0
   template <class T> PADDLE_CORE_HD T operator()(T out, T g) const { return out > T(0) ? g : T(0); }
 };
 
+// The gradients on an interval test both ends with `&`, not `&&`: GCC kept the short circuit
+// as a branch per element, and relu6_grad ran seven times slower than relu_grad.
+
 struct Relu6Grad {  // from out: 0 < out < threshold exactly where 0 < x < threshold
   explicit Relu6Grad(const Attrs& attrs) : threshold(attrs.f("threshold")) {}
   template <class T> PADDLE_CORE_HD T operator()(T out, T g) const {
-    return out > T(0) && out < T(threshold) ? g : T(0);
+    const T t = T(threshold);
+    return (out > T(0)) & (out < t) ? g : T(0);
   }
   double threshold;
 };
@@ -138,7 +142,8 @@ struct HardswishGrad {  // from x: 0 below -3, 1 above 3, (2x + 3) / 6 between, 
 struct HardsigmoidGrad {  // from out: with slope > 0, 0 < out < 1 exactly on the slope
   explicit HardsigmoidGrad(const Attrs& attrs) : slope(attrs.f("slope")) {}
   template <class T> PADDLE_CORE_HD T operator()(T out, T g) const {
-    return out > T(0) && out < T(1) ? T(slope) * g : T(0);
+    const T s = T(slope);
+    return (out > T(0)) & (out < T(1)) ? s * g : T(0);
   }
   double slope;
 };
