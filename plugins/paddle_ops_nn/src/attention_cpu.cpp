@@ -20,8 +20,6 @@
 // partial q_grad sums (threads / batch copies of q_grad at most) exist only when
 // batch < threads. Float32 row loops run attention_avx2.cpp on
 // CPUs with AVX2 and FMA. OpenBLAS runs one thread inside each of ours.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -29,6 +27,7 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "blas.hpp"
 #include "attention_avx2.hpp"
 
 namespace paddle_ops_nn {
@@ -39,43 +38,6 @@ namespace {
 constexpr int64_t kQueryTile = 128, kKeyTile = 256;
 
 template <class T> constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-
-// OpenBLAS single-threaded while our threads call it, its count restored after (other kernels
-// and plugins keep theirs: paddle-ops-math caches the count it set).
-class BlasOneThread {
- public:
-  BlasOneThread() : saved_(scipy_openblas_get_num_threads()) {
-    if (saved_ != 1) scipy_openblas_set_num_threads(1);
-  }
-  ~BlasOneThread() {
-    if (saved_ != 1) scipy_openblas_set_num_threads(saved_);
-  }
-  BlasOneThread(const BlasOneThread&) = delete;
-  BlasOneThread& operator=(const BlasOneThread&) = delete;
-
- private:
-  int saved_;
-};
-
-// C[M, N] = alpha op(A) op(B) + beta C, row-major with leading dimensions as stored. With
-// K == 0 the product is 0 (OpenBLAS is not asked).
-template <class T>
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-          const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    for (int64_t r = 0; r < M; ++r)
-      for (int64_t c = 0; c < N; ++c) C[r * ldc + c] = beta == T(0) ? T(0) : beta * C[r * ldc + c];
-    return;
-  }
-  const auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
-  const blasint m = M, n = N, k = K, la = std::max<int64_t>(lda, 1),
-                lb = std::max<int64_t>(ldb, 1), lc = std::max<int64_t>(ldc, 1);
-  if constexpr (std::is_same_v<T, float>)
-    scipy_cblas_sgemm(CblasRowMajor, op_a, op_b, m, n, k, alpha, A, la, B, lb, beta, C, lc);
-  else
-    scipy_cblas_dgemm(CblasRowMajor, op_a, op_b, m, n, k, alpha, A, la, B, lb, beta, C, lc);
-}
 
 // -- row loops (float32 through attention_avx2.cpp where the CPU has AVX2 and FMA) -----------
 

@@ -4,33 +4,17 @@
 //   forward           y_g  = w_g [K/g, taps] @ col
 //   backward_data     col  = w_g^T @ dy_g, folded back onto dx (col2im, summing overlaps)
 //   backward_weights  dw_g += dy_g @ col^T
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 #include <type_traits>
 #include <vector>
 
+#include "blas.hpp"
 #include "conv.hpp"
 
 namespace paddle_ops_nn {
 namespace {
 
-template <class T>
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T beta, const T* A, const T* B,
-          T* C) {
-  const auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
-  const blasint lda = std::max<int64_t>(ta ? M : K, 1), ldb = std::max<int64_t>(tb ? K : N, 1);
-  const blasint ldc = std::max<int64_t>(N, 1);
-  if constexpr (std::is_same_v<T, float>)
-    scipy_cblas_sgemm(CblasRowMajor, op_a, op_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-  else
-    scipy_cblas_dgemm(CblasRowMajor, op_a, op_b, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
-}
-
-void set_blas_threads(int threads) {
-  if (scipy_openblas_get_num_threads() != threads) scipy_openblas_set_num_threads(threads);
-}
 
 template <class T> class GemmConv final : public ConvEngine {
  public:

@@ -19,43 +19,17 @@
 // the all-step GEMMs need no masks. The float32 cells run eight units at a time where the CPU
 // has AVX2 and FMA (rnn_avx2.cpp): with scalar expf and tanhf they took a quarter of an lstm's
 // time.
-#include <cblas.h>
-
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
+#include "blas.hpp"
 #include "engine.hpp"
 #include "rnn.hpp"
 #include "rnn_avx2.hpp"
 #include "rnn_engine.hpp"
 
 namespace paddle_ops_nn {
-namespace {
-
-// C = A' B' + beta C (row-major; A' = A^T when ta), with explicit leading dimensions, so that
-// a matrix can be a column block of a wider one (a reserve row's gates, a layer's direction).
-template <class T>
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B,
-          int64_t ldb, T beta, T* C, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {  // OpenBLAS reads no A or B then, but leaves C as it was
-    if (beta == T(0))
-      for (int64_t m = 0; m < M; ++m) std::fill_n(C + m * ldc, N, T(0));
-    return;
-  }
-  const auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    scipy_cblas_sgemm(CblasRowMajor, op_a, op_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-  else
-    scipy_cblas_dgemm(CblasRowMajor, op_a, op_b, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
-}
-
-void set_blas_threads(int threads) {
-  if (scipy_openblas_get_num_threads() != threads) scipy_openblas_set_num_threads(threads);
-}
-
-}  // namespace
 
 std::unique_ptr<RecurrenceEngine> make_recurrence_engine(int64_t B, int64_t H, int64_t G,
                                                          bool backward, int32_t dtype,
@@ -266,7 +240,7 @@ class Rnn {
     const T* w = item<T>(in, 1, u.index);
     for (size_t k = 0; k < pieces.size(); ++k) {
       const Piece<T>& p = pieces[k];
-      gemm<T>(false, true, d.T * d.B, gh, p.cols, p.data, p.ld, w + p.offset, in_size,
+      gemm<T>(false, true, d.T * d.B, gh, p.cols, T(1), p.data, p.ld, w + p.offset, in_size,
               k == 0 ? T(0) : T(1), u.base, d.row());
     }
     const T* bias = item<T>(in, 3, u.index);
@@ -337,7 +311,8 @@ class Rnn {
     const RnnDims& d = d_;
     if constexpr (std::is_same_v<T, float>)
       if (engine_) return engine_->forward(h_prev, d.row(), hproj, threads);
-    gemm<T>(false, true, d.B, d.G * d.H, d.H, h_prev, d.row(), w_hh, d.H, T(0), hproj, d.G * d.H);
+    gemm<T>(false, true, d.B, d.G * d.H, d.H, T(1), h_prev, d.row(), w_hh, d.H, T(0), hproj,
+            d.G * d.H);
   }
 
   // The final state into h_n (and c_n).
@@ -448,7 +423,7 @@ class RnnGrad {
         through_steps(in, out, u, lengths, dy, w, threads);
         weight_grads(out, u, pieces, w);
         if (dx)
-          gemm<T>(false, false, steps, d.input_size(l), gh, w.dgx.data(), gh,
+          gemm<T>(false, false, steps, d.input_size(l), gh, T(1), w.dgx.data(), gh,
                   item<T>(in, 1, u.index), d.input_size(l), dir == 0 ? T(0) : T(1), dx,
                   d.input_size(l));
       }
@@ -504,7 +479,7 @@ class RnnGrad {
     const RnnDims& d = d_;
     if constexpr (std::is_same_v<T, float>)
       if (engine_) return engine_->backward(dgates, dh, threads);
-    gemm<T>(false, false, d.B, d.H, d.G * d.H, dgates, d.G * d.H, w_hh, d.H, T(1), dh, d.H);
+    gemm<T>(false, false, d.B, d.H, d.G * d.H, T(1), dgates, d.G * d.H, w_hh, d.H, T(1), dh, d.H);
   }
 
   template <class T>
@@ -526,12 +501,12 @@ class RnnGrad {
     if (out.has(1)) {
       T* dw = item<T>(out, 1, u.index);
       for (const Piece<T>& p : pieces)
-        gemm<T>(true, false, gh, p.cols, steps, w.dgx.data(), gh, p.data, p.ld, T(0), dw + p.offset,
-                in_size);
+        gemm<T>(true, false, gh, p.cols, steps, T(1), w.dgx.data(), gh, p.data, p.ld, T(0),
+                dw + p.offset, in_size);
     }
     if (out.has(2)) {
       // prev(t) rises with t: the states steps 0 .. T - 1 read are contiguous rows.
-      gemm<T>(true, false, gh, d.H, steps, dgh, gh, u.h(u.prev(0), 0), d.row(), T(0),
+      gemm<T>(true, false, gh, d.H, steps, T(1), dgh, gh, u.h(u.prev(0), 0), d.row(), T(0),
               item<T>(out, 2, u.index), d.H);
     }
     if (out.has(3)) column_sums(w.dgx.data(), steps, gh, item<T>(out, 3, u.index));
