@@ -931,7 +931,7 @@ def multi_head_attention(
         [3 * embed_dim, embed_dim], query.dtype, init.ParamAttr(f"{prefix}.in_proj_weight", xavier)
     )
     b_in = _named_zeros(f"{prefix}.in_proj_bias", 3 * embed_dim, query.dtype) if bias else None
-    q, k, v = _in_projections(query, key, value, w_in, b_in, embed_dim)
+    q, k, v = _in_projections(query, key, value, w_in, b_in)
     heads = [_split_heads(t, num_heads) for t in (q, k, v)]
     mask = _attention_mask(attn_mask, key_padding_mask, is_causal)
     attended = _attention(*heads, mask, is_causal)
@@ -943,7 +943,7 @@ def _named_zeros(name: str, size: int, dtype: str) -> Parameter:
     return create_parameter([size], dtype, init.ParamAttr(name, init.Constant(0.0)))
 
 
-def _in_projections(query, key, value, w_in, b_in, embed_dim):
+def _in_projections(query, key, value, w_in, b_in):
     """q, k, v: one product with the packed weight for self-attention (query is key is
     value), else a product with each third."""
     if query is key and key is value:

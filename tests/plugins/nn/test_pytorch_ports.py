@@ -160,22 +160,24 @@ def test_multi_head_attention_is_torch_multihead_attention(kind):
 
 
 @needs_attention
-@pytest.mark.parametrize("mask", ["bool", "float", "padding", "causal"])
+@pytest.mark.parametrize(
+    "mask", ["bool", "float", "padding", "causal", "bool+padding", "float+padding"]
+)
 def test_multi_head_attention_takes_pytorch_masks(mask):
     module = torch.nn.MultiheadAttention(8, 2, batch_first=True)
     x = RNG.standard_normal((2, 4, 8)).astype(np.float32)
     causal = np.triu(np.ones((4, 4), bool), 1)  # True: may not attend (PyTorch's meaning)
     padding = np.array([[False, False, False, True], [False, False, True, True]])
     feeds, kwargs = {"x": x}, {}
-    if mask == "bool":
+    if mask.startswith("bool"):
         feeds["attn_mask"], kwargs["attn_mask"] = causal, torch.from_numpy(causal)
-    elif mask == "float":
+    if mask.startswith("float"):
         additive = RNG.standard_normal((4, 4)).astype(np.float32)
         feeds["attn_mask"], kwargs["attn_mask"] = additive, torch.from_numpy(additive)
-    elif mask == "padding":
+    if mask.endswith("padding"):
         feeds["key_padding_mask"] = padding
         kwargs["key_padding_mask"] = torch.from_numpy(padding)
-    else:
+    if mask == "causal":
         kwargs |= {"attn_mask": torch.from_numpy(causal), "is_causal": True}
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
