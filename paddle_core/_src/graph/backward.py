@@ -3,7 +3,11 @@
 ``gradients(targets, inputs)`` walks the ops between ``inputs`` and ``targets`` in reverse and
 asks each op's grad rule (named in its manifest) to append the ops computing its inputs'
 gradients from its outputs' gradients. A variable used by several ops receives one partial
-gradient per use; they are summed with ``add_n`` before the gradient flows further back.
+gradient per use; they are summed with ``add_n`` before the gradient flows further back,
+except where the grad ops producing them can add into an accumulator (an output declared
+``inplace`` with a dispensable input: ``slice_grad``'s ``x_grad_acc``, ``matmul_grad``'s
+``y_grad_acc``): those are chained, each adding its part to the one before, so an unrolled
+recurrence's weight gradient or its input's per-step slices fill one buffer in place.
 ``append_backward(loss)`` does this for every trainable parameter.
 
 Gradients are kept per *version* of a variable: each op writing a variable makes a new
@@ -20,6 +24,7 @@ T's. The grad op declares what it needs; ``default_grad`` wires it up.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from typing import Any
 
 from ..base.errors import PLUGIN_CODE_ERRORS, OpNotFoundError, PaddleCoreError, ProgramError
@@ -261,6 +266,9 @@ class _Backward:
         self.versions = versions
         self.reach = reach  # values whose gradients are wanted
         self.partials: dict[Value, list[str]] = {}
+        # The grad ops this call appends, by the variables they write (filled as needed).
+        self._scanned = len(block.ops)
+        self._producer: dict[str, tuple[int, Operator]] = {}
 
     def fresh(self, base: str) -> str:
         name, n = base, 0
@@ -290,6 +298,8 @@ class _Backward:
         if not partials:
             return None
         if len(partials) > 1:
+            partials[:] = self._chain(partials)
+        if len(partials) > 1:
             # Into a new variable: a partial may be the caller's seed (target_gradients), and
             # an op writing its own input is an in-place update the executor must copy around.
             var = value[0]
@@ -298,6 +308,47 @@ class _Backward:
             self.block.append_op("add_n", {"xs": partials}, {"out": total})
             partials[:] = [total]
         return partials[0]
+
+    def _chain(self, partials: list[str]) -> list[str]:
+        """Chain the partials whose grad ops take an accumulator for them, in block order
+        (each op adds into the one before it: the memory planner gives them one buffer);
+        return the partials left to sum: the others and the chain's last."""
+        chain, ops = [], set()
+        for found in sorted(filter(None, map(self._accumulator, partials))):
+            if id(found[2]) not in ops:  # (an op reading its own output is no chain)
+                ops.add(id(found[2]))
+                chain.append(found)
+        if len(chain) < 2:
+            return partials
+        for (_, before, _, _), (_, _, op, slot) in pairwise(chain):
+            op.inputs[slot] = [before]
+        self.block.program._version += 1
+        inside = {name for _, name, _, _ in chain[:-1]}
+        return [name for name in partials if name not in inside]
+
+    def _accumulator(self, name: str) -> tuple[int, str, Operator, str] | None:
+        """(position, name, op, slot) when partial ``name`` is written by a grad op of this
+        call through an output declared ``inplace`` with a dispensable input left empty."""
+        ops = self.block.ops
+        for position in range(self._scanned, len(ops)):
+            for written in ops[position].output_names:
+                self._producer[written] = (position, ops[position])
+        self._scanned = len(ops)
+        if name not in self._producer:
+            return None  # a seed, or the sum of an earlier chain
+        position, op = self._producer[name]
+        proto = get_registry().op(op.type).proto
+        inputs = {slot.name: slot for slot in proto.inputs}
+        for out in proto.outputs:
+            acc = inputs.get(out.inplace)
+            if (
+                op.outputs.get(out.name) == [name]
+                and acc is not None
+                and acc.dispensable
+                and not op.inputs.get(acc.name)
+            ):
+                return position, name, op, acc.name
+        return None
 
 
 def gradients(

@@ -107,6 +107,30 @@ struct Batched {
         idx[k] = 0;
       }
     }
+    fold_batches();
+  }
+
+  // Whether each batch has a matrix of its own in an operand indexed by `index` (x_batch,
+  // y_batch): then its gradient's matrices are each written by one product.
+  bool owns(const std::vector<int64_t>& index) const {
+    if (batches == 0) return false;  // no product writes it: zeros
+    for (int64_t n = 0; n < batches; ++n)
+      if (index[n] != n) return false;
+    return true;
+  }
+
+ private:
+  // x's matrices, one per batch, against a single y (a Linear's [B, T, in] by its weight):
+  // their rows follow one another in x and in out, so they are one product of B * M rows.
+  // One GEMM instead of B packs the weight once and threads over all the rows.
+  void fold_batches() {
+    if (batches < 2 || tx || M > INT_MAX / batches) return;
+    for (int64_t n = 0; n < batches; ++n)
+      if (x_batch[n] != n || y_batch[n] != 0) return;
+    M *= batches;
+    batches = 1;
+    x_batch.assign(1, 0);
+    y_batch.assign(1, 0);
   }
 };
 
@@ -134,12 +158,35 @@ inline Batched check_matmul(const Attrs& attrs, const Slots& in, const Slots& ou
   return Batched(in(0), in(1), out(0), attrs.b("transpose_x"), attrs.b("transpose_y"));
 }
 
-// The grads' outputs: x_grad and y_grad, either may be absent.
+// The grads' outputs: x_grad and y_grad, either may be absent; the accumulators x_grad_acc
+// and y_grad_acc (inputs 3 and 4), where given, are shaped like the gradient they add to.
 inline void check_grad_outputs(const Slots& in, const Slots& out) {
   paddle_core::expect_same_dtype(in(0), in(1), "x and y");
   paddle_core::expect_same_dtype(in(0), in(2), "x and out_grad");
   if (out.has(0)) paddle_core::expect_same_shape(out(0), in(0), "x_grad and x");
   if (out.has(1)) paddle_core::expect_same_shape(out(1), in(1), "y_grad and y");
+  const char* names[2][2] = {{"x_grad_acc", "x_grad_acc and x"},
+                             {"y_grad_acc", "y_grad_acc and y"}};
+  for (int32_t k = 0; k < 2; ++k) {
+    if (!in.has(3 + k)) continue;
+    if (!out.has(k)) fail("%s is given but %s is not", names[k][0], k ? "y_grad" : "x_grad");
+    in(3 + k).expect_dtype(in(0).dtype(), names[k][0]);
+    paddle_core::expect_same_shape(in(3 + k), in(k), names[k][1]);
+  }
+}
+
+// Start gradient `grad` (elements of T): the accumulator `acc` it adds to where given (a copy
+// unless the planner gave them one buffer), else zeros when `zero`. Returns the GEMMs' beta.
+template <class T>
+T start_grad(const Slots& in, int32_t acc, const paddle_core::Tensor& grad, bool zero) {
+  T* g = grad.data<T>();
+  if (in.has(acc)) {
+    const T* a = in(acc).data<T>();
+    if (a != g) std::copy(a, a + grad.numel(), g);
+    return T(1);
+  }
+  if (zero) std::fill(g, g + grad.numel(), T(0));
+  return T(zero ? 1 : 0);
 }
 
 inline Batched check_matmul_grad(const Attrs& attrs, const Slots& in, const Slots& out) {

@@ -69,11 +69,12 @@ class Matmul {
   Fn fn_;
 };
 
-// Inputs x, y, out_grad; outputs x_grad, y_grad (either may be absent). Broadcast batches
-// accumulate into the operand's gradient.
+// Inputs x, y, out_grad, x_grad_acc, y_grad_acc (the last two optional); outputs x_grad,
+// y_grad (either may be absent). Broadcast batches, and the accumulators, accumulate into the
+// operand's gradient.
 class MatmulGrad {
  public:
-  static constexpr pc::Signature signature{"111", "??"};
+  static constexpr pc::Signature signature{"111??", "??"};
   using DTypes = Floats;
   MatmulGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_matmul_grad(attrs, in, out)) {
@@ -94,30 +95,32 @@ class MatmulGrad {
     const T* d = in(2).data<T>();
     const int64_t xs = g.M * g.K, ys = g.K * g.N, os = g.M * g.N;
     const int64_t ldx = g.tx ? g.M : g.K, ldy = g.ty ? g.K : g.N;
+    // A gradient whose matrices each batch writes once starts as the product (beta 0, or 1
+    // onto an accumulator); one that batches share is zeroed and they accumulate.
     if (out.has(0)) {
       T* dx = out(0).data<T>();
-      std::fill(dx, dx + out(0).numel(), T(0));
+      const T beta = start_grad<T>(in, 3, out(0), !g.owns(g.x_batch));
       for (int64_t b = 0; b < g.batches; ++b) {
         T* dst = dx + g.x_batch[b] * xs;
         const T* yb = y + g.y_batch[b] * ys;
         const T* db = d + b * os;
-        if (!g.tx)  // dx[M,K] += d[M,N] op(y)^T
-          gemm(false, !g.ty, g.M, g.K, g.N, T(1), db, g.N, yb, ldy, T(1), dst, g.K);
-        else  // dx[K,M] += op(y)[K,N] d^T
-          gemm(g.ty, true, g.K, g.M, g.N, T(1), yb, ldy, db, g.N, T(1), dst, g.M);
+        if (!g.tx)  // dx[M,K] (+)= d[M,N] op(y)^T
+          gemm(false, !g.ty, g.M, g.K, g.N, T(1), db, g.N, yb, ldy, beta, dst, g.K);
+        else  // dx[K,M] (+)= op(y)[K,N] d^T
+          gemm(g.ty, true, g.K, g.M, g.N, T(1), yb, ldy, db, g.N, beta, dst, g.M);
       }
     }
     if (out.has(1)) {
       T* dy = out(1).data<T>();
-      std::fill(dy, dy + out(1).numel(), T(0));
+      const T beta = start_grad<T>(in, 4, out(1), !g.owns(g.y_batch));
       for (int64_t b = 0; b < g.batches; ++b) {
         T* dst = dy + g.y_batch[b] * ys;
         const T* xb = x + g.x_batch[b] * xs;
         const T* db = d + b * os;
-        if (!g.ty)  // dy[K,N] += op(x)^T d
-          gemm(!g.tx, false, g.K, g.N, g.M, T(1), xb, ldx, db, g.N, T(1), dst, g.N);
-        else  // dy[N,K] += d^T op(x)
-          gemm(true, g.tx, g.N, g.K, g.M, T(1), db, g.N, xb, ldx, T(1), dst, g.K);
+        if (!g.ty)  // dy[K,N] (+)= op(x)^T d
+          gemm(!g.tx, false, g.K, g.N, g.M, T(1), xb, ldx, db, g.N, beta, dst, g.N);
+        else  // dy[N,K] (+)= d^T op(x)
+          gemm(true, g.tx, g.N, g.K, g.M, T(1), db, g.N, xb, ldx, beta, dst, g.K);
       }
     }
   }
@@ -149,9 +152,11 @@ class Matmul2D {
   Fn fn_;
 };
 
+// Inputs x, y, out_grad, x_grad_acc, y_grad_acc (the last two optional); outputs x_grad,
+// y_grad (either may be absent), each added to its accumulator where given.
 class Matmul2DGrad {
  public:
-  static constexpr pc::Signature signature{"111", "??"};
+  static constexpr pc::Signature signature{"111??", "??"};
   using DTypes = Floats;
   Matmul2DGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : flat_(check_matmul_2d_grad(attrs, in, out)) {
@@ -166,10 +171,12 @@ class Matmul2DGrad {
   using Fn = void (*)(const Flat&, const Slots&, const Slots&);
   template <class T> static void compute(const Flat& f, const Slots& in, const Slots& out) {
     const T* d = in(2).data<T>();
-    if (out.has(0))  // dx[M,K] = d[M,N] y^T
-      gemm(false, true, f.M, f.K, f.N, T(1), d, f.N, in(1).data<T>(), f.N, T(0), out(0).data<T>(), f.K);
-    if (out.has(1))  // dy[K,N] = x^T d
-      gemm(true, false, f.K, f.N, f.M, T(1), in(0).data<T>(), f.K, d, f.N, T(0), out(1).data<T>(), f.N);
+    if (out.has(0))  // dx[M,K] (+)= d[M,N] y^T
+      gemm(false, true, f.M, f.K, f.N, T(1), d, f.N, in(1).data<T>(), f.N,
+           start_grad<T>(in, 3, out(0), false), out(0).data<T>(), f.K);
+    if (out.has(1))  // dy[K,N] (+)= x^T d
+      gemm(true, false, f.K, f.N, f.M, T(1), in(0).data<T>(), f.K, d, f.N,
+           start_grad<T>(in, 4, out(1), false), out(1).data<T>(), f.N);
   }
   Flat flat_;
   Fn fn_;

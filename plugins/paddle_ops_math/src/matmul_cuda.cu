@@ -162,9 +162,25 @@ class MatmulCuda {
 };
 
 // Broadcast batches accumulate into the operand's gradient, in batch order (deterministic).
+// The accumulator input `slot` of a grad kernel (x_grad_acc, y_grad_acc), or nullptr.
+const void* accumulator(const Slots& in, int32_t slot) {
+  return in.has(slot) ? in(slot).data<void>() : nullptr;
+}
+
+// Start a gradient of `bytes` at `grad`: acc's copy where given (none when the planner gave
+// them one buffer), else zeros when `zero`. Returns whether the products accumulate into it.
+bool start_grad(void* grad, const void* acc, int64_t bytes, cudaStream_t stream, bool zero = true) {
+  if (acc != nullptr) {
+    if (acc != grad) copy_async(grad, acc, bytes, stream);
+    return true;
+  }
+  if (zero) zero_async(grad, bytes, stream);
+  return zero;
+}
+
 class MatmulGradCuda {
  public:
-  static constexpr pc::Signature signature{"111", "??"};
+  static constexpr pc::Signature signature{"111??", "??"};
   using DTypes = GemmTypes;
   MatmulGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_matmul_grad(attrs, in, out)), precision_(precision_of(in(0).dtype())) {
@@ -188,8 +204,8 @@ class MatmulGradCuda {
         call.ta = g.ty, call.tb = true, call.M = g.K, call.N = g.M, call.K = g.N;
         call.A = y, call.lda = ldy, call.B = d, call.ldb = g.N, call.ldc = g.M;
       }
-      run_grad(call, out(0), g.x_batch, xs, !g.tx ? own : g.y_batch, !g.tx ? os : ys,
-               !g.tx ? g.y_batch : own, !g.tx ? ys : os, stream);
+      run_grad(call, out(0), accumulator(in, 3), g.x_batch, xs, !g.tx ? own : g.y_batch,
+               !g.tx ? os : ys, !g.tx ? g.y_batch : own, !g.tx ? ys : os, stream);
     }
     if (out.has(1)) {
       Gemm call;
@@ -200,26 +216,28 @@ class MatmulGradCuda {
         call.ta = true, call.tb = g.tx, call.M = g.N, call.N = g.K, call.K = g.M;
         call.A = d, call.lda = g.N, call.B = x, call.ldb = ldx, call.ldc = g.K;
       }
-      run_grad(call, out(1), g.y_batch, ys, !g.ty ? g.x_batch : own, !g.ty ? xs : os,
-               !g.ty ? own : g.x_batch, !g.ty ? os : xs, stream);
+      run_grad(call, out(1), accumulator(in, 4), g.y_batch, ys, !g.ty ? g.x_batch : own,
+               !g.ty ? xs : os, !g.ty ? own : g.x_batch, !g.ty ? os : xs, stream);
     }
   }
 
  private:
   // The gradient `target` of an operand whose matrix for batch b is target_index[b]: one
-  // product per batch into it. When each batch has its own matrix the products write it
-  // (one batched call); otherwise it is zeroed and they accumulate, one call at a time.
-  void run_grad(Gemm call, const Tensor& target, const std::vector<int64_t>& target_index,
-                int64_t target_size, const std::vector<int64_t>& a_index, int64_t sa,
+  // product per batch into it. When each batch has its own matrix and there is no
+  // accumulator `acc`, the products write it (one batched call); otherwise it starts as zeros
+  // or as acc, and they accumulate, one call at a time.
+  void run_grad(Gemm call, const Tensor& target, const void* acc,
+                const std::vector<int64_t>& target_index, int64_t target_size,
+                const std::vector<int64_t>& a_index, int64_t sa,
                 const std::vector<int64_t>& b_index, int64_t sb, cudaStream_t stream) const {
     call.C = target.data<void>();
     call.batches = geo_.batches;
-    if (regular_stride(target_index, target_size) == target_size &&
+    if (acc == nullptr && regular_stride(target_index, target_size) == target_size &&
         geo_.batches * target_size == target.numel()) {
       batched_gemm(call, a_index, sa, b_index, sb, target_size, precision_, stream);
       return;
     }
-    zero_async(call.C, target.numel() * precision_.size, stream);
+    start_grad(call.C, acc, target.numel() * precision_.size, stream);
     call.accumulate = true;
     call.batches = 1;
     const Gemm all = call;
@@ -259,7 +277,7 @@ class Matmul2DCuda {
 
 class Matmul2DGradCuda {
  public:
-  static constexpr pc::Signature signature{"111", "??"};
+  static constexpr pc::Signature signature{"111??", "??"};
   using DTypes = GemmTypes;
   Matmul2DGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : flat_(check_matmul_2d_grad(attrs, in, out)),
@@ -269,19 +287,24 @@ class Matmul2DGradCuda {
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Flat& f = flat_;
     const void* d = in(2).data<void>();
-    if (out.has(0)) {  // dx[M,K] = d[M,N] y^T
+    const cudaStream_t stream = stream_of(ctx);
+    if (out.has(0)) {  // dx[M,K] (+)= d[M,N] y^T
       Gemm call;
       call.tb = true, call.M = f.M, call.N = f.K, call.K = f.N;
       call.A = d, call.lda = f.N, call.B = in(1).data<void>(), call.ldb = f.N;
       call.C = out(0).data<void>(), call.ldc = f.K;
-      gemm(call, precision_, stream_of(ctx));
+      call.accumulate =
+          start_grad(call.C, accumulator(in, 3), out(0).numel() * precision_.size, stream, false);
+      gemm(call, precision_, stream);
     }
-    if (out.has(1)) {  // dy[K,N] = x^T d
+    if (out.has(1)) {  // dy[K,N] (+)= x^T d
       Gemm call;
       call.ta = true, call.M = f.K, call.N = f.N, call.K = f.M;
       call.A = in(0).data<void>(), call.lda = f.K, call.B = d, call.ldb = f.N;
       call.C = out(1).data<void>(), call.ldc = f.N;
-      gemm(call, precision_, stream_of(ctx));
+      call.accumulate =
+          start_grad(call.C, accumulator(in, 4), out(1).numel() * precision_.size, stream, false);
+      gemm(call, precision_, stream);
     }
   }
 

@@ -292,13 +292,17 @@ inline Copy check_slice(const Attrs& attrs, const Slots& in, const Slots& out) {
   return plan_copy(v.dims, strides_of(v.dims), v.strides, element_size(x), 0, v.offset);
 }
 
-// slice_grad (inputs x, out_grad; output x_grad): the copy of out_grad into x_grad, which is
-// zeroed first.
+// slice_grad (inputs x, out_grad, x_grad_acc (optional); output x_grad): the copy of out_grad
+// into x_grad, which is zeroed first (or added to x_grad_acc's copy).
 inline Copy check_slice_grad(const Attrs& attrs, const Slots& in, const Slots& out) {
   Tensor x = in(0), g = in(1), gx = out(0);
   g.expect_dtype(x.dtype(), "out_grad");
   gx.expect_dtype(x.dtype(), "x_grad");
   paddle_core::expect_same_shape(gx, x, "x_grad and x");
+  if (in.has(2)) {
+    in(2).expect_dtype(x.dtype(), "x_grad_acc");
+    paddle_core::expect_same_shape(in(2), x, "x_grad_acc and x");
+  }
   const SliceView v = plan_slice(attrs, x);
   if (v.dims != dims_of(g)) fail("out_grad %s is not the slice's shape", g.describe().c_str());
   return plan_copy(v.dims, v.strides, strides_of(v.dims), element_size(x), v.offset, 0);

@@ -20,8 +20,9 @@ namespace {
 
 // -- the strided copy behind every kernel (planned by shape.hpp's plan_copy) --------------------
 
-// Elements [lo, hi) of the index space in order, run by run.
-template <class U> void copy_runs(const Copy& p, U* dst, const U* src, int64_t lo, int64_t hi) {
+// Elements [lo, hi) of the index space in order, run by run: f(d, s, len) for each run's
+// stretch, d and s its first elements' offsets in dst and src (strides p.dst/p.src.back()).
+template <class F> void for_each_run(const Copy& p, int64_t lo, int64_t hi, F&& f) {
   const int32_t nd = static_cast<int32_t>(p.dims.size());
   const int64_t n = p.dims[nd - 1], ds = p.dst[nd - 1], ss = p.src[nd - 1];
   std::vector<int64_t> idx(nd, 0);  // outer index of the current run
@@ -34,15 +35,7 @@ template <class U> void copy_runs(const Copy& p, U* dst, const U* src, int64_t l
   }
   for (int64_t e = lo; e < hi; col = 0) {
     const int64_t len = std::min(n - col, hi - e);
-    U* d = dst + od + col * ds;
-    const U* s = src + os + col * ss;
-    if (ds == 1 && ss == 1) {
-      std::memcpy(d, s, len * sizeof(U));
-    } else if (ds == 1 && ss == 0) {
-      std::fill(d, d + len, *s);
-    } else {
-      for (int64_t i = 0; i < len; ++i) d[i * ds] = s[i * ss];
-    }
+    f(od + col * ds, os + col * ss, len);
     e += len;
     for (int32_t k = nd - 2; k >= 0; --k) {  // advance to the next run
       od += p.dst[k];
@@ -53,6 +46,37 @@ template <class U> void copy_runs(const Copy& p, U* dst, const U* src, int64_t l
       idx[k] = 0;
     }
   }
+}
+
+template <class U> void copy_runs(const Copy& p, U* dst, const U* src, int64_t lo, int64_t hi) {
+  const int64_t ds = p.dst.back(), ss = p.src.back();
+  for_each_run(p, lo, hi, [&](int64_t od, int64_t os, int64_t len) {
+    U* d = dst + od;
+    const U* s = src + os;
+    if (ds == 1 && ss == 1) {
+      std::memcpy(d, s, len * sizeof(U));
+    } else if (ds == 1 && ss == 0) {
+      std::fill(d, d + len, *s);
+    } else {
+      for (int64_t i = 0; i < len; ++i) d[i * ds] = s[i * ss];
+    }
+  });
+}
+
+// dst += src along the copy `p` (elements of type T; 16-bit floats added in float32).
+template <class T> void add_along(const Copy& p, void* dst, const void* src, int32_t threads) {
+  if (p.numel == 0) return;
+  T* d0 = static_cast<T*>(dst) + p.dst0;
+  const T* s0 = static_cast<const T*>(src) + p.src0;
+  const int64_t ds = p.dst.back(), ss = p.src.back();
+  using C = pc::compute_t<T>;
+  parallel_for(p.numel, threads, kGrain, [&](int64_t lo, int64_t hi) {
+    for_each_run(p, lo, hi, [&](int64_t od, int64_t os, int64_t len) {
+      T* d = d0 + od;
+      const T* s = s0 + os;
+      for (int64_t i = 0; i < len; ++i) d[i * ds] = T(C(d[i * ds]) + C(s[i * ss]));
+    });
+  });
 }
 
 constexpr int64_t kTile = 32;
@@ -241,24 +265,40 @@ class Slice {
   Copy copy_;
 };
 
-// x_grad = zeros of x's shape with out_grad written where the slice took its elements.
-// Inputs: x (for its shape), out_grad; output: x_grad.
+// x_grad = zeros of x's shape with out_grad written where the slice took its elements; with
+// x_grad_acc, x_grad = x_grad_acc with out_grad added there (in place when the planner gave
+// them one buffer: then only the slice's elements are touched).
+// Inputs: x (for its shape), out_grad, x_grad_acc (optional); output: x_grad.
 class SliceGrad {
  public:
-  static constexpr pc::Signature signature{"11", "1"};
-  using DTypes = AllTypes;
+  static constexpr pc::Signature signature{"11?", "1"};
+  using DTypes = AllFloats;
   SliceGrad(const Attrs& attrs, const Slots& in, const Slots& out)
-      : bytes_(in(0).nbytes()), copy_(check_slice_grad(attrs, in, out)) {}
+      : bytes_(in(0).nbytes()), copy_(check_slice_grad(attrs, in, out)) {
+    add_ = dispatch(in(0).dtype(), DTypes{},
+                    [](auto t) -> Add { return &add_along<decltype(t)>; });
+  }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     char* dst = out(0).data<char>();
-    parallel_for(bytes_, ctx.num_threads(), 4 * kGrain,
+    const int32_t threads = ctx.num_threads();
+    if (in.has(2)) {
+      const char* acc = in(2).data<char>();
+      if (acc != dst)
+        parallel_for(bytes_, threads, 4 * kGrain,
+                     [&](int64_t lo, int64_t hi) { std::memcpy(dst + lo, acc + lo, hi - lo); });
+      add_(copy_, dst, in(1).data<void>(), threads);
+      return;
+    }
+    parallel_for(bytes_, threads, 4 * kGrain,
                  [&](int64_t lo, int64_t hi) { std::memset(dst + lo, 0, hi - lo); });
-    run_copy(copy_, dst, in(1).data<void>(), ctx.num_threads());
+    run_copy(copy_, dst, in(1).data<void>(), threads);
   }
 
  private:
+  using Add = void (*)(const Copy&, void*, const void*, int32_t);
   int64_t bytes_ = 0;
   Copy copy_;
+  Add add_ = nullptr;
 };
 
 // broadcast_to, expand: out = x repeated along its size-1 and missing leading dims.

@@ -17,6 +17,7 @@
 namespace paddle_ops_math {
 namespace {
 
+using pc::AllFloats;
 using pc::compute_t;
 using pc::dispatch;
 using pc::Floats;
@@ -217,24 +218,56 @@ template <PlanParts Plan> class CutPartsCuda {
   std::vector<CudaCopy> copies_;
 };
 
-// x_grad = zeros of x's shape with out_grad written where the slice took its elements.
+// dst[at] += src[at'] along a copy's walk (16-bit floats added in float32).
+template <class T>
+__global__ void scatter_add_kernel(T* dst, const T* src, int64_t n, DimWalk<2> w) {
+  using C = compute_t<T>;
+  for (int64_t i = first_index(); i < n; i += index_step()) {
+    int64_t at[2] = {0, 0};  // dst, src
+    w.offsets(i, at);
+    dst[at[0]] = T(C(dst[at[0]]) + C(src[at[1]]));
+  }
+}
+
+template <class T>
+void launch_scatter_add(const CudaCopy& c, void* dst, const void* src, cudaStream_t stream) {
+  if (c.numel == 0) return;
+  const Grid g = grid_for(c.numel);
+  scatter_add_kernel<T><<<g.blocks, g.threads, 0, stream>>>(
+      static_cast<T*>(dst) + c.dst0, static_cast<const T*>(src) + c.src0, c.numel, c.walk);
+  check_launch();
+}
+
+// x_grad = zeros of x's shape with out_grad written where the slice took its elements; with
+// x_grad_acc, x_grad_acc (copied unless it shares x_grad's buffer) with out_grad added there.
 class SliceGradCuda {
  public:
-  static constexpr pc::Signature signature{"11", "1"};
-  using DTypes = AllTypes;
+  static constexpr pc::Signature signature{"11?", "1"};
+  using DTypes = AllFloats;
   SliceGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : copy_(to_cuda(check_slice_grad(attrs, in, out))) {
     expect_cuda(in, out);
     bytes_ = in(0).nbytes();
+    add_ = dispatch(in(0).dtype(), DTypes{},
+                    [](auto t) -> Add { return &launch_scatter_add<decltype(t)>; });
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    zero_async(out(0).data<void>(), bytes_, stream_of(ctx));
+    const cudaStream_t stream = stream_of(ctx);
+    if (in.has(2)) {
+      if (in(2).data<void>() != out(0).data<void>())
+        copy_async(out(0).data<void>(), in(2).data<void>(), bytes_, stream);
+      add_(copy_, out(0).data<void>(), in(1).data<void>(), stream);
+      return;
+    }
+    zero_async(out(0).data<void>(), bytes_, stream);
     run_copy(copy_, out(0).data<void>(), in(1).data<void>(), ctx);
   }
 
  private:
   int64_t bytes_ = 0;
   CudaCopy copy_;
+  using Add = void (*)(const CudaCopy&, void*, const void*, cudaStream_t);
+  Add add_ = nullptr;
 };
 
 // How x_grad walks out_grad: its own elements (in order) index the kept dims, the positions

@@ -599,6 +599,9 @@ def test_slice_grad_and_broadcast_to_grad_as_on_cpu(dtype):
     want = np.zeros_like(x)
     want[:, 6:-100:-2, 0:2] = g
     assert_matches(got, want)
+    acc = rand(rng, x.shape, dtype)  # x_grad_acc: added to, not zero-filled
+    (got,) = run_both("slice_grad", {"x": x, "out_grad": g, "x_grad_acc": acc}, attrs, "x_grad")
+    assert_matches(got, (acc.astype(np.float64) + want.astype(np.float64)).astype(dtype))
     for shape, target in [((3,), [4, 3]), ((5, 1), [2, 5, 4]), ((), [3]), ((1, 3), [0, 3])]:
         v, g = rand(rng, shape, dtype), rand(rng, target, dtype)
         (got,) = run_both("broadcast_to_grad", {"x": v, "out_grad": g}, {}, "x_grad")

@@ -234,3 +234,42 @@ def test_einsum_shapes_are_checked_when_appended():
                 pc.ops.einsum(xs, equation=equation)
         with pytest.raises(pc.ShapeError, match=r"op 'einsum'.*share one dtype"):
             pc.ops.einsum([a, pc.data("c", [4], "float64")], equation="ij,j")
+
+
+@pytest.mark.parametrize("op", ["matmul_grad", "matmul_2d_grad"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_grad_ops_add_into_their_accumulators(op, dtype):
+    """x_grad_acc / y_grad_acc: the gradient is the accumulator plus this op's part (what the
+    backward pass chains a shared weight's per-step gradients through)."""
+    from paddle_core.testing import run_op
+
+    rng = np.random.default_rng(3)
+    shapes = (
+        [((2, 3, 4), (4, 5)), ((4, 5), (2, 5, 3))] if op == "matmul_grad" else [((3, 4), (4, 5))]
+    )
+    for xs, ys in shapes:
+        x, y = rand(rng, xs, dtype), rand(rng, ys, dtype)
+        d = rand(rng, np.matmul(x, y).shape, dtype)
+        ax, ay = rand(rng, xs, dtype), rand(rng, ys, dtype)
+        plain = run_op(op, {"x": x, "y": y, "out_grad": d})
+        both = run_op(op, {"x": x, "y": y, "out_grad": d, "x_grad_acc": ax, "y_grad_acc": ay})
+        for slot, acc in (("x_grad", ax), ("y_grad", ay)):
+            want = plain[slot][0].astype(np.float64) + acc.astype(np.float64)
+            assert_matches(
+                both[slot][0],
+                want.astype(dtype),
+                rtol=1e-2 if "16" in dtype else 1e-6,
+                atol=1e-2 if "16" in dtype else 1e-6,
+            )
+
+
+@pytest.mark.parametrize("op", ["matmul_grad", "matmul_2d_grad"])
+def test_grad_accumulators_are_checked_by_name(op):
+    import paddle_core as pc
+    from paddle_core.testing import run_op
+
+    x, y, d = np.ones((3, 4)), np.ones((4, 5)), np.ones((3, 5))
+    with pytest.raises(pc.PaddleCoreError, match="y_grad_acc and y"):
+        run_op(op, {"x": x, "y": y, "out_grad": d, "y_grad_acc": np.ones((5, 4))})
+    with pytest.raises(pc.PaddleCoreError, match="x_grad_acc"):
+        run_op(op, {"x": x, "y": y, "out_grad": d, "x_grad_acc": np.ones((3, 4), np.float32)})

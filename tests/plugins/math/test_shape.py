@@ -169,6 +169,26 @@ def test_slice(xs, axes, starts, ends, steps):
         assert_matches(got, x[numpy_slice(xs, axes, starts, ends, steps)])
 
 
+@pytest.mark.parametrize(("xs", "axes", "starts", "ends", "steps"), [*SLICE[:6], SLICE[9]])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_slice_grad_adds_into_its_accumulator(xs, axes, starts, ends, steps, dtype):
+    """slice_grad's x_grad: zeros with out_grad where the slice took its elements; with
+    x_grad_acc, that accumulator with out_grad added there instead."""
+    attrs = {"axes": axes, "starts": starts, "ends": ends, "steps": steps}
+    x = values(xs, dtype)
+    where = numpy_slice(xs, axes, starts, ends, steps)
+    g = values(x[where].shape, dtype)
+    (plain,) = run("slice_grad", {"x": x, "out_grad": g}, attrs, "x_grad")
+    want = np.zeros(xs)
+    want[where] = g.astype(np.float64)
+    assert_matches(plain, want.astype(dtype))
+    acc = (values(xs, dtype).astype(np.float64) % 7).astype(dtype)
+    (got,) = run("slice_grad", {"x": x, "out_grad": g, "x_grad_acc": acc}, attrs, "x_grad")
+    assert_matches(got, (acc.astype(np.float64) + want).astype(dtype))
+    with pytest.raises(pc.PaddleCoreError, match="x_grad_acc and x"):
+        run("slice_grad", {"x": x, "out_grad": g, "x_grad_acc": acc.reshape(-1)[:-1]}, attrs)
+
+
 @pytest.mark.parametrize(
     ("xs", "axes"),
     [
