@@ -1,10 +1,10 @@
-"""Control flow in programs: ``while_loop``, ``cond`` and the block form ``While``.
+"""Control flow in programs: ``while_loop``, ``cond``, the block form ``While`` and ``rnn``.
 
-Each builds its body (or branches) in a sub-block of the current block
+Each builds its body (or branches, or step) in a sub-block of the current block
 (``Program.create_block`` / ``rollback``) and appends one op holding it (``while_block``,
-``cond_block``, declared in ``paddle_core/builtin/ops.pbtxt``) whose inputs and outputs list
-every outer variable the sub-blocks read or write. Mistakes are caught here, while building,
-with errors naming the op and the blocks. Re-exported by ``paddle_core.layers``.
+``cond_block``, ``recurrent_block``, declared in ``paddle_core/builtin/ops.pbtxt``) whose
+inputs and outputs list every outer variable the sub-blocks read or write. Mistakes are caught
+here, while building, with errors naming the op and the blocks. Re-exported by ``paddle_core.layers``.
 """
 
 from __future__ import annotations

@@ -370,7 +370,7 @@ def recurrent_block_grad(ctx):
         for n, g in zip(x_names, ctx.input_grads("x"))
         if g is not None and ctx.block.var(n).dtype in FLOATING
     ]
-    if not diff or not (wanted_inputs or wanted_x or any(g is not None for g in state_grads)):
+    if not (wanted_inputs or wanted_x or any(state_grads[k] is not None for k in diff)):
         return
     out_grads = [
         (name, out, g)

@@ -1,8 +1,9 @@
 """Control flow at run time: planning and running the ops that hold blocks.
 
-``while_block`` and ``cond_block`` (declared in ``paddle_core/builtin/ops.pbtxt``) list every
-outer variable their blocks read or write as inputs and outputs, so the outer plan treats them
-as ordinary ops. This module decides the rest:
+``while_block``, ``cond_block`` and ``recurrent_block`` (declared in
+``paddle_core/builtin/ops.pbtxt``, with their gradients' ops) list every outer variable their
+blocks read or write as inputs and outputs, so the outer plan treats them as ordinary ops.
+This module decides the rest:
 
 - planning (``plan_sub_blocks``, called by ``planning.plan`` for these ops): each block is
   planned like a program of its own, recursively (a body may hold loops), fed the op's inputs
@@ -15,6 +16,9 @@ as ordinary ops. This module decides the rest:
   between the block's ops), in a fresh child scope of the run's scope; Python runs between
   block runs only (the loop test, the branch choice). That is the documented fallback until
   the compiled runtime gains jump steps: its cost is measured by ``bench/bench_while.py``.
+  Blocks of native kernels loop in the runtime instead: a while body by ``run_while``, a
+  recurrent step (and its gradient) by ``run_scan`` (``scan``), fed one time slice of each
+  sequence per run, with no Python between runs.
 """
 
 from __future__ import annotations

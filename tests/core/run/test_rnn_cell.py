@@ -202,6 +202,33 @@ def test_the_parameters_gradients_are_summed_by_ops_of_the_gradient_block():
     assert total.output_names == [op.attr("grad_outs")[-1]]
 
 
+def test_gradients_flow_through_the_outputs_when_the_only_state_is_an_integer():
+    """A step counter as the only state: no state gradient to carry, yet the outputs' give
+    the parameter's and the inputs'."""
+    main = pc.Program()
+    with pc.program_guard(main):
+        x = pc.data("x", [B, T, 2], "float64")
+        x.stop_gradient = False
+        k0 = pc.data("k0", [1], "int64")
+        w = pc.layers.create_parameter([2], "float64", attr="w")
+
+        def cell(x_t, k):
+            one = ops.fill_constant(shape=[1], dtype="int64", value=1)
+            return ops.tanh(ops.mul(x_t, w)), ops.add(k, one)
+
+        out, k_n = pc.layers.rnn(cell, x, k0)
+        loss = ops.sum(ops.square(out))
+        gw, gx = pc.gradients([loss], [w, x])
+    scope = pc.Scope()
+    scope.set_var("w", np.array([0.7, -1.3]))
+    feed = {"x": np.random.default_rng(6).standard_normal((B, T, 2)), "k0": np.array([0])}
+    got_w, got_x, got_k = pc.Executor().run(main, feed=feed, fetch_list=[gw, gx, k_n], scope=scope)
+    assert got_k.tolist() == [T]
+    forward = main.clone(for_test=True)
+    np.testing.assert_allclose(got_w, numeric(forward, loss.name, feed, scope, "w"), rtol=1e-6)
+    np.testing.assert_allclose(got_x, numeric(forward, loss.name, feed, scope, "x"), rtol=1e-6)
+
+
 # -- an LSTM cell written with layers ---------------------------------------------------------
 
 
