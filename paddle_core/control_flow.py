@@ -1,10 +1,10 @@
-"""Control flow in programs: ``while_loop``, ``cond`` and the block form ``While``.
+"""Control flow in programs: ``while_loop``, ``cond``, the block form ``While`` and ``rnn``.
 
-Each builds its body (or branches) in a sub-block of the current block
+Each builds its body (or branches, or step) in a sub-block of the current block
 (``Program.create_block`` / ``rollback``) and appends one op holding it (``while_block``,
-``cond_block``, declared in ``paddle_core/builtin/ops.pbtxt``) whose inputs and outputs list
-every outer variable the sub-blocks read or write. Mistakes are caught here, while building,
-with errors naming the op and the blocks. Re-exported by ``paddle_core.layers``.
+``cond_block``, ``recurrent_block``, declared in ``paddle_core/builtin/ops.pbtxt``) whose
+inputs and outputs list every outer variable the sub-blocks read or write. Mistakes are caught
+here, while building, with errors naming the op and the blocks. Re-exported by ``paddle_core.layers``.
 """
 
 from __future__ import annotations
@@ -356,3 +356,182 @@ def assign(x: Variable, output: Variable | None = None) -> Variable:
     block = default_main_program().current_block()
     block.append_op("assign", {"x": x}, {"out": output})
     return output
+
+
+def rnn(
+    cell: Callable[[Any, Any], Any],
+    inputs: Any,
+    initial_states: Any,
+    time_major: bool = False,
+    is_reverse: bool = False,
+    name: str | None = None,
+) -> tuple[Any, Any]:
+    """Run a recurrent ``cell`` over the time steps of ``inputs``: ``outputs, final_states``,
+    as Paddle fluid's ``layers.rnn`` (and ``paddle.nn.RNN``), built as one
+    ``recurrent_block`` op holding the cell's step in a sub-block.
+
+    ``cell(x_t, states) -> (out_t, new_states)`` is called once, while building, on
+    variables standing for one time step: ``x_t`` has the structure of ``inputs`` (a Variable,
+    or a nested list/tuple of them) with the time axis removed, ``states`` that of
+    ``initial_states``. It builds ordinary layers and ops; parameters it creates land in the
+    global block as usual, and the step reads them (and any other outer variable) as they
+    are, so they train: gradients flow to them, to ``inputs`` and to ``initial_states``.
+    ``new_states`` has the structure of ``initial_states``, each of its state's shape and
+    dtype (a ``ShapeError`` naming the state otherwise; a wrong structure or a value that is
+    not a Variable is a ``ProgramError``); ``out_t`` is a Variable or a nested list/tuple.
+
+    ``inputs`` are [B, T, ...] ([T, B, ...] with ``time_major``), all of one length T;
+    ``outputs`` has the structure of ``out_t``, each stacked along the time axis in the same
+    layout; ``final_states`` holds the last step's new states. ``is_reverse`` runs the steps
+    from T - 1 down to 0, the outputs staying in time order (as fluid). ``initial_states``
+    is required (fluid falls back to ``cell.get_initial_states``; here the caller builds
+    them, e.g. with ``fill_constant_batch_size_like``). There is no ``sequence_length``:
+    every sequence runs T steps. ``name`` prefixes the variables it creates.
+
+    A step of native kernels runs as a scan of the compiled runtime (no Python between
+    steps); its gradient runs the step's gradient once per step, last first, summing the
+    parameters' gradients with ops of its own gradient block. See docs/control_flow.md.
+    """
+    program = default_main_program()
+    parent = program.current_block()
+    where = f"rnn (op 'recurrent_block' in block {parent.idx})"
+    if not callable(cell):
+        raise ProgramError(
+            f"{where}: cell must be a function (x_t, states) -> (out_t, new_states), got "
+            f"{type(cell).__name__}"
+        )
+    flat_inputs = _flatten(inputs, "inputs", where)
+    flat_states = _flatten(initial_states, "initial_states", where)
+    if not flat_inputs:
+        raise ProgramError(f"{where}: inputs must hold at least one sequence")
+    axis = 0 if time_major else 1
+    layout = "[T, B, ...]" if time_major else "[B, T, ...]"
+    for seq in flat_inputs:
+        if seq.ndim <= axis:
+            raise ShapeError(
+                f"{where}: sequence {seq.name!r} is {seq.dtype}{format_shape(seq.shape)}; "
+                f"inputs are {layout}",
+                op="recurrent_block",
+            )
+    lengths = {s.shape[axis] for s in flat_inputs} - {None}
+    if len(lengths) > 1:
+        got = ", ".join(f"{s.name!r} {format_shape(s.shape)}" for s in flat_inputs)
+        raise ShapeError(
+            f"{where}: the sequences differ in length (axis {axis}): {got}", op="recurrent_block"
+        )
+    prefix = name or program.unique_name("rnn")
+    step = program.create_block()
+    where = f"rnn (op 'recurrent_block' in block {parent.idx}, step block {step.idx})"
+    try:
+        xs = [
+            step.create_var(
+                program.unique_name(f"{prefix}.x_t"), s.shape[:axis] + s.shape[axis + 1 :], s.dtype
+            )
+            for s in flat_inputs
+        ]
+        states = [
+            step.create_var(program.unique_name(f"{prefix}.state"), s.shape, s.dtype)
+            for s in flat_states
+        ]
+        result = cell(_pack(inputs, xs), _pack(initial_states, states))
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise ProgramError(
+                f"{where}: cell must return a pair (out_t, new_states), got {_structure(result)}"
+            )
+        out, new = result
+        flat_out = _flatten(out, "the cell's out_t", where)
+        if not flat_out:
+            raise ProgramError(f"{where}: the cell's out_t must hold at least one Variable")
+        flat_new = _flatten(new, "the cell's new_states", where, like=initial_states)
+        for k, (state, value) in enumerate(zip(states, flat_new)):
+            if not _same_type(state, value):
+                raise ShapeError(
+                    f"{where}: state {k} ({flat_states[k].name!r}) is "
+                    f"{state.dtype}{format_shape(state.shape)}, but the cell returns its new "
+                    f"value {value.name!r} as {value.dtype}{format_shape(value.shape)}; a state "
+                    "keeps its shape and dtype",
+                    op="recurrent_block",
+                )
+        # The scan saves each output and swaps each new state's buffer with its state's: they
+        # are values the step's ops compute, the new states all different ones.
+        flat_out = [v if _computed_in(v, step) else ops.assign(v) for v in flat_out]
+        seen: set[str] = set()
+        owned = []
+        for v in flat_new:
+            if not _computed_in(v, step) or v.name in seen:
+                v = ops.assign(v)
+            seen.add(v.name)
+            owned.append(v)
+    finally:
+        program.rollback()
+    reads = _outer_reads([step], parent)
+    n = len(flat_out)
+    op = parent.append_op(
+        "recurrent_block",
+        {"inputs": flat_inputs, "initial_states": flat_states, "x": reads},
+        {
+            "outputs": [f"{prefix}.out_{k}" for k in range(n)],
+            "final_states": [f"{prefix}.final_state_{k}" for k in range(len(states))],
+            "state_tape": [f"{prefix}.state_tape_{k}" for k in range(len(states))],
+        },
+        {
+            "sub_block": step,
+            "time_major": bool(time_major),
+            "is_reverse": bool(is_reverse),
+            "step_inputs": [v.name for v in xs],
+            "step_states": [v.name for v in states],
+            "step_outputs": [v.name for v in flat_out],
+            "step_new_states": [v.name for v in owned],
+        },
+    )
+    outputs = [parent.var(n) for n in op.output("outputs")]
+    finals = [parent.var(n) for n in op.output("final_states")]
+    return _pack(out, outputs), _pack(initial_states, finals)
+
+
+def _computed_in(var: Variable, block: Block) -> bool:
+    """Whether an op of ``block`` computes ``var`` (not fed to it, not an outer variable)."""
+    return var.block is block and var.op is not None
+
+
+def _flatten(value: Any, what: str, where: str, like: Any = None) -> list[Variable]:
+    """The Variables of a Variable or nested list/tuple, in order; with ``like``, checked to
+    have its structure."""
+    found: list[Variable] = []
+
+    def walk(v: Any, ref: Any, path: str) -> None:
+        if isinstance(v, Variable):
+            if like is not None and not isinstance(ref, Variable):
+                raise ProgramError(
+                    f"{where}: {what}{path} is a Variable where initial_states{path} is "
+                    f"{_structure(ref)}; new_states must have initial_states' structure"
+                )
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            if like is not None and (not isinstance(ref, (list, tuple)) or len(ref) != len(v)):
+                raise ProgramError(
+                    f"{where}: {what}{path} is {_structure(v)} where initial_states{path} is "
+                    f"{_structure(ref)}; new_states must have initial_states' structure"
+                )
+            for k, item in enumerate(v):
+                walk(item, ref[k] if like is not None else None, f"{path}[{k}]")
+        else:
+            raise ProgramError(
+                f"{where}: {what}{path} must be a Variable or a (nested) list/tuple of "
+                f"Variables, got {type(v).__name__}{_hint_for(v)}"
+            )
+
+    walk(value, like, "")
+    return found
+
+
+def _pack(structure: Any, flat: list[Variable]) -> Any:
+    """``flat`` in the nested structure of ``structure`` (lists stay lists, tuples tuples)."""
+    items = iter(flat)
+
+    def build(s: Any) -> Any:
+        if isinstance(s, Variable):
+            return next(items)
+        return type(s)(build(x) for x in s)
+
+    return build(structure)

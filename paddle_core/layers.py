@@ -37,7 +37,7 @@ from ._src.graph.program import data as program_data
 from ._src.graph.program import default_main_program, default_startup_program
 from ._src.graph.variable import Initializer, Parameter, Variable
 from ._src.model.methods import model_method
-from .control_flow import While, assign, cond, while_loop
+from .control_flow import While, assign, cond, rnn, while_loop
 
 __all__ = [
     "While",
@@ -76,6 +76,7 @@ __all__ = [
     "pool2d",
     "relu",
     "relu6",
+    "rnn",
     "sigmoid",
     "silu",
     "softmax",

@@ -269,3 +269,198 @@ def while_block_grad(ctx):
             "grad_outs": grad_outs,
         },
     )
+
+
+# -- recurrent_block: a cell's step block run once per time step
+
+
+def _with_time(shape, axis: int, n):
+    return (*shape[:axis], n, *shape[axis:])
+
+
+def recurrent_block_shape(ctx):
+    """outputs: the step outputs' shapes with the time axis put back; final_states: the
+    states'; state_tape: [T, *state]. The sequences share one length."""
+    axis = 0 if ctx.attrs["time_major"] else 1
+    step = ctx.block.program.block(ctx.attrs["sub_block"])
+    seqs = ctx.input_list("inputs")
+    lengths = set()
+    for seq in seqs:
+        if len(seq.shape) <= axis:
+            ctx.fail(
+                f"in block {ctx.block.idx}, sequence {seq.name!r} is "
+                f"{seq.dtype}{format_shape(seq.shape)}, with no time axis {axis}"
+            )
+        lengths.add(seq.shape[axis])
+    known = lengths - {None}
+    if len(known) > 1:
+        ctx.fail(f"in block {ctx.block.idx}, the sequences differ in length: {sorted(known)}")
+    n = known.pop() if known and None not in lengths else None
+    outs = [step.var(name) for name in ctx.attrs["step_outputs"]]
+    ctx.set_output_list("outputs", [(_with_time(v.shape, axis, n), v.dtype) for v in outs])
+    states = ctx.input_list("initial_states")
+    ctx.set_output_list("final_states", [(v.shape, v.dtype) for v in states])
+    ctx.set_output_list("state_tape", [((n, *v.shape), v.dtype) for v in states])
+
+
+def recurrent_block_backward_shape(ctx):
+    """Each gradient is shaped like the variable it is the gradient of."""
+    step_inputs = ctx.attrs["step_inputs"]
+    seqs = ctx.input_list("inputs")
+    by_step = dict(zip(step_inputs, seqs))
+    ctx.set_output_list(
+        "inputs_grad", [(by_step[n].shape, by_step[n].dtype) for n in ctx.attrs["wanted_inputs"]]
+    )
+    tapes = dict(zip(ctx.attrs["step_states"], ctx.input_list("state_tape")))
+    ctx.set_output_list(
+        "initial_states_grad",
+        [(tuple(tapes[n].shape[1:]), tapes[n].dtype) for n in ctx.attrs["diff_states"]],
+    )
+    wanted = [ctx.block.var(name) for name in ctx.attrs["wanted_x"]]
+    ctx.set_output_list("x_grad", [(v.shape, v.dtype) for v in wanted])
+
+
+def recurrent_block_kernel(*args, **attrs):
+    raise KernelRuntimeError(
+        "op 'recurrent_block' runs through its planned step block (an executor's plan), never "
+        "as a kernel called directly",
+        op="recurrent_block",
+    )
+
+
+def _copy_block_ops(source, block, where: str) -> None:
+    """Append ``source``'s ops to ``block`` (recomputing a step's values in a gradient block),
+    refusing ops that hold blocks of their own."""
+    for fop in source.ops:
+        if framework_pb2.BLOCK in fop.attr_types.values():
+            raise ProgramError(
+                f"gradients through {where}: its step block {source.idx} holds op "
+                f"{fop.type!r}, which holds blocks of its own (not supported yet)"
+            )
+        block.append_op(fop.type, _slots(fop.inputs), _slots(fop.outputs), dict(fop.attrs))
+
+
+def recurrent_block_grad(ctx):
+    """The gradient of a recurrent_block is a recurrent_block_backward (see its OpProto)
+    holding a gradient block: the step's ops again (fed one run's sequence slices and states,
+    read from the forward op's state_tape), then their gradients (``block_gradients``) seeded
+    by the gradients of the run's outputs and new states. Each wanted x's gradient is summed
+    over the runs inside the block: it is fed the running sum and computes sum + this run's
+    part with ``add_n``, so the runtime only carries the sum to the next run. Gradients flow
+    through floating-point states, sequences and x only."""
+    op = ctx.op
+    program = ctx.block.program
+    attrs = op.attrs
+    step = program.block(attrs["sub_block"])
+    where = f"op 'recurrent_block' in block {op.block.idx}"
+    states, new_states = attrs["step_states"], attrs["step_new_states"]
+    floating = [step.var(s).dtype in FLOATING for s in states]
+    state_grads = ctx.input_grads("initial_states")
+    final_grads = ctx.output_grads("final_states")
+    diff = [k for k, f in enumerate(floating) if f]
+    seqs = ctx.inputs("inputs")
+    wanted_inputs = [
+        (name, g)
+        for name, seq, g in zip(attrs["step_inputs"], seqs, ctx.input_grads("inputs"))
+        if g is not None and ctx.block.var(seq).dtype in FLOATING
+    ]
+    x_names = ctx.inputs("x")
+    wanted_x = [
+        (n, g)
+        for n, g in zip(x_names, ctx.input_grads("x"))
+        if g is not None and ctx.block.var(n).dtype in FLOATING
+    ]
+    if not (wanted_inputs or wanted_x or any(state_grads[k] is not None for k in diff)):
+        return
+    out_grads = [
+        (name, out, g)
+        for name, out, g in zip(
+            attrs["step_outputs"], ctx.outputs("outputs"), ctx.output_grads("outputs")
+        )
+        if g is not None
+    ]
+    finals = ctx.outputs("final_states")
+    final_seeds = [
+        final_grads[k] if final_grads[k] is not None else ctx.zeros_like(finals[k]) for k in diff
+    ]
+    block = program.create_block(parent_idx=ctx.block.idx)
+    try:
+        for name in (*attrs["step_inputs"], *states):
+            var = step.var(name)
+            block.create_var(name, var.shape, var.dtype)
+        _copy_block_ops(step, block, where)
+        seeds: dict[str, list[str]] = {}
+        output_seeds = []
+        for name, _, _ in out_grads:
+            var = block.var(name)
+            seed = block.create_var(program.unique_name(f"{name}@GRAD@STEP"), var.shape, var.dtype)
+            seeds.setdefault(name, []).append(seed.name)
+            output_seeds.append(seed.name)
+        state_seeds = []
+        for k in diff:
+            var = block.var(new_states[k])
+            seed = block.create_var(
+                program.unique_name(f"{new_states[k]}@GRAD@STEP"), var.shape, var.dtype
+            )
+            seeds.setdefault(new_states[k], []).append(seed.name)
+            state_seeds.append(seed.name)
+        wanted = (
+            [states[k] for k in diff] + [n for n, _ in wanted_inputs] + [n for n, _ in wanted_x]
+        )
+        grads = block_gradients(block, seeds, wanted)
+        fed = {*attrs["step_inputs"], *states, *x_names, *output_seeds, *state_seeds}
+        grad_outs = []
+        for name in wanted[: len(diff) + len(wanted_inputs)]:
+            grad = grads[name]
+            if grad is None:
+                grad = block.append_op("fill_like", {"x": name}, None, {"value": 0.0}).output(
+                    "out"
+                )[0]
+            elif grad in fed or grad in grad_outs:  # (the scan swaps or saves distinct values)
+                grad = block.append_op("add_n", {"xs": [grad]}, None).output("out")[0]
+            grad_outs.append(grad)
+        accumulators = []
+        for name, _ in wanted_x:
+            var = ctx.block.var(name)
+            acc = block.create_var(program.unique_name(f"{name}@GRAD@SUM"), var.shape, var.dtype)
+            accumulators.append(acc.name)
+            part = grads[name]
+            xs = [acc.name] if part is None else [acc.name, part]
+            grad_outs.append(block.append_op("add_n", {"xs": xs}, None).output("out")[0])
+    finally:
+        program.rollback()
+    carried_out = [
+        state_grads[k]
+        if state_grads[k] is not None
+        else ctx.unused_grad(ctx.inputs("initial_states")[k])
+        for k in diff
+    ]
+    ctx.append_op(
+        "recurrent_block_backward",
+        {
+            "inputs": seqs,
+            "x": x_names,
+            "state_tape": ctx.outputs("state_tape"),
+            "outputs_grad": [g for _, _, g in out_grads],
+            "final_states_grad": final_seeds,
+        },
+        {
+            "inputs_grad": [g for _, g in wanted_inputs],
+            "initial_states_grad": carried_out,
+            "x_grad": [g for _, g in wanted_x],
+        },
+        {
+            "grad_block": block,
+            "time_major": attrs["time_major"],
+            "is_reverse": attrs["is_reverse"],
+            "step_inputs": attrs["step_inputs"],
+            "step_states": states,
+            "output_seeds": output_seeds,
+            "diff_states": [states[k] for k in diff],
+            "state_seeds": state_seeds,
+            "wanted_inputs": [n for n, _ in wanted_inputs],
+            "wanted_x": [n for n, _ in wanted_x],
+            "accumulators": accumulators,
+            "grad_outs": grad_outs,
+        },
+    )

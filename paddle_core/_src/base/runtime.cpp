@@ -10,8 +10,8 @@
 // `__cuda_array_interface__` (CuPy's, for CUDA); each native step says which device its
 // kernel runs as (the plan's, or the host's for a CPU kernel the device falls back to), and
 // the plan gives every kernel the stream of the device that prepared it. Copy steps and
-// run_while's condition read memory here, so they take host buffers only (the executor plans
-// neither for device memory).
+// run_while's condition and run_scan's slices read memory here, so they take host buffers
+// only (the executor plans none of them for device memory).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -250,25 +250,141 @@ class Plan {
     int64_t n = 0;
     while (*static_cast<const uint8_t*>(cond.data) != 0) {
       if (n == max_iters) return -1;
-      for (size_t s = 0; s < steps_.size(); ++s) {
-        Step& step = *steps_[s];
-        if (!step.native) {
-          const Buffer& from = *buffers_[step.copy_from];
-          if (size_t bytes = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, bytes);
-          continue;
-        }
-        if (step.empty) continue;
-        message_[0] = '\0';
-        ctx_.random_key = step.random_key;
-        pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
-        if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
-      }
+      run_native_steps();
       ++n;
     }
     return n;
   }
 
+  // A scan over a time axis: run every step (native and copy steps only) `n` times with no
+  // Python between runs. Run k works on time index t = k (n - 1 - k with `reverse`): first
+  // each `load` copies slice t of its array into its buffer and each `save_before` copies its
+  // buffer into slice t of its array; the steps run; then each `save` copies its buffer into
+  // slice t of its array, and each pair of `swaps` exchanges its two buffers' memory (a run's
+  // new state, or new running sum, becomes what the next run reads, with no copy). Items are
+  // (array, buffer, outer, outer_stride, time_stride): a slice is `outer` equal chunks of the
+  // buffer's bytes, `outer_stride` bytes apart, from byte t * `time_stride` of a C-contiguous
+  // host array (a [B, T, ...] array's slice t is B chunks). Buffers must be bound first.
+  void run_scan(int64_t n, bool reverse, const py::list& load, const py::list& save_before,
+                const py::list& save, const std::vector<std::pair<int32_t, int32_t>>& swaps) {
+    for (const auto& step : steps_)
+      if (step->fn) throw std::invalid_argument("run_scan runs plans of native steps only");
+    if (n < 0) throw std::invalid_argument("run_scan: a negative number of steps");
+    std::vector<py::array> keep;  // the arrays sliced, alive for the call
+    const auto loads = slices(load, n, false, keep);
+    const auto before = slices(save_before, n, true, keep);
+    const auto after = slices(save, n, true, keep);
+    for (const auto& [a, b] : swaps) {
+      const Buffer &x = *buffers_.at(a), &y = *buffers_.at(b);
+      if (a == b || bytes_of(x) != bytes_of(y) || !x.host || !y.host ||
+          (bytes_of(x) > 0 && (x.data == nullptr || y.data == nullptr)))
+        throw std::invalid_argument("run_scan swaps two distinct bound host buffers of one size");
+    }
+    check_copies();
+    int64_t done = 0;
+    try {
+      py::gil_scoped_release release;
+      for (; done < n; ++done) {
+        const int64_t t = reverse ? n - 1 - done : done;
+        for (const Slice& s : loads) copy_slice(s, t, true);
+        for (const Slice& s : before) copy_slice(s, t, false);
+        run_native_steps();
+        for (const Slice& s : after) copy_slice(s, t, false);
+        for (const auto& [a, b] : swaps) swap_data(*buffers_[a], *buffers_[b]);
+      }
+    } catch (...) {
+      swap_owners(swaps, done);
+      throw;
+    }
+    swap_owners(swaps, done);
+  }
+
  private:
+  struct Slice {
+    char* base;
+    Buffer* buffer;  // read at each copy: swaps move its memory
+    int64_t outer, outer_stride, time_stride;
+    size_t chunk;
+  };
+
+  // run_scan's items as Slices, refusing any that would reach outside its array.
+  std::vector<Slice> slices(const py::list& items, int64_t n, bool write,
+                            std::vector<py::array>& keep) {
+    std::vector<Slice> out;
+    for (const py::handle item : items) {
+      auto t = item.cast<py::tuple>();
+      auto array = t[0].cast<py::array>();
+      Buffer& b = *buffers_.at(t[1].cast<int32_t>());
+      Slice s{nullptr, &b, t[2].cast<int64_t>(), t[3].cast<int64_t>(), t[4].cast<int64_t>(), 0};
+      const size_t bytes = bytes_of(b);
+      bool ok = (array.flags() & py::array::c_style) != 0 && (!write || array.writeable()) &&
+                b.host && s.outer >= 0 && s.outer_stride >= 0 && s.time_stride >= 0;
+      if (ok && bytes > 0) {
+        ok = b.data != nullptr && s.outer > 0 && bytes % static_cast<size_t>(s.outer) == 0;
+        s.chunk = ok ? bytes / static_cast<size_t>(s.outer) : 0;
+        // The last byte a copy touches: (outer - 1) * outer_stride + (n - 1) * time_stride + chunk.
+        uint64_t a = 0, c = 0, end = 0;
+        ok = ok && !__builtin_mul_overflow(static_cast<uint64_t>(s.outer - 1),
+                                           static_cast<uint64_t>(s.outer_stride), &a);
+        ok = ok && !__builtin_mul_overflow(static_cast<uint64_t>(n > 0 ? n - 1 : 0),
+                                           static_cast<uint64_t>(s.time_stride), &c);
+        ok = ok && !__builtin_add_overflow(a, c, &end) &&
+             !__builtin_add_overflow(end, static_cast<uint64_t>(s.chunk), &end);
+        ok = ok && (n == 0 || end <= static_cast<uint64_t>(array.nbytes()));
+      }
+      if (!ok)
+        throw std::invalid_argument("run_scan: a slice does not fit its array or buffer");
+      s.base = static_cast<char*>(write ? array.mutable_data() : const_cast<void*>(array.data()));
+      keep.push_back(std::move(array));
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  static void copy_slice(const Slice& s, int64_t t, bool into_buffer) {
+    if (s.chunk == 0) return;
+    char* buffer = static_cast<char*>(s.buffer->data);
+    char* at = s.base + t * s.time_stride;
+    for (int64_t o = 0; o < s.outer; ++o) {
+      char* array = at + o * s.outer_stride;
+      char* own = buffer + static_cast<size_t>(o) * s.chunk;
+      if (into_buffer)
+        std::memcpy(own, array, s.chunk);
+      else
+        std::memcpy(array, own, s.chunk);
+    }
+  }
+
+  // Every step once, in order (native and copy steps only; the GIL released by the caller).
+  void run_native_steps() {
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      Step& step = *steps_[s];
+      if (!step.native) {
+        const Buffer& from = *buffers_[step.copy_from];
+        if (size_t bytes = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, bytes);
+        continue;
+      }
+      if (step.empty) continue;
+      message_[0] = '\0';
+      ctx_.random_key = step.random_key;
+      pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
+      if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
+    }
+  }
+
+  // Exchange two buffers' memory (not their owners: swap_owners does that with the GIL).
+  static void swap_data(Buffer& x, Buffer& y) {
+    std::swap(x.data, y.data);
+    for (void** place : x.places) *place = x.data;
+    for (void** place : y.places) *place = y.data;
+  }
+
+  // After `done` swaps of each pair, each buffer's owning array follows its memory.
+  void swap_owners(const std::vector<std::pair<int32_t, int32_t>>& swaps, int64_t done) {
+    if (done % 2 == 0) return;
+    for (const auto& [a, b] : swaps) std::swap(buffers_[a]->array, buffers_[b]->array);
+  }
+
   // The kernel's reason, read with a bound (a kernel may not terminate it).
   std::string message() const {
     size_t n = strnlen(message_, sizeof message_);
@@ -525,5 +641,7 @@ PYBIND11_MODULE(_runtime, m) {
       .def("array", &Plan::array, py::arg("index"))
       .def("prepare", &Plan::prepare)
       .def("run", &Plan::run, py::arg("indices"), py::arg("arrays"))
-      .def("run_while", &Plan::run_while, py::arg("condition"), py::arg("max_iters"));
+      .def("run_while", &Plan::run_while, py::arg("condition"), py::arg("max_iters"))
+      .def("run_scan", &Plan::run_scan, py::arg("n"), py::arg("reverse"), py::arg("load"),
+           py::arg("save_before"), py::arg("save"), py::arg("swaps"));
 }

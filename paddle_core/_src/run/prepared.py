@@ -160,6 +160,13 @@ class PreparedProgram:
         runner = self._runner
         return runner if isinstance(runner, CompiledRunner) and runner.loop_ready else None
 
+    @property
+    def scan_runner(self) -> CompiledRunner | None:
+        """The compiled runner, when a scan may run this plan once per time step with its
+        feeds and fetches bound by the scan (``CompiledRunner.scan_ready``); else None."""
+        runner = self._runner
+        return runner if isinstance(runner, CompiledRunner) and runner.scan_ready else None
+
     def run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
         """Run with ``feed``: exactly the planned feeds, each of the planned shape and dtype."""
         if not isinstance(feed, dict) or sorted(feed) != sorted(self.feed_names):
@@ -341,19 +348,58 @@ class CompiledRunner:
             return self._run_locked(feed, scope)
 
     @property
-    def loop_ready(self) -> bool:
-        """Whether this plan can run as a loop body with ``bind_feeds`` once, then
-        ``run_while``: native steps only (no Python kernel may rebind a buffer),
-        nothing read from or written to a scope, no random numbers, and nothing fetched but
-        fed values (a body's carried variables, which its steps update in place)."""
+    def scan_ready(self) -> bool:
+        """Whether this plan can run again and again on buffers its caller binds (``bind``):
+        native steps only (no Python kernel may rebind a buffer), nothing read from or
+        written to a scope, no random numbers, on host memory (the loops read it)."""
         spec = self.spec
         return (
-            self.device.host_memory  # the loop reads its condition from host memory
+            self.device.host_memory
             and all(step.kernel.impl == "native" for step in spec.steps)
             and not self.persistable
-            and not self.fetched
             and not spec.random
         )
+
+    @property
+    def loop_ready(self) -> bool:
+        """Whether this plan can run as a loop body with ``bind_feeds`` once, then
+        ``run_while``: ``scan_ready``, and nothing fetched but fed values (a body's carried
+        variables, which its steps update in place)."""
+        return self.scan_ready and not self.fetched
+
+    def bind(self, arrays: dict[str, Any]) -> None:
+        """Bind the buffers of fed or fetched variables to arrays (a scan's own, of the
+        planned shapes): the steps read and write them in place. The caller (a control-flow
+        kernel, run inside its outer plan's run) is this plan's only user."""
+        for name, array in arrays.items():
+            self.plan.bind(self.index[name], self.device.kernel_array(array))
+
+    def array(self, name: str) -> Any:
+        """The array bound to ``name``'s buffer now."""
+        return self.plan.array(self.index[name])
+
+    def run_scan(
+        self, n: int, reverse: bool, load: list, save_before: list, save: list, swaps: list
+    ) -> None:
+        """``n`` runs of the steps in the compiled runtime's scan (``runtime.cpp``,
+        ``run_scan``): ``load``, ``save_before`` and ``save`` are (variable, array,
+        outer, outer_stride, time_stride) slices, ``swaps`` pairs of variables."""
+        index = self.index
+
+        def items(slices: list) -> list:
+            return [(array, index[name], *rest) for name, array, *rest in slices]
+
+        try:
+            self.plan.run_scan(
+                n,
+                reverse,
+                items(load),
+                items(save_before),
+                items(save),
+                [(index[a], index[b]) for a, b in swaps],
+            )
+        except self._failure as e:
+            raise _failed(self.spec.steps, e) from None
 
     def bind_feeds(self, feed: dict[str, Any]) -> dict[str, Any]:
         """Bind the fed buffers to ``feed``'s arrays (a loop's own: steps write the carried
