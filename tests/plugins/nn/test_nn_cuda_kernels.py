@@ -740,3 +740,22 @@ def test_a_convolutional_network_trains_on_the_gpu_as_on_the_cpu():
         pc.optimizer.Adam(0.01).minimize(loss)
     curves = training_curves(main, startup, loss, x_all, y_all, batch=8)
     np.testing.assert_allclose(curves["cuda:0"], curves["cpu"], rtol=1e-3)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # math ops without CUDA kernels fall back
+def test_an_lstm_trains_on_the_gpu_as_on_the_cpu(cublas):
+    """test_rnn's task (carry the first step's sign to the end), through the layer's program:
+    lstm and lstm_grad in the executor, with transposes and reshapes around them."""
+    rng = np.random.default_rng(3)
+    x_all = rng.standard_normal((64, 6, 1)).astype(np.float32)
+    y_all = (x_all[:, 0, 0] > 0).astype(np.int64)[:, None]
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [6, 1])
+        y = pc.layers.data("y", [1], dtype="int64")
+        _, (h_n, _) = pc.layers.lstm(x, 8)
+        logits = pc.layers.fc(pc.ops.reshape(h_n, shape=[-1, 8]), 2)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, y))
+        pc.optimizer.Adam(0.05).minimize(loss)
+    curves = training_curves(main, startup, loss, x_all, y_all, batch=16)
+    np.testing.assert_allclose(curves["cuda:0"], curves["cpu"], rtol=1e-3)
