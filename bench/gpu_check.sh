@@ -9,7 +9,8 @@
 #   bash bench/gpu_check.sh --download   where PyPI is reachable: puts the wheels a GPU machine
 #                                        without network may lack into .whl/ (Python 3.12,
 #                                        x86_64), which the first form then installs from;
-#                                        cuDNN's among them (about 700 MB), for the convolutions
+#                                        cuDNN's among them (about 700 MB), for the convolutions,
+#                                        and cuBLAS's (matmul, lstm, gru)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -18,7 +19,7 @@ if [ "${1:-}" = "--download" ]; then
   "$PY" -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d .whl \
-    "protobuf>=7.35,<8" "pydantic>=2.7" "scipy-openblas32>=0.3.27" nvidia-cudnn-cu13
+    "protobuf>=7.35,<8" "pydantic>=2.7" "scipy-openblas32>=0.3.27" nvidia-cudnn-cu13 nvidia-cublas
   du -sh .whl
   exit 0
 fi
@@ -37,6 +38,8 @@ nvidia-smi -L || true
 # The convolution kernels run on cuDNN where it loads, else on the plugin's own kernels (the GPU
 # tests run both where it loads).
 "$PY" -c "import paddle_ops_nn.cudnn as c; print(c.unavailable_reason() or 'cuDNN is loaded')"
+# lstm and gru need cuBLAS (their GPU tests skip without it, saying so).
+"$PY" -c "import paddle_ops_nn._kernels as k; print(k.cublas_unavailable_reason() or 'cuBLAS is loaded')"
 echo "==> paddle-ops list --device cuda"
 "$PY" -m paddle_core.cli list --device cuda
 echo "==> GPU tests"

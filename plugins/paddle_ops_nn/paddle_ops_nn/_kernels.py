@@ -6,6 +6,9 @@ wheel puts ``libdnnl.so.3`` in the environment's ``lib/``, where ``_C``'s rpath 
 virtual environment or a user install; where it does not (``--target``), it is loaded by the path
 the wheel's metadata gives, before ``_C`` is imported again: only then, since that lookup costs
 tens of milliseconds.
+
+``cublas_unavailable_reason()`` says why the CUDA kernels of lstm and gru cannot load cuBLAS
+(what to install), or None when they can.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ ctypes.CDLL(
 )
 
 try:
-    from ._C import KERNEL_ABI_VERSION, KERNEL_LAYOUT, built_with_cuda, cuda_architectures, kernels
+    from ._C import (
+        KERNEL_ABI_VERSION,
+        KERNEL_LAYOUT,
+        built_with_cuda,
+        cublas_unavailable_reason,
+        cuda_architectures,
+        kernels,
+    )
 except ImportError as e:
     if "libdnnl" not in str(e):
         raise
@@ -37,12 +47,20 @@ except ImportError as e:
         raise ImportError("the onednn-cpu-gomp package has no libdnnl.so.3; reinstall it")
 
     _preload_onednn()
-    from ._C import KERNEL_ABI_VERSION, KERNEL_LAYOUT, built_with_cuda, cuda_architectures, kernels
+    from ._C import (
+        KERNEL_ABI_VERSION,
+        KERNEL_LAYOUT,
+        built_with_cuda,
+        cublas_unavailable_reason,
+        cuda_architectures,
+        kernels,
+    )
 
 __all__ = [
     "KERNEL_ABI_VERSION",
     "KERNEL_LAYOUT",
     "built_with_cuda",
+    "cublas_unavailable_reason",
     "cuda_architectures",
     "kernels",
 ]

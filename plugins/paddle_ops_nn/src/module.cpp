@@ -14,6 +14,8 @@ const char* cudnn_unavailable_reason();
 void conv_engines_prepared(int64_t* cudnn, int64_t* direct);
 bool cudnn_enabled();
 void set_cudnn_enabled(bool enabled);
+// rnn_cuda.cu: whether cuBLAS (loaded at run time) serves the recurrent kernels.
+const char* cublas_unavailable_reason();
 #endif
 }  // namespace paddle_ops_nn
 
@@ -25,6 +27,19 @@ PYBIND11_MODULE(_C, m) {
 #else
   paddle_core::export_cuda_build(m, nullptr);
 #endif
+  m.def(
+      "cublas_unavailable_reason",
+      []() -> pybind11::object {
+#ifdef PADDLE_OPS_NN_WITH_CUDA
+        const char* reason = paddle_ops_nn::cublas_unavailable_reason();
+        if (reason == nullptr) return pybind11::none();
+        return pybind11::str(reason);
+#else
+        return pybind11::str("paddle-ops-nn was built without CUDA kernels");
+#endif
+      },
+      "Why the CUDA kernels of lstm and gru cannot use cuBLAS (what to install), or None when "
+      "they can. Loads it on the first call.");
   // cuDNN, behind paddle_ops_nn.cudnn.
   m.def(
       "cudnn_unavailable_reason",

@@ -68,72 +68,10 @@ Lengths read_lengths(const Slots& in, int32_t slot, const RnnDims& d) {
   lengths.of.resize(static_cast<size_t>(d.B));
   dispatch(in(slot).dtype(), Types<int32_t, int64_t>{}, [&](auto t) {
     const auto* values = in(slot).data<decltype(t)>();
-    for (int64_t b = 0; b < d.B; ++b) {
-      const int64_t n = static_cast<int64_t>(values[b]);
-      if (n < 1 || n > d.T)
-        fail("sequence_length[%lld] is %lld, outside [1, %lld] (T, the steps of x)",
-             static_cast<long long>(b), static_cast<long long>(n), static_cast<long long>(d.T));
-      lengths.of[b] = n;
-    }
+    for (int64_t b = 0; b < d.B; ++b)
+      lengths.of[b] = checked_length(static_cast<int64_t>(values[b]), b, d.T);
   });
   return lengths;
-}
-
-// Where one layer-direction unit keeps its steps in the reserve. Step t's gates are in row t;
-// the state it reads is in row prev(t) and the one it makes in row next(t).
-template <class T>
-struct Unit {
-  const RnnDims& d;
-  int64_t index;  // l * D + direction
-  bool reverse;
-  T* base;  // the unit's [T + 1, B, W * H] block of the reserve
-
-  int64_t time(int64_t step) const { return reverse ? d.T - 1 - step : step; }
-  int64_t prev(int64_t t) const { return reverse ? t + 1 : t; }
-  int64_t next(int64_t t) const { return reverse ? t : t + 1; }
-  int64_t initial() const { return reverse ? d.T : 0; }
-  int64_t last() const { return reverse ? 0 : d.T; }
-  T* at(int64_t row, int64_t b) const { return base + (row * d.B + b) * d.row(); }
-  T* h(int64_t row, int64_t b) const { return at(row, b) + 4 * d.H; }
-  T* c(int64_t row, int64_t b) const { return at(row, b) + 5 * d.H; }
-};
-
-template <class T>
-Unit<T> unit_of(const RnnDims& d, T* reserve, int64_t l, int64_t dir) {
-  const int64_t u = l * d.D + dir;
-  return Unit<T>{d, u, dir == 1, reserve + u * d.unit_size()};
-}
-
-// A column block of a layer's input, [T * B, cols] with row stride ld: x for layer 0; each
-// direction's hidden states (in the reserve) above it. offset: its first column in weight_ih.
-template <class T>
-struct Piece {
-  const T* data;
-  int64_t ld, cols, offset;
-};
-
-template <class T>
-std::vector<Piece<T>> layer_input(const RnnDims& d, const T* x, const T* reserve, int64_t l) {
-  if (l == 0) return {Piece<T>{x, d.I, d.I, 0}};
-  std::vector<Piece<T>> pieces;
-  for (int64_t dir = 0; dir < d.D; ++dir) {
-    const Unit<T> below = unit_of(d, const_cast<T*>(reserve), l - 1, dir);
-    // next(t) rises with t in both directions: the rows of steps 0 .. T - 1 are contiguous.
-    pieces.push_back(Piece<T>{below.h(below.next(0), 0), d.row(), d.H, dir * d.H});
-  }
-  return pieces;
-}
-
-// Tensor k of a duplicable slot (a unit's weight), as T*.
-template <class T>
-T* item(const Slots& s, int32_t slot, int64_t k) {
-  return s(slot, static_cast<int32_t>(k)).data<T>();
-}
-
-// The zero state where an initial or final state's tensor is absent.
-template <class T>
-const T* state_or_null(const Slots& s, int32_t slot, int64_t u, const RnnDims& d) {
-  return s.has(slot) ? s(slot).data<T>() + u * d.B * d.H : nullptr;
 }
 
 // -- the cells, one sequence at a time ---------------------------------------------------------

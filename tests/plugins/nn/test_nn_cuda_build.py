@@ -38,9 +38,8 @@ built = pytest.mark.skipif(
 
 # The ops with no CUDA kernel, and why: reorder_layout converts to and from oneDNN's blocked
 # layout, which only the layout pass of CPU plans makes (paddle_ops_nn/layout.py); a CUDA plan
-# keeps its tensors NCHW and never holds one. The recurrent ops' CUDA kernels are a later step
-# (manifest/rnn.pbtxt): on a GPU they run on the CPU, with copies.
-CPU_ONLY = {"reorder_layout", "lstm", "lstm_grad", "gru", "gru_grad"}
+# keeps its tensors NCHW and never holds one.
+CPU_ONLY = {"reorder_layout"}
 
 
 def test_every_nn_op_but_the_cpu_only_ones_has_cuda_kernels():

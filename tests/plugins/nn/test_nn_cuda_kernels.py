@@ -1,10 +1,12 @@
 """paddle-ops-nn's CUDA kernels against its CPU kernels on `cuda:0`: every op with a CUDA kernel,
 both dtypes, empty shapes, other axes, labels ignored or soft, the random ops drawing the CPU's
 numbers, convolutions on cuDNN and on the plugin's own kernels, pooling's NaNs and ties,
-batch_norm's running statistics updated in place, repeated ids, oneDNN's blocked layout refused
-(it is the CPU's), and training curves (an MLP, a small convolutional network). Any fallback of
-an nn op to a CPU kernel is an error here (the math ops of the training tests may fall back:
-only they allow it). Skipped without a GPU, or when the plugin was built without CUDA."""
+batch_norm's running statistics updated in place, repeated ids, lstm and gru in every variant
+(layers, directions, initial states, padded batches) with their reserve and gradients, oneDNN's
+blocked layout refused (it is the CPU's), and training curves (an MLP, a small convolutional
+network). Any fallback of an nn op to a CPU kernel is an error here (the math ops of the
+training tests may fall back: only they allow it). Skipped without a GPU, or when the plugin was
+built without CUDA."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from test_activation import ACTIVATIONS as CPU_ACTIVATIONS
 from test_activation import GRAD_READS_OUT
 from test_nn_cuda_build import PLUGIN
 from test_norm import SLOTS, running_stats_program
+from test_rnn import network as rnn_network
+from test_rnn import with_states
 
 import paddle_core as pc
 from paddle_core.testing import run_op
@@ -74,6 +78,7 @@ WINDOWED = ["conv2d", "conv2d_transpose", "pool2d"]
 ADAPTIVE = ["adaptive_avg_pool2d", "adaptive_max_pool2d"]
 NORMS = ["batch_norm", "layer_norm"]
 ATTENTION = ["scaled_dot_product_attention"]
+RNN = ["lstm", "gru"]
 SHAPES = [(), (7,), (0, 5), (1025, 33)]
 # Sums over many products or elements, in another order than the CPU's (cuDNN's algorithms, a
 # block's tree): a few ulp of the sum, relative to its terms.
@@ -83,9 +88,9 @@ SUM_TOLERANCE = {"float32": dict(rtol=1e-4, atol=1e-4), "float64": dict(rtol=1e-
 def test_every_declared_cuda_op_is_tested_here():
     declared = set(natives(source_manifest(PLUGIN), "cuda"))
     forward = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | set(OPTIMIZERS) | set(RANDOM)
-    forward |= {"accuracy", "embedding", *WINDOWED, *ADAPTIVE, *NORMS, *ATTENTION}
+    forward |= {"accuracy", "embedding", *WINDOWED, *ADAPTIVE, *NORMS, *ATTENTION, *RNN}
     with_grads = set(ACTIVATIONS) | set(SOFTMAX) | set(LOSSES) | {"dropout", "embedding"}
-    with_grads |= set(ATTENTION)
+    with_grads |= set(ATTENTION) | set(RNN)
     grads = {f"{op}_grad" for op in with_grads | set(WINDOWED) | set(ADAPTIVE) | set(NORMS)}
     assert declared == forward | grads
 
@@ -112,6 +117,72 @@ def test_attention_and_its_gradient(cuda, dtype, variant):
         "out_grad": rand(out["out"][0].shape, dtype),
     }
     on_both("scaled_dot_product_attention_grad", grad_inputs, attrs, SUM_TOLERANCE)
+
+
+# -- recurrent networks --------------------------------------------------------------------------
+
+# name: (T, B, I, H, layers, bidirectional, initial states, sequence_length)
+RNN_CASES = {
+    "one step": (1, 1, 1, 1, 1, False, False, None),
+    "plain": (5, 3, 4, 6, 1, False, False, None),
+    "two layers": (4, 2, 7, 3, 2, False, False, None),
+    "bidirectional, three layers": (5, 3, 4, 3, 3, True, False, None),
+    "initial states": (4, 3, 2, 5, 2, True, True, None),
+    "padded": (6, 4, 3, 5, 2, True, True, np.array([6, 1, 3, 5], np.int64)),
+    "padded, int32, no states": (5, 3, 2, 4, 1, True, False, np.array([2, 5, 1], np.int32)),
+    "wide": (7, 37, 40, 70, 1, False, False, None),  # many blocks a step
+}
+
+
+@pytest.fixture
+def cublas(cuda):
+    reason = nn_kernels.cublas_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no cuBLAS for the recurrent kernels: {reason}")
+
+
+def rnn_case(kind: str, case: str, dtype: str) -> tuple[dict, dict]:
+    steps, batch, inputs, hidden, layers, bidirectional, states, lengths = RNN_CASES[case]
+    values, attrs = rnn_network(kind, steps, batch, inputs, hidden, layers, bidirectional, dtype)
+    if states:
+        values = with_states(kind, values, attrs, dtype=dtype)
+    if lengths is not None:
+        values["sequence_length"] = lengths
+    return values, attrs
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(RNN_CASES))
+@pytest.mark.parametrize("kind", RNN)
+def test_rnn(cublas, kind, case, dtype):
+    """Every output, the reserve included (its layout is the CPU's)."""
+    values, attrs = rnn_case(kind, case, dtype)
+    on_both(kind, values, attrs, SUM_TOLERANCE)
+
+
+@pytest.mark.parametrize("flowing", ["every output", "out", "final states"])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", sorted(RNN_CASES))
+@pytest.mark.parametrize("kind", RNN)
+def test_rnn_gradient(cublas, kind, case, dtype, flowing):
+    """From the CPU's reserve, the gradients of whichever outputs have one (absent: zeros)."""
+    values, attrs = rnn_case(kind, case, dtype)
+    forward = run_op(kind, values, attrs)
+    inputs = {**values, "reserve": forward["reserve"][0]}
+    finals = ["h_n", "c_n"] if kind == "lstm" else ["h_n"]
+    for slot in (["out"] if flowing != "final states" else []) + (
+        finals if flowing != "out" else []
+    ):
+        inputs[f"{slot}_grad"] = rand(forward[slot][0].shape, dtype)
+    on_both(f"{kind}_grad", inputs, attrs, SUM_TOLERANCE)
+
+
+@pytest.mark.parametrize("kind", RNN)
+def test_a_sequence_length_outside_1_to_t_is_refused_on_the_gpu_too(cublas, kind):
+    values, attrs = rnn_case(kind, "padded", "float32")
+    values["sequence_length"] = np.array([6, 0, 3, 5], np.int64)
+    with pytest.raises(pc.KernelError, match=r"sequence_length\[1\] is 0, outside \[1, 6\]"):
+        run_op(kind, values, attrs, device="cuda:0")
 
 
 # -- activations -------------------------------------------------------------------------------
@@ -668,4 +739,23 @@ def test_a_convolutional_network_trains_on_the_gpu_as_on_the_cpu():
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(pc.layers.fc(h, 2), y))
         pc.optimizer.Adam(0.01).minimize(loss)
     curves = training_curves(main, startup, loss, x_all, y_all, batch=8)
+    np.testing.assert_allclose(curves["cuda:0"], curves["cpu"], rtol=1e-3)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # math ops without CUDA kernels fall back
+def test_an_lstm_trains_on_the_gpu_as_on_the_cpu(cublas):
+    """test_rnn's task (carry the first step's sign to the end), through the layer's program:
+    lstm and lstm_grad in the executor, with transposes and reshapes around them."""
+    rng = np.random.default_rng(3)
+    x_all = rng.standard_normal((64, 6, 1)).astype(np.float32)
+    y_all = (x_all[:, 0, 0] > 0).astype(np.int64)[:, None]
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [6, 1])
+        y = pc.layers.data("y", [1], dtype="int64")
+        _, (h_n, _) = pc.layers.lstm(x, 8)
+        logits = pc.layers.fc(pc.ops.reshape(h_n, shape=[-1, 8]), 2)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, y))
+        pc.optimizer.Adam(0.05).minimize(loss)
+    curves = training_curves(main, startup, loss, x_all, y_all, batch=16)
     np.testing.assert_allclose(curves["cuda:0"], curves["cpu"], rtol=1e-3)

@@ -228,3 +228,33 @@ def test_without_cudnn_the_convolutions_prepare_on_their_own_kernels():
     kernel.release(state)
     after = nn_cudnn.engines_prepared()
     assert after == {"cudnn": before["cudnn"], "own kernels": before["own kernels"] + 1}
+
+
+# lstm and gru: x [T=3, B=2, I=4], one layer of H=5 (20 weight rows for lstm, 15 for gru).
+RNN = {"hidden_size": 5, "num_layers": 1, "bidirectional": False}
+
+
+def recurrent(kind: str, grad: bool) -> tuple[list, list, dict]:
+    cell = kind == "lstm"
+    rows, width = (20, 30) if cell else (15, 25)
+    weights = [float32(rows, 4), float32(rows, 5), float32(rows), float32(rows)]
+    states, reserve = [float32(1, 2, 5)] * (1 + cell), float32(1, 4, 2, width)
+    unset = [None] * len(states)  # the initial states (or their gradients' inputs)
+    if not grad:
+        return [float32(3, 2, 4), *weights, *unset, None], [float32(3, 2, 5), *states, reserve], RNN
+    ins = [float32(3, 2, 4), *weights, reserve, *unset, None, float32(3, 2, 5), *unset]
+    return ins, [float32(3, 2, 4), *weights, *states], RNN
+
+
+@pytest.mark.parametrize("name", ["lstm_cuda", "lstm_grad_cuda", "gru_cuda", "gru_grad_cuda"])
+def test_the_recurrent_kernels_need_cublas_or_fail_with_cudas_message(name):
+    ins, outs, attrs = recurrent(name.split("_")[0], "grad" in name)
+    reason = nn_kernels.cublas_unavailable_reason()
+    if reason is not None:  # refused in prepare, saying what to install
+        status, message, *_ = prepare_kernel(nn_kernels, name, Slots(*ins), Slots(*outs), attrs)
+        assert status == PC_ERROR and reason.startswith(message), message  # (cut to its buffer)
+        assert "pip install nvidia-cublas" in reason and "libcublas.so.13" in reason, reason
+        return
+    status, message = prepare_and_run(name, Slots(*ins), Slots(*outs), attrs)
+    assert status == PC_ERROR
+    assert message.startswith("CUDA ") and " failed: " in message, message
