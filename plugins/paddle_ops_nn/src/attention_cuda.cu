@@ -68,6 +68,10 @@ template <class T> struct GradRows {
   const int64_t* rng_state;  // the forward's (where g.drops)
   AttentionGeometry g;
 
+  // The dropout's stream (an unused one without dropout).
+  __device__ Random stream() const {
+    return g.drops ? attention_stream(rng_state) : Random(uint64_t{0}, uint64_t{0});
+  }
   __device__ T dropout_factor(const Random& rng, int64_t b, int64_t i, int64_t j) const {
     if (!g.drops) return T(1);
     return dropout_keeps(g, rng, b, i, j) ? static_cast<T>(g.keep_scale) : T(0);
@@ -94,7 +98,7 @@ template <class T> __global__ void rowsum_kernel(const T* dout, const T* out, T*
 // q_grad of row (b, i) = scale * sum_j dS_ij k_j.
 template <class T> __global__ void attention_dq_kernel(GradRows<T> r, T* dq) {
   const AttentionGeometry& g = r.g;
-  const Random rng = g.drops ? attention_stream(r.rng_state) : Random(uint64_t{0}, uint64_t{0});
+  const Random rng = r.stream();
   for (int64_t row = first_index(); row < g.batch * g.L; row += index_step()) {
     const int64_t b = row / g.L, i = row % g.L;
     T* out = dq + row * g.E;
@@ -111,7 +115,7 @@ template <class T> __global__ void attention_dq_kernel(GradRows<T> r, T* dq) {
 // k_grad and v_grad of key row (b, j): scale * sum_i dS_ij q_i and sum_i P_ij dout_i.
 template <class T> __global__ void attention_dkdv_kernel(GradRows<T> r, T* dk, T* dv) {
   const AttentionGeometry& g = r.g;
-  const Random rng = g.drops ? attention_stream(r.rng_state) : Random(uint64_t{0}, uint64_t{0});
+  const Random rng = r.stream();
   for (int64_t row = first_index(); row < g.batch * g.S; row += index_step()) {
     const int64_t b = row / g.S, j = row % g.S;
     if (dk != nullptr)
