@@ -53,7 +53,7 @@ def program(case: str, feed: dict, composed: bool = False):
             scaled = pc.ops.scale(scores, scale=float(1 / np.sqrt(feed["q"].shape[-1])))
             out = pc.ops.matmul(pc.ops.softmax(scaled), v)
         else:
-            out, _ = pc.ops.scaled_dot_product_attention(q, k, v, is_causal="causal" in case)
+            out, _, _ = pc.ops.scaled_dot_product_attention(q, k, v, is_causal="causal" in case)
         fetch = [out]
         if "bwd" in case:
             fetch = pc.gradients([pc.ops.sum(out)], [q, k, v])

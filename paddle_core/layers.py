@@ -906,8 +906,9 @@ def multi_head_attention(
     ``<name>.out_proj.weight`` [E, E] and ``<name>.out_proj.bias`` [E]. Masks as PyTorch's:
     ``attn_mask`` [L, S] or [B, num_heads, L, S], bool (True: may not attend) or float (added to
     the scores); ``key_padding_mask`` bool [B, S] (True: a padded key, ignored). ``is_causal``
-    hides the keys after each query (no attn_mask then). Dropping attention weights while
-    training is not implemented yet: ``dropout`` must be 0 unless ``is_test``."""
+    hides the keys after each query (no attn_mask then). ``dropout`` drops attention weights
+    while training, as PyTorch's (the kept ones scaled by 1 / (1 - dropout)), inside the op:
+    none with ``is_test`` (which ``clone(for_test=True)`` sets)."""
     embed_dim = _count(embed_dim, "embed_dim", "multi_head_attention")
     num_heads = _count(num_heads, "num_heads", "multi_head_attention")
     if embed_dim % num_heads:
@@ -921,11 +922,6 @@ def multi_head_attention(
                 f"multi_head_attention: {what} must be [B, length, {embed_dim}], got "
                 f"{var.name!r} of shape {list(var.shape)}"
             )
-    if dropout and not is_test:
-        raise ProgramError(
-            f"multi_head_attention: dropout {dropout} of the attention weights is not "
-            "implemented yet; pass dropout=0.0 (or is_test=True)"
-        )
     prefix = name or default_main_program().unique_name("multi_head_attention")
     xavier = init.Xavier(uniform=True)
     w_in = create_parameter(
@@ -935,7 +931,7 @@ def multi_head_attention(
     q, k, v = _in_projections(query, key, value, w_in, b_in)
     heads = [_split_heads(t, num_heads) for t in (q, k, v)]
     mask = _attention_mask(attn_mask, key_padding_mask, is_causal)
-    attended = _attention(*heads, mask, is_causal)
+    attended = _attention(*heads, mask, is_causal, dropout, is_test)
     merged = ops.reshape(ops.transpose(attended, perm=[0, 2, 1, 3]), shape=[0, 0, embed_dim])
     return linear(merged, embed_dim, bias=bias, name=f"{prefix}.out_proj")
 
@@ -992,8 +988,10 @@ def _attention_mask(attn_mask, key_padding_mask, is_causal):
     return mask
 
 
-def _attention(q, k, v, mask, is_causal: bool) -> Variable:
-    out, _ = ops.scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal)
+def _attention(q, k, v, mask, is_causal: bool, dropout: float, is_test: bool) -> Variable:
+    out, _, _ = ops.scaled_dot_product_attention(
+        q, k, v, mask, is_causal=is_causal, dropout_p=dropout, is_test=is_test
+    )
     return out
 
 
@@ -1022,8 +1020,8 @@ def transformer_encoder_layer(
     ``<name>.linear1.bias``, ``<name>.linear2.weight`` [d_model, dim_feedforward],
     ``<name>.linear2.bias``, ``<name>.norm1.weight`` / ``.bias`` and ``<name>.norm2.weight`` /
     ``.bias`` [d_model]. ``dropout`` (PyTorch's scaling while training, off with ``is_test``)
-    drops the two branches' outputs and the feed-forward's hidden values as PyTorch's; unlike
-    PyTorch's, it does not drop attention weights (not implemented yet)."""
+    drops the attention weights, the two branches' outputs and the feed-forward's hidden
+    values, as PyTorch's."""
     if activation not in ("relu", "gelu"):
         raise ProgramError(
             f"transformer_encoder_layer: activation must be 'relu' or 'gelu', got {activation!r}"
@@ -1044,7 +1042,7 @@ def transformer_encoder_layer(
 
     def attention_block(x):
         y = multi_head_attention(
-            x, x, x, d_model, nhead, attn_mask=src_mask,
+            x, x, x, d_model, nhead, dropout=dropout, attn_mask=src_mask,
             key_padding_mask=src_key_padding_mask, is_causal=is_causal, is_test=is_test,
             name=f"{prefix}.self_attn",
         )  # fmt: skip

@@ -61,9 +61,13 @@ PADDLE_CORE_HD inline uint64_t mix64(uint64_t x) {
 class Random {
  public:
   // seed != 0: the same numbers on every run; 0: the op's key and the run's counter.
-  Random(const Context& ctx, int64_t seed) {
-    const uint64_t key = seed != 0 ? mix64(static_cast<uint64_t>(seed)) : ctx.random_key();
-    run_ = seed != 0 ? 0 : ctx.random_counter();
+  Random(const Context& ctx, int64_t seed)
+      : Random(seed != 0 ? mix64(static_cast<uint64_t>(seed)) : ctx.random_key(),
+               seed != 0 ? 0 : ctx.random_counter()) {}
+
+  // The generator of a key and a run counter, as key() and run() give them: a gradient kernel
+  // handed them by its forward op (in a tensor) draws the forward's numbers again.
+  PADDLE_CORE_HD Random(uint64_t key, uint64_t run) : run_(run) {
     philox_.key[0] = static_cast<uint32_t>(key);
     philox_.key[1] = static_cast<uint32_t>(key >> 32);
   }
@@ -71,6 +75,7 @@ class Random {
   // The key and the run counter: what a vectorised Philox takes (paddle_core/avx2.hpp's
   // random_bits8) to give the same blocks as bits().
   PADDLE_CORE_HD const Philox& philox() const { return philox_; }
+  PADDLE_CORE_HD uint64_t key() const { return philox_.key[0] | uint64_t{philox_.key[1]} << 32; }
   PADDLE_CORE_HD uint64_t run() const { return run_; }
 
   // The four words of block `index` (elements 4 * index .. 4 * index + 3).

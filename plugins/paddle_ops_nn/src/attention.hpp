@@ -12,12 +12,22 @@
 //
 // The mask is broadcast to [..., L, S] by NumPy's rules (right-aligned, dimensions 1 or equal,
 // missing ones in front): it is read through strides, 0 where it is broadcast.
+//
+// Dropout (dropout_p > 0, not is_test): the probability of pair (i, j) of batch entry b is kept,
+// and scaled by 1 / (1 - p), where the float uniform number of element (b * L + i) * S + j of
+// the op's stream (paddle_core/random.hpp) is >= p, as dropout keeps element i of a [..., L, S]
+// tensor; the normalisation (l, logsumexp) is that of the probabilities before dropout. The
+// forward writes the stream's key and run counter to rng_state (int64 [2]); the gradient draws
+// the same numbers from it. Each pair's draw depends on (b, i, j) alone, so the mask is the same
+// whatever the tiles, threads or device.
 #ifndef PADDLE_OPS_NN_ATTENTION_HPP_
 #define PADDLE_OPS_NN_ATTENTION_HPP_
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+
+#include <paddle_core/random.hpp>
 
 #include "common.hpp"
 
@@ -28,8 +38,11 @@ namespace paddle_ops_nn {
 constexpr int32_t kAttentionMaxLead = 8;
 
 // The attn_mask's input slot: (q, k, v, attn_mask?) and (q, k, v, out, logsumexp, out_grad,
-// attn_mask?).
+// attn_mask?, rng_state?); rng_state's: the forward's output and the gradient's input.
 constexpr int32_t kAttentionMaskSlot = 3, kAttentionGradMaskSlot = 6;
+constexpr int32_t kAttentionStateSlot = 2, kAttentionGradStateSlot = 7;
+
+using pc::Random;
 
 enum class MaskKind : int32_t { kNone, kBool, kFloat };
 
@@ -43,6 +56,11 @@ struct AttentionGeometry {
   int64_t mask_row = 0, mask_col = 0;
   int32_t lead = 0;
   int64_t lead_dims[kAttentionMaxLead] = {}, lead_strides[kAttentionMaxLead] = {};
+  // Dropout: whether it drops (dropout_p > 0 while training), p as the draws are compared
+  // with it, and the kept probabilities' factor 1 / (1 - p).
+  bool drops = false;
+  float dropout_p = 0;
+  double keep_scale = 1;
 
   PADDLE_CORE_HD int64_t mask_offset(int64_t b) const {
     int64_t off = 0;
@@ -66,6 +84,25 @@ PADDLE_CORE_HD T masked_score(const AttentionGeometry& g, const void* mask, T do
   if (g.mask == MaskKind::kBool)
     return static_cast<const uint8_t*>(mask)[at] ? s : -std::numeric_limits<T>::infinity();
   return s + static_cast<const T*>(mask)[at];
+}
+
+// The index of pair (i, j) of batch entry b among the dropout's draws: its element of the
+// [batch, L, S] probabilities.
+PADDLE_CORE_HD inline uint64_t draw_index(const AttentionGeometry& g, int64_t b, int64_t i,
+                                          int64_t j) {
+  return static_cast<uint64_t>((b * g.L + i) * g.S + j);
+}
+
+// Whether dropout keeps pair (i, j) of batch entry b (draw by draw; the CPU kernels draw a row
+// at a time, the same numbers).
+PADDLE_CORE_HD inline bool dropout_keeps(const AttentionGeometry& g, const Random& rng,
+                                         int64_t b, int64_t i, int64_t j) {
+  return rng.uniform<float>(draw_index(g, b, i, j)) >= g.dropout_p;
+}
+
+// The stream rng_state holds (what attention_rng_state wrote).
+PADDLE_CORE_HD inline Random attention_stream(const int64_t* state) {
+  return Random(static_cast<uint64_t>(state[0]), static_cast<uint64_t>(state[1]));
 }
 
 // exp(score - logsumexp): the probability of a pair, 0 in a row with no visible key (its
@@ -143,8 +180,13 @@ inline AttentionGeometry attention_geometry(const Attrs& attrs, const Slots& in,
   if (v.dim(-2) != g.S)
     fail("v %s must have k's sequence length S=%lld (k %s)", v.describe().c_str(),
          static_cast<long long>(g.S), k.describe().c_str());
-  if (attrs.f("dropout_p") != 0)
-    fail("dropout_p=%g is not supported yet (only 0)", attrs.f("dropout_p"));
+  const double p = attrs.f("dropout_p");
+  if (!(p >= 0 && p < 1)) fail("dropout_p=%g must be in [0, 1)", p);
+  if (p > 0 && !attrs.b("is_test")) {
+    g.drops = true;
+    g.dropout_p = static_cast<float>(p);
+    g.keep_scale = 1 / (1 - p);
+  }
   g.causal = attrs.b("is_causal");
   if (g.causal && in.has(mask_slot))
     fail("is_causal=true and an attn_mask cannot be given together (as PyTorch)");
@@ -177,16 +219,29 @@ inline void expect_logsumexp(const Tensor& t, const Tensor& q, int64_t L) {
          t.describe().c_str(), static_cast<long long>(L), q.describe().c_str());
 }
 
-// scaled_dot_product_attention: (q, k, v, attn_mask?) -> (out, logsumexp).
+// Fails unless rng_state (slot `slot` of `slots`) is there when dropout drops, int64 [2].
+inline void expect_rng_state(const AttentionGeometry& g, const Slots& slots, int32_t slot) {
+  if (!slots.has(slot)) {
+    if (g.drops) fail("dropout_p=%g needs rng_state, the random stream of the mask", g.dropout_p);
+    return;
+  }
+  const Tensor t = slots(slot);
+  t.expect_dtype(PC_INT64, "rng_state");
+  if (t.ndim() != 1 || t.dim(0) != 2)
+    fail("rng_state %s must have the shape [2]", t.describe().c_str());
+}
+
+// scaled_dot_product_attention: (q, k, v, attn_mask?) -> (out, logsumexp, rng_state?).
 inline AttentionGeometry check_attention(const Attrs& attrs, const Slots& in, const Slots& out) {
   const AttentionGeometry g = attention_geometry(attrs, in, kAttentionMaskSlot);
   expect_attention_shape(out(0), in(0), g.L, g.Ev, "out");
   expect_logsumexp(out(1), in(0), g.L);
+  expect_rng_state(g, out, kAttentionStateSlot);
   return g;
 }
 
-// scaled_dot_product_attention_grad: (q, k, v, out, logsumexp, out_grad, attn_mask?) ->
-// (q_grad?, k_grad?, v_grad?).
+// scaled_dot_product_attention_grad: (q, k, v, out, logsumexp, out_grad, attn_mask?,
+// rng_state?) -> (q_grad?, k_grad?, v_grad?).
 inline AttentionGeometry check_attention_grad(const Attrs& attrs, const Slots& in,
                                               const Slots& out) {
   const AttentionGeometry g = attention_geometry(attrs, in, kAttentionGradMaskSlot);
@@ -194,6 +249,7 @@ inline AttentionGeometry check_attention_grad(const Attrs& attrs, const Slots& i
   expect_attention_shape(in(3), q, g.L, g.Ev, "out");
   expect_logsumexp(in(4), q, g.L);
   expect_attention_shape(in(5), q, g.L, g.Ev, "out_grad");
+  expect_rng_state(g, in, kAttentionGradStateSlot);
   if (out.has(0)) expect_attention_shape(out(0), q, g.L, g.E, "q_grad");
   if (out.has(1)) expect_attention_shape(out(1), q, g.S, g.E, "k_grad");
   if (out.has(2)) expect_attention_shape(out(2), q, g.S, g.Ev, "v_grad");

@@ -6,14 +6,16 @@
 // q k^T (an OpenBLAS GEMM), scaled and masked; an online softmax keeps each row's running max m
 // and sum l, rescales the rows of out accumulated so far and adds P v (a GEMM). At the end out
 // /= l and logsumexp = m + log(l), which the gradient reads to recompute P tile by tile.
-// Causal tiles above the diagonal are skipped.
+// Causal tiles above the diagonal are skipped. With dropout, each row of probabilities is
+// dropped (attention.hpp) after the softmax folded it in and before P v: a row of draws at a time.
 //
 // Backward: D = rowsum(out_grad * out); then per (batch, share of the key tiles), one task
 // each: for each key tile and each query tile that sees it, P = exp(scores - logsumexp),
 // v_grad += P^T out_grad, dP = out_grad v^T, dS = P (dP - D), k_grad += scale dS^T q and
-// q_grad += scale dS k (five GEMMs). k_grad and v_grad rows belong to one task; q_grad is
-// summed over the shares, which write partial sums of their own when there are fewer batches
-// than threads.
+// q_grad += scale dS k (five GEMMs). With dropout (Z: the mask times 1 / (1 - p), drawn again
+// from rng_state), v_grad += (P Z)^T out_grad and dS = P (dP Z - D). k_grad and v_grad rows
+// belong to one task; q_grad is summed over the shares, which write partial sums of their own
+// when there are fewer batches than threads.
 //
 // Memory contract: every tensor is C-contiguous and checked in prepare; each thread holds its
 // tiles (128 KB in float32 forward, 256 KB backward: within a core's L2); the backward's
@@ -27,8 +29,9 @@
 #include <vector>
 
 #include "attention.hpp"
-#include "blas.hpp"
 #include "attention_avx2.hpp"
+#include "blas.hpp"
+#include "random_avx2.hpp"
 
 namespace paddle_ops_nn {
 namespace {
@@ -63,18 +66,46 @@ template <class T> void exp_affine(T* row, int64_t n, T a, T b) {
   for (int64_t j = 0; j < n; ++j) row[j] = std::exp(a * row[j] - b);
 }
 
+// The dropout's draws of one row of a key tile: elements [first, first + n) of the stream, n <=
+// kKeyTile, one block of Philox bits per four (random_avx2.cpp's, eight blocks at a time, on
+// CPUs with AVX2): the numbers Random::uniform<float> gives each.
+class RowDraws {
+ public:
+  // The draws; element first + j's at [j].
+  const float* draw(const Random& rng, uint64_t first, int64_t n) {
+    const uint64_t block = first / 4;
+    const int64_t blocks = static_cast<int64_t>((first + n + 3) / 4 - block);
+    if (use_avx2()) {
+      const uint32_t* key = rng.philox().key;
+      avx2::float_uniforms(key[0], key[1], rng.run(), block, (blocks + 7) / 8 * 8, u_);
+    } else {
+      for (int64_t k = 0; k < blocks; ++k) rng.uniforms<float>(block + k, u_ + 4 * k);
+    }
+    return u_ + (first - 4 * block);
+  }
+
+ private:
+  static constexpr int64_t kBlocks = (kKeyTile / 4 + 2 + 7) / 8 * 8;  // a multiple of 8
+  float u_[4 * kBlocks];
+};
+
 // The tensors of one batch entry (b of batch * heads), and what its tiles share.
 template <class T> struct Batch {
   const AttentionGeometry& g;
   const T *q, *k, *v;
-  const void* mask;  // at the batch's first element, or null
+  const void* mask;   // at the batch's first element, or null
+  const Random* rng;  // the dropout's stream, or null: no dropout
+  int64_t b;
 
-  Batch(const AttentionGeometry& geo, const Slots& in, int32_t mask_slot, int64_t b)
+  Batch(const AttentionGeometry& geo, const Slots& in, int32_t mask_slot, int64_t b,
+        const Random* stream)
       : g(geo),
         q(in(0).data<T>() + b * geo.L * geo.E),
         k(in(1).data<T>() + b * geo.S * geo.E),
         v(in(2).data<T>() + b * geo.S * geo.Ev),
-        mask(nullptr) {
+        mask(nullptr),
+        rng(stream),
+        b(b) {
     if (geo.mask == MaskKind::kBool) mask = in(mask_slot).data<uint8_t>() + geo.mask_offset(b);
     if (geo.mask == MaskKind::kFloat) mask = in(mask_slot).data<T>() + geo.mask_offset(b);
   }
@@ -115,14 +146,36 @@ template <class T> struct Batch {
         row[j] = probability(masked_score(g, mask, row[j], i, j0 + j), lse);
     }
   }
+
+  // Dropout on one row of probabilities, keys [j0, j0 + cols) of query i: each kept (times
+  // 1 / (1 - p)) or zeroed as its draw says.
+  void drop_row(T* row, int64_t cols, int64_t i, int64_t j0, RowDraws& draws) const {
+    const float* u = draws.draw(*rng, draw_index(g, b, i, j0), cols);
+    const T keep = static_cast<T>(g.keep_scale);
+    for (int64_t j = 0; j < cols; ++j) row[j] = u[j] >= g.dropout_p ? row[j] * keep : T(0);
+  }
+
+  // The backward's dropout on one row: p = P Z and, with ds, dp = P (dP Z - D).
+  void drop_grad_row(T* p, T* dp, int64_t cols, int64_t i, int64_t j0, T d, bool ds,
+                     RowDraws& draws) const {
+    const float* u = draws.draw(*rng, draw_index(g, b, i, j0), cols);
+    const T keep = static_cast<T>(g.keep_scale);
+    for (int64_t j = 0; j < cols; ++j) {
+      const T z = u[j] >= g.dropout_p ? keep : T(0);
+      if (ds) dp[j] = p[j] * (dp[j] * z - d);
+      p[j] *= z;
+    }
+  }
 };
 
 // -- forward ---------------------------------------------------------------------------------
 
-// The per-thread state of the forward: one tile of scores and each row's max and sum.
+// The per-thread state of the forward: one tile of scores, each row's max and sum, and a row
+// of dropout draws.
 template <class T> struct ForwardTile {
   std::vector<T> scores = std::vector<T>(kQueryTile * kKeyTile), m = std::vector<T>(kQueryTile),
                  l = std::vector<T>(kQueryTile);
+  RowDraws draws;
 };
 
 // Folds the scores of one key tile into the running softmax of row r (rows of out so far are
@@ -160,6 +213,7 @@ void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, T* lse, 
       T* row = scores + r * cols;
       const T row_max = bt.score_row(row, cols, i0 + r, j0, plain);
       online_softmax_row(w, row, cols, r, row_max, o + r * g.Ev, g.Ev);
+      if (bt.rng != nullptr) bt.drop_row(row, cols, i0 + r, j0, w.draws);
     }
     gemm<T>(false, false, rows, g.Ev, cols, T(1), scores, cols, bt.v + j0 * g.Ev, g.Ev, T(1), o,
             g.Ev);
@@ -172,9 +226,10 @@ void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, T* lse, 
   }
 }
 
+// rng (null: no dropout) is the dropout's stream.
 template <class T>
 void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots& out,
-                       int32_t threads) {
+                       const Random* rng, int32_t threads) {
   const int64_t tiles = (g.L + kQueryTile - 1) / kQueryTile;
   T* o = out(0).data<T>();
   T* lse = out(1).data<T>();
@@ -183,8 +238,8 @@ void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots&
     ForwardTile<T> w;
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t b = task / tiles, i0 = task % tiles * kQueryTile;
-      forward_tile(Batch<T>(g, in, kAttentionMaskSlot, b), i0, std::min(kQueryTile, g.L - i0),
-                   o + b * g.L * g.Ev, lse + b * g.L, w);
+      forward_tile(Batch<T>(g, in, kAttentionMaskSlot, b, rng), i0,
+                   std::min(kQueryTile, g.L - i0), o + b * g.L * g.Ev, lse + b * g.L, w);
     }
   });
 }
@@ -198,10 +253,12 @@ template <class T> struct GradTargets {
   const T *dout, *lse, *D;
 };
 
-// The per-thread tiles of the backward: probabilities (then dS) and dP.
+// The per-thread tiles of the backward: probabilities (then dS; with dropout P Z) and dP (with
+// dropout then dS), and a row of dropout draws.
 template <class T> struct BackwardTile {
   std::vector<T> p = std::vector<T>(kQueryTile * kKeyTile),
                  dp = std::vector<T>(kQueryTile * kKeyTile);
+  RowDraws draws;
 };
 
 // The gradients' contributions of one (query tile, key tile) pair.
@@ -216,20 +273,34 @@ void backward_pair(const Batch<T>& bt, const GradTargets<T>& t, int64_t i0, int6
   for (int64_t r = 0; r < rows; ++r)
     bt.probability_row(p + r * cols, cols, i0 + r, j0, plain, t.lse[i0 + r]);
   const T* dout = t.dout + i0 * g.Ev;
+  const bool wants_ds = t.dq != nullptr || t.dk != nullptr;
+  T* ds = p;  // dS is written over P; with dropout, which reads P after dP, over dP
+  if (bt.rng != nullptr) {  // p = P Z, dp = dS
+    if (wants_ds)
+      gemm<T>(false, true, rows, cols, g.Ev, T(1), dout, g.Ev, bt.v + j0 * g.Ev, g.Ev, T(0), dp,
+              cols);
+    for (int64_t r = 0; r < rows; ++r)
+      bt.drop_grad_row(p + r * cols, dp + r * cols, cols, i0 + r, j0, t.D[i0 + r], wants_ds,
+                       w.draws);
+    ds = dp;
+  }
   if (t.dv != nullptr)
     gemm<T>(true, false, cols, g.Ev, rows, T(1), p, cols, dout, g.Ev, T(1), t.dv + j0 * g.Ev, g.Ev);
-  if (t.dq == nullptr && t.dk == nullptr) return;
-  gemm<T>(false, true, rows, cols, g.Ev, T(1), dout, g.Ev, bt.v + j0 * g.Ev, g.Ev, T(0), dp, cols);
-  for (int64_t r = 0; r < rows; ++r) {  // dS = P (dP - D), into p
-    const T d = t.D[i0 + r];
-    T *pr = p + r * cols, *dpr = dp + r * cols;
-    for (int64_t j = 0; j < cols; ++j) pr[j] *= dpr[j] - d;
+  if (!wants_ds) return;
+  if (bt.rng == nullptr) {
+    gemm<T>(false, true, rows, cols, g.Ev, T(1), dout, g.Ev, bt.v + j0 * g.Ev, g.Ev, T(0), dp,
+            cols);
+    for (int64_t r = 0; r < rows; ++r) {  // dS = P (dP - D), into p
+      const T d = t.D[i0 + r];
+      T *pr = p + r * cols, *dpr = dp + r * cols;
+      for (int64_t j = 0; j < cols; ++j) pr[j] *= dpr[j] - d;
+    }
   }
   if (t.dk != nullptr)
-    gemm<T>(true, false, cols, g.E, rows, scale, p, cols, bt.q + i0 * g.E, g.E, T(1),
+    gemm<T>(true, false, cols, g.E, rows, scale, ds, cols, bt.q + i0 * g.E, g.E, T(1),
             t.dk + j0 * g.E, g.E);
   if (t.dq != nullptr)
-    gemm<T>(false, false, rows, g.E, cols, scale, p, cols, bt.k + j0 * g.E, g.E, T(1),
+    gemm<T>(false, false, rows, g.E, cols, scale, ds, cols, bt.k + j0 * g.E, g.E, T(1),
             t.dq + i0 * g.E, g.E);
 }
 
@@ -270,9 +341,10 @@ template <class T> T* zeroed(const Slots& out, int32_t slot, int64_t n) {
   return p;
 }
 
+// rng (null: no dropout) is the forward's dropout stream.
 template <class T>
 void attention_backward(const AttentionGeometry& g, const Slots& in, const Slots& out,
-                        int32_t threads) {
+                        const Random* rng, int32_t threads) {
   T* dq = zeroed<T>(out, 0, g.batch * g.L * g.E);
   T* dk = zeroed<T>(out, 1, g.batch * g.S * g.E);
   T* dv = zeroed<T>(out, 2, g.batch * g.S * g.Ev);
@@ -297,8 +369,8 @@ void attention_backward(const AttentionGeometry& g, const Slots& in, const Slots
                              dk == nullptr ? nullptr : dk + b * g.S * g.E,
                              dv == nullptr ? nullptr : dv + b * g.S * g.Ev,
                              dout + b * g.L * g.Ev, lse + b * g.L, D.data() + b * g.L};
-      backward_keys(Batch<T>(g, in, kAttentionGradMaskSlot, b), t, key_tiles * share / shares,
-                    key_tiles * (share + 1) / shares, w);
+      backward_keys(Batch<T>(g, in, kAttentionGradMaskSlot, b, rng), t,
+                    key_tiles * share / shares, key_tiles * (share + 1) / shares, w);
     }
   });
   if (partial.empty()) return;
@@ -312,31 +384,40 @@ void attention_backward(const AttentionGeometry& g, const Slots& in, const Slots
 
 class Attention {
  public:
-  static constexpr pc::Signature signature{"111?", "11"};
+  static constexpr pc::Signature signature{"111?", "11?"};
   using DTypes = Floats;
   Attention(const Attrs& attrs, const Slots& in, const Slots& out)
-      : g_(check_attention(attrs, in, out)) {}
+      : g_(check_attention(attrs, in, out)), seed_(attrs.l("seed")) {}
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const Random rng(ctx, seed_);
+    if (g_.drops) {
+      int64_t* state = out(kAttentionStateSlot).data<int64_t>();
+      state[0] = static_cast<int64_t>(rng.key());
+      state[1] = static_cast<int64_t>(rng.run());
+    }
     dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
-      attention_forward<decltype(t)>(g_, in, out, ctx.num_threads());
+      attention_forward<decltype(t)>(g_, in, out, g_.drops ? &rng : nullptr, ctx.num_threads());
     });
   }
 
  private:
   AttentionGeometry g_;
+  int64_t seed_;
 };
 
 class AttentionGrad {
  public:
-  static constexpr pc::Signature signature{"111111?", "???"};
+  static constexpr pc::Signature signature{"111111??", "???"};
   using DTypes = Floats;
   AttentionGrad(const Attrs& attrs, const Slots& in, const Slots& out)
       : g_(check_attention_grad(attrs, in, out)) {}
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const Random rng = g_.drops ? attention_stream(in(kAttentionGradStateSlot).data<int64_t>())
+                                : Random(uint64_t{0}, uint64_t{0});
     dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
-      attention_backward<decltype(t)>(g_, in, out, ctx.num_threads());
+      attention_backward<decltype(t)>(g_, in, out, g_.drops ? &rng : nullptr, ctx.num_threads());
     });
   }
 

@@ -4,6 +4,8 @@
 // query row, accumulating into its row of out; the gradient recomputes each probability from
 // logsumexp, one thread per query row for q_grad and one per key row for k_grad and v_grad, so
 // no two threads write one element (no atomics; results do not depend on the launch shape).
+// Dropout draws each pair's number on its own (dropout_keeps): the CPU kernels' mask, from the
+// stream the forward copies to rng_state and the gradient's threads rebuild from it.
 // Correct, not fast: a tiled kernel (or cuDNN's) is what a GPU needs for speed.
 //
 // Memory contract: as the CPU kernels', all on the CUDA device of the plan's stream; each
@@ -27,10 +29,10 @@ template <class T> __device__ T dot(const T* a, const T* b, int64_t n) {
   return acc;
 }
 
-// out and logsumexp of row (b, i).
+// out and logsumexp of row (b, i); rng is the dropout's stream (where g.drops).
 template <class T>
 __global__ void attention_kernel(const T* q, const T* k, const T* v, const void* mask, T* out,
-                                 T* lse, AttentionGeometry g) {
+                                 T* lse, AttentionGeometry g, Random rng) {
   for (int64_t row = first_index(); row < g.batch * g.L; row += index_step()) {
     const int64_t b = row / g.L, i = row % g.L;
     const T* qi = q + row * g.E;
@@ -45,7 +47,11 @@ __global__ void attention_kernel(const T* q, const T* k, const T* v, const void*
       const T m_new = s > mx ? s : mx;
       const T alpha = std::exp(mx - m_new), p = std::exp(s - m_new);
       l = l * alpha + p;
-      for (int64_t c = 0; c < g.Ev; ++c) o[c] = o[c] * alpha + p * vb[j * g.Ev + c];
+      // The kept share of p (dropout drops it from out, not from the normalisation l).
+      const T pz = !g.drops                       ? p
+                   : dropout_keeps(g, rng, b, i, j) ? p * static_cast<T>(g.keep_scale)
+                                                    : T(0);
+      for (int64_t c = 0; c < g.Ev; ++c) o[c] = o[c] * alpha + pz * vb[j * g.Ev + c];
       mx = m_new;
     }
     const T inv = l > T(0) ? T(1) / l : T(0);
@@ -54,11 +60,22 @@ __global__ void attention_kernel(const T* q, const T* k, const T* v, const void*
   }
 }
 
-// dS of pair (i, j) of batch b: P (dP - D), with P recomputed from logsumexp.
+// dS of pair (i, j) of batch b: P (dP Z - D), with P recomputed from logsumexp and Z the
+// dropout's factor of the pair (1 without dropout).
 template <class T> struct GradRows {
   const T *q, *k, *v, *lse, *dout, *D;
   const void* mask;
+  const int64_t* rng_state;  // the forward's (where g.drops)
   AttentionGeometry g;
+
+  // The dropout's stream (an unused one without dropout).
+  __device__ Random stream() const {
+    return g.drops ? attention_stream(rng_state) : Random(uint64_t{0}, uint64_t{0});
+  }
+  __device__ T dropout_factor(const Random& rng, int64_t b, int64_t i, int64_t j) const {
+    if (!g.drops) return T(1);
+    return dropout_keeps(g, rng, b, i, j) ? static_cast<T>(g.keep_scale) : T(0);
+  }
 
   __device__ T probability_of(int64_t b, int64_t i, int64_t j) const {
     const T s = masked_score(g, batch_mask<T>(g, mask, b), dot(q + (b * g.L + i) * g.E,
@@ -66,9 +83,9 @@ template <class T> struct GradRows {
                              i, j);
     return probability(s, lse[b * g.L + i]);
   }
-  __device__ T ds_of(int64_t b, int64_t i, int64_t j, T p) const {
+  __device__ T ds_of(int64_t b, int64_t i, int64_t j, T p, T z) const {
     const T dp = dot(dout + (b * g.L + i) * g.Ev, v + (b * g.S + j) * g.Ev, g.Ev);
-    return p * (dp - D[b * g.L + i]);
+    return p * (dp * z - D[b * g.L + i]);
   }
 };
 
@@ -81,6 +98,7 @@ template <class T> __global__ void rowsum_kernel(const T* dout, const T* out, T*
 // q_grad of row (b, i) = scale * sum_j dS_ij k_j.
 template <class T> __global__ void attention_dq_kernel(GradRows<T> r, T* dq) {
   const AttentionGeometry& g = r.g;
+  const Random rng = r.stream();
   for (int64_t row = first_index(); row < g.batch * g.L; row += index_step()) {
     const int64_t b = row / g.L, i = row % g.L;
     T* out = dq + row * g.E;
@@ -88,7 +106,7 @@ template <class T> __global__ void attention_dq_kernel(GradRows<T> r, T* dq) {
     for (int64_t j = 0; j < g.S; ++j) {
       const T p = r.probability_of(b, i, j);
       if (p == T(0)) continue;
-      const T ds = r.ds_of(b, i, j, p) * static_cast<T>(g.scale);
+      const T ds = r.ds_of(b, i, j, p, r.dropout_factor(rng, b, i, j)) * static_cast<T>(g.scale);
       for (int64_t e = 0; e < g.E; ++e) out[e] += ds * r.k[(b * g.S + j) * g.E + e];
     }
   }
@@ -97,6 +115,7 @@ template <class T> __global__ void attention_dq_kernel(GradRows<T> r, T* dq) {
 // k_grad and v_grad of key row (b, j): scale * sum_i dS_ij q_i and sum_i P_ij dout_i.
 template <class T> __global__ void attention_dkdv_kernel(GradRows<T> r, T* dk, T* dv) {
   const AttentionGeometry& g = r.g;
+  const Random rng = r.stream();
   for (int64_t row = first_index(); row < g.batch * g.S; row += index_step()) {
     const int64_t b = row / g.S, j = row % g.S;
     if (dk != nullptr)
@@ -106,11 +125,12 @@ template <class T> __global__ void attention_dkdv_kernel(GradRows<T> r, T* dk, T
     for (int64_t i = 0; i < g.L; ++i) {
       const T p = r.probability_of(b, i, j);
       if (p == T(0)) continue;
+      const T z = r.dropout_factor(rng, b, i, j);
       if (dv != nullptr)
         for (int64_t c = 0; c < g.Ev; ++c)
-          dv[row * g.Ev + c] += p * r.dout[(b * g.L + i) * g.Ev + c];
+          dv[row * g.Ev + c] += p * z * r.dout[(b * g.L + i) * g.Ev + c];
       if (dk == nullptr) continue;
-      const T ds = r.ds_of(b, i, j, p) * static_cast<T>(g.scale);
+      const T ds = r.ds_of(b, i, j, p, z) * static_cast<T>(g.scale);
       for (int64_t e = 0; e < g.E; ++e) dk[row * g.E + e] += ds * r.q[(b * g.L + i) * g.E + e];
     }
   }
@@ -122,29 +142,37 @@ const void* mask_data(const Slots& in, int32_t slot) {
 
 class AttentionCuda {
  public:
-  static constexpr pc::Signature signature{"111?", "11"};
+  static constexpr pc::Signature signature{"111?", "11?"};
   using DTypes = Floats;
   AttentionCuda(const Attrs& attrs, const Slots& in, const Slots& out)
-      : g_(check_attention(attrs, in, out)) {
+      : g_(check_attention(attrs, in, out)), seed_(attrs.l("seed")) {
     expect_cuda(in, out);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    const Random rng(ctx, seed_);
+    if (g_.drops) {
+      const int64_t state[2] = {static_cast<int64_t>(rng.key()), static_cast<int64_t>(rng.run())};
+      check_cuda(cudaMemcpyAsync(out(kAttentionStateSlot).data<int64_t>(), state, sizeof(state),
+                                 cudaMemcpyHostToDevice, stream_of(ctx)),
+                 "copy");
+    }
     launch_floats(g_.batch * g_.L, in(0).dtype(), ctx, [&](auto t, Grid grid, cudaStream_t s) {
       using T = decltype(t);
       attention_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(
           in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), mask_data(in, kAttentionMaskSlot),
-          out(0).data<T>(), out(1).data<T>(), g_);
+          out(0).data<T>(), out(1).data<T>(), g_, rng);
     });
   }
 
  private:
   AttentionGeometry g_;
+  int64_t seed_;
 };
 
 class AttentionGradCuda {
  public:
-  static constexpr pc::Signature signature{"111111?", "???"};
+  static constexpr pc::Signature signature{"111111??", "???"};
   using DTypes = Floats;
   AttentionGradCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : g_(check_attention_grad(attrs, in, out)) {
@@ -160,7 +188,8 @@ class AttentionGradCuda {
     const Scratch D(static_cast<size_t>(g_.batch * g_.L) * sizeof(T), stream_of(ctx));
     GradRows<T> r{in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), in(4).data<T>(),
                   in(5).data<T>(), D.get<T>(),
-                  mask_data(in, kAttentionGradMaskSlot), g_};
+                  mask_data(in, kAttentionGradMaskSlot),
+                  g_.drops ? in(kAttentionGradStateSlot).data<int64_t>() : nullptr, g_};
     const int32_t dtype = in(0).dtype();
     launch_floats(g_.batch * g_.L, dtype, ctx, [&](auto, Grid grid, cudaStream_t s) {
       rowsum_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(

@@ -1,14 +1,24 @@
 """paddle-ops-nn scaled_dot_product_attention against the composed NumPy form in float64
 (softmax(q k^T * scale + mask) v): every dtype, bool, float and broadcast masks, causal, L != S,
 Ev != E, empty sequences, sizes across the kernels' tiles, long sequences; its gradients by
-finite differences and against the composed form's; its errors; and PyTorch's
-F.scaled_dot_product_attention where torch is installed."""
+finite differences and against the composed form's; dropout (the mask, its statistics and
+reproducibility, its gradient); its errors; and PyTorch's F.scaled_dot_product_attention where
+torch is installed."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, assert_matches, check_grad, pc, rand, run_op
+from op_helpers import (
+    FLOATS,
+    assert_matches,
+    check_grad,
+    cpu_has_avx2_fma,
+    on_both_paths,
+    pc,
+    rand,
+    run_op,
+)
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 
@@ -278,7 +288,7 @@ def test_gradients_through_a_program():
     prog = pc.Program()
     with pc.program_guard(prog):
         vs = [pc.data(n, list(a.shape), "float64") for n, a in zip("qkv", (q, k, v))]
-        out, lse = pc.ops.scaled_dot_product_attention(*vs, is_causal=True)
+        out, lse, _ = pc.ops.scaled_dot_product_attention(*vs, is_causal=True)
         assert tuple(out.shape) == (2, 2, 6, 3) and tuple(lse.shape) == (2, 2, 6)
         loss = pc.ops.sum(pc.ops.square(out))
         (gk,) = pc.gradients([loss], [vs[1]])
@@ -299,9 +309,323 @@ def test_a_mask_that_needs_a_gradient_is_refused():
         q = pc.data("q", [2, 3, 4], "float64")
         bias = pc.data("bias", [3, 3], "float64")
         mask = pc.ops.scale(bias, scale=2.0)
-        out, _ = pc.ops.scaled_dot_product_attention(q, q, q, mask)
+        out, _, _ = pc.ops.scaled_dot_product_attention(q, q, q, mask)
         with pytest.raises(pc.ProgramError, match=f"op '{OP}'.*attn_mask.*stop_gradient"):
             pc.gradients([pc.ops.sum(out)], [bias])
+
+
+# -- dropout ----------------------------------------------------------------------------------
+# The op keeps pair (i, j) of batch entry b where dropout, drawing for a [..., L, S] tensor from
+# the same stream, keeps element (b, i, j): with a seed, the mask of dropout(seed=...).
+
+
+def dropout_keep(shape, p, seed):
+    """The keep mask dropout draws for a tensor of ``shape`` with ``seed`` (bool)."""
+    x = np.ones(shape, np.float32)
+    (mask,) = run_op("dropout", {"x": x}, {"dropout_prob": p, "seed": seed})["mask"]
+    return mask.astype(bool)
+
+
+def np_dropped(q, k, v, keep, p, mask=None, is_causal=False, scale=0.0):
+    """(out, logsumexp) of the composed form with the probabilities times keep / (1 - p)."""
+    _, lse = np_attention(q, k, v, mask, is_causal, scale)
+    probs = np_probabilities(np_scores(q, k, mask, is_causal, scale))
+    return (probs * keep / (1 - p)) @ v.astype(np.float64), lse
+
+
+def np_dropped_grad(q, k, v, dout, keep, p, mask=None, is_causal=False):
+    """(q_grad, k_grad, v_grad) of np_dropped, in float64."""
+    scale = 1 / np.sqrt(q.shape[-1])
+    q, k, v, dout = (a.astype(np.float64) for a in (q, k, v, dout))
+    probs = np_probabilities(np_scores(q, k, mask, is_causal))
+    z = keep / (1 - p)
+    dp = dout @ np.swapaxes(v, -1, -2) * z
+    ds = probs * (dp - (dp * probs).sum(axis=-1, keepdims=True))
+    dv = np.swapaxes(probs * z, -1, -2) @ dout
+    return scale * ds @ k, scale * np.swapaxes(ds, -1, -2) @ q, dv
+
+
+def dropout_case(variant, rng, lead, L, S, dtype):
+    """(mask, attrs) of a variant: "plain", "causal", "bool mask" or "float mask"."""
+    mask, attrs = None, {"is_causal": variant == "causal"}
+    if variant == "bool mask":
+        mask = rng.random((L, S)) < 0.7
+        mask[:, 0] = True
+    if variant == "float mask":
+        mask = rand(rng, (*lead[-1:], 1, S), dtype)
+    return mask, attrs
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [((2, 3), 5, 7, 4, 6), ((2,), 130, 300, 16, 5)], ids=str)
+@pytest.mark.parametrize("variant", ["plain", "causal", "bool mask", "float mask"])
+def test_dropout_matches_the_composed_form_with_dropouts_mask(dtype, shape, variant):
+    """Across the tiles (128 queries, 256 keys), with each kind of mask; logsumexp is that of
+    the probabilities before dropout."""
+    lead, L, S, E, Ev = shape
+    rng = np.random.default_rng(10)
+    q, k, v = qkv(rng, lead, L, S, E, Ev, dtype)
+    mask, attrs = dropout_case(variant, rng, lead, L, S, dtype)
+    attrs |= {"dropout_p": 0.3, "seed": 7}
+    out, lse = attend(q, k, v, mask, **attrs)
+    keep = dropout_keep((*lead, L, S), 0.3, seed=7)
+    want_out, want_lse = np_dropped(q, k, v, keep, 0.3, mask, attrs["is_causal"])
+    if dtype == "float64":
+        assert_matches(out, want_out)
+        assert_matches(lse, want_lse)
+    else:
+        float32_close(out, want_out)
+        float32_close(lse, want_lse)
+
+
+@pytest.mark.parametrize("variant", ["plain", "causal", "bool mask"])
+def test_the_kernels_mask_read_through_identity_values(variant):
+    """v = identity (S keys, Ev = S): out[i, j] = P_ij Z_ij, so the pairs the kernel dropped
+    are where out is 0 and P is not; the same whatever hides other pairs."""
+    rng = np.random.default_rng(11)
+    lead, L, S = (2, 2), 140, 260
+    q, k, _ = qkv(rng, lead, L, S, 8, 1, "float64")
+    v = np.broadcast_to(np.eye(S), (*lead, S, S)).copy()
+    mask, attrs = dropout_case(variant, rng, lead, L, S, "float64")
+    out, _ = attend(q, k, v, mask, dropout_p=0.25, seed=3, **attrs)
+    visible = np_probabilities(np_scores(q, k, mask, attrs["is_causal"])) > 0
+    keep = dropout_keep((*lead, L, S), 0.25, seed=3)
+    np.testing.assert_array_equal(out[visible] != 0, keep[visible])
+    assert np.all(out[~visible] == 0)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_the_dropped_fraction_is_p(p):
+    """Over 2 x 256 x 256 pairs: within 5 standard deviations of p, and the kept
+    probabilities scaled by 1 / (1 - p) (the rows' mean is the undropped mean's)."""
+    rng = np.random.default_rng(12)
+    q, k, _ = qkv(rng, (2,), 256, 256, 4, 1, "float64")
+    v = np.broadcast_to(np.eye(256), (2, 256, 256)).copy()
+    out, _ = attend(q, k, v, dropout_p=p)
+    n = out.size
+    assert abs(np.mean(out == 0) - p) < 5 * np.sqrt(p * (1 - p) / n)
+    assert abs(out.sum(axis=-1).mean() - 1) < 0.02
+
+
+DRAWS = """
+import sys
+import numpy as np
+import paddle_core as pc
+
+inputs = np.load(sys.argv[1])
+prog = pc.Program()
+with pc.program_guard(prog):
+    vs = [pc.data(n, list(inputs[n].shape), "float64") for n in "qkv"]
+    for var in vs:
+        var.stop_gradient = False
+    out, _, _ = pc.ops.scaled_dot_product_attention(*vs, dropout_p=0.3, seed=4)
+    grads = pc.gradients([pc.ops.sum(out)], vs)
+got = pc.Executor().run(prog, feed=dict(inputs), fetch_list=[out, *grads])
+np.savez(sys.argv[2], **dict(zip(["out", "q", "k", "v"], got)))
+"""
+
+
+@pytest.mark.skipif(not cpu_has_avx2_fma(), reason="this CPU has no AVX2+FMA")
+def test_the_avx2_draws_are_the_portable_ones(tmp_path):
+    """Rows of draws from the AVX2 Philox (random_avx2.cpp) and from the portable one give the
+    same mask: float64 results equal bit for bit (a row starts anywhere in a block of four)."""
+    rng = np.random.default_rng(19)
+    q, k, v = qkv(rng, (2,), 130, 263, 4, 3, "float64")
+    avx2, portable = on_both_paths(
+        tmp_path, DRAWS, {"q": q, "k": k, "v": v}, "PADDLE_OPS_NN_DISABLE_AVX2"
+    )
+    for key in ("out", "q", "k", "v"):
+        np.testing.assert_array_equal(avx2[key], portable[key], err_msg=key)
+
+
+def dropout_program(seed=0, random_seed=0, **attrs):
+    """A program of the op with dropout and the gradients of sum(out * w); returns it and
+    its fetches (out, q_grad, k_grad, v_grad)."""
+    prog = pc.Program()
+    prog.random_seed = random_seed
+    with pc.program_guard(prog):
+        vs = [pc.data(n, [2, 3, 70, 6], "float64") for n in "qkv"]
+        for var in vs:
+            var.stop_gradient = False
+        w = pc.data("w", [2, 3, 70, 6], "float64")
+        out, _, state = pc.ops.scaled_dot_product_attention(*vs, dropout_p=0.4, seed=seed, **attrs)
+        assert tuple(state.shape) == (2,) and state.dtype == "int64"
+        grads = pc.gradients([pc.ops.sum(pc.ops.mul(out, w))], vs)
+    return prog, [out, *grads]
+
+
+DROPOUT_FEED = {n: np.random.default_rng(13).standard_normal((2, 3, 70, 6)) for n in "qkvw"}
+
+
+def run_dropout(prog, fetches, *, runs=1, threads=2, scope=None):
+    exe, scope = pc.Executor(num_threads=threads), scope or pc.Scope()
+    return [exe.run(prog, feed=DROPOUT_FEED, fetch_list=fetches, scope=scope) for _ in range(runs)]
+
+
+def test_dropout_with_a_seed_is_the_same_every_run():
+    first, second = run_dropout(*dropout_program(seed=5), runs=2)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dropout_without_a_seed_differs_run_to_run_and_reproduces():
+    """The program's random_seed and the run's counter, as dropout's: successive runs draw
+    other masks, a fresh scope draws the same ones again, another random_seed others."""
+    prog, fetches = dropout_program(random_seed=1)
+    first = run_dropout(prog, fetches, runs=2)
+    assert not np.array_equal(first[0][0], first[1][0])
+    again = run_dropout(prog, fetches, runs=2)
+    for a, b in zip(first, again):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    other = run_dropout(*dropout_program(random_seed=2))
+    assert not np.array_equal(first[0][0], other[0][0])
+
+
+@pytest.mark.parametrize("variant", [{}, {"is_causal": True}])
+def test_dropout_does_not_depend_on_the_thread_count(variant):
+    """Forward and gradients, 1 thread against 2 (the backward's shares of the keys differ)."""
+    prog, fetches = dropout_program(random_seed=3, **variant)
+    (one,) = run_dropout(prog, fetches, threads=1)
+    (two,) = run_dropout(prog, fetches, threads=2)
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+    assert np.array_equal(one[0], two[0])
+
+
+def test_dropout_is_off_with_is_test_and_in_the_test_program():
+    rng = np.random.default_rng(14)
+    q, k, v = qkv(rng, (2,), 9, 11, 4, 3, "float64")
+    out, _ = attend(q, k, v, dropout_p=0.5, is_test=True)
+    assert_matches(out, np_attention(q, k, v)[0])
+    prog, (out_var, *_) = dropout_program(random_seed=4)
+    test = prog.clone(for_test=True)
+    (op,) = [op for op in test.global_block().ops if op.type == OP]
+    assert op.attrs["is_test"] and "rng_state" not in op.outputs
+    (got,) = pc.Executor().run(test, feed=DROPOUT_FEED, fetch_list=[out_var.name])
+    want, _ = np_attention(*(DROPOUT_FEED[n] for n in "qkv"))
+    assert_matches(got, want)
+
+
+def test_dropout_p_0_draws_nothing_and_gives_no_rng_state():
+    rng = np.random.default_rng(15)
+    q, k, v = qkv(rng, (2,), 9, 11, 4, 3, "float64")
+    got = run_op(OP, {"q": q, "k": k, "v": v}, {"dropout_p": 0.0, "seed": 3})
+    assert "rng_state" not in got or not got["rng_state"]
+    assert_matches(got["out"][0], np_attention(q, k, v)[0])
+
+
+@pytest.mark.parametrize("case", ["plain", "causal", "bool mask", "float mask"])
+def test_dropout_gradient_by_finite_differences(case):
+    """The mask is fixed by the stream (each run of the check on a fresh scope), so the op is
+    a function of q, k and v."""
+    rng = np.random.default_rng(16)
+    q, k, v = qkv(rng, (2,), 4, 6, 3, 2, "float64")
+    mask, attrs = dropout_case(case, rng, (2,), 4, 6, "float64")
+    inputs = {"q": q, "k": k, "v": v}
+    if mask is not None:
+        inputs["attn_mask"] = mask
+    check_grad(OP, inputs, {**attrs, "dropout_p": 0.3}, wrt=["q", "k", "v"], output="out")
+    check_grad(OP, inputs, {**attrs, "dropout_p": 0.6, "seed": 9}, wrt=["q", "k", "v"])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("variant", ["plain", "causal", "bool mask"])
+def test_dropout_gradient_across_tiles_matches_the_composed_form(dtype, variant):
+    lead, L, S, E, Ev = (3,), 260, 270, 8, 8
+    rng = np.random.default_rng(17)
+    q, k, v = qkv(rng, lead, L, S, E, Ev, dtype)
+    dout = rand(rng, (*lead, L, Ev), dtype)
+    mask, attrs = dropout_case(variant, rng, lead, L, S, dtype)
+    attrs |= {"dropout_p": 0.2}
+    inputs = {"q": q, "k": k, "v": v}
+    if mask is not None:
+        inputs["attn_mask"] = mask
+    fwd = run_op(OP, inputs, {**attrs, "seed": 21})
+    (state,) = fwd["rng_state"]
+    grad_inputs = {
+        **inputs,
+        "out": fwd["out"][0],
+        "logsumexp": fwd["logsumexp"][0],
+        "out_grad": dout,
+        "rng_state": state,
+    }
+    got = run_op(OP + "_grad", grad_inputs, attrs)
+    keep = dropout_keep((*lead, L, S), 0.2, seed=21)
+    want = np_dropped_grad(q, k, v, dout, keep, 0.2, mask, attrs["is_causal"])
+    for slot, w in zip(("q_grad", "k_grad", "v_grad"), want):
+        if dtype == "float64":
+            np.testing.assert_allclose(got[slot][0], w, rtol=1e-10, atol=1e-12, err_msg=slot)
+        else:
+            np.testing.assert_allclose(got[slot][0], w, rtol=1e-3, atol=1e-4, err_msg=slot)
+
+
+def test_the_dropout_gradient_needs_rng_state():
+    q = np.ones((1, 2, 2))
+    inputs = {"q": q, "k": q, "v": q, "out": q, "logsumexp": np.zeros((1, 2)), "out_grad": q}
+    with pytest.raises(pc.ShapeError, match=f"op '{OP}_grad'.*needs rng_state"):
+        run_op(OP + "_grad", inputs, {"dropout_p": 0.5})
+
+
+# -- layers: multi_head_attention and transformer_encoder_layer drop attention weights ---------
+
+
+def encoder(dropout: float, layer: str, random_seed: int = 1):
+    """A training program of one layer with ``dropout`` (SGD on the mean square of its
+    output); returns (main, startup, test program, loss)."""
+    main, startup = pc.Program(), pc.Program()
+    main.random_seed = startup.random_seed = random_seed
+    with pc.program_guard(main, startup):
+        x = pc.data("x", [2, 6, 16], "float32")
+        if layer == "mha":
+            y = pc.layers.multi_head_attention(x, x, x, 16, 4, dropout=dropout, name="mha")
+        else:
+            y = pc.layers.transformer_encoder_layer(
+                x, 16, 4, dim_feedforward=32, dropout=dropout, name="enc"
+            )
+        loss = pc.layers.mean(pc.ops.square(y))
+        test = main.clone(for_test=True)
+        pc.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    return main, startup, test, loss
+
+
+ENCODER_X = np.random.default_rng(18).standard_normal((2, 6, 16)).astype(np.float32)
+
+
+def train_losses(dropout: float, layer: str, random_seed: int = 1) -> list[float]:
+    """The losses of three steps of ``encoder``'s training from its initialisation."""
+    main, startup, _, loss = encoder(dropout, layer, random_seed)
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    return [
+        float(exe.run(main, feed={"x": ENCODER_X}, fetch_list=[loss], scope=scope)[0])
+        for _ in range(3)
+    ]
+
+
+@pytest.mark.parametrize("layer", ["mha", "encoder"])
+def test_layers_train_with_attention_dropout_reproducibly(layer):
+    main, *_ = encoder(0.3, layer)
+    (op,) = [op for op in main.global_block().ops if op.type == OP]
+    assert op.attrs["dropout_p"] == pytest.approx(0.3) and not op.attrs["is_test"]
+    assert [o.type for o in main.global_block().ops].count(OP + "_grad") == 1
+    losses = train_losses(0.3, layer)
+    assert all(np.isfinite(losses))
+    assert losses == train_losses(0.3, layer)  # a fixed random_seed: the same masks
+    assert losses != train_losses(0.3, layer, random_seed=2)
+    assert losses[0] != train_losses(0.0, layer)[0]
+
+
+@pytest.mark.parametrize("layer", ["mha", "encoder"])
+def test_layers_drop_nothing_in_the_test_program(layer):
+    """The test program (is_test set) gives what the layer without dropout gives."""
+    results = []
+    for dropout in (0.3, 0.0):
+        _, startup, test, loss = encoder(dropout, layer)
+        scope, exe = pc.Scope(), pc.Executor()
+        exe.run(startup, scope=scope)
+        results.append(exe.run(test, feed={"x": ENCODER_X}, fetch_list=[loss.name], scope=scope))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -353,10 +677,9 @@ def test_is_causal_with_a_mask_is_refused():
         append({**QKV, "attn_mask": (4, 6)}, {"attn_mask": "bool"}, is_causal=True)
 
 
-@pytest.mark.parametrize("p", [0.1, 0.5, -0.1])
-def test_dropout_is_refused_for_now(p):
-    """Dropout inside attention is not implemented yet: the attr's declared range is [0, 0]."""
-    with pytest.raises(pc.AttrError, match=rf"op '{OP}', attr 'dropout_p': .*\[0, 0\]"):
+@pytest.mark.parametrize("p", [-0.1, 1.0, 1.5])
+def test_a_dropout_p_outside_0_1_is_refused(p):
+    with pytest.raises(pc.AttrError, match=rf"op '{OP}', attr 'dropout_p': .*{p}"):
         append(QKV, dropout_p=p)
 
 
@@ -367,7 +690,7 @@ def test_the_kernel_checks_the_fed_shapes():
     with pc.program_guard(prog):
         q = pc.data("q", [2, None, 8], "float32")
         k = pc.data("k", [2, None, None], "float32")
-        out, _ = pc.ops.scaled_dot_product_attention(q, k, k)
+        out, _, _ = pc.ops.scaled_dot_product_attention(q, k, k)
     feed = {"q": np.ones((2, 3, 8), np.float32), "k": np.ones((2, 5, 7), np.float32)}
     with pytest.raises(pc.PaddleCoreError, match="head dimension"):
         pc.Executor().run(prog, feed=feed, fetch_list=[out])

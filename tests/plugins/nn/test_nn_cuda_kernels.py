@@ -119,6 +119,35 @@ def test_attention_and_its_gradient(cuda, dtype, variant):
     on_both("scaled_dot_product_attention_grad", grad_inputs, attrs, SUM_TOLERANCE)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(
+    "attrs", [{"dropout_p": 0.3, "seed": 5}, {"dropout_p": 0.5, "is_causal": True}], ids=str
+)
+def test_attention_dropout_draws_the_cpus_mask(cuda, dtype, attrs):
+    """Each pair's draw is the same counter-based number on both devices: the same rng_state,
+    the same dropped pairs (read through identity values: out = P Z), and the gradient drawn
+    again from the state."""
+    op = "scaled_dot_product_attention"
+    q, k, v = rand((2, 3, 33, 8), dtype), rand((2, 3, 70, 8), dtype), rand((2, 3, 70, 5), dtype)
+    on_both(op, {"q": q, "k": k, "v": v}, attrs, SUM_TOLERANCE)
+    out = run_op(op, {"q": q, "k": k, "v": v}, attrs)
+    grad_inputs = {
+        "q": q,
+        "k": k,
+        "v": v,
+        "out": out["out"][0],
+        "logsumexp": out["logsumexp"][0],
+        "out_grad": rand(out["out"][0].shape, dtype),
+        "rng_state": out["rng_state"][0],
+    }
+    grad_attrs = {a: value for a, value in attrs.items() if a != "seed"}
+    on_both(op + "_grad", grad_inputs, grad_attrs, SUM_TOLERANCE)
+    eye = np.broadcast_to(np.eye(70, dtype=dtype), (2, 3, 70, 70)).copy()
+    cpu = run_op(op, {"q": q, "k": k, "v": eye}, attrs)["out"][0]
+    gpu = run_op(op, {"q": q, "k": k, "v": eye}, attrs, device="cuda:0")["out"][0]
+    np.testing.assert_array_equal(cpu == 0, gpu == 0)
+
+
 # -- recurrent networks --------------------------------------------------------------------------
 
 # name: (T, B, I, H, layers, bidirectional, initial states, sequence_length)

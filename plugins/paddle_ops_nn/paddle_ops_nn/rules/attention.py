@@ -3,7 +3,9 @@
 q ``[..., L, E]``, k ``[..., S, E]`` and v ``[..., S, Ev]`` share their leading dimensions; the
 mask broadcasts to ``[..., L, S]`` by NumPy's rules. Everything is checked here, when the op is
 appended (and again on the fed shapes); the kernels check it once more at prepare time.
-Unknown dimensions (None) pass and are taken from whichever input knows them.
+Unknown dimensions (None) pass and are taken from whichever input knows them. With dropout
+(``dropout_p`` > 0 and not ``is_test``) the op also gives ``rng_state`` (int64 [2]), which its
+gradient op reads.
 """
 
 from __future__ import annotations
@@ -70,13 +72,21 @@ def _mask(ctx, lead, L, S) -> None:
         )
 
 
+def _dropping(attrs) -> bool:
+    """Whether the op drops probabilities: dropout_p > 0 while training."""
+    return attrs["dropout_p"] > 0 and not attrs["is_test"]
+
+
 def attention_shape(ctx) -> None:
-    """scaled_dot_product_attention: out [..., L, Ev] and logsumexp [..., L]."""
+    """scaled_dot_product_attention: out [..., L, Ev], logsumexp [..., L] and, with dropout,
+    rng_state int64 [2]."""
     lead, L, S, Ev = _qkv(ctx)
     _mask(ctx, lead, L, S)
     dtype = ctx.input("q").dtype
     ctx.set_output("out", (*lead, L, Ev), dtype)
     ctx.set_output("logsumexp", (*lead, L), dtype)
+    if _dropping(ctx.attrs):
+        ctx.set_output("rng_state", (2,), "int64")
 
 
 def attention_grad_shape(ctx) -> None:
@@ -92,6 +102,16 @@ def attention_grad_shape(ctx) -> None:
         var = ctx.input(slot)
         if var.dtype != dtype or var.ndim != len(want) or not all(map(_same, var.shape, want)):
             ctx.fail(f"{slot} must be {dtype}{_fmt(want)}, got {var.dtype}{_fmt(var.shape)}")
+    state = ctx.input("rng_state")
+    if _dropping(ctx.attrs) and state is None:
+        ctx.fail(
+            f"dropout_p={ctx.attrs['dropout_p']} needs rng_state, the forward op's output that "
+            "the dropout mask is drawn again from"
+        )
+    if state is not None and (
+        state.dtype != "int64" or state.ndim != 1 or not _same(state.shape[0], 2)
+    ):
+        ctx.fail(f"rng_state must be int64[2], got {state.dtype}{_fmt(state.shape)}")
     for slot in ("q", "k", "v"):
         var = ctx.input(slot)
         ctx.set_output(f"{slot}_grad", var.shape, dtype)
