@@ -11,7 +11,14 @@ steps), with the transposes batch_first needs. PyTorch runs
 nn.Embedding, nn.LSTM / nn.GRU (batch_first=True), nn.Linear, F.cross_entropy and
 optim.Adam(foreach). Target: our step in at most 0.8x PyTorch's time.
 
-    python bench/bench_seq.py [--rounds 15] [--model lstm|gru|both] [--threads 1 2] [--cpu-time]
+``--model composed`` times the LSTM written by hand from ops instead (unrolled over the 32
+steps: a slice, two products, the gates and the cell per step, 1,107 ops with the gradients)
+beside the same PyTorch nn.LSTM step: what a recurrence costs where no fused op fits. Its
+gradients chain through accumulators (the input's per-step slices and each weight's per-step
+products add into one buffer; see docs/writing-op-plugins.md, "Grad rules").
+
+    python bench/bench_seq.py [--rounds 15] [--model lstm|gru|composed|all] [--threads 1 2]
+                              [--cpu-time]
     (PyTorch: pip install torch==2.13.0; --cpu-time: the process's CPU time, not the wall clock)
 """
 
@@ -35,13 +42,35 @@ def batch(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return tokens[:, :-1].copy(), tokens[:, 1:].copy()
 
 
+def composed_lstm(x: pc.Variable) -> pc.Variable:
+    """An LSTM over x [B, T, EMBED] from ops, step by step; its outputs [B, T, HIDDEN]."""
+    ops = pc.ops
+    w_ih = pc.layers.create_parameter([EMBED, 4 * HIDDEN], "float32", "w_ih")
+    w_hh = pc.layers.create_parameter([HIDDEN, 4 * HIDDEN], "float32", "w_hh")
+    bias = pc.layers.create_parameter([4 * HIDDEN], "float32", "b", pc.initializer.Constant(0.0))
+    h = c = pc.layers.fill_constant_batch_size_like(x, [-1, HIDDEN], "float32", 0.0)
+    outs = []
+    for t in range(STEPS):
+        x_t = ops.reshape(ops.slice(x, axes=[1], starts=[t], ends=[t + 1]), shape=[-1, EMBED])
+        gates = ops.add(ops.add(ops.matmul(x_t, w_ih), ops.matmul(h, w_hh)), bias)
+        i, f, g, o = ops.split(gates, num=4, axis=1)
+        sigmoid, tanh = pc.layers.sigmoid, pc.layers.tanh
+        c = ops.add(ops.mul(sigmoid(f), c), ops.mul(sigmoid(i), tanh(g)))
+        h = ops.mul(sigmoid(o), tanh(c))
+        outs.append(h)
+    return ops.stack(outs, axis=1)
+
+
 def ours(kind: str, ids: np.ndarray, targets: np.ndarray, threads: int):
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
         x = pc.layers.data("ids", [STEPS], dtype="int64")
         label = pc.layers.data("label", [STEPS, 1], dtype="int64")
         embedded = pc.layers.embedding(x, [VOCAB, EMBED])
-        out, _ = getattr(pc.layers, kind)(embedded, HIDDEN)
+        if kind == "composed":
+            out = composed_lstm(embedded)
+        else:
+            out, _ = getattr(pc.layers, kind)(embedded, HIDDEN)
         logits = pc.layers.fc(out, VOCAB, num_flatten_dims=2)
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
         pc.optimizer.Adam(0.001).minimize(loss)
@@ -55,7 +84,7 @@ def torch_step(torch, kind: str, ids: np.ndarray, targets: np.ndarray, threads: 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     nn = torch.nn
-    recurrent = {"lstm": nn.LSTM, "gru": nn.GRU}[kind](EMBED, HIDDEN, batch_first=True)
+    recurrent = {"gru": nn.GRU}.get(kind, nn.LSTM)(EMBED, HIDDEN, batch_first=True)
     model = nn.ModuleList([nn.Embedding(VOCAB, EMBED), recurrent, nn.Linear(HIDDEN, VOCAB)])
     optimizer = torch.optim.Adam(model.parameters(), lr=0.001, foreach=True)
     x, y = torch.from_numpy(ids), torch.from_numpy(targets).reshape(-1)
@@ -74,7 +103,7 @@ def torch_step(torch, kind: str, ids: np.ndarray, targets: np.ndarray, threads: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--model", choices=["lstm", "gru", "both"], default="both")
+    parser.add_argument("--model", choices=["lstm", "gru", "composed", "all"], default="all")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--cpu-time", action="store_true", help="time with the CPU time")
     args = parser.parse_args()
@@ -83,7 +112,7 @@ def main() -> None:
     timing.banner(__doc__)
     torch = optional("torch")
     ids, targets = batch()
-    for kind in ("lstm", "gru") if args.model == "both" else (args.model,):
+    for kind in ("lstm", "gru", "composed") if args.model == "all" else (args.model,):
         print(
             f"{kind}:\n{'threads':>7} {'paddle-core ms':>15} {'PyTorch ms':>11} {'ours / PyTorch':>15}"
         )
