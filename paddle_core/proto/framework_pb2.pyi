@@ -262,20 +262,22 @@ class KernelDef(_message.Message):
     def __init__(self, device: _Optional[str] = ..., dtypes: _Optional[_Iterable[_Union[VarType.DataType, str]]] = ..., python: _Optional[str] = ..., native: _Optional[str] = ...) -> None: ...
 
 class OpDef(_message.Message):
-    __slots__ = ("proto", "kernels", "shape_rule", "grad_rule", "kernel_dtype_input", "random")
+    __slots__ = ("proto", "kernels", "shape_rule", "grad_rule", "kernel_dtype_input", "random", "random_rule")
     PROTO_FIELD_NUMBER: _ClassVar[int]
     KERNELS_FIELD_NUMBER: _ClassVar[int]
     SHAPE_RULE_FIELD_NUMBER: _ClassVar[int]
     GRAD_RULE_FIELD_NUMBER: _ClassVar[int]
     KERNEL_DTYPE_INPUT_FIELD_NUMBER: _ClassVar[int]
     RANDOM_FIELD_NUMBER: _ClassVar[int]
+    RANDOM_RULE_FIELD_NUMBER: _ClassVar[int]
     proto: OpProto
     kernels: _containers.RepeatedCompositeFieldContainer[KernelDef]
     shape_rule: str
     grad_rule: str
     kernel_dtype_input: str
     random: bool
-    def __init__(self, proto: _Optional[_Union[OpProto, _Mapping]] = ..., kernels: _Optional[_Iterable[_Union[KernelDef, _Mapping]]] = ..., shape_rule: _Optional[str] = ..., grad_rule: _Optional[str] = ..., kernel_dtype_input: _Optional[str] = ..., random: _Optional[bool] = ...) -> None: ...
+    random_rule: str
+    def __init__(self, proto: _Optional[_Union[OpProto, _Mapping]] = ..., kernels: _Optional[_Iterable[_Union[KernelDef, _Mapping]]] = ..., shape_rule: _Optional[str] = ..., grad_rule: _Optional[str] = ..., kernel_dtype_input: _Optional[str] = ..., random: _Optional[bool] = ..., random_rule: _Optional[str] = ...) -> None: ...
 
 class KernelPack(_message.Message):
     __slots__ = ("op", "kernels")

@@ -76,6 +76,7 @@ def references(manifest: Any) -> list[tuple[str, str]]:
         op = opdef.proto.type
         used += [(opdef.shape_rule, f"shape rule of op {op!r}")]
         used += [(opdef.grad_rule, f"grad rule of op {op!r}")] if opdef.grad_rule else []
+        used += [(opdef.random_rule, f"random rule of op {op!r}")] if opdef.random_rule else []
         used += [(k.python, f"{k.device} kernel of op {op!r}") for k in opdef.kernels if k.python]
     for pack in manifest.kernel_packs:
         used += [

@@ -267,6 +267,17 @@ class OpInfo:
         ref = self.opdef.grad_rule
         return loading.resolve(self.plugin, ref, f"grad rule of op {self.type!r}") if ref else None
 
+    def draws(self, attrs: dict) -> bool:
+        """Whether an op of this type with ``attrs`` (as its kernel reads them) draws random
+        numbers: a ``random`` op does, unless its ``random_rule`` says it does not."""
+        if not self.opdef.random:
+            return False
+        ref = self.opdef.random_rule
+        if not ref:
+            return True
+        rule = loading.resolve(self.plugin, ref, f"random rule of op {self.type!r}")
+        return bool(rule(attrs))
+
 
 class Conflict:
     """Several plugins provide one op type (kind "op") or one kernel key (kind "kernel")."""

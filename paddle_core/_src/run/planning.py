@@ -177,7 +177,7 @@ def plan(
         _bind_inputs(spec, block, op, available)
         _check_fed_outputs(block, op, index_of[id(op)], feed_until)
         step = _step(registry, manager, op, device, fallback, spec.shapes)
-        if step.info.opdef.random:
+        if step.info.draws(step.attrs):
             step.random_key = random_key(program.random_seed, block.idx, index_of[id(op)])
             spec.random = True
         if op.type in CONTROL_OPS:  # its blocks are planned too; they give its shapes

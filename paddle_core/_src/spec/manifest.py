@@ -108,6 +108,7 @@ def qualify(manifest: pb.PluginManifest) -> None:
     for opdef in manifest.ops:
         opdef.shape_rule = full(opdef.shape_rule)
         opdef.grad_rule = full(opdef.grad_rule)
+        opdef.random_rule = full(opdef.random_rule)
     for k in _all_kernels(manifest):
         if k.WhichOneof("impl") == "python":
             k.python = full(k.python)
@@ -258,8 +259,10 @@ def _check_op(opdef: pb.OpDef, bare_ok: bool) -> list[str]:
     problems += _check_kernels(opdef.kernels, bare_ok)
     if not opdef.shape_rule:
         problems.append("has no shape_rule")
-    for field in ("shape_rule", "grad_rule"):
+    for field in ("shape_rule", "grad_rule", "random_rule"):
         problems += _check_ref(field, getattr(opdef, field), bare_ok)
+    if opdef.random_rule and not opdef.random:
+        problems.append("names a random_rule but is not random: true")
     return problems
 
 

@@ -105,6 +105,49 @@ inline RnnDims check_rnn_inputs(const Attrs& attrs, const Slots& in, bool cell, 
   return d;
 }
 
+// The prepare checks of the forward kernels (CPU and CUDA): the inputs, then out, h_n, c_n
+// (lstm) and reserve; returns the dims.
+inline RnnDims check_rnn(const Attrs& attrs, const Slots& in, const Slots& out, bool cell) {
+  const RnnSlots s{cell};
+  const RnnDims d = check_rnn_inputs(attrs, in, cell, s.h0(), s.c0(), s.lengths());
+  const int32_t dtype = in(0).dtype();
+  expect_dims(out(0), {d.T, d.B, d.D * d.H}, dtype, "out");
+  expect_dims(out(s.h_n()), {d.units(), d.B, d.H}, dtype, "h_n");
+  if (cell) expect_dims(out(s.c_n()), {d.units(), d.B, d.H}, dtype, "c_n");
+  expect_dims(out(s.reserve()), {d.units(), d.T + 1, d.B, d.row()}, dtype, "reserve");
+  return d;
+}
+
+// The prepare checks of the grad kernels (CPU and CUDA): the forward's inputs, reserve, the
+// outputs' gradients that are given, and every gradient asked for; returns the dims.
+inline RnnDims check_rnn_grad(const Attrs& attrs, const Slots& in, const Slots& out, bool cell) {
+  const RnnSlots s{cell};
+  const RnnDims d = check_rnn_inputs(attrs, in, cell, s.grad_h0(), s.grad_c0(), s.grad_lengths());
+  const int32_t dtype = in(0).dtype();
+  expect_dims(in(s.grad_reserve()), {d.units(), d.T + 1, d.B, d.row()}, dtype, "reserve");
+  if (in.has(s.out_grad()))
+    expect_dims(in(s.out_grad()), {d.T, d.B, d.D * d.H}, dtype, "out_grad");
+  if (in.has(s.h_n_grad()))
+    expect_dims(in(s.h_n_grad()), {d.units(), d.B, d.H}, dtype, "h_n_grad");
+  if (cell && in.has(s.c_n_grad()))
+    expect_dims(in(s.c_n_grad()), {d.units(), d.B, d.H}, dtype, "c_n_grad");
+  if (out.has(0)) expect_dims(out(0), {d.T, d.B, d.I}, dtype, "x_grad");
+  const char* names[] = {"weight_ih_grad", "weight_hh_grad", "bias_ih_grad", "bias_hh_grad"};
+  for (int32_t slot = 1; slot <= 4; ++slot) {
+    if (!out.has(slot)) continue;
+    if (out.size(slot) != d.units())
+      fail("%s holds %d tensor(s), but there are %lld weights", names[slot - 1],
+           static_cast<int>(out.size(slot)), static_cast<long long>(d.units()));
+    for (int32_t k = 0; k < d.units(); ++k) {
+      expect_same_shape(in(slot, k), out(slot, k), names[slot - 1]);
+      expect_same_dtype(in(slot, k), out(slot, k), names[slot - 1]);
+    }
+  }
+  if (out.has(5)) expect_dims(out(5), {d.units(), d.B, d.H}, dtype, "h0_grad");
+  if (cell && out.has(6)) expect_dims(out(6), {d.units(), d.B, d.H}, dtype, "c0_grad");
+  return d;
+}
+
 // sequence_length[b], n, checked against [1, T] (both devices check every value on the host
 // before anything is computed).
 inline int64_t checked_length(int64_t n, int64_t b, int64_t T) {

@@ -133,12 +133,8 @@ class Rnn {
   using DTypes = Floats;
 
   Rnn(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : d_(check_rnn_inputs(attrs, in, kLstm, s_.h0(), s_.c0(), s_.lengths())) {
+      : d_(check_rnn(attrs, in, out, kLstm)) {
     const int32_t dtype = in(0).dtype();
-    expect_dims(out(0), {d_.T, d_.B, d_.D * d_.H}, dtype, "out");
-    expect_dims(out(s_.h_n()), {d_.units(), d_.B, d_.H}, dtype, "h_n");
-    if (kLstm) expect_dims(out(s_.c_n()), {d_.units(), d_.B, d_.H}, dtype, "c_n");
-    expect_dims(out(s_.reserve()), {d_.units(), d_.T + 1, d_.B, d_.row()}, dtype, "reserve");
     fn_ = dispatch(dtype, Floats{}, [](auto t) -> Fn { return &Rnn::compute<decltype(t)>; });
     engine_ = make_recurrence_engine(d_.B, d_.H, d_.G, false, dtype, ctx.num_threads());
   }
@@ -281,32 +277,10 @@ class RnnGrad {
   using DTypes = Floats;
 
   RnnGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : d_(check_rnn_inputs(attrs, in, kLstm, s_.grad_h0(), s_.grad_c0(), s_.grad_lengths())) {
-    const RnnDims& d = d_;
+      : d_(check_rnn_grad(attrs, in, out, kLstm)) {
     const int32_t dtype = in(0).dtype();
-    expect_dims(in(s_.grad_reserve()), {d.units(), d.T + 1, d.B, d.row()}, dtype, "reserve");
-    if (in.has(s_.out_grad()))
-      expect_dims(in(s_.out_grad()), {d.T, d.B, d.D * d.H}, dtype, "out_grad");
-    if (in.has(s_.h_n_grad()))
-      expect_dims(in(s_.h_n_grad()), {d.units(), d.B, d.H}, dtype, "h_n_grad");
-    if (kLstm && in.has(s_.c_n_grad()))
-      expect_dims(in(s_.c_n_grad()), {d.units(), d.B, d.H}, dtype, "c_n_grad");
-    if (out.has(0)) expect_dims(out(0), {d.T, d.B, d.I}, dtype, "x_grad");
-    const char* names[] = {"weight_ih_grad", "weight_hh_grad", "bias_ih_grad", "bias_hh_grad"};
-    for (int32_t slot = 1; slot <= 4; ++slot) {
-      if (!out.has(slot)) continue;
-      if (out.size(slot) != d.units())
-        fail("%s holds %d tensor(s), but there are %lld weights", names[slot - 1],
-             static_cast<int>(out.size(slot)), static_cast<long long>(d.units()));
-      for (int32_t k = 0; k < d.units(); ++k) {
-        expect_same_shape(in(slot, k), out(slot, k), names[slot - 1]);
-        expect_same_dtype(in(slot, k), out(slot, k), names[slot - 1]);
-      }
-    }
-    if (out.has(5)) expect_dims(out(5), {d.units(), d.B, d.H}, dtype, "h0_grad");
-    if (kLstm && out.has(6)) expect_dims(out(6), {d.units(), d.B, d.H}, dtype, "c0_grad");
     fn_ = dispatch(dtype, Floats{}, [](auto t) -> Fn { return &RnnGrad::compute<decltype(t)>; });
-    engine_ = make_recurrence_engine(d.B, d.H, d.G, true, dtype, ctx.num_threads());
+    engine_ = make_recurrence_engine(d_.B, d_.H, d_.G, true, dtype, ctx.num_threads());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -492,6 +492,13 @@ def test_missing_shape_rule():
     assert problems(op(rules='grad_rule: "t_grad"')) == ["op 't': has no shape_rule"]
 
 
+def test_a_random_rule_needs_a_random_op():
+    assert problems(op(rules=RULES + ' random_rule: "t_draws"')) == [
+        "op 't': names a random_rule but is not random: true"
+    ]
+    assert problems(op(rules=RULES + ' random: true random_rule: "t_draws"')) == []
+
+
 def test_bare_names_need_a_rules_module():
     assert problems(op(rules=RULES + ' grad_rule: "t_grad"'), header="") == [
         "op 't': cpu kernel python 't_cpu' names a function but the manifest sets no rules_module",

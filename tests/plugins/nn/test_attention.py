@@ -515,6 +515,67 @@ def test_dropout_p_0_draws_nothing_and_gives_no_rng_state():
     assert_matches(got["out"][0], np_attention(q, k, v)[0])
 
 
+def test_only_an_attention_that_drops_moves_the_run_counter():
+    """The op is random only when it draws (its random_rule): at dropout_p 0, or in the test
+    program, a run leaves the scope's counter of random runs where it is."""
+    prog, fetches = dropout_program(random_seed=6)
+    plain = pc.Program()
+    with pc.program_guard(plain):
+        vs = [pc.data(n, [2, 3, 70, 6], "float64") for n in "qkv"]
+        out, _, _ = pc.ops.scaled_dot_product_attention(*vs)
+    for program, fetch, moves in [
+        (prog, fetches, 2),
+        (prog.clone(for_test=True), [fetches[0].name], 0),
+        (plain, [out], 0),
+    ]:
+        scope, exe = pc.Scope(), pc.Executor()
+        feed = {
+            n: v for n, v in DROPOUT_FEED.items() if program.global_block().find_var(n) is not None
+        }
+        for _ in range(2):
+            exe.run(program, feed=feed, fetch_list=fetch, scope=scope)
+        assert scope.random_runs == moves
+
+
+@pytest.mark.parametrize(("dropout_p", "compiled"), [(0.0, True), (0.3, False)])
+def test_a_recurrent_step_holding_attention_runs_compiled_unless_it_drops(dropout_p, compiled):
+    """pc.layers.rnn runs its step as a compiled scan unless the step draws random numbers:
+    attention without dropout draws none."""
+    batch, steps, width = 2, 5, 4
+    main = pc.Program()
+    with pc.program_guard(main):
+        x = pc.data("x", [batch, steps, width], "float32")
+        h0 = pc.data("h0", [batch, width], "float32")
+
+        def cell(x_t, h):
+            q = pc.ops.reshape(x_t, shape=[batch, 1, 1, width])
+            kv = pc.ops.reshape(pc.ops.stack([x_t, h], axis=1), shape=[batch, 1, 2, width])
+            seen, _, _ = pc.ops.scaled_dot_product_attention(q, kv, kv, dropout_p=dropout_p)
+            h = pc.layers.tanh(pc.ops.add(pc.ops.reshape(seen, shape=[batch, width]), h))
+            return h, h
+
+        out, _ = pc.layers.rnn(cell, x, h0)
+    exe = pc.Executor()
+    shapes = {"x": ([batch, steps, width], "float32"), "h0": ([batch, width], "float32")}
+    (step,) = [s for s in exe.prepare(main, shapes, [out]).steps if s.op.type == "recurrent_block"]
+    assert (step.fn.block.scan_runner is not None) == compiled
+    feed = {
+        "x": np.ones((batch, steps, width), np.float32),
+        "h0": np.zeros((batch, width), np.float32),
+    }
+    (got,) = exe.run(main, feed=feed, fetch_list=[out])
+    assert got.shape == (batch, steps, width) and np.isfinite(got).all()
+    if dropout_p == 0:  # every key holds ones or the previous h: a closed form
+        h, want = np.zeros((batch, width)), []
+        for _ in range(steps):
+            scores = np.stack([np.ones(batch) * width, h.sum(1)], 1) / np.sqrt(width)
+            p = np.exp(scores - scores.max(1, keepdims=True))
+            p /= p.sum(1, keepdims=True)
+            h = np.tanh(p[:, :1] * 1.0 + p[:, 1:] * h + h)
+            want.append(h)
+        np.testing.assert_allclose(got, np.stack(want, 1), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("case", ["plain", "causal", "bool mask", "float mask"])
 def test_dropout_gradient_by_finite_differences(case):
     """The mask is fixed by the stream (each run of the check on a fresh scope), so the op is

@@ -72,8 +72,10 @@ def _mask(ctx, lead, L, S) -> None:
         )
 
 
-def _dropping(attrs) -> bool:
-    """Whether the op drops probabilities: dropout_p > 0 while training."""
+def attention_draws(attrs) -> bool:
+    """Whether the op drops probabilities: dropout_p > 0 while training (its random_rule: an
+    op that draws nothing keeps the run counter still and lets a loop holding it run
+    compiled)."""
     return attrs["dropout_p"] > 0 and not attrs["is_test"]
 
 
@@ -85,7 +87,7 @@ def attention_shape(ctx) -> None:
     dtype = ctx.input("q").dtype
     ctx.set_output("out", (*lead, L, Ev), dtype)
     ctx.set_output("logsumexp", (*lead, L), dtype)
-    if _dropping(ctx.attrs):
+    if attention_draws(ctx.attrs):
         ctx.set_output("rng_state", (2,), "int64")
 
 
@@ -103,7 +105,7 @@ def attention_grad_shape(ctx) -> None:
         if var.dtype != dtype or var.ndim != len(want) or not all(map(_same, var.shape, want)):
             ctx.fail(f"{slot} must be {dtype}{_fmt(want)}, got {var.dtype}{_fmt(var.shape)}")
     state = ctx.input("rng_state")
-    if _dropping(ctx.attrs) and state is None:
+    if attention_draws(ctx.attrs) and state is None:
         ctx.fail(
             f"dropout_p={ctx.attrs['dropout_p']} needs rng_state, the forward op's output that "
             "the dropout mask is drawn again from"
