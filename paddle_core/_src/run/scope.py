@@ -161,7 +161,10 @@ def _check_shape(name: str, value: Any, shape: tuple, dtype: str) -> None:
         return  # (not an array: the run says what it needs)
     hint = ""
     if len(shape) == 2 and got == shape[::-1] and shape[0] != shape[1]:
-        hint = " (the transpose: fc's weight is [in, out], PyTorch Linear's [out, in]; set value.T)"
+        hint = (
+            " (its transpose: set value.T; fc's weight is [in, out] where PyTorch's Linear has"
+            " [out, in], and pc.layers.linear takes PyTorch's)"
+        )
     raise FeedError(
         f"Scope.set_var: persistable variable {name!r} is declared {dtype}{format_shape(shape)}, "
         f"got an array of shape {list(got)}{hint}"

@@ -449,7 +449,8 @@ def test_a_persistable_of_the_wrong_shape_is_refused_where_it_is_set():
     with pytest.raises(
         pc.FeedError,
         match=r"persistable variable 'w' is declared float32\[3, 2\], got an array of shape "
-        r"\[2, 3\] \(the transpose: fc's weight is \[in, out\], PyTorch Linear's \[out, in\]",
+        r"\[2, 3\] \(its transpose: set value.T; fc's weight is \[in, out\] where PyTorch's "
+        r"Linear has \[out, in\]",
     ):
         scope.set_var("w", wv.T)
     with pytest.raises(
