@@ -8,6 +8,7 @@ from paddle_core._src.base.errors import KernelRuntimeError, ProgramError
 from paddle_core._src.graph.backward import block_gradients
 from paddle_core._src.graph.shape_rules import check_fill_value
 from paddle_core._src.graph.variable import format_shape
+from paddle_core._src.plugins.registry import get_registry
 from paddle_core.proto import framework_pb2
 
 
@@ -218,12 +219,7 @@ def while_block_grad(ctx):
         rename: dict[str, str] = {}
         outer = set(carried)
         for fop in body.ops:
-            if framework_pb2.BLOCK in fop.attr_types.values():
-                raise ProgramError(
-                    f"gradients through op 'while_block' in block {op.block.idx}: its body "
-                    f"block {body.idx} holds op {fop.type!r}, which holds blocks of its own "
-                    "(not supported yet)"
-                )
+            _check_recomputable(fop, f"op 'while_block' in block {op.block.idx}", "body", body)
             inputs = {s: [rename.get(n, n) for n in names] for s, names in fop.inputs.items()}
             outputs = {}
             for slot, names in fop.outputs.items():
@@ -328,15 +324,29 @@ def recurrent_block_kernel(*args, **attrs):
     )
 
 
+def _check_recomputable(fop, where: str, which: str, source) -> None:
+    """A gradient block runs a body's or step's ops again: refuse an op holding blocks of its
+    own, and one drawing random numbers (run again, it would draw other numbers than the
+    forward's, and its gradient would differentiate those)."""
+    if framework_pb2.BLOCK in fop.attr_types.values():
+        raise ProgramError(
+            f"gradients through {where}: its {which} block {source.idx} holds op "
+            f"{fop.type!r}, which holds blocks of its own (not supported yet)"
+        )
+    if get_registry().op(fop.type).draws(fop.attrs):
+        raise ProgramError(
+            f"gradients through {where}: its {which} block {source.idx} holds op "
+            f"{fop.type!r}, which draws random numbers; the gradient block would run it again "
+            "with other numbers than the forward's (not supported yet: apply it outside the "
+            "loop, or without randomness inside it)"
+        )
+
+
 def _copy_block_ops(source, block, where: str) -> None:
     """Append ``source``'s ops to ``block`` (recomputing a step's values in a gradient block),
-    refusing ops that hold blocks of their own."""
+    refusing those that cannot be recomputed (``_check_recomputable``)."""
     for fop in source.ops:
-        if framework_pb2.BLOCK in fop.attr_types.values():
-            raise ProgramError(
-                f"gradients through {where}: its step block {source.idx} holds op "
-                f"{fop.type!r}, which holds blocks of its own (not supported yet)"
-            )
+        _check_recomputable(fop, where, "step", source)
         block.append_op(fop.type, _slots(fop.inputs), _slots(fop.outputs), dict(fop.attrs))
 
 

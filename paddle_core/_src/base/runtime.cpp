@@ -21,6 +21,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "paddle_core/kernel_abi.h"
@@ -274,11 +275,14 @@ class Plan {
     const auto loads = slices(load, n, false, keep);
     const auto before = slices(save_before, n, true, keep);
     const auto after = slices(save, n, true, keep);
+    std::unordered_set<int32_t> swapped;  // each pair a transposition of its own (swap_owners)
     for (const auto& [a, b] : swaps) {
       const Buffer &x = *buffers_.at(a), &y = *buffers_.at(b);
       if (a == b || bytes_of(x) != bytes_of(y) || !x.host || !y.host ||
           (bytes_of(x) > 0 && (x.data == nullptr || y.data == nullptr)))
         throw std::invalid_argument("run_scan swaps two distinct bound host buffers of one size");
+      if (!swapped.insert(a).second || !swapped.insert(b).second)
+        throw std::invalid_argument("run_scan: a buffer is in more than one pair of swaps");
     }
     check_copies();
     int64_t done = 0;

@@ -145,6 +145,11 @@ def _plan_recurrent(step: Any, shapes: dict, sub_plan: Callable) -> dict[str, An
     axis = _time_axis(attrs)
     n = _steps(op, shapes, axis)
     states = attrs["step_states"]
+    if len(set(states)) != len(states):  # (a loaded program's: rnn() makes distinct ones)
+        raise ProgramError(
+            f"{_where(op)}: step_states names a variable twice ({states}); each state is a "
+            "variable of its own"
+        )
     fed = {
         name: _step_shape(op, shapes, seq, axis)
         for name, seq in zip(attrs["step_inputs"], op.input("inputs"))

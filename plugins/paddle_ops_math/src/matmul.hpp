@@ -196,6 +196,7 @@ inline Batched check_matmul_grad(const Attrs& attrs, const Slots& in, const Slot
 
 inline Flat check_matmul_2d(const Attrs& attrs, const Slots& in, const Slots& out) {
   paddle_core::expect_same_dtype(in(0), in(1), "x and y");
+  out(0).expect_dtype(in(0).dtype(), "out");
   Flat flat(in(0), in(1), attrs.i("x_num_col_dims"), attrs.i("y_num_col_dims"));
   if (out(0).numel() != flat.M * flat.N) fail("out has the wrong size");
   return flat;
@@ -203,7 +204,11 @@ inline Flat check_matmul_2d(const Attrs& attrs, const Slots& in, const Slots& ou
 
 inline Flat check_matmul_2d_grad(const Attrs& attrs, const Slots& in, const Slots& out) {
   check_grad_outputs(in, out);
-  return Flat(in(0), in(1), attrs.i("x_num_col_dims"), attrs.i("y_num_col_dims"));
+  Flat flat(in(0), in(1), attrs.i("x_num_col_dims"), attrs.i("y_num_col_dims"));
+  if (in(2).numel() != flat.M * flat.N)
+    fail("out_grad %s does not hold the product's %lld x %lld elements",
+         in(2).describe().c_str(), static_cast<long long>(flat.M), static_cast<long long>(flat.N));
+  return flat;
 }
 
 }  // namespace paddle_ops_math

@@ -147,3 +147,22 @@ def test_gradients_through_a_while_with_blocks_inside_are_refused_naming_the_op(
         )
         with pytest.raises(pc.ProgramError, match=r"op 'while_block'.*holds op 'cond_block'"):
             pc.gradients([ops.sum(s)], [x])
+
+
+def test_gradients_through_a_loop_body_that_draws_random_numbers_are_refused():
+    """The gradient block runs the body's ops again: a dropout there would draw another mask
+    than the forward's. Refused, naming the op, rather than a gradient of the wrong mask."""
+    main = pc.Program()
+    with pc.program_guard(main):
+        s0 = pc.data("s0", [3], "float64")
+        s0.stop_gradient = False
+        n = pc.data("n", [1], "int64")
+        i = ops.fill_constant(shape=[1], dtype="int64", value=0)
+        one = ops.fill_constant(shape=[1], dtype="int64", value=1)
+        _, s = pc.layers.while_loop(
+            lambda i, s: ops.less(i, n),
+            lambda i, s: (ops.add(i, one), pc.layers.dropout(ops.tanh(s), 0.5)),
+            [i, s0],
+        )
+        with pytest.raises(pc.ProgramError, match=r"holds op 'dropout', which draws random"):
+            pc.gradients([ops.sum(s)], [s0])

@@ -515,3 +515,34 @@ def test_inputs_without_a_time_axis_or_of_different_lengths_are_refused():
             pc.ProgramError, match=r"initial_states must be a Variable.*got NoneType"
         ):
             pc.layers.rnn(lambda x_t, h: (h, h), x, None)
+
+
+def test_gradients_through_a_step_that_draws_random_numbers_are_refused():
+    """The gradient block runs the step's ops again: a dropout there would draw another mask
+    than the forward's, and its gradient would differentiate that one. Refused, naming it."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.data("x", [B, T, IN], "float32")
+        h0 = pc.data("h0", [B, H], "float32")
+        w_ih = pc.layers.create_parameter([H, IN], "float32", attr="w_ih")
+        w_hh = pc.layers.create_parameter([H, H], "float32", attr="w_hh")
+        b = pc.layers.create_parameter([H], "float32", attr="b")
+        inner = elman(w_ih, w_hh, b)
+        out, _ = pc.layers.rnn(lambda x_t, h: inner(pc.layers.dropout(x_t, 0.5), h), x, h0)
+        with pytest.raises(pc.ProgramError, match=r"holds op 'dropout', which draws random"):
+            pc.gradients([ops.sum(out)], [w_hh])
+
+
+def test_a_state_named_twice_is_refused_when_planned():
+    """A loaded program's recurrent_block naming one state twice would have the scan swap a
+    buffer in two pairs; planning refuses it first."""
+    main = pc.Program()
+    with pc.program_guard(main):
+        x = pc.data("x", [B, T, 2], "float32")
+        h0 = pc.data("h0", [B, 2], "float32")
+        out, _ = pc.layers.rnn(lambda x_t, s: (s[0], [s[1], s[0]]), x, [h0, h0])
+    (op,) = [op for op in main.global_block().ops if op.type == "recurrent_block"]
+    states = op.attrs["step_states"]
+    op.set_attr("step_states", [states[0], states[0]])
+    with pytest.raises(pc.ProgramError, match=r"step_states names a variable twice"):
+        pc.Executor().prepare(main, {"x": ([B, T, 2], "float32"), "h0": ([B, 2], "float32")}, [out])

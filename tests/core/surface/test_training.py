@@ -534,6 +534,6 @@ def test_a_persistable_set_to_a_list_or_a_misshapen_array_is_named():
     # A shape no cast mends is refused where it is set: the startup program declared w.
     with pytest.raises(
         pc.FeedError,
-        match=r"'w' is declared float32\[3, 4\], got an array of shape \[4, 3\] \(the transpose",
+        match=r"'w' is declared float32\[3, 4\], got an array of shape \[4, 3\] \(its transpose: set value.T",
     ):
         scope.set_var("w", np.zeros((4, 3), np.float32))

@@ -273,3 +273,13 @@ def test_grad_accumulators_are_checked_by_name(op):
         run_op(op, {"x": x, "y": y, "out_grad": d, "y_grad_acc": np.ones((5, 4))})
     with pytest.raises(pc.PaddleCoreError, match="x_grad_acc"):
         run_op(op, {"x": x, "y": y, "out_grad": d, "x_grad_acc": np.ones((3, 4), np.float32)})
+
+
+def test_matmul_2d_grad_refuses_an_out_grad_of_another_size():
+    import paddle_core as pc
+    from paddle_core.testing import run_op
+
+    x, y = np.ones((4, 3)), np.ones((3, 5))
+    # refused where the op is appended (its kernel checks it again, for loaded programs)
+    with pytest.raises(pc.PaddleCoreError, match=r"out_grad .*\[2, 5\]; 'matmul_2d' gives out"):
+        run_op("matmul_2d_grad", {"x": x, "y": y, "out_grad": np.ones((2, 5))})
