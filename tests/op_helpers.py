@@ -116,3 +116,26 @@ def assert_matches(got, want, rtol: float | None = None, atol: float | None = No
         np.testing.assert_allclose(got.astype(f64), want.astype(f64), equal_nan=True, **tol)
     else:
         np.testing.assert_array_equal(got, want)
+
+
+def numeric(main, loss, feed, scope, name, eps=1e-6):
+    """d(loss)/d(name) of program ``main`` by central differences: ``name`` a feed or a
+    variable of ``scope`` (put back as it was afterwards)."""
+    exe = pc.Executor()
+    base = feed[name] if name in feed else scope.get(name)
+    grad = np.zeros_like(base)
+    for k in range(base.size):
+        values = []
+        for sign in (1, -1):
+            changed = base.copy()
+            changed.flat[k] += sign * eps
+            if name in feed:
+                f = {**feed, name: changed}
+            else:
+                f = feed
+                scope.set_var(name, changed)
+            values.append(exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0])
+        grad.flat[k] = (values[0] - values[1]) / (2 * eps)
+    if name not in feed:
+        scope.set_var(name, base.copy())
+    return grad

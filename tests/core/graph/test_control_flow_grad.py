@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_helpers import numeric
 
 import paddle_core as pc
 from paddle_core import ops
@@ -21,27 +22,6 @@ def build():
         loss = ops.sum(y)
         gx, gw = pc.gradients([loss], [x, w])
     return main, loss, gx, gw
-
-
-def numeric(main, loss, feed, scope, name, eps=1e-6):
-    exe = pc.Executor()
-    base = feed[name] if name in feed else scope.get(name)
-    grad = np.zeros_like(base)
-    for k in range(base.size):
-        values = []
-        for sign in (1, -1):
-            changed = base.copy()
-            changed.flat[k] += sign * eps
-            if name in feed:
-                f = {**feed, name: changed}
-            else:
-                f = feed
-                scope.set_var(name, changed)
-            values.append(exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0])
-        grad.flat[k] = (values[0] - values[1]) / (2 * eps)
-    if name not in feed:
-        scope.set_var(name, base)
-    return grad
 
 
 @pytest.mark.parametrize("flag", [True, False])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_helpers import numeric
 
 import paddle_core as pc
 from paddle_core import ops
@@ -129,27 +130,6 @@ def test_a_step_drawing_random_numbers_runs_with_python_between_steps():
 
 
 # -- gradients --------------------------------------------------------------------------------
-
-
-def numeric(main, loss, feed, scope, name, eps=1e-6):
-    exe = pc.Executor()
-    base = feed[name] if name in feed else scope.get(name)
-    grad = np.zeros_like(base)
-    for k in range(base.size):
-        values = []
-        for sign in (1, -1):
-            changed = base.copy()
-            changed.flat[k] += sign * eps
-            if name in feed:
-                f = {**feed, name: changed}
-            else:
-                f = feed
-                scope.set_var(name, changed)
-            values.append(exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0])
-        grad.flat[k] = (values[0] - values[1]) / (2 * eps)
-    if name not in feed:
-        scope.set_var(name, base.copy())
-    return grad
 
 
 @pytest.mark.parametrize("reverse", [False, True])
