@@ -86,6 +86,7 @@ _EXPORTS = {
     "FeedError": "_src.base.errors",
     "DeviceError": "_src.base.errors",
     "ConfigError": "_src.base.errors",
+    "OnnxError": "_src.base.errors",
 }
 # Public modules: the generated ops, the rules manifests name, the op-testing kit, training
 # (layers, optimizers, initializers, saving models).
@@ -93,6 +94,7 @@ _SUBMODULES = {
     "initializer",
     "io",
     "layers",
+    "onnx",
     "ops",
     "optimizer",
     "rules",
@@ -119,7 +121,7 @@ def __dir__() -> list[str]:
 
 TYPE_CHECKING = False  # (not typing.TYPE_CHECKING: importing typing costs start-up time)
 if TYPE_CHECKING:  # let type checkers and editors see the lazy names
-    from . import initializer, io, layers, ops, optimizer, rules, testing
+    from . import initializer, io, layers, onnx, ops, optimizer, rules, testing
     from ._sdk import get_cmake_dir, get_include
     from ._src.base.cpu import CPU
     from ._src.base.cuda import CUDA
@@ -134,6 +136,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
         KernelNotFoundError,
         KernelRuntimeError,
         ManifestError,
+        OnnxError,
         OpInputError,
         OpNotFoundError,
         PaddleCoreError,

@@ -262,7 +262,7 @@ class KernelDef(_message.Message):
     def __init__(self, device: _Optional[str] = ..., dtypes: _Optional[_Iterable[_Union[VarType.DataType, str]]] = ..., python: _Optional[str] = ..., native: _Optional[str] = ...) -> None: ...
 
 class OpDef(_message.Message):
-    __slots__ = ("proto", "kernels", "shape_rule", "grad_rule", "kernel_dtype_input", "random", "random_rule")
+    __slots__ = ("proto", "kernels", "shape_rule", "grad_rule", "kernel_dtype_input", "random", "random_rule", "onnx")
     PROTO_FIELD_NUMBER: _ClassVar[int]
     KERNELS_FIELD_NUMBER: _ClassVar[int]
     SHAPE_RULE_FIELD_NUMBER: _ClassVar[int]
@@ -270,6 +270,7 @@ class OpDef(_message.Message):
     KERNEL_DTYPE_INPUT_FIELD_NUMBER: _ClassVar[int]
     RANDOM_FIELD_NUMBER: _ClassVar[int]
     RANDOM_RULE_FIELD_NUMBER: _ClassVar[int]
+    ONNX_FIELD_NUMBER: _ClassVar[int]
     proto: OpProto
     kernels: _containers.RepeatedCompositeFieldContainer[KernelDef]
     shape_rule: str
@@ -277,7 +278,66 @@ class OpDef(_message.Message):
     kernel_dtype_input: str
     random: bool
     random_rule: str
-    def __init__(self, proto: _Optional[_Union[OpProto, _Mapping]] = ..., kernels: _Optional[_Iterable[_Union[KernelDef, _Mapping]]] = ..., shape_rule: _Optional[str] = ..., grad_rule: _Optional[str] = ..., kernel_dtype_input: _Optional[str] = ..., random: _Optional[bool] = ..., random_rule: _Optional[str] = ...) -> None: ...
+    onnx: _containers.RepeatedCompositeFieldContainer[OnnxMapping]
+    def __init__(self, proto: _Optional[_Union[OpProto, _Mapping]] = ..., kernels: _Optional[_Iterable[_Union[KernelDef, _Mapping]]] = ..., shape_rule: _Optional[str] = ..., grad_rule: _Optional[str] = ..., kernel_dtype_input: _Optional[str] = ..., random: _Optional[bool] = ..., random_rule: _Optional[str] = ..., onnx: _Optional[_Iterable[_Union[OnnxMapping, _Mapping]]] = ...) -> None: ...
+
+class OnnxMapping(_message.Message):
+    __slots__ = ("domain", "op_type", "since_version", "until_version", "inputs", "attrs", "fixed", "outputs", "import_rule")
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    OP_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    ATTRS_FIELD_NUMBER: _ClassVar[int]
+    FIXED_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    IMPORT_RULE_FIELD_NUMBER: _ClassVar[int]
+    domain: str
+    op_type: str
+    since_version: int
+    until_version: int
+    inputs: _containers.RepeatedCompositeFieldContainer[OnnxInput]
+    attrs: _containers.RepeatedCompositeFieldContainer[OnnxAttr]
+    fixed: _containers.RepeatedCompositeFieldContainer[OnnxFixed]
+    outputs: _containers.RepeatedScalarFieldContainer[str]
+    import_rule: str
+    def __init__(self, domain: _Optional[str] = ..., op_type: _Optional[str] = ..., since_version: _Optional[int] = ..., until_version: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[OnnxInput, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[OnnxAttr, _Mapping]]] = ..., fixed: _Optional[_Iterable[_Union[OnnxFixed, _Mapping]]] = ..., outputs: _Optional[_Iterable[str]] = ..., import_rule: _Optional[str] = ...) -> None: ...
+
+class OnnxInput(_message.Message):
+    __slots__ = ("index", "input", "attr", "constant")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    ATTR_FIELD_NUMBER: _ClassVar[int]
+    CONSTANT_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    input: str
+    attr: str
+    constant: bool
+    def __init__(self, index: _Optional[int] = ..., input: _Optional[str] = ..., attr: _Optional[str] = ..., constant: _Optional[bool] = ...) -> None: ...
+
+class OnnxAttr(_message.Message):
+    __slots__ = ("name", "attr", "default", "only", "ignore", "rule")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ATTR_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    ONLY_FIELD_NUMBER: _ClassVar[int]
+    IGNORE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    attr: str
+    default: AttrValue
+    only: _containers.RepeatedScalarFieldContainer[str]
+    ignore: bool
+    rule: str
+    def __init__(self, name: _Optional[str] = ..., attr: _Optional[str] = ..., default: _Optional[_Union[AttrValue, _Mapping]] = ..., only: _Optional[_Iterable[str]] = ..., ignore: _Optional[bool] = ..., rule: _Optional[str] = ...) -> None: ...
+
+class OnnxFixed(_message.Message):
+    __slots__ = ("attr", "value")
+    ATTR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    attr: str
+    value: AttrValue
+    def __init__(self, attr: _Optional[str] = ..., value: _Optional[_Union[AttrValue, _Mapping]] = ...) -> None: ...
 
 class KernelPack(_message.Message):
     __slots__ = ("op", "kernels")

@@ -23,7 +23,7 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "paddle_core"
-LAYERS = ("base", "spec", "plugins", "graph", "run", "model", "surface")
+LAYERS = ("base", "spec", "plugins", "graph", "run", "model", "onnx", "surface")
 BASE_MODULES = {"paddle_core._version", "paddle_core.proto"}  # leaves outside _src
 # Imported only when needed: cupy when a CUDA device is used, pytest by the opt-in fixtures
 # (paddle_core.testing.fixtures), which only pytest loads.

@@ -101,6 +101,15 @@ class ConfigError(PaddleCoreError):
     """A setting is invalid: environment variables, the config file, or an Executor's."""
 
 
+class OnnxError(PaddleCoreError, ValueError):
+    """An ONNX model cannot be read, imported or exported: the message names the node, tensor
+    or op. ``node`` is the ONNX node's name (or op type) where one is involved, else None."""
+
+    def __init__(self, message: str, *, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 def brief(text: str, limit: int = 80) -> str:
     """``text`` for an error message: a hostile 5,000-character value is cut, not echoed."""
     return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text)} characters)"

@@ -78,6 +78,12 @@ def references(manifest: Any) -> list[tuple[str, str]]:
         used += [(opdef.grad_rule, f"grad rule of op {op!r}")] if opdef.grad_rule else []
         used += [(opdef.random_rule, f"random rule of op {op!r}")] if opdef.random_rule else []
         used += [(k.python, f"{k.device} kernel of op {op!r}") for k in opdef.kernels if k.python]
+        for mapping in opdef.onnx:
+            what = f"ONNX {mapping.op_type} of op {op!r}"
+            used += [(mapping.import_rule, f"import rule of {what}")] if mapping.import_rule else []
+            used += [
+                (a.rule, f"rule of attr {a.name!r} of {what}") for a in mapping.attrs if a.rule
+            ]
     for pack in manifest.kernel_packs:
         used += [
             (k.python, f"{k.device} kernel of op {pack.op!r}") for k in pack.kernels if k.python

@@ -7,6 +7,7 @@ code, NumPy or pydantic.
 
 from __future__ import annotations
 
+import ast
 import keyword
 import math
 import re
@@ -109,6 +110,10 @@ def qualify(manifest: pb.PluginManifest) -> None:
         opdef.shape_rule = full(opdef.shape_rule)
         opdef.grad_rule = full(opdef.grad_rule)
         opdef.random_rule = full(opdef.random_rule)
+        for mapping in opdef.onnx:
+            mapping.import_rule = full(mapping.import_rule)
+            for attr in mapping.attrs:
+                attr.rule = full(attr.rule)
     for k in _all_kernels(manifest):
         if k.WhichOneof("impl") == "python":
             k.python = full(k.python)
@@ -263,7 +268,90 @@ def _check_op(opdef: pb.OpDef, bare_ok: bool) -> list[str]:
         problems += _check_ref(field, getattr(opdef, field), bare_ok)
     if opdef.random_rule and not opdef.random:
         problems.append("names a random_rule but is not random: true")
+    for mapping in opdef.onnx:
+        where = f"onnx mapping {onnx_name(mapping)}"
+        problems += [f"{where}: {p}" for p in _check_onnx(mapping, proto, bare_ok)]
     return problems
+
+
+def onnx_name(mapping: pb.OnnxMapping) -> str:
+    """'Conv' (default domain) or 'com.example:MyOp', with its opset range: 'Conv (opset 11+)'."""
+    name = f"{mapping.domain}:{mapping.op_type}" if mapping.domain else mapping.op_type
+    last = f"-{mapping.until_version}" if mapping.until_version else "+"
+    return f"{name!r} (opset {mapping.since_version}{last})"
+
+
+_ONNX_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _check_onnx(mapping: pb.OnnxMapping, proto: pb.OpProto, bare_ok: bool) -> list[str]:
+    """An ONNX mapping names ONNX things that look like ONNX's and attrs, inputs and outputs of
+    ours that exist; every literal and default has the type of what it sets."""
+    problems = []
+    if not _ONNX_NAME.match(mapping.op_type):
+        problems.append(f"op_type {mapping.op_type!r} is not an ONNX operator name")
+    if mapping.since_version < 1:
+        problems.append("since_version must be 1 or more")
+    if mapping.until_version and mapping.until_version < mapping.since_version:
+        problems.append(f"until_version {mapping.until_version} is before since_version")
+    ours = {a.name: a for a in proto.attrs}
+    inputs = {s.name for s in proto.inputs}
+    outputs = {s.name for s in proto.outputs}
+    positions: set[int] = set()
+    for given in mapping.inputs:
+        what = f"input {given.index}"
+        if given.index < 0 or given.index in positions:
+            problems.append(f"{what} is negative or listed twice")
+        positions.add(given.index)
+        if sum(map(bool, (given.input, given.attr, given.constant))) != 1:
+            problems.append(f"{what} must set exactly one of input, attr and constant")
+        elif given.input and given.input not in inputs:
+            problems.append(f"{what}: {given.input!r} is not an input of the op")
+        elif given.attr and given.attr not in ours:
+            problems.append(f"{what}: {given.attr!r} is not an attr of the op")
+    names: set[str] = set()
+    for attr in mapping.attrs:
+        what = f"attr {attr.name!r}"
+        if not _ONNX_NAME.match(attr.name) or attr.name in names:
+            problems.append(f"{what} is not an ONNX attribute name or is listed twice")
+        names.add(attr.name)
+        target = attr.attr or attr.name
+        sets = not (
+            mapping.import_rule or attr.ignore or attr.rule or (attr.only and not attr.attr)
+        )
+        if sets and target not in ours:
+            problems.append(
+                f"{what}: {target!r} is not an attr of the op (name one with attr, or say "
+                "ignore, only or rule)"
+            )
+        if attr.HasField("default"):
+            problems += [f"{what}: default {p}" for p in _typed(attr.default, ours.get(target))]
+        for literal in attr.only:
+            try:
+                ast.literal_eval(literal)
+            except (ValueError, SyntaxError):
+                problems.append(f"{what}: only {literal!r} is not a Python literal")
+        problems += _check_ref(f"{what} rule", attr.rule, bare_ok)
+    for fixed in mapping.fixed:
+        problems += [
+            f"fixed attr {fixed.attr!r}: {p}" for p in _typed(fixed.value, ours.get(fixed.attr))
+        ]
+    problems += [
+        f"output {o!r} is not an output of the op" for o in mapping.outputs if o not in outputs
+    ]
+    problems += _check_ref("import_rule", mapping.import_rule, bare_ok)
+    return problems
+
+
+def _typed(value: pb.AttrValue, ap: pb.AttrProto | None) -> list[str]:
+    """Give ``value`` the type of our attr ``ap`` (as the manifest does for defaults); why not."""
+    if ap is None:
+        return ["sets no attr of the op"]
+    field = A.VALUE_FIELD.get(ap.type)
+    if set(A.set_fields(value)) - {field} or value.type not in (0, ap.type):
+        return [f"must set only `{field}` (the attr is {A.type_name(ap.type)})"]
+    value.type = ap.type
+    return violations(ap, A.from_attr_value(value))
 
 
 def _check_inplace(proto: pb.OpProto) -> list[str]:

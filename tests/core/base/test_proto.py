@@ -6,12 +6,14 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 from google.protobuf import descriptor_pb2
 
 from paddle_core._src.base import dtypes
 from paddle_core._src.spec import attrs
 from paddle_core.proto import framework_pb2 as pb
+from paddle_core.proto import onnx_pb2
 
 
 def _generate_module():
@@ -21,8 +23,9 @@ def _generate_module():
     return module
 
 
-def test_generated_module_is_not_stale(tmp_path: Path) -> None:
-    """Compiling the .proto now gives the same descriptor as the committed framework_pb2.
+@pytest.mark.parametrize("module", [pb, onnx_pb2], ids=["framework", "onnx"])
+def test_generated_module_is_not_stale(tmp_path: Path, module) -> None:
+    """Compiling the .proto now gives the same descriptor as the committed module.
 
     Compared as descriptors, not text, so a newer protoc with other formatting still passes;
     a changed field, message or enum fails. Regenerate with `python protos/generate.py`.
@@ -30,13 +33,14 @@ def test_generated_module_is_not_stale(tmp_path: Path) -> None:
     from grpc_tools import protoc
 
     generate = _generate_module()
-    out = tmp_path / "framework.desc"
-    assert protoc.main(generate.protoc_args(f"--descriptor_set_out={out}")) == 0
+    name = module.__name__.rsplit(".", 1)[1].removesuffix("_pb2")
+    out = tmp_path / f"{name}.desc"
+    assert protoc.main(generate.protoc_args(name, f"--descriptor_set_out={out}")) == 0
     fresh = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
     committed = descriptor_pb2.FileDescriptorProto()
-    pb.DESCRIPTOR.CopyToProto(committed)
+    module.DESCRIPTOR.CopyToProto(committed)
     _drop_json_names(fresh.message_type)  # derived from field names; descriptor sets add them
-    assert fresh == committed, "framework_pb2 is stale: run `python protos/generate.py`"
+    assert fresh == committed, f"{name}_pb2 is stale: run `python protos/generate.py`"
 
 
 def _drop_json_names(messages) -> None:
@@ -50,6 +54,8 @@ def test_descriptor_has_a_unique_pool_name() -> None:
     # Another project's "framework.proto" (PaddlePaddle ships one) must not clash in the pool.
     assert pb.DESCRIPTOR.name == "paddle_core/proto/framework.proto"
     assert pb.DESCRIPTOR.package == "paddle_core.framework"
+    assert onnx_pb2.DESCRIPTOR.name == "paddle_core/proto/onnx.proto"
+    assert onnx_pb2.DESCRIPTOR.package == "paddle_core.onnx"
 
 
 def test_dtype_names_follow_the_enum() -> None:

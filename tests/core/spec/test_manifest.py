@@ -582,3 +582,79 @@ def test_dispensable_inputs_come_last():
         "op 't': input 'x' is required but follows the dispensable input 'b': declare "
         "dispensable inputs last"
     ]
+
+
+# -- ONNX mappings ----------------------------------------------------------------------------
+
+ATTR_SLOTS = SLOTS + ' attrs { name: "axis" type: INT comment: "An axis." default { i: 0 } }'
+ATTR_SLOTS += ' attrs { name: "keep" type: BOOL comment: "Keep." default { b: false } }'
+
+
+def onnx_problems(mapping: str) -> list[str]:
+    return problems(op(slots=ATTR_SLOTS, rules=f"{RULES} onnx {{ {mapping} }}"))
+
+
+def test_a_valid_onnx_mapping():
+    mapping = (
+        'op_type: "Foo" since_version: 13 attrs { name: "axis" } '
+        'attrs { name: "keepdims" attr: "keep" default { b: true } } '
+        'attrs { name: "mode" only: "\'a\'" only: "\'b\'" } '
+        'attrs { name: "kernel_shape" ignore: true } attrs { name: "pads" rule: "pads" } '
+        'inputs { index: 1 attr: "axis" } fixed { attr: "keep" value { b: true } } '
+        'outputs: "out"'
+    )
+    assert onnx_problems(mapping) == []
+    assert onnx_problems(f'{mapping} import_rule: "foo"') == []
+    manifest = M.parse(
+        HEADER + "\n" + op(slots=ATTR_SLOTS, rules=f"{RULES} onnx {{ {mapping} }}"),
+        plugin="mine",
+        source="mine.pbtxt",
+    )
+    M.check(manifest, core_version=pc.__version__)
+    M.qualify(manifest)  # bare rule names are spelled in full, like the op's other rules
+    assert manifest.ops[0].onnx[0].attrs[4].rule == "my_ops.rules:pads"
+    assert manifest.ops[0].onnx[0].attrs[1].default.type == pb.BOOL
+
+
+@pytest.mark.parametrize(
+    ("mapping", "problem"),
+    [
+        ('op_type: "not an op" since_version: 1', "op_type 'not an op' is not an ONNX operator"),
+        ('op_type: "Foo"', "since_version must be 1 or more"),
+        ('op_type: "Foo" since_version: 13 until_version: 11', "until_version 11 is before"),
+        (
+            'op_type: "Foo" since_version: 1 attrs { name: "axes" }',
+            "'axes' is not an attr of the op",
+        ),
+        (
+            'op_type: "Foo" since_version: 1 attrs { name: "axis" default { f: 1.5 } }',
+            "default must set only `i` (the attr is INT)",
+        ),
+        (
+            'op_type: "Foo" since_version: 1 attrs { name: "mode" only: "NOTSET" }',
+            "only 'NOTSET' is not a Python literal",
+        ),
+        ('op_type: "Foo" since_version: 1 inputs { index: 1 }', "exactly one of input, attr"),
+        (
+            'op_type: "Foo" since_version: 1 inputs { index: 1 input: "y" }',
+            "'y' is not an input of the op",
+        ),
+        (
+            'op_type: "Foo" since_version: 1 inputs { index: 1 attr: "size" }',
+            "'size' is not an attr of the op",
+        ),
+        (
+            'op_type: "Foo" since_version: 1 fixed { attr: "nope" value { i: 1 } }',
+            "fixed attr 'nope': sets no attr of the op",
+        ),
+        ('op_type: "Foo" since_version: 1 outputs: "y"', "output 'y' is not an output of the op"),
+        (
+            'op_type: "Foo" since_version: 1 import_rule: "bad name!"',
+            "import_rule 'bad name!' must be 'function' or 'module:function'",
+        ),
+    ],
+)
+def test_onnx_mapping_problems(mapping, problem):
+    found = onnx_problems(mapping)
+    assert any(problem in p for p in found), found
+    assert all(p.startswith("op 't': onnx mapping ") for p in found)

@@ -1,0 +1,87 @@
+"""ONNX mappings that need code (the manifests name these functions; each gets a pc.onnx.Node).
+
+An import rule appends our ops for one node and returns the node's outputs; an attr rule turns
+one ONNX attribute into our attrs.
+"""
+
+from __future__ import annotations
+
+import paddle_core as pc
+
+
+def pads(value: list[int], node) -> dict:
+    """ONNX's 2-D pads [top, left, bottom, right] -> our paddings [top, bottom, left, right]."""
+    if len(value) != 4:
+        raise node.error(f"{len(value) // 2}-D pads {value} are not supported (2-D only)")
+    return {"paddings": [value[0], value[2], value[1], value[3]]}
+
+
+def count_include_pad(value: int, node) -> dict:
+    return {"exclusive": not value}
+
+
+def training_mode(value: int, node) -> dict:
+    return {"is_test": not value}
+
+
+def gelu_approximate(value: str, node) -> dict:
+    if value not in ("none", "tanh"):
+        raise node.error(f"attribute 'approximate' must be 'none' or 'tanh', got {value!r}")
+    return {"approximate": value == "tanh"}
+
+
+def dropout(node) -> list:
+    """Dropout: the ratio an attr before opset 12, then input 1; training_mode input 2."""
+    ratio = node.attrs.get("ratio", 0.5)
+    if node.has_input(1):
+        ratio = float(_constant(node, 1).reshape(-1)[0])
+    training = bool(_constant(node, 2).reshape(-1)[0]) if node.has_input(2) else False
+    out, mask = pc.ops.dropout(
+        node.input(0),
+        dropout_prob=ratio,
+        is_test=not training,
+        dropout_implementation="upscale_in_train",
+    )
+    return [out, pc.ops.cast(mask, dtype="bool")]
+
+
+def layer_norm(node) -> list:
+    """LayerNormalization: ONNX's axis may be negative; ours counts from the front."""
+    axis = node.attrs.get("axis", -1)
+    rank = len(node.shape(0))
+    y, _, _ = pc.ops.layer_norm(
+        node.input(0),
+        node.input(1),
+        node.input(2),
+        begin_norm_axis=axis + rank if axis < 0 else axis,
+        epsilon=node.attrs.get("epsilon", 1e-5),
+    )
+    return [y]
+
+
+def softmax_cross_entropy_loss(node) -> list:
+    """ONNX's loss from logits [N, C, ...] and labels [N, ...]: (loss, log_prob)."""
+    reduction = node.attrs.get("reduction", "mean")
+    ignore_index = node.attrs.get("ignore_index")
+    if node.has_input(2):
+        raise node.error("class weights (input 2) are not supported")
+    if reduction == "mean" and ignore_index is not None:
+        raise node.error("ignore_index with reduction 'mean' is not supported")
+    x = node.input(0)
+    attrs = {} if ignore_index is None else {"ignore_index": ignore_index}
+    _, loss = pc.ops.softmax_with_cross_entropy(x, node.input(1), axis=1, **attrs)
+    loss = pc.ops.squeeze(loss, axes=[1])
+    if reduction == "sum":
+        loss = pc.ops.sum(loss)
+    elif reduction == "mean":
+        loss = pc.ops.mean(loss)
+    elif reduction != "none":
+        raise node.error(f"reduction {reduction!r} is not one of 'none', 'sum', 'mean'")
+    return [loss, pc.ops.log_softmax(x, axis=1)]
+
+
+def _constant(node, i: int):
+    value = node.constant(i)
+    if value is None:
+        raise node.error(f"input {i} must be a constant (an initializer or computed from them)")
+    return value
