@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         [
             ("paddle-ops list --plugin math", "the ops of one plugin (or distribution)"),
             ("paddle-ops list --device cuda", "the ops with a CUDA kernel"),
+            ("paddle-ops list --onnx", "the ONNX ops mapped, with their opsets and ops"),
             ("paddle-ops list --json", "the same as data, for scripts"),
         ],
     ),
@@ -37,6 +38,17 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         [
             ("paddle-ops inspect model.pb", "its ops and their providers"),
             ("paddle-ops inspect model.pb --json", "the same as data (requires: pip lines)"),
+        ],
+    ),
+    "onnx": (
+        "check or convert an ONNX model through the plugins' mappings",
+        "check lists every ONNX op a model uses that no installed plugin maps, each with its "
+        "opset and nodes (exit status 1 if there is one); `paddle-ops list --onnx` shows what "
+        "is mapped. convert imports the model (pc.onnx.load) and saves it as an inference "
+        "model directory (pc.io.load_inference_model reads it back).",
+        [
+            ("paddle-ops onnx check model.onnx", "what would keep it from importing"),
+            ("paddle-ops onnx convert model.onnx -o model", "a program and its values"),
         ],
     ),
     "plugins": (

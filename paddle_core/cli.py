@@ -94,12 +94,19 @@ def _parser() -> argparse.ArgumentParser:
         help="only ops of this plugin (name or distribution); repeat it for several",
     )
     p.add_argument("--device", help="only ops with a kernel for this device type (cpu, cuda)")
+    p.add_argument(
+        "--onnx", action="store_true", help="the ONNX ops the plugins map, by opset, instead"
+    )
     p = command("show", cmd_show)
     p.add_argument("op", help="the op type, e.g. matmul")
     p = command("inspect", cmd_inspect)
     p.add_argument(
         "program", help="a saved program: protobuf, text format (.pbtxt, .txt) or JSON (.json)"
     )
+    p = command("onnx", cmd_onnx)
+    p.add_argument("action", choices=["check", "convert"], help="check or convert a model")
+    p.add_argument("model", help="an ONNX model file")
+    p.add_argument("-o", "--output", help="convert: the inference model directory to write")
     command("plugins", cmd_plugins)
     command("doctor", cmd_doctor)
     p = command("validate", cmd_validate)
@@ -185,6 +192,8 @@ def dtypes_cell(dtypes: list[str]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.onnx:
+        return _list_onnx(args)
     registry = get_registry()
     infos = [registry.ops[t] for t in registry.op_types()]
     wanted = set()
@@ -257,6 +266,49 @@ def cmd_list(args: argparse.Namespace) -> int:
     lines.append(f"{counted(len(rows), 'op')} from {counted(plugins, 'plugin')}")
     lines += [f"{r['op']}: {problem}" for r in rows for problem in r["problems"]]
     sys.stdout.write("\n".join(lines + notes) + "\n")
+    return 0
+
+
+def _list_onnx(args: argparse.Namespace) -> int:
+    """The ONNX ops the installed plugins map (reads their manifests), by domain and opset."""
+    from ._src.onnx.mappings import get_mappings, onnx_op_name  # (protobuf: not for `list`)
+
+    rows = []
+    for (domain, op_type), found in sorted(get_mappings().by_op.items()):
+        for m in found:
+            plugin = m.info.plugin
+            if args.plugin and not {normalize(plugin.name), normalize(plugin.distribution)} & {
+                normalize(n) for n in args.plugin
+            }:
+                continue
+            last = str(m.spec.until_version) if m.spec.until_version else "latest"
+            rows.append(
+                {
+                    "onnx_op": onnx_op_name(domain, op_type),
+                    "domain": domain or "ai.onnx",
+                    "since_version": m.spec.since_version,
+                    "until_version": m.spec.until_version or None,
+                    "op": m.info.type,
+                    "plugin": plugin.name,
+                    "code": bool(m.spec.import_rule),
+                    "opsets": f"{m.spec.since_version}-{last}",
+                }
+            )
+    if args.json:
+        _dump({"onnx": rows})
+        return 0
+    lines = plain_table(
+        ("onnx op", "opsets", "op", "plugin", "how"),
+        [
+            (r["onnx_op"], r["opsets"], r["op"], r["plugin"], "rule" if r["code"] else "declared")
+            for r in rows
+        ],
+    )
+    ops = len({r["onnx_op"] for r in rows})
+    lines.append(
+        f"{counted(ops, 'ONNX op')} mapped by {counted(len({r['plugin'] for r in rows}), 'plugin')}"
+    )
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 
@@ -450,6 +502,53 @@ def cmd_show(args: argparse.Namespace) -> int:
     if info.others:
         names = ", ".join(p.label for p in info.others)
         console.print(f"also declared by {names} (not used)")
+    if info.opdef.onnx:
+        from ._src.spec.manifest import onnx_name
+
+        console.print(f"onnx:       {', '.join(onnx_name(m) for m in info.opdef.onnx)}")
+    return 0
+
+
+# -- onnx ----------------------------------------------------------------------------------------
+
+
+def cmd_onnx(args: argparse.Namespace) -> int:
+    """check: every ONNX op the model uses that no plugin maps (exit 1 if any); convert: the
+    model imported and saved as an inference model directory."""
+    from ._src.base.errors import OnnxError
+    from ._src.onnx import importer  # (protobuf, NumPy: only here)
+    from ._src.onnx.reader import read_model
+
+    if args.action == "check":
+        model, _ = read_model(args.model)
+        missing = importer.missing(model)
+        if args.json:
+            _dump({"model": args.model, "missing": [{"op": o, "nodes": n} for o, n in missing]})
+        elif missing:
+            print(f"{args.model}: {counted(len(missing), 'ONNX op')} no installed plugin maps:")
+            for op, nodes in missing:
+                print(f"  {op}: {nodes}")
+        else:
+            print(f"{args.model}: every ONNX op it uses is mapped")
+        return 1 if missing else 0
+    if not args.output:
+        raise OnnxError("paddle-ops onnx convert: name the directory to write with -o")
+    from .io import save_inference_model
+
+    imported = importer.load(args.model)
+    block = imported.program.global_block()
+    save_inference_model(
+        args.output,
+        imported.inputs,
+        [block.var(name) for name in imported.outputs],
+        imported.program,
+        imported.scope,
+    )
+    ops = len(block.ops)
+    if args.json:
+        _dump({"model": args.model, "output": args.output, "ops": ops})
+    else:
+        print(f"{args.model}: {counted(ops, 'op')} saved to {args.output}")
     return 0
 
 

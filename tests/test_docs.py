@@ -50,6 +50,7 @@ RUNNABLE_DOCUMENTS = [
     "docs/training.md",
     "docs/model.md",
     "docs/control_flow.md",
+    "docs/onnx.md",
     "docs/writing-op-plugins.md",
 ]
 GPU_DOCUMENTS = ["docs/cuda.md"]
