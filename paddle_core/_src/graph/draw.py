@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...proto import framework_pb2 as pb
-from ..base.errors import PaddleCoreError, ProgramError
+from ..base.errors import PaddleCoreError, ProgramError, shown
 from ..plugins.registry import get_registry
 from .variable import Parameter, format_shape
 
@@ -74,7 +74,10 @@ def draw_program(program: Any, path: str | os.PathLike) -> None:
     the format. DOT text needs no renderer; SVG and PNG are laid out by Graphviz."""
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if not isinstance(text, str) or not text:
-        raise ProgramError(f"cannot draw the program: the path must be a str, got {path!r}")
+        raise ProgramError(
+            f"cannot draw the program: the path must be a non-empty str or os.PathLike, "
+            f"got {shown(path)}"
+        )
     data = render_program(program, format_of(text))
     try:
         with open(text, "wb") as f:
@@ -108,6 +111,7 @@ class _Drawing:
         self.holders: dict[int, str] = {}  # sub-block -> "op_type.attr" of the op holding it
         self.current: dict[tuple[int, str], str] = {}  # (declaring block, name) -> its node
         self.versions: dict[tuple[int, str], int] = {}
+        self.first_reads: set[str] = set()  # nodes of variables read before any op wrote them
         self._edge_set: set[tuple[str, str]] = set()
 
     def walk(self, block: Any) -> None:
@@ -128,10 +132,16 @@ class _Drawing:
                     subs.append(block.program.blocks[idx])
             if subs:
                 self.groups[block.idx].append(("frame", node, statement, subs))
-                before = dict(self.current)  # what the sub-blocks write stays in them
+                before = dict(self.current)
                 for sub in subs:
                     self.walk(sub)
-                self.current = before
+                # What the sub-blocks wrote stays in them; what they read first (a parameter
+                # created in a loop's body) is drawn once, for the ops after them too.
+                self.current = {
+                    key: before.get(key, node)
+                    for key, node in self.current.items()
+                    if key in before or node in self.first_reads
+                }
             else:
                 self.groups[block.idx].append(statement)
             for name in op.output_names:
@@ -147,6 +157,7 @@ class _Drawing:
         key = (var.block.idx if var is not None else block.idx, name)
         if key not in self.current:
             self.current[key] = self.node(key, var, key[0])
+            self.first_reads.add(self.current[key])
         return self.current[key]
 
     def write(self, block: Any, name: str) -> str:
