@@ -311,10 +311,9 @@ def _layout(dot: str, format: str) -> bytes:
             f"paddle-core that cannot be imported here ({e}); `pip install pygraphviz` "
             "installs it. DOT text (a .dot file) needs nothing."
         ) from None
-    graph = pygraphviz.AGraph(string=dot)
     with _graphviz_stderr():
         try:
-            return graph.draw(format=format, prog="dot")
+            return pygraphviz.AGraph(string=dot).draw(format=format, prog="dot")
         except (ValueError, OSError) as e:
             raise PaddleCoreError(f"Graphviz could not draw the program: {e}") from None
 
@@ -326,7 +325,8 @@ def _graphviz_stderr() -> Iterator[None]:
     elements it does not know on first use: those warnings are dropped, anything else is
     passed on through ``sys.stderr``."""
     with _stderr_lock, tempfile.TemporaryFile() as sink:
-        sys.stderr.flush()
+        if sys.stderr is not None:  # (None in a process started without one)
+            sys.stderr.flush()
         saved = os.dup(2)
         os.dup2(sink.fileno(), 2)
         try:
@@ -337,5 +337,5 @@ def _graphviz_stderr() -> Iterator[None]:
             sink.seek(0)
             lines = sink.read().decode("utf-8", "replace").splitlines()
             for line in lines:
-                if line.strip() and not line.startswith("Fontconfig warning"):
+                if line.strip() and not line.startswith("Fontconfig warning") and sys.stderr:
                     print(line, file=sys.stderr)
