@@ -31,6 +31,10 @@ from ..base.errors import PaddleCoreError, ProgramError, shown
 from ..plugins.registry import get_registry
 from .variable import Parameter, format_shape
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: programs build on this module (Program._repr_svg_)
+    from .program import Program
+
 # Output file suffix -> format.
 FORMATS = {".svg": "svg", ".png": "png", ".dot": "dot", ".gv": "dot"}
 
@@ -49,8 +53,10 @@ _GRAPH = (
 _ROLE_FILL = {"forward": "#dbe9f6", "backward": "#f8e0d4", "optimize": "#e2f0d9"}
 
 
-def to_dot(program: Any) -> str:
+def to_dot(program: Program) -> str:
     """The program as Graphviz DOT text (``digraph "program" {...}``)."""
+    if not callable(getattr(program, "global_block", None)):  # (Program builds on this module)
+        raise ProgramError(f"drawing expects a Program, got {type(program).__name__}")
     drawing = _Drawing(program)
     drawing.walk(program.global_block())
     for block in program.blocks[1:]:  # a block no op holds: a cluster in its parent's
@@ -61,7 +67,7 @@ def to_dot(program: Any) -> str:
     return "".join(lines)
 
 
-def render_program(program: Any, format: str = "svg") -> bytes:
+def render_program(program: Program, format: str = "svg") -> bytes:
     """The drawing of ``program`` as the bytes of a file: ``format`` is "svg", "png" or "dot"."""
     if format not in ("svg", "png", "dot"):
         raise ProgramError(f'cannot draw a program as {format!r}: formats are "svg", "png", "dot"')
@@ -69,7 +75,7 @@ def render_program(program: Any, format: str = "svg") -> bytes:
     return dot.encode("utf-8") if format == "dot" else _layout(dot, format)
 
 
-def draw_program(program: Any, path: str | os.PathLike) -> None:
+def draw_program(program: Program, path: str | os.PathLike) -> None:
     """Write the drawing of ``program`` to ``path``: its suffix (.svg, .png, .dot or .gv) gives
     the format. DOT text needs no renderer; SVG and PNG are laid out by Graphviz."""
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
@@ -101,7 +107,7 @@ def format_of(path: str) -> str:
 class _Drawing:
     """The nodes and edges of one program, found by walking its blocks in order."""
 
-    def __init__(self, program: Any) -> None:
+    def __init__(self, program: Program) -> None:
         self.registry = get_registry()
         # What each block's cluster holds, in order: node statements, an op holding sub-blocks
         # ("frame": drawn as a frame around the op and its sub-blocks' clusters), and child

@@ -268,6 +268,8 @@ def test_a_suffix_naming_no_format_is_refused(tmp_path, name) -> None:
     assert not (tmp_path / name).exists()
     with pytest.raises(pc.ProgramError, match='formats are "svg", "png", "dot"'):
         pc.render_program(loop_and_cond(), "jpeg")
+    with pytest.raises(pc.ProgramError, match="drawing expects a Program, got Block"):
+        pc.render_program(loop_and_cond().global_block(), "dot")
 
 
 def test_labels_show_non_default_attrs_briefly() -> None:
