@@ -37,6 +37,8 @@ _EXPORTS = {
     "data": "_src.graph.program",
     "save_program": "_src.graph.serialization",
     "load_program": "_src.graph.serialization",
+    "draw_program": "_src.graph.draw",
+    "render_program": "_src.graph.draw",
     "gradients": "_src.graph.backward",
     "append_backward": "_src.graph.backward",
     "GradContext": "_src.graph.backward",
@@ -146,6 +148,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     )
     from ._src.graph.backward import GradContext, append_backward, gradients
     from ._src.graph.block import Block
+    from ._src.graph.draw import draw_program, render_program
     from ._src.graph.operator import Operator
     from ._src.graph.program import (
         Program,

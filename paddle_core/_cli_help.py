@@ -51,6 +51,22 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
             ("paddle-ops onnx convert model.onnx -o model", "a program and its values"),
         ],
     ),
+    "draw": (
+        "draw a saved program as SVG, PNG or Graphviz DOT",
+        "Reads a saved program (a ProgramDesc file, text format for .pbtxt, JSON for .json) and "
+        "draws it: each op a box with its type and the attrs that differ from their defaults, "
+        "each variable a node with its dtype and shape, parameters as yellow cylinders, each "
+        "sub-block (the body of a while_block, the branches of a cond_block) a cluster beside "
+        "the op holding it. The suffix of --output gives the format: .svg, .png, or .dot / .gv "
+        "(Graphviz's text, which needs no renderer); - prints the DOT text. Ops that no "
+        "installed plugin provides are drawn too, with all their attrs. The same program "
+        "always gives the same file.",
+        [
+            ("paddle-ops draw model.pb", "writes model.svg beside it"),
+            ("paddle-ops draw model.pb -o model.png", "a picture"),
+            ("paddle-ops draw model.pb -o -", "the DOT text, for Graphviz's own tools"),
+        ],
+    ),
     "plugins": (
         "list plugins and whether each loads (imports their code)",
         "One line per installed plugin: distribution, version, entry point, number of ops, and "
@@ -124,6 +140,7 @@ examples:
   paddle-ops list                       every op, one line each
   paddle-ops show scale                 one op: signature, attrs, kernels
   paddle-ops inspect model.pb           the ops a saved program uses, and their packages
+  paddle-ops draw model.pb              a saved program drawn as model.svg
   paddle-ops doctor                     what is wrong with the installed plugins, if anything
   paddle-ops validate .                 check the plugin project here (after `pip install .`)
   paddle-ops list --plugin nn --json    one plugin's ops, as data

@@ -1,5 +1,5 @@
 """The ``paddle-ops`` command: list ops, show one, inspect a saved program, inspect plugins,
-diagnose, validate a plugin package, write stubs, start a new op package.
+draw one, diagnose, validate a plugin package, write stubs, start a new op package.
 
 Exit status: 0 on success; 1 with a one-line reason on stderr when the request fails (an
 unknown op, a broken or partial plugin found by ``plugins``, a problem found by ``doctor`` or
@@ -107,6 +107,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["check", "convert"], help="check or convert a model")
     p.add_argument("model", help="an ONNX model file")
     p.add_argument("-o", "--output", help="convert: the inference model directory to write")
+    p = command("draw", cmd_draw, json_output=False)
+    p.add_argument(
+        "program", help="a saved program: protobuf, text format (.pbtxt, .txt) or JSON (.json)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        help="the file to write: .svg, .png, .dot or .gv (default: the program's name with "
+        ".svg); - prints the DOT text",
+    )
     command("plugins", cmd_plugins)
     command("doctor", cmd_doctor)
     p = command("validate", cmd_validate)
@@ -598,6 +608,29 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     console.print(table)
     if requires:
         console.print("requires: " + " ".join(requires))
+    return 0
+
+
+def cmd_draw(args: argparse.Namespace) -> int:
+    import os  # (only for draw)
+
+    # (protobuf, the graph layer: not for `list`)
+    from ._src.graph.draw import draw_program, format_of, to_dot
+    from ._src.graph.serialization import load_program
+
+    output = args.output
+    if output is None:
+        stem, suffix = os.path.splitext(args.program)
+        output = (stem if suffix else args.program) + ".svg"
+    elif output != "-":
+        format_of(output)  # a suffix naming no format: said before the program is read
+    program = load_program(args.program, check_ops=False)  # drawn even where ops are missing
+    if output == "-":
+        sys.stdout.write(to_dot(program))
+        return 0
+    draw_program(program, output)
+    ops = sum(len(block.ops) for block in program.blocks)
+    print(f"{output}: {counted(len(program.blocks), 'block')}, {counted(ops, 'op')}")
     return 0
 
 

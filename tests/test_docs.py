@@ -61,6 +61,8 @@ SHOWN_OUTPUTS = {
     "docs/programs.md": [
         "AttrError: op 'scale', attr 'scale': expected a float, got str '2'",
         "OpNotFoundError: unknown op 'scael' (did you mean 'scale' or 'scatter' or 'ceil'?)",
+        '  "op:0:0" [label="relu\\n" shape=box style="rounded,filled" fillcolor="#dbe9f6" '
+        'color="#4a6f99" fontsize=10 class="op"];',
     ],
 }
 

@@ -19,6 +19,7 @@ from ..plugins.registry import get_registry
 from . import default_programs
 from .block import Block
 from .desc import parse_program_desc, program_from_desc
+from .draw import render_program
 from .operator import ROLES
 from .provenance import check_ops
 from .shape_inference import ShapeContext, infer
@@ -115,6 +116,10 @@ class Program:
     def __repr__(self) -> str:
         ops = sum(len(b.ops) for b in self.blocks)
         return f"<Program: {len(self.blocks)} blocks, {ops} ops, version {self._version}>"
+
+    def _repr_svg_(self) -> str:
+        """Notebooks show a program as its drawing (``pc.draw_program`` writes it to a file)."""
+        return render_program(self, "svg").decode("utf-8")
 
     # -- descs ------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from google.protobuf import json_format, text_format
 
 from ...proto import framework_pb2 as pb
 from ..base.errors import ProgramError, shown
-from .desc import parse_program_desc
+from .desc import parse_program_desc, program_from_desc
 from .program import Program
 
 # The largest program file read: protobuf parses no message beyond 2 GiB.
@@ -76,9 +76,11 @@ def save_program(program: Program, path: str | os.PathLike) -> None:
         raise ProgramError(f"cannot save the program to {path!r}: {e.strerror}") from None
 
 
-def load_program(path: str | os.PathLike) -> Program:
+def load_program(path: str | os.PathLike, *, check_ops: bool = True) -> Program:
     """Read a program written by ``save_program``. Raises OpNotFoundError naming every op no
-    loaded plugin provides, with the package to install (see ``Program.from_desc``)."""
+    loaded plugin provides, with the package to install (see ``Program.from_desc``);
+    ``check_ops=False`` reads it all the same, to inspect or draw it (running it fails on those
+    ops)."""
     path = checked_path(path, "load a program")
     try:
         # Only a regular file: a FIFO would block the open, /dev/zero never end.
@@ -101,21 +103,23 @@ def load_program(path: str | os.PathLike) -> Program:
             text_format.Parse(data.decode("utf-8"), desc)
         except (text_format.ParseError, UnicodeDecodeError) as e:
             raise ProgramError(f"{path!r} is not a program in text format: {e}") from None
-        return _program(desc, path)
+        return _program(desc, path, check_ops)
     if form == "json":
         desc = pb.ProgramDesc()
         try:
             json_format.Parse(data.decode("utf-8"), desc)
         except (json_format.ParseError, UnicodeDecodeError, RecursionError) as e:
             raise ProgramError(f"{path!r} is not a program in JSON: {e}") from None
-        return _program(desc, path)
-    return _program(parse_program_desc(data, path), path)
+        return _program(desc, path, check_ops)
+    return _program(parse_program_desc(data, path), path, check_ops)
 
 
-def _program(desc: pb.ProgramDesc, path: str) -> Program:
+def _program(desc: pb.ProgramDesc, path: str, check_ops: bool) -> Program:
     """``desc`` as a Program; a structural problem names the file (a missing op's error
     names it already, with the package to install)."""
     try:
+        if not check_ops:
+            return program_from_desc(Program, desc)
         return Program.from_desc(desc, source=path)
     except ProgramError as e:
         if type(e) is not ProgramError:

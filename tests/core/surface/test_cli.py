@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, ruff, run_cli
+from conftest import ROOT, pythonpath_with, ruff, run_cli
+
+import paddle_core as pc
 
 TOY_OPS = {
     "toy_add", "toy_concat", "toy_dropout", "toy_fill", "toy_leaky_relu", "toy_linear",
@@ -324,7 +327,74 @@ def test_hostile_arguments_get_one_line_errors(args: tuple[str, ...], message: s
     assert line.startswith("paddle-ops: error: ") and message in line and len(line) < 300, line
 
 
-COMMANDS = ("list", "show", "inspect", "plugins", "doctor", "validate", "stubs", "new", "help")
+def toy_loop_program() -> pc.Program:
+    """A program of toy ops (one inside a cond's branch): drawn with and without the toy
+    plugin installed."""
+    program = pc.Program()
+    with pc.program_guard(program):
+        x = pc.data("x", [2, 3])
+        y = pc.ops.toy_scale(x, scale=3.0)
+        pc.layers.cond(pc.data("flag", [], "bool"), lambda: y, lambda: pc.ops.toy_relu(y))
+    return program
+
+
+def test_draw_writes_each_format(tmp_path: Path) -> None:
+    """`paddle-ops draw` writes the file its -o names (SVG beside the program by default),
+    byte for byte what pc.render_program gives in this process; - prints the DOT text."""
+    program = toy_loop_program()
+    path = tmp_path / "model.pb"
+    pc.save_program(program, path)
+    result = run_cli("draw", str(path))
+    # Nothing on stderr: the fontconfig warnings Graphviz's libraries print are dropped.
+    assert (result.stdout, result.stderr) == (f"{tmp_path / 'model.svg'}: 3 blocks, 3 ops\n", "")
+    assert (tmp_path / "model.svg").read_bytes() == pc.render_program(program, "svg")
+    for name in ("drawn.svg", "drawn.png", "drawn.dot", "drawn.gv"):
+        run_cli("draw", str(path), "-o", str(tmp_path / name))
+    assert (tmp_path / "drawn.svg").read_bytes() == pc.render_program(program, "svg")
+    assert (tmp_path / "drawn.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    dot = pc.render_program(program, "dot")
+    assert (tmp_path / "drawn.dot").read_bytes() == (tmp_path / "drawn.gv").read_bytes() == dot
+    assert run_cli("draw", str(path), "-o", "-").stdout == dot.decode()
+
+
+def test_draw_refuses_a_suffix_naming_no_format(tmp_path: Path) -> None:
+    path = tmp_path / "model.pb"
+    pc.save_program(toy_loop_program(), path)
+    result = run_cli("draw", str(path), "-o", str(tmp_path / "model.jpg"), check=1)
+    assert result.stderr == (
+        f"paddle-ops: error: cannot draw the program to {str(tmp_path / 'model.jpg')!r}: its "
+        "suffix '.jpg' names no format; use one of .svg, .png, .dot, .gv\n"
+    )
+    assert not (tmp_path / "model.jpg").exists()
+
+
+def test_draw_a_program_whose_plugin_is_missing(tmp_path: Path) -> None:
+    """Drawing reads the program only: ops no installed plugin provides are drawn with every
+    attr they record (no defaults to leave out), where `inspect` and loading fail."""
+    path = tmp_path / "model.pb"
+    pc.save_program(toy_loop_program(), path)
+    toy_site = os.path.dirname(os.path.dirname(pc.get_registry().plugins["toy"].manifest_path))
+    pythonpath = [d for d in pythonpath_with().split(os.pathsep) if d and d != toy_site]
+    without_toy = {"PYTHONPATH": os.pathsep.join(pythonpath)}
+    run_cli("inspect", str(path), env=without_toy, check=1)
+    with_toy = run_cli("draw", str(path), "-o", "-").stdout
+    without = run_cli("draw", str(path), "-o", "-", env=without_toy).stdout
+    assert 'label="toy_scale\\nscale=3\\l" ' in with_toy  # the others are their defaults
+    assert 'label="toy_scale\\nscale=3\\lbias=0\\lbias_after_scale=True\\l" ' in without
+
+
+COMMANDS = (
+    "list",
+    "show",
+    "inspect",
+    "draw",
+    "plugins",
+    "doctor",
+    "validate",
+    "stubs",
+    "new",
+    "help",
+)
 
 
 def test_help_reads_like_git_help() -> None:
