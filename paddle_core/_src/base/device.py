@@ -12,8 +12,9 @@ need and never test its name:
 - ``fallback``: the device type whose kernels run an op this device has none for (with copies
   through ``to_host`` / ``to_device``), or None;
 - ``empty``, ``to_device``, ``to_host``, ``holds``, ``host_copy``, ``synchronize``,
-  ``kernel_array``, ``adopt``: buffers. The compiled runtime binds NumPy arrays (``host_memory``) or
-  arrays exposing ``__cuda_array_interface__`` (a device's own memory, CuPy's for CUDA).
+  ``kernel_array``, ``kernel_copy``, ``adopt``: buffers. The compiled runtime binds NumPy arrays
+  (``host_memory``) or arrays exposing ``__cuda_array_interface__`` (a device's own memory,
+  CuPy's for CUDA).
 """
 
 from __future__ import annotations
@@ -104,6 +105,15 @@ class Device:
             return host_array(value)
         moves = isinstance(value, np.ndarray) or not self.holds(value)
         return self.to_device(value) if moves else value
+
+    def kernel_copy(self, value: Any) -> Any:
+        """``kernel_array(value)`` in memory of its own: what a plan binds for a fed variable
+        its ops write, so that the caller's array is never written."""
+        if self.host_memory:  # (astype always copies)
+            return value.astype(value.dtype.newbyteorder("="), order="C")
+        if isinstance(value, np.ndarray) or not self.holds(value):
+            return self.to_device(value)  # a move is a copy
+        return self.kernel_array(value.copy())
 
     def to_device(self, array: Any) -> Any:
         """A host (NumPy) array as this device's buffer type."""

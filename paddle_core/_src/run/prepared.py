@@ -5,8 +5,8 @@ all native kernels of the plan's device (CUDA: its buffers are device arrays): n
 are called through their function pointers in a C++ loop with no Python between ops, Python
 kernels (host plans only) are called back. Variables get one buffer each, in one of four roles:
 
-- fed: bound to the caller's array each run (never written: no op of the plan writes a fed
-  variable);
+- fed: bound to the caller's array each run, which is never written: a fed variable that an
+  op of the plan updates (``x = x + 1``, a loop's carried value) is bound to a copy of it;
 - persistable: bound to the scope's array each run (updated in place), created if absent;
 - fetched: a pooled array per run, reused only once the caller has let go of the last one;
 - everything else: planned once, when the plan is built, as views of one arena in which
@@ -231,6 +231,9 @@ class CompiledRunner:
             self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
             self.layout.append((shape, dtype))
         fed = set(spec.feed_names)
+        # Fed variables an op writes: bound to copies (the caller's arrays are never written,
+        # and may be read-only: np.frombuffer over bytes).
+        self.written_feeds = fed & {n for s in spec.steps for _, _, ns in s.outputs for n in ns}
         persistable = set(spec.persistable_inputs) | set(spec.persistable_outputs)
         self.persistable = [n for n in spec.shapes if n in persistable and n not in fed]
         self.read_first = set(spec.persistable_inputs)  # must have a value before the run
@@ -428,9 +431,13 @@ class CompiledRunner:
     def _run_locked(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
         shapes, index = self.spec.shapes, self.index
         indices, arrays = [], []
+        device, written = self.device, self.written_feeds
         for name in self.spec.feed_names:
             indices.append(index[name])
-            arrays.append(self.device.kernel_array(feed[name]))
+            value = feed[name]
+            arrays.append(
+                device.kernel_copy(value) if name in written else device.kernel_array(value)
+            )
         for name in self.persistable:
             value = _scope_value(scope, name) if name in self.read_first else scope.find_var(name)
             if value is None:
