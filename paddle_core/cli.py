@@ -513,7 +513,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         names = ", ".join(p.label for p in info.others)
         console.print(f"also declared by {names} (not used)")
     if info.opdef.onnx:
-        from ._src.spec.manifest import onnx_name
+        from ._src.spec.manifest import onnx_name  # (protobuf: not for `list`)
 
         console.print(f"onnx:       {', '.join(onnx_name(m) for m in info.opdef.onnx)}")
     return 0
@@ -525,9 +525,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_onnx(args: argparse.Namespace) -> int:
     """check: every ONNX op the model uses that no plugin maps (exit 1 if any); convert: the
     model imported and saved as an inference model directory."""
-    from ._src.base.errors import OnnxError
+    # (protobuf, NumPy, the executor: only for this command)
+    from ._src.base.errors import OnnxError  # (with the importer)
     from ._src.onnx import importer  # (protobuf, NumPy: only here)
-    from ._src.onnx.reader import read_model
+    from ._src.onnx.reader import read_model  # (NumPy: only here)
 
     if args.action == "check":
         model, _ = read_model(args.model)
@@ -543,7 +544,7 @@ def cmd_onnx(args: argparse.Namespace) -> int:
         return 1 if missing else 0
     if not args.output:
         raise OnnxError("paddle-ops onnx convert: name the directory to write with -o")
-    from .io import save_inference_model
+    from .io import save_inference_model  # (the executor: only to convert)
 
     imported = importer.load(args.model)
     block = imported.program.global_block()

@@ -855,7 +855,7 @@ def test_memory_stays_flat_over_10000_programs(shared):
         gc.collect()
         return sum(type(o).__name__ == kind for o in gc.get_objects())
 
-    churn(500)  # warm: caches, allocator pools
+    churn(2000)  # warm: caches, allocator pools (a worker of the full suite needs more)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     programs, plans = live("Program"), live("PreparedProgram")
     churn(9500)
