@@ -90,8 +90,7 @@ class ProgramError(PaddleCoreError, ValueError):
 
 
 class FeedError(PaddleCoreError, ValueError):
-    """Fed or fetched variables do not match the program (missing, unknown, wrong shape/dtype),
-    or an array cannot be exchanged with another library (DLPack)."""
+    """Fed or fetched variables do not match the program (missing, unknown, wrong shape/dtype)."""
 
 
 class DeviceError(PaddleCoreError):
