@@ -283,13 +283,14 @@ def _list_onnx(args: argparse.Namespace) -> int:
     """The ONNX ops the installed plugins map (reads their manifests), by domain and opset."""
     from ._src.onnx.mappings import get_mappings, onnx_op_name  # (protobuf: not for `list`)
 
+    for name in args.plugin or ():
+        _check_plugin_name(get_registry(), name)
+    wanted = {normalize(n) for n in args.plugin or ()}
     rows = []
     for (domain, op_type), found in sorted(get_mappings().by_op.items()):
         for m in found:
             plugin = m.info.plugin
-            if args.plugin and not {normalize(plugin.name), normalize(plugin.distribution)} & {
-                normalize(n) for n in args.plugin
-            }:
+            if wanted and not {normalize(plugin.name), normalize(plugin.distribution)} & wanted:
                 continue
             last = str(m.spec.until_version) if m.spec.until_version else "latest"
             rows.append(

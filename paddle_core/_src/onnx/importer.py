@@ -19,7 +19,7 @@ import numpy as np
 
 from ...proto import framework_pb2 as pb
 from ...proto import onnx_pb2 as onnx
-from ..base.errors import OnnxError, PaddleCoreError, brief, counted
+from ..base.errors import PLUGIN_CODE_ERRORS, OnnxError, PaddleCoreError, brief, counted
 from ..graph.append import append
 from ..graph.program import Program, program_guard
 from ..graph.variable import Variable
@@ -253,14 +253,15 @@ class _Importer:
     def variable(self, name: str) -> Variable:
         """The Variable holding ONNX value ``name``: a constant becomes a parameter (trainable
         when an initializer of floating point) or, while folding, a fed input."""
+        if self._fold is not None:  # (even a constant made a parameter: this is another program)
+            value = self.constants[name]
+            var = self._block.create_var(self._fresh(name), value.shape, str(value.dtype))
+            self._fold[var.name] = value
+            return var
         var = self.vars.get(name)
         if var is not None:
             return var
         value = self.constants[name]
-        if self._fold is not None:
-            var = self._block.create_var(self._fresh(name), value.shape, str(value.dtype))
-            self._fold[var.name] = value
-            return var
         trainable = name in self.trainable and value.dtype.kind == "f"
         var = self._block.create_parameter(
             self._fresh(name), value.shape, str(value.dtype), trainable=trainable
@@ -359,9 +360,10 @@ class _Importer:
         info, spec = mapping.info, mapping.spec
         if spec.import_rule:
             _check_attrs(node, mapping)
-            rule = resolve(info.plugin, spec.import_rule, f"ONNX import rule of op {info.type!r}")
+            what = f"ONNX import rule of op {info.type!r}"
+            rule = resolve(info.plugin, spec.import_rule, what)
             with program_guard(self.program, Program()):
-                out = rule(node)
+                out = _call(rule, node, what, info, node)
             return list(out) if isinstance(out, (list, tuple)) else [out]
         inputs, attrs = self._translate(node, mapping)
         slots = list(spec.outputs) or [slot.name for slot in info.proto.outputs]
@@ -416,8 +418,9 @@ class _Importer:
             if a.ignore or (a.only and not a.attr and a.name not in types):
                 continue
             if a.rule:
-                rule = resolve(info.plugin, a.rule, f"ONNX attr rule of op {info.type!r}")
-                attrs.update(rule(value, node))
+                what = f"ONNX attr rule of op {info.type!r}"
+                rule = resolve(info.plugin, a.rule, what)
+                attrs.update(_call(rule, node, what, info, value, node))
                 continue
             target = a.attr or a.name
             attrs[target] = _as_type(value, types[target], node, f"attribute {name!r}")
@@ -446,6 +449,19 @@ class _Importer:
             else:
                 raise node.error(f"input {pos} is not supported by op {info.type!r}")
         return inputs, attrs
+
+
+def _call(rule: Any, node: Node, what: str, info: Any, *args: Any) -> Any:
+    """A plugin's rule, called: an error of ours passes through; anything else its code raises
+    (a bug, or a value it did not expect) becomes an OnnxError naming the node and the plugin."""
+    try:
+        return rule(*args)
+    except PaddleCoreError:
+        raise
+    except PLUGIN_CODE_ERRORS as e:
+        raise node.error(
+            f"the {what} ({info.plugin.label}) failed: {type(e).__name__}: {brief(str(e), 200)}"
+        ) from e
 
 
 def _check_attrs(node: Node, mapping: Mapping) -> dict[str, Any]:

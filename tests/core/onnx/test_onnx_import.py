@@ -199,3 +199,74 @@ def test_a_path_loads_like_bytes(tmp_path):
     x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
     (y,) = pc.onnx.load(path).run({"x": x})
     np.testing.assert_allclose(y, conv_net_numpy(x, params), rtol=1e-4, atol=1e-5)
+
+
+class CustomOps:
+    """A third party's op and its ONNX mapping in a domain of its own, registered in process;
+    a second mapping's rule has a bug."""
+
+    def paddle_core_manifest(self):
+        return """
+            ops {
+              proto {
+                type: "ex_cube" comment: "x ** 3, times scale."
+                inputs { name: "x" comment: "Input." }
+                outputs { name: "out" comment: "Output." }
+                attrs { name: "scale" type: FLOAT comment: "A factor." default { f: 1.0 } }
+              }
+              kernels { device: "cpu" dtypes: [FLOAT32] python: "cube_cpu" }
+              shape_rule: "paddle_core.rules:unary"
+              onnx { domain: "com.example" op_type: "Cube" since_version: 1
+                     attrs { name: "factor" attr: "scale" } }
+              onnx { domain: "com.example" op_type: "BuggyCube" since_version: 1
+                     attrs { name: "factor" } import_rule: "buggy" }
+            }
+        """
+
+    def cube_cpu(self, x, scale):
+        return (x**3 * scale).astype(x.dtype)
+
+    def buggy(self, node):
+        return [node.attrs["missing"]]
+
+
+def custom_model(op_type: str) -> bytes:
+    m = model(
+        [node(op_type, ["x"], ["y"], domain="com.example", factor=2.0)],
+        [value("x", [3])],
+        [value("y", [3])],
+        domains={"com.example": 1},
+    )
+    return m.SerializeToString()
+
+
+def test_a_third_party_op_maps_its_own_domain():
+    pc.register_plugin(CustomOps(), name="custom")
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    (y,) = pc.onnx.load(custom_model("Cube")).run({"x": x})
+    np.testing.assert_array_equal(y, 2 * x**3)
+    with pytest.raises(pc.OnnxError) as e:  # the plugin's bug is named, not a raw KeyError
+        pc.onnx.load(custom_model("BuggyCube"))
+    assert "node 'BuggyCube_y' (com.example:BuggyCube): the ONNX import rule of op 'ex_cube'" in (
+        str(e.value)
+    )
+    assert "plugin 'custom'" in str(e.value) and "KeyError: 'missing'" in str(e.value)
+
+
+def test_a_constant_made_a_parameter_still_folds():
+    """k is a parameter of the program once Add reads it; Mul(k, k) still folds, in a program
+    of its own."""
+    m = model(
+        [
+            node("Add", ["x", "k"], ["a"]),
+            node("Mul", ["k", "k"], ["kk"]),
+            node("Add", ["a", "kk"], ["y"]),
+        ],
+        [value("x", [2])],
+        [value("y", [2])],
+        [tensor("k", np.array([2.0, 3.0], np.float32))],
+    )
+    imported = pc.onnx.load(m.SerializeToString())
+    assert [op.type for op in imported.program.global_block().ops] == ["add", "add"]
+    (y,) = imported.run({"x": np.ones(2, np.float32)})
+    np.testing.assert_array_equal(y, [1 + 2 + 4, 1 + 3 + 9])
