@@ -59,6 +59,8 @@ _EXPORTS = {
     "CPU": "_src.base.cpu",
     "CUDA": "_src.base.cuda",
     "get_device": "_src.plugins.devices",
+    "from_dlpack": "_src.plugins.devices",
+    "to_dlpack": "_src.base.dlpack",
     # plugins
     "hookimpl": "_src.plugins.hooks",
     "hookspec": "_src.plugins.hooks",
@@ -128,6 +130,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     from ._src.base.cpu import CPU
     from ._src.base.cuda import CUDA
     from ._src.base.device import Device
+    from ._src.base.dlpack import to_dlpack
     from ._src.base.errors import (
         AttrError,
         ConfigError,
@@ -165,7 +168,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
     from ._src.model.expression import Expression, TrainStep
     from ._src.model.model import Model, load_model
     from ._src.plugins.config import ConfigWarning
-    from ._src.plugins.devices import get_device
+    from ._src.plugins.devices import from_dlpack, get_device
     from ._src.plugins.hooks import hookimpl, hookspec, register_plugin, unregister_plugin
     from ._src.plugins.registry import PluginConflictWarning, get_registry, reload_registry
     from ._src.run.executor import Executor

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import dlpack
 from .device import Device
-from .errors import counted
+from .errors import FeedError, brief, counted
 
 PC_DEVICE_CUDA = 2  # kernel_abi.h
 
@@ -21,6 +22,7 @@ class CUDA(Device):
 
     type = "cuda"
     kernel_device_type = PC_DEVICE_CUDA
+    dlpack_device_types = frozenset({dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED})
 
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
@@ -80,23 +82,40 @@ class CUDA(Device):
         with cupy.cuda.Device(self.index):
             return _contiguous(cupy, array)
 
+    @classmethod
+    def from_dlpack(cls, value: Any, what: str, expected: str = "") -> Any:
+        """A CuPy view: ``cupy.from_dlpack`` hands the producer CuPy's current stream, on which
+        the view is then ready (the producer orders its pending work before it)."""
+        return _view(_cupy(), value, what, expected)
+
     def adopt(self, value: Any) -> Any:
         """CuPy arrays on this GPU as they are; other arrays in its memory (PyTorch, JAX,
-        Numba: DLPack or ``__cuda_array_interface__``) as CuPy views of the same memory."""
+        Numba: DLPack or ``__cuda_array_interface__``) as CuPy views of the same memory. A
+        DLPack producer is handed this device's stream (``own_stream``), where the plan's
+        kernels will read the view. None for anything else, and for an array CuPy cannot view:
+        the copying path takes it (and says why, if it cannot either)."""
         if self.holds(value):
             return value
         cupy = _cupy()
-        try:
-            if hasattr(value, "__dlpack_device__"):
+        if dlpack.has_dlpack(value):
+            try:
                 kind, index = value.__dlpack_device__()
-                if (kind, index) == (2, self.index):  # kDLCUDA
+            except Exception:  # a broken producer: the copying path names it
+                return None
+            if kind not in self.dlpack_device_types or index != self.index:
+                return None
+            with cupy.cuda.Device(self.index), self.own_stream():
+                try:
                     return cupy.from_dlpack(value)
-            elif hasattr(value, "__cuda_array_interface__"):
+                except Exception:  # a tensor that requires grad, a dtype CuPy lacks...
+                    return None
+        if hasattr(value, "__cuda_array_interface__"):
+            try:
                 with cupy.cuda.Device(self.index):
                     view = cupy.asarray(value)
-                return view if view.device.id == self.index else None
-        except (TypeError, ValueError, BufferError):  # an array CuPy cannot view: copy it
-            return None
+            except (TypeError, ValueError, BufferError):  # an array CuPy cannot view: copy it
+                return None
+            return view if view.device.id == self.index else None
         return None
 
     def kernel_array(self, value: Any) -> Any:
@@ -109,6 +128,18 @@ class CUDA(Device):
 
     def synchronize(self) -> None:
         _cupy().cuda.Device(self.index).synchronize()
+
+
+def _view(cupy: Any, value: Any, what: str, expected: str) -> Any:
+    """``cupy.from_dlpack(value)``; a FeedError naming ``what`` if CuPy or the producer
+    refuses (a tensor that requires grad, bfloat16 without ml_dtypes...)."""
+    try:
+        return cupy.from_dlpack(value)
+    except Exception as e:
+        raise FeedError(
+            f"{what} ({type(value).__name__}) cannot be read through DLPack by CuPy: "
+            f"{type(e).__name__}: {brief(str(e), 160)}{expected}"
+        ) from None
 
 
 def _contiguous(cupy: Any, value: Any) -> Any:

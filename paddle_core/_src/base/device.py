@@ -12,8 +12,11 @@ need and never test its name:
 - ``fallback``: the device type whose kernels run an op this device has none for (with copies
   through ``to_host`` / ``to_device``), or None;
 - ``empty``, ``to_device``, ``to_host``, ``holds``, ``host_copy``, ``synchronize``,
-  ``kernel_array``, ``adopt``: buffers. The compiled runtime binds NumPy arrays (``host_memory``) or
-  arrays exposing ``__cuda_array_interface__`` (a device's own memory, CuPy's for CUDA).
+  ``kernel_array``, ``kernel_copy``, ``adopt``: buffers. The compiled runtime binds NumPy arrays
+  (``host_memory``) or arrays exposing ``__cuda_array_interface__`` (a device's own memory,
+  CuPy's for CUDA);
+- ``dlpack_device_types`` and ``from_dlpack``: which other libraries' arrays (DLPack) are in
+  its memory, and how to view one as its buffer without a copy.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DeviceError
+from .errors import DeviceError, FeedError
 from .host import aligned_empty, host_array
 
 
@@ -35,6 +38,10 @@ class Device:
     kernel_device_type: int = 0
     host_memory: bool = False
     fallback: str | None = "cpu"
+    # The DLPack device types (DLDeviceType values, ``dlpack.py``) whose memory this device
+    # type's buffers are: ``from_dlpack`` views such an array, ``pc.from_dlpack`` and feeds
+    # find the device type through them. Empty: it reads no other library's arrays.
+    dlpack_device_types: frozenset[int] = frozenset()
 
     def __init__(self, index: int = 0) -> None:
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
@@ -65,6 +72,13 @@ class Device:
         return None
 
     @classmethod
+    def from_dlpack(cls, value: Any, what: str, expected: str = "") -> Any:
+        """``value`` (an array with ``__dlpack__`` in memory of one of
+        ``dlpack_device_types``) as a buffer of this device type, of the same memory; a
+        FeedError naming ``what`` (with ``expected`` appended) when it cannot be."""
+        raise FeedError(f"{what}: device type {cls.type!r} reads no DLPack arrays{expected}")
+
+    @classmethod
     def is_available(cls, index: int = 0) -> bool:
         """Whether device ``index`` of this type can be used here; never raises."""
         try:
@@ -93,8 +107,9 @@ class Device:
 
     def adopt(self, value: Any) -> Any:
         """``value`` as a buffer of this device without a copy, when it is an array already
-        in this device's memory (a feed given as a device array); else None. Host-memory
-        devices adopt nothing here: their feeds are checked NumPy arrays."""
+        in this device's memory (a feed given as a device array, another library's through
+        DLPack); else None (the executor then converts or copies it, or says why not). Here:
+        a device array held by a device type whose buffers are not NumPy arrays."""
         return value if not self.host_memory and self.holds(value) else None
 
     def kernel_array(self, value: Any) -> Any:
@@ -104,6 +119,15 @@ class Device:
             return host_array(value)
         moves = isinstance(value, np.ndarray) or not self.holds(value)
         return self.to_device(value) if moves else value
+
+    def kernel_copy(self, value: Any) -> Any:
+        """``kernel_array(value)`` in memory of its own: what a plan binds for a fed variable
+        its ops write, so that the caller's array is never written."""
+        if self.host_memory:  # (astype always copies)
+            return value.astype(value.dtype.newbyteorder("="), order="C")
+        if isinstance(value, np.ndarray) or not self.holds(value):
+            return self.to_device(value)  # a move is a copy
+        return self.kernel_array(value.copy())
 
     def to_device(self, array: Any) -> Any:
         """A host (NumPy) array as this device's buffer type."""

@@ -90,7 +90,8 @@ class ProgramError(PaddleCoreError, ValueError):
 
 
 class FeedError(PaddleCoreError, ValueError):
-    """Fed or fetched variables do not match the program (missing, unknown, wrong shape/dtype)."""
+    """Fed or fetched variables do not match the program (missing, unknown, wrong shape/dtype),
+    or an array cannot be exchanged with another library (DLPack)."""
 
 
 class DeviceError(PaddleCoreError):

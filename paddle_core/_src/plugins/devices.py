@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import dlpack
 from ..base.device import Device
-from ..base.errors import PLUGIN_CODE_ERRORS, DeviceError, did_you_mean, shown
+from ..base.errors import PLUGIN_CODE_ERRORS, DeviceError, FeedError, did_you_mean, shown
 from . import hooks
 from .registry import get_registry
 
@@ -72,3 +73,58 @@ def host_copy(value: Any) -> Any:
         if copy is not None:
             return copy
     return None
+
+
+def from_dlpack(array: Any) -> Any:
+    """``array`` (a PyTorch tensor, a JAX or CuPy array, anything with ``__dlpack__``) as a
+    buffer of the device type whose memory it is in, without a copy: a NumPy array for host
+    memory, a CuPy array for a GPU's (ready on CuPy's current stream, which the producer is
+    handed). A NumPy view is writeable only where the producer's DLPack 1.0 capsule says so
+    (NumPy views a legacy capsule, which cannot say, read-only); bfloat16 arrives as ml_dtypes'
+    bfloat16.
+
+    A FeedError says why not: ``__dlpack__`` refused (PyTorch: a tensor that requires grad),
+    a dtype NumPy lacks, memory no registered device type reads, or one not available here.
+    """
+    what = "from_dlpack's argument"
+    if not dlpack.has_dlpack(array):
+        raise FeedError(
+            f"{what} must have __dlpack__ and __dlpack_device__ (a PyTorch tensor, a JAX, "
+            f"CuPy or NumPy array), got {type(array).__name__}"
+        )
+    owner, _ = _dlpack_owner(array, what, "")
+    return owner.from_dlpack(array, what)
+
+
+def dlpack_host_array(value: Any, what: str, expected: str = "") -> Any:
+    """``value`` (with ``__dlpack__``) as a NumPy array: a view of host memory, else a copy
+    of the memory of the registered device type that reads it. FeedErrors name ``what`` and
+    end with ``expected``."""
+    owner, index = _dlpack_owner(value, what, expected)
+    array = owner.from_dlpack(value, what, expected)
+    return array if owner.host_memory else owner(index).to_host(array)
+
+
+def _dlpack_owner(value: Any, what: str, expected: str) -> tuple[type[Device], int]:
+    """The device type whose memory ``value`` (DLPack) is in, available here, and the index."""
+    kind, index = dlpack.dlpack_device(value, what)
+    types = device_types().values()
+    owner = next((t for t in types if kind in t.dlpack_device_types), None)
+    where = dlpack.device_name(kind, index)
+    if owner is None:
+        readers = ", ".join(sorted(t.type for t in types if t.dlpack_device_types))
+        raise FeedError(
+            f"{what} ({type(value).__name__}) is in {where} memory (DLPack), which no "
+            f"registered device type reads (these do: {readers}){expected}"
+        )
+    if not owner.host_memory:  # (pinned host memory says which GPU, yet the host reads it)
+        try:
+            reason = owner.unavailable_reason(index)
+        except Exception as e:  # a broken driver or library
+            reason = f"{type(e).__name__}: {e}"
+        if reason:
+            raise FeedError(
+                f"{what} ({type(value).__name__}) is in {where} memory (DLPack), but device "
+                f"{owner.type}:{index} is not available here: {reason}{expected}"
+            )
+    return owner, index

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.dlpack import has_dlpack
 from ..base.dtypes import ITEMSIZE, canonical, name_of, numpy_dtype
 from ..base.errors import (
     ConfigError,
@@ -102,10 +103,13 @@ class Executor:
     ) -> list[Any]:
         """Run ``program`` (default: the default main program); return the fetched values.
 
-        ``feed`` maps data variable names to arrays (NumPy on any device; they are moved);
-        ``fetch_list`` holds Variables or names (one Variable or name alone counts as a list of
-        one). Returns a list, one value per fetch, as NumPy arrays unless
-        ``return_numpy=False``.
+        ``feed`` maps data variable names to arrays: NumPy arrays, or any array with
+        ``__dlpack__`` (PyTorch, JAX, CuPy), each of its variable's dtype. They are read where
+        they are, no copy, when the device can (host memory on CPU, the executor's GPU on
+        CUDA), else moved; a feed is never written. ``fetch_list`` holds Variables or names
+        (one Variable or name alone counts as a list of one). Returns a list, one value per
+        fetch, as NumPy arrays, or with ``return_numpy=False`` as the device's arrays (NumPy
+        on CPU, CuPy on CUDA), which export through DLPack (``torch.from_dlpack``).
         """
         if type(fetch_list) is not list:
             fetch_list = _fetch_items(fetch_list)
@@ -177,7 +181,7 @@ class Executor:
         adopted = None if isinstance(value, np.ndarray) else self.device.adopt(value)
         if adopted is None:
             return feed_array(block, name, value)
-        _check_feed(name, _feed_var(block, name), adopted)  # a device array on its device: no copy
+        _check_feed(name, _feed_var(block, name), adopted, value)  # on its device: no copy
         return adopted
 
     def _build_plan(
@@ -193,8 +197,9 @@ class _RepeatedCall:
     A training or serving loop calls run() with the same program, feed names and fetch list
     every time. It matches when the program object, its version, the plugins, the feed names
     and the fetch list are the same, and each fed array is exactly of the planned dtype and
-    shape: a NumPy array, or an array the device adopts (a CuPy or PyTorch array on the GPU
-    of a CUDA executor). So it is exactly as safe as the full checks it replaces.
+    shape: a NumPy array, or an array the device adopts (PyTorch or JAX arrays in host memory
+    on CPU; CuPy, PyTorch or JAX arrays on the GPU of a CUDA executor). So it is exactly as
+    safe as the full checks it replaces.
     """
 
     __slots__ = ("program", "version", "plugins", "feed_specs", "fetch_list", "plan")
@@ -250,20 +255,24 @@ def _same_fetch(a: Any, b: Any) -> bool:
 def feed_array(block: Any, name: str, value: Any) -> Any:
     """``value`` as a NumPy array of variable ``name``'s dtype, checked against its shape."""
     var = _feed_var(block, name)
+    given = value
     if not isinstance(value, np.ndarray):
         value = _to_array(name, var, value)
     if not value.dtype.isnative:  # kernels read native byte order
         value = value.astype(value.dtype.newbyteorder("="))
-    _check_feed(name, var, value)
+    _check_feed(name, var, value, given)
     return value
 
 
-def _check_feed(name: str, var: Variable, value: Any) -> None:
-    """A fed array (NumPy or a device's) against its variable's dtype and shape."""
+def _check_feed(name: str, var: Variable, value: Any, given: Any = None) -> None:
+    """A fed array (NumPy or a device's, made from ``given`` where that differs) against its
+    variable's dtype and shape."""
     if name_of(value.dtype) != var.dtype:
+        numpy_like = given is None or type(given).__module__.split(".")[0] in ("numpy", "cupy")
+        hint = f"with .astype({var.dtype!r})" if numpy_like else f"it to {var.dtype} first"
         raise FeedError(
             f"feed {name!r} has dtype {value.dtype.name}, but variable {name!r} is {var.dtype} "
-            f"(convert with .astype({var.dtype!r}))"
+            f"(convert {hint})"
         )
     _check_feed_shape(name, var, tuple(value.shape))
 
@@ -304,8 +313,12 @@ def _feed_var(block: Any, name: str) -> Variable:
 
 
 def _to_array(name: str, var: Variable, value: Any) -> Any:
-    """A non-NumPy feed (list, scalar, device array) as a NumPy array of the variable's dtype."""
-    host = devices.host_copy(value)  # a buffer of a registered device type (CuPy for CUDA)
+    """A non-NumPy feed as a NumPy array: an array of another library (DLPack) as it is, a
+    view of its memory where the host reads it; lists and scalars of the variable's dtype."""
+    if has_dlpack(value):  # an array: its dtype must be the variable's, as a NumPy array's must
+        expected = f"; variable {name!r} is {var.dtype}{format_shape(var.shape)}"
+        return devices.dlpack_host_array(value, f"feed {name!r}", expected)
+    host = devices.host_copy(value)  # a buffer of a registered device type
     if host is not None:
         return host
     if hasattr(value, "__cuda_array_interface__"):

@@ -5,8 +5,8 @@ all native kernels of the plan's device (CUDA: its buffers are device arrays): n
 are called through their function pointers in a C++ loop with no Python between ops, Python
 kernels (host plans only) are called back. Variables get one buffer each, in one of four roles:
 
-- fed: bound to the caller's array each run (never written: no op of the plan writes a fed
-  variable);
+- fed: bound to the caller's array each run, which is never written: a fed variable that an
+  op of the plan updates (``x = x + 1``, a loop's carried value) is bound to a copy of it;
 - persistable: bound to the scope's array each run (updated in place), created if absent;
 - fetched: a pooled array per run, reused only once the caller has let go of the last one;
 - everything else: planned once, when the plan is built, as views of one arena in which
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..base import dtypes as D
+from ..base.dlpack import has_dlpack
 from ..base.errors import (
     PLUGIN_CODE_ERRORS,
     FeedError,
@@ -46,7 +47,7 @@ from ..base.errors import (
 from ..base.host import ALIGNMENT, aligned_empty, host_array
 from ..base.runtime import compiled_runtime
 from ..graph.variable import format_shape
-from ..plugins import hooks
+from ..plugins import devices, hooks
 from . import control
 from .memory import Live, MemoryPlan, aligned, assign_offsets, inplace_pairs, live_intervals
 from .planning import PlanSpec, Step
@@ -168,17 +169,23 @@ class PreparedProgram:
         return runner if isinstance(runner, CompiledRunner) and runner.scan_ready else None
 
     def run(self, feed: dict[str, Any], scope: Scope, return_numpy: bool = True) -> list[Any]:
-        """Run with ``feed``: exactly the planned feeds, each of the planned shape and dtype."""
+        """Run with ``feed``: exactly the planned feeds, each of the planned shape and dtype
+        (NumPy arrays, the device's, or other libraries' through DLPack, as ``Executor.run``
+        takes them)."""
         if not isinstance(feed, dict) or sorted(feed) != sorted(self.feed_names):
             given = sorted(feed) if isinstance(feed, dict) else type(feed).__name__
             raise FeedError(f"this plan is fed {self.feed_names}, got {given}")
+        feed = dict(feed)
         for name in self.feed_names:
             value, (shape, dtype) = feed[name], self.spec.shapes[name]
-            if (
-                not (isinstance(value, np.ndarray) or self.device.holds(value))
-                or value.shape != shape
-                or D.name_of(value.dtype) != dtype
-            ):
+            held = isinstance(value, np.ndarray) or self.device.holds(value)
+            if not held and has_dlpack(value):  # on the device (no copy), else via the host
+                adopted = self.device.adopt(value)
+                if adopted is None:
+                    adopted = devices.dlpack_host_array(value, f"feed {name!r}")
+                value = feed[name] = adopted
+                held = True
+            if not held or value.shape != shape or D.name_of(value.dtype) != dtype:
                 got = f"{getattr(value, 'dtype', type(value).__name__)}{list(np.shape(value))}"
                 raise FeedError(
                     f"feed {name!r} is {got}, but this plan was prepared for "
@@ -231,6 +238,9 @@ class CompiledRunner:
             self.index[name] = self.plan.add_buffer(list(shape), D.to_enum(dtype))
             self.layout.append((shape, dtype))
         fed = set(spec.feed_names)
+        # Fed variables an op writes: bound to copies (the caller's arrays are never written,
+        # and may be read-only: a DLPack view, np.frombuffer over bytes).
+        self.written_feeds = fed & {n for s in spec.steps for _, _, ns in s.outputs for n in ns}
         persistable = set(spec.persistable_inputs) | set(spec.persistable_outputs)
         self.persistable = [n for n in spec.shapes if n in persistable and n not in fed]
         self.read_first = set(spec.persistable_inputs)  # must have a value before the run
@@ -428,9 +438,13 @@ class CompiledRunner:
     def _run_locked(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
         shapes, index = self.spec.shapes, self.index
         indices, arrays = [], []
+        device, written = self.device, self.written_feeds
         for name in self.spec.feed_names:
             indices.append(index[name])
-            arrays.append(self.device.kernel_array(feed[name]))
+            value = feed[name]
+            arrays.append(
+                device.kernel_copy(value) if name in written else device.kernel_array(value)
+            )
         for name in self.persistable:
             value = _scope_value(scope, name) if name in self.read_first else scope.find_var(name)
             if value is None:

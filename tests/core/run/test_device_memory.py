@@ -260,6 +260,24 @@ def test_a_device_array_is_fed_without_a_copy(devmem):
         exe.run(prog, feed={"x": DevArray(X.reshape(3, 2)), "y": y}, fetch_list=[out])
 
 
+def test_a_fed_device_array_an_op_updates_is_copied_first(devmem):
+    """x = (x + y) * y on a fed x: the compiled loop binds a copy of the caller's device array
+    (Device.kernel_copy), which the update writes; the caller's stays as given."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x, y = pc.data("x", [2, 3]), pc.data("y", [3])
+        total = pc.ops.add(x, y)
+    prog.global_block().append_op("mul", inputs={"x": total, "y": y}, outputs={"out": x})
+    exe = pc.Executor(devmem)
+    mine = DevArray(X.copy())
+    (got,) = exe.run(prog, feed={"x": mine, "y": DevArray(Y.copy())}, fetch_list=[x])
+    np.testing.assert_array_equal(got, (X + Y) * Y)
+    np.testing.assert_array_equal(mine._array, X)  # untouched
+    plan = exe.prepare(prog, {"x": mine, "y": DevArray(Y)}, [x])
+    assert plan.compiled and "to_device" not in DevMem.moves  # a copy on the device
+    assert plan._runner.array("x")._array.ctypes.data != mine._array.ctypes.data
+
+
 def test_the_same_call_again_with_device_arrays_skips_the_full_checks(devmem, monkeypatch):
     """A loop feeding device arrays (CuPy or PyTorch ones on a GPU) takes the repeated call's
     fast path as NumPy feeds do: each run reads its own arrays, and any other dtype or shape

@@ -145,6 +145,28 @@ def test_a_fed_variable_is_the_first_value_of_one_updated_after_it_is_read():
     assert model.expression(after).value(feed={"x": np.array([7])}).tolist() == [8]
 
 
+def test_a_fed_array_an_op_updates_is_never_written():
+    """x = x + 1 on a fed x updates a copy: the caller's array stays as given, and a read-only
+    one (np.frombuffer over bytes) is not written through its read-only flag."""
+    prog = pc.Program()
+    with pc.program_guard(prog, pc.Program()):
+        x = pc.data("x", [2, 3], "float32")
+        pc.layers.assign(ops.add(x, ops.fill_constant(shape=[2, 3], value=1.0)), output=x)
+        y = ops.scale(x, scale=2.0)
+    exe = pc.Executor()
+    mine = np.zeros((2, 3), F32)
+    (got,) = exe.run(prog, feed={"x": mine}, fetch_list=[y])
+    assert got.tolist() == [[2.0] * 3] * 2 and not mine.any()
+    plan = exe.prepare(prog, {"x": mine}, [y])
+    assert plan.compiled and not np.shares_memory(plan._runner.array("x"), mine)
+    frozen = np.full((2, 3), 4, F32).tobytes()
+    readonly = np.frombuffer(frozen, F32).reshape(2, 3)
+    for _ in range(2):  # the same call again takes the repeated call's path
+        (got,) = exe.run(prog, feed={"x": readonly}, fetch_list=[y])
+        assert got.tolist() == [[10.0] * 3] * 2
+    assert frozen == np.full((2, 3), 4, F32).tobytes()
+
+
 def test_a_while_block_with_its_carried_variables_fed_runs():
     prog = pc.Program()
     with pc.program_guard(prog, pc.Program()):
