@@ -282,7 +282,7 @@ class OpDef(_message.Message):
     def __init__(self, proto: _Optional[_Union[OpProto, _Mapping]] = ..., kernels: _Optional[_Iterable[_Union[KernelDef, _Mapping]]] = ..., shape_rule: _Optional[str] = ..., grad_rule: _Optional[str] = ..., kernel_dtype_input: _Optional[str] = ..., random: _Optional[bool] = ..., random_rule: _Optional[str] = ..., onnx: _Optional[_Iterable[_Union[OnnxMapping, _Mapping]]] = ...) -> None: ...
 
 class OnnxMapping(_message.Message):
-    __slots__ = ("domain", "op_type", "since_version", "until_version", "inputs", "attrs", "fixed", "outputs", "import_rule")
+    __slots__ = ("domain", "op_type", "since_version", "until_version", "inputs", "attrs", "fixed", "outputs", "import_rule", "export_rule", "export_only", "export_ignores")
     DOMAIN_FIELD_NUMBER: _ClassVar[int]
     OP_TYPE_FIELD_NUMBER: _ClassVar[int]
     SINCE_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -292,6 +292,9 @@ class OnnxMapping(_message.Message):
     FIXED_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     IMPORT_RULE_FIELD_NUMBER: _ClassVar[int]
+    EXPORT_RULE_FIELD_NUMBER: _ClassVar[int]
+    EXPORT_ONLY_FIELD_NUMBER: _ClassVar[int]
+    EXPORT_IGNORES_FIELD_NUMBER: _ClassVar[int]
     domain: str
     op_type: str
     since_version: int
@@ -301,7 +304,10 @@ class OnnxMapping(_message.Message):
     fixed: _containers.RepeatedCompositeFieldContainer[OnnxFixed]
     outputs: _containers.RepeatedScalarFieldContainer[str]
     import_rule: str
-    def __init__(self, domain: _Optional[str] = ..., op_type: _Optional[str] = ..., since_version: _Optional[int] = ..., until_version: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[OnnxInput, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[OnnxAttr, _Mapping]]] = ..., fixed: _Optional[_Iterable[_Union[OnnxFixed, _Mapping]]] = ..., outputs: _Optional[_Iterable[str]] = ..., import_rule: _Optional[str] = ...) -> None: ...
+    export_rule: str
+    export_only: bool
+    export_ignores: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, domain: _Optional[str] = ..., op_type: _Optional[str] = ..., since_version: _Optional[int] = ..., until_version: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[OnnxInput, _Mapping]]] = ..., attrs: _Optional[_Iterable[_Union[OnnxAttr, _Mapping]]] = ..., fixed: _Optional[_Iterable[_Union[OnnxFixed, _Mapping]]] = ..., outputs: _Optional[_Iterable[str]] = ..., import_rule: _Optional[str] = ..., export_rule: _Optional[str] = ..., export_only: _Optional[bool] = ..., export_ignores: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class OnnxInput(_message.Message):
     __slots__ = ("index", "input", "attr", "constant")
@@ -316,20 +322,22 @@ class OnnxInput(_message.Message):
     def __init__(self, index: _Optional[int] = ..., input: _Optional[str] = ..., attr: _Optional[str] = ..., constant: _Optional[bool] = ...) -> None: ...
 
 class OnnxAttr(_message.Message):
-    __slots__ = ("name", "attr", "default", "only", "ignore", "rule")
+    __slots__ = ("name", "attr", "default", "only", "ignore", "rule", "export_rule")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ATTR_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_FIELD_NUMBER: _ClassVar[int]
     ONLY_FIELD_NUMBER: _ClassVar[int]
     IGNORE_FIELD_NUMBER: _ClassVar[int]
     RULE_FIELD_NUMBER: _ClassVar[int]
+    EXPORT_RULE_FIELD_NUMBER: _ClassVar[int]
     name: str
     attr: str
     default: AttrValue
     only: _containers.RepeatedScalarFieldContainer[str]
     ignore: bool
     rule: str
-    def __init__(self, name: _Optional[str] = ..., attr: _Optional[str] = ..., default: _Optional[_Union[AttrValue, _Mapping]] = ..., only: _Optional[_Iterable[str]] = ..., ignore: _Optional[bool] = ..., rule: _Optional[str] = ...) -> None: ...
+    export_rule: str
+    def __init__(self, name: _Optional[str] = ..., attr: _Optional[str] = ..., default: _Optional[_Union[AttrValue, _Mapping]] = ..., only: _Optional[_Iterable[str]] = ..., ignore: _Optional[bool] = ..., rule: _Optional[str] = ..., export_rule: _Optional[str] = ...) -> None: ...
 
 class OnnxFixed(_message.Message):
     __slots__ = ("attr", "value")

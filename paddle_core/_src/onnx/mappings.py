@@ -45,6 +45,8 @@ class Mappings:
         self.by_op: dict[tuple[str, str], list[Mapping]] = {}
         for info in registry.ops.values():
             for spec in info.opdef.onnx:
+                if spec.export_only:  # (its nodes import through another op's mapping)
+                    continue
                 key = (domain_key(spec.domain), spec.op_type)
                 self.by_op.setdefault(key, []).append(Mapping(info, spec))
         for found in self.by_op.values():

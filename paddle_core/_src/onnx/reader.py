@@ -67,6 +67,13 @@ def dtype_name(code: int, node: Any = None) -> str:
     return dtype_of(code, node.label if node is not None else "element type")
 
 
+def element_type(dtype: str) -> int:
+    """The ONNX element type of our dtype (for export rules: Cast's `to`)."""
+    if dtype not in ELEMENT_TYPES:
+        raise OnnxError(f"dtype {dtype!r} has no ONNX element type here")
+    return ELEMENT_TYPES[dtype]
+
+
 def dtype_of(code: int, what: str) -> str:
     """Our dtype name for an ONNX element type, or an OnnxError naming ``what``."""
     if code not in DTYPES:

@@ -80,10 +80,11 @@ def references(manifest: Any) -> list[tuple[str, str]]:
         used += [(k.python, f"{k.device} kernel of op {op!r}") for k in opdef.kernels if k.python]
         for mapping in opdef.onnx:
             what = f"ONNX {mapping.op_type} of op {op!r}"
-            used += [(mapping.import_rule, f"import rule of {what}")] if mapping.import_rule else []
-            used += [
-                (a.rule, f"rule of attr {a.name!r} of {what}") for a in mapping.attrs if a.rule
-            ]
+            for ref, kind in ((mapping.import_rule, "import"), (mapping.export_rule, "export")):
+                used += [(ref, f"{kind} rule of {what}")] if ref else []
+            for a in mapping.attrs:
+                for ref, kind in ((a.rule, "rule"), (a.export_rule, "export rule")):
+                    used += [(ref, f"{kind} of attr {a.name!r} of {what}")] if ref else []
     for pack in manifest.kernel_packs:
         used += [
             (k.python, f"{k.device} kernel of op {pack.op!r}") for k in pack.kernels if k.python

@@ -112,8 +112,10 @@ def qualify(manifest: pb.PluginManifest) -> None:
         opdef.random_rule = full(opdef.random_rule)
         for mapping in opdef.onnx:
             mapping.import_rule = full(mapping.import_rule)
+            mapping.export_rule = full(mapping.export_rule)
             for attr in mapping.attrs:
                 attr.rule = full(attr.rule)
+                attr.export_rule = full(attr.export_rule)
     for k in _all_kernels(manifest):
         if k.WhichOneof("impl") == "python":
             k.python = full(k.python)
@@ -332,6 +334,7 @@ def _check_onnx(mapping: pb.OnnxMapping, proto: pb.OpProto, bare_ok: bool) -> li
             except (ValueError, SyntaxError):
                 problems.append(f"{what}: only {literal!r} is not a Python literal")
         problems += _check_ref(f"{what} rule", attr.rule, bare_ok)
+        problems += _check_ref(f"{what} export_rule", attr.export_rule, bare_ok)
     for fixed in mapping.fixed:
         problems += [
             f"fixed attr {fixed.attr!r}: {p}" for p in _typed(fixed.value, ours.get(fixed.attr))
@@ -340,6 +343,14 @@ def _check_onnx(mapping: pb.OnnxMapping, proto: pb.OpProto, bare_ok: bool) -> li
         f"output {o!r} is not an output of the op" for o in mapping.outputs if o not in outputs
     ]
     problems += _check_ref("import_rule", mapping.import_rule, bare_ok)
+    problems += _check_ref("export_rule", mapping.export_rule, bare_ok)
+    problems += [
+        f"export_ignores {a!r} is not an attr of the op"
+        for a in mapping.export_ignores
+        if a not in ours
+    ]
+    if mapping.export_only and not mapping.export_rule:
+        problems.append("is export_only but names no export_rule")
     return problems
 
 

@@ -601,10 +601,10 @@ def test_a_valid_onnx_mapping():
         'attrs { name: "mode" only: "\'a\'" only: "\'b\'" } '
         'attrs { name: "kernel_shape" ignore: true } attrs { name: "pads" rule: "pads" } '
         'inputs { index: 1 attr: "axis" } fixed { attr: "keep" value { b: true } } '
-        'outputs: "out"'
+        'outputs: "out" export_ignores: "axis"'
     )
     assert onnx_problems(mapping) == []
-    assert onnx_problems(f'{mapping} import_rule: "foo"') == []
+    assert onnx_problems(f'{mapping} import_rule: "foo" export_rule: "foo_out"') == []
     manifest = M.parse(
         HEADER + "\n" + op(slots=ATTR_SLOTS, rules=f"{RULES} onnx {{ {mapping} }}"),
         plugin="mine",
@@ -651,6 +651,18 @@ def test_a_valid_onnx_mapping():
         (
             'op_type: "Foo" since_version: 1 import_rule: "bad name!"',
             "import_rule 'bad name!' must be 'function' or 'module:function'",
+        ),
+        (
+            'op_type: "Foo" since_version: 1 export_only: true',
+            "export_only but names no export_rule",
+        ),
+        (
+            'op_type: "Foo" since_version: 1 export_ignores: "size"',
+            "export_ignores 'size' is not an attr of the op",
+        ),
+        (
+            'op_type: "Foo" since_version: 1 attrs { name: "pads" rule: "p" export_rule: "a b" }',
+            "export_rule 'a b' must be 'function' or 'module:function'",
         ),
     ],
 )

@@ -182,3 +182,104 @@ def _constant(node, i: int) -> np.ndarray:
 
 def _ints(node, i: int) -> list[int]:
     return [int(v) for v in _constant(node, i).reshape(-1)]
+
+
+# ---- export: our attrs -> ONNX attributes, and ops written as ONNX nodes -------------------
+
+
+def cast_to_out(attrs: dict) -> int:
+    return pc.onnx.element_type(attrs["dtype"])
+
+
+def div_out(op) -> None:
+    """Our div floors integer quotients; ONNX's Div truncates: floats only."""
+    x, y = op.input("x"), op.input("y")
+    if np.dtype(op.dtype(x)).kind in "iu":
+        raise op.error("integer division floors here and truncates in ONNX: not exported yet")
+    op.node("Div", [x, y], [op.output("out")])
+
+
+def _binary_out(onnx_op: str):
+    def rule(op) -> None:
+        op.node(onnx_op, [op.input("x"), op.input("y")], [op.output("out")])
+
+    return rule
+
+
+maximum_out = _binary_out("Max")
+minimum_out = _binary_out("Min")
+
+
+def flatten_out(op) -> None:
+    """flatten(start_axis, stop_axis): ONNX's Flatten where it is one (axis 1 to the end of a
+    tensor), else a Reshape to the output's shape."""
+    x, out = op.input("x"), op.output("out")
+    rank = len(op.shape(x))
+    start, stop = op.attrs["start_axis"] % max(rank, 1), op.attrs["stop_axis"] % max(rank, 1)
+    if start == 1 and stop == rank - 1:
+        op.node("Flatten", [x], [out], axis=1)
+        return
+    _reshape_to(op, x, out)
+
+
+def _reshape_to(op, x: str, out: str) -> None:
+    shape = [-1 if d is None else d for d in op.shape(out)]
+    if shape.count(-1) > 1:
+        raise op.error(f"the output's shape {op.shape(out)} has more than one unknown dimension")
+    op.node("Reshape", [x, op.constant(shape, "int64")], [out])
+
+
+def matmul_out(op) -> None:
+    """matmul: MatMul, its transposes a Transpose of the last two axes first."""
+    operands = []
+    for slot in ("x", "y"):
+        name = op.input(slot)
+        rank = len(op.shape(name))
+        if op.attrs[f"transpose_{slot}"] and rank >= 2:
+            perm = [*range(rank - 2), rank - 1, rank - 2]
+            transposed = op.fresh(f"{name}_t")
+            op.node("Transpose", [name], [transposed], perm=perm)
+            name = transposed
+        operands.append(name)
+    op.node("MatMul", operands, [op.output("out")])
+
+
+def matmul_2d_out(op) -> None:
+    """matmul_2d (x and y flattened to 2-D): Flatten or Reshape, MatMul, Reshape back."""
+    x, y, out = op.input("x"), op.input("y"), op.output("out")
+    xn, yn = op.attrs["x_num_col_dims"], op.attrs["y_num_col_dims"]
+    x_shape, y_shape = op.shape(x), op.shape(y)
+    if len(x_shape) != 2 or xn != 1:
+        flat = op.fresh(f"{x}_2d")
+        op.node("Flatten", [x], [flat], axis=xn)
+        x = flat
+    if len(y_shape) != 2 or yn != 1:
+        if None in y_shape:
+            raise op.error(f"y's shape {y_shape} must be known")
+        rows = int(np.prod(y_shape[:yn]))
+        flat = op.fresh(f"{y}_2d")
+        op.node("Reshape", [y, op.constant([rows, -1], "int64")], [flat])
+        y = flat
+    if len(op.shape(out)) == 2:
+        op.node("MatMul", [x, y], [out])
+        return
+    product = op.fresh(f"{out}_2d")
+    op.node("MatMul", [x, y], [product])
+    _reshape_to(op, product, out)
+
+
+def slice_out(op) -> None:
+    a = op.attrs
+    inputs = [op.input("x")] + [op.constant(a[k], "int64") for k in ("starts", "ends", "axes")]
+    if a.get("steps"):
+        inputs.append(op.constant(a["steps"], "int64"))
+    op.node("Slice", inputs, [op.output("out")])
+
+
+def split_out(op) -> None:
+    a = op.attrs
+    outs = op.outputs["outs"]
+    if a["sections"]:
+        op.node("Split", [op.input("x"), op.constant(a["sections"], "int64")], outs, axis=a["axis"])
+    else:
+        op.node("Split", [op.input("x")], outs, axis=a["axis"], num_outputs=a["num"])

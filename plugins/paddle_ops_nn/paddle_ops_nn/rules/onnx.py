@@ -85,3 +85,49 @@ def _constant(node, i: int):
     if value is None:
         raise node.error(f"input {i} must be a constant (an initializer or computed from them)")
     return value
+
+
+# ---- export: our attrs -> ONNX attributes, and ops written as ONNX nodes -------------------
+
+
+def pads_out(attrs: dict) -> list[int]:
+    """Our paddings [top, bottom, left, right] (or [h, w]) -> ONNX's [top, left, bottom, right]."""
+    p = list(attrs["paddings"])
+    if len(p) == 2:
+        p = [p[0], p[0], p[1], p[1]]
+    return [p[0], p[2], p[1], p[3]]
+
+
+def count_include_pad_out(attrs: dict) -> int:
+    return int(not attrs["exclusive"])
+
+
+def training_mode_out(attrs: dict) -> None:
+    return None  # inference (is_test: the mapping's fixed attr): ONNX's default
+
+
+def gelu_approximate_out(attrs: dict) -> str:
+    return "tanh" if attrs["approximate"] else "none"
+
+
+def dropout_out(op) -> None:
+    """Dropout at inference is the identity (upscale_in_train); training dropout is not
+    written (export clones the program for test)."""
+    if not op.attrs["is_test"]:
+        raise op.error("a training dropout is not exported (clone the program for test)")
+    if op.attrs.get("dropout_implementation") != "upscale_in_train":
+        scale = 1.0 - op.attrs["dropout_prob"]  # downgrade_in_infer: x * (1 - p)
+        factor = op.constant(scale, op.dtype(op.input("x")))
+        op.node("Mul", [op.input("x"), factor], [op.output("out")])
+        return
+    op.node("Identity", [op.input("x")], [op.output("out")])
+
+
+def layer_norm_out(op) -> None:
+    op.node(
+        "LayerNormalization",
+        [op.input("x"), op.input("scale"), op.input("bias")],
+        [op.output("y")],
+        axis=op.attrs["begin_norm_axis"],
+        epsilon=op.attrs["epsilon"],
+    )
