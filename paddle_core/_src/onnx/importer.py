@@ -114,6 +114,12 @@ class Node:
             return str(value.dtype)
         return self._importer.variable(self.proto.input[i]).dtype
 
+    def parameter(self, value: np.ndarray, hint: str) -> Variable:
+        """A trainable parameter holding ``value``: for a rule that rearranges the model's
+        weights (LSTM's gate order), which stay trainable like the initializers they came
+        from."""
+        return self._importer.parameter(np.ascontiguousarray(value), f"{self.name}.{hint}")
+
     def error(self, message: str) -> OnnxError:
         return OnnxError(f"{self.label}: {message}", node=self.name)
 
@@ -268,6 +274,14 @@ class _Importer:
         )
         self.scope.set_var(var.name, value)
         self.vars[name] = var
+        return var
+
+    def parameter(self, value: np.ndarray, hint: str) -> Variable:
+        self.budget.take(value.nbytes, f"parameter {brief(hint)!r}")
+        var = self._block.create_parameter(
+            self._fresh(hint), value.shape, str(value.dtype), trainable=value.dtype.kind == "f"
+        )
+        self.scope.set_var(var.name, value)
         return var
 
     def _fresh(self, name: str) -> str:

@@ -6,6 +6,8 @@ one ONNX attribute into our attrs.
 
 from __future__ import annotations
 
+import numpy as np
+
 import paddle_core as pc
 
 
@@ -131,3 +133,92 @@ def layer_norm_out(op) -> None:
         axis=op.attrs["begin_norm_axis"],
         epsilon=op.attrs["epsilon"],
     )
+
+
+# ---- recurrent networks: ONNX's LSTM and GRU, one layer a node ----------------------------
+
+# ONNX's gate blocks, in the order of ours (PyTorch's): LSTM i, o, f, c -> i, f, c, o; GRU
+# z, r, h -> r, z, h.
+_GATES = {"LSTM": [0, 2, 3, 1], "GRU": [1, 0, 2]}
+
+
+def lstm(node) -> list:
+    return _recurrent(node, pc.ops.lstm, states=2)
+
+
+def gru(node) -> list:
+    if not node.attrs.get("linear_before_reset", 0):
+        raise node.error("linear_before_reset = 0 is not supported (ours is PyTorch's GRU: 1)")
+    return _recurrent(node, pc.ops.gru, states=1)
+
+
+def _recurrent(node, op, states: int) -> list:
+    """One ONNX LSTM or GRU node: its weights reordered into ours (kept trainable), the
+    sequences time-major, Y as ONNX lays it out: [T, D, B, H] ([B, T, D, H] with layout 1)."""
+    a = node.attrs
+    direction = a.get("direction", "forward")
+    if direction not in ("forward", "bidirectional"):
+        raise node.error(f"direction {direction!r} is not supported (forward, bidirectional)")
+    if node.has_input(7 if states == 2 else 6):
+        raise node.error("peepholes (input P) are not supported")
+    default = ["Sigmoid", "Tanh", "Tanh"] if states == 2 else ["Sigmoid", "Tanh"]
+    if (
+        a.get("activations", default * (2 if direction == "bidirectional" else 1))[: len(default)]
+        != default
+    ):
+        raise node.error(f"activations {a['activations']} are not supported (only {default})")
+    if "clip" in a or a.get("input_forget", 0):
+        raise node.error("clip and input_forget are not supported")
+    hidden, layout = a["hidden_size"], a.get("layout", 0)
+    gates = _GATES[node.op_type]
+    w, r = _constant(node, 1), _constant(node, 2)
+    dirs = w.shape[0]
+    b = (
+        _constant(node, 3)
+        if node.has_input(3)
+        else np.zeros((dirs, 2 * len(gates) * hidden), w.dtype)
+    )
+
+    def ours(array, name: str):
+        parts = np.split(array, len(gates))  # along the first axis: one block a gate
+        return node.parameter(np.concatenate([parts[g] for g in gates]), name)
+
+    weights = {"weight_ih": [], "weight_hh": [], "bias_ih": [], "bias_hh": []}
+    for d in range(dirs):
+        b_ih, b_hh = np.split(b[d], 2)
+        for slot, value in (
+            ("weight_ih", w[d]),
+            ("weight_hh", r[d]),
+            ("bias_ih", b_ih),
+            ("bias_hh", b_hh),
+        ):
+            weights[slot].append(ours(value, f"{slot}_{d}"))
+    x = node.input(0)
+    if layout:  # [B, T, I] -> time-major
+        x = pc.ops.transpose(x, perm=[1, 0, 2])
+    initial = {}
+    for i, name in enumerate(["h0", "c0"][:states]):
+        position = 5 + i
+        if node.has_input(position):
+            h = node.input(position)
+            initial[name] = pc.ops.transpose(h, perm=[1, 0, 2]) if layout else h
+    if node.has_input(4):
+        initial["sequence_length"] = node.input(4)
+    results = op(
+        x,
+        weights["weight_ih"],
+        weights["weight_hh"],
+        weights["bias_ih"],
+        weights["bias_hh"],
+        hidden_size=hidden,
+        bidirectional=direction == "bidirectional",
+        **initial,
+    )
+    out, finals = results[0], list(results[1 : 1 + states])
+    y = None
+    if node.outputs and node.outputs[0]:
+        steps = pc.ops.reshape(out, shape=[0, 0, dirs, hidden])  # [T, B, D, H]
+        y = pc.ops.transpose(steps, perm=[1, 0, 2, 3] if layout else [0, 2, 1, 3])
+    if layout:
+        finals = [pc.ops.transpose(f, perm=[1, 0, 2]) for f in finals]
+    return [y, *finals]
