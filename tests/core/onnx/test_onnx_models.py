@@ -24,6 +24,10 @@ RTOL, ATOL = 1e-4, 1e-5
 MODELS = {
     "resnet18": (lambda: T.ResNet18(), (2, 3, 32, 32)),
     "mobilenet_v2": (lambda: T.MobileNetV2(), (2, 3, 64, 64)),
+    "mobilenet_v3_small": (lambda: T.MobileNetV3Small(), (2, 3, 64, 64)),
+    "efficientnet_b0": (lambda: T.EfficientNetB0(), (2, 3, 64, 64)),
+    "squeezenet": (lambda: T.SqueezeNet(), (2, 3, 64, 64)),
+    "vit": (lambda: T.ViT(), (2, 3, 32, 32)),
     "transformer_encoder": (lambda: T.Encoder(), (2, 16, 64)),
     "lstm": (lambda: T.Recurrent(torch.nn.LSTM), (2, 5, 16)),
     "lstm_bidirectional": (lambda: T.Recurrent(torch.nn.LSTM, bidirectional=True), (2, 5, 16)),

@@ -55,6 +55,27 @@ def mod(node) -> list:
     return [pc.ops.where(off, pc.ops.sub(r, y), r)]
 
 
+def expand(node) -> list:
+    """Expand broadcasts both ways (a 1 in shape keeps x's dimension); ours takes the target
+    shape: the broadcast of the two, -1 where x's dimension is known only at run time."""
+    shape, dims = _ints(node, 1), node.shape(0)
+    rank = max(len(shape), len(dims))
+    shape, dims = [1] * (rank - len(shape)) + shape, [1] * (rank - len(dims)) + list(dims)
+    target = []
+    for want, have in zip(shape, dims):
+        if want != 1:
+            target.append(want)
+        else:
+            target.append(-1 if have is None else have)
+    return [pc.ops.expand(node.input(0), shape=target)]
+
+
+def expand_out(op) -> None:
+    # our -1 keeps x's dimension: ONNX's 1 does (Expand broadcasts both ways)
+    shape = op.constant([1 if d == -1 else d for d in op.attrs["shape"]], "int64")
+    op.node("Expand", [op.input("x"), shape], [op.output("out")])
+
+
 def flatten(node) -> list:
     """Flatten: a 2-D [prod(dims[:axis]), prod(dims[axis:])] (ours merges a range of axes)."""
     x, axis = node.input(0), node.attrs.get("axis", 1)

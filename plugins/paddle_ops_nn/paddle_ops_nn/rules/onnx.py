@@ -112,6 +112,14 @@ def gelu_approximate_out(attrs: dict) -> str:
     return "tanh" if attrs["approximate"] else "none"
 
 
+def relu6_out(op) -> None:
+    """relu6 (threshold t): Clip(x, 0, t), as PyTorch writes it."""
+    x = op.input("x")
+    dtype = op.dtype(x)
+    low, high = op.constant(0.0, dtype), op.constant(op.attrs["threshold"], dtype)
+    op.node("Clip", [x, low, high], [op.output("out")])
+
+
 def dropout_out(op) -> None:
     """Dropout at inference is the identity (upscale_in_train); training dropout is not
     written (export clones the program for test)."""
