@@ -43,3 +43,19 @@ def test_scale_must_be_positive():
         x = pc.data("x", shape=[2], dtype="float32")
         with pytest.raises(pc.AttrError, match="scale"):
             pc.ops.example_cos(x, scale=0.0)
+
+
+def test_example_cos_onnx_both_ways(tmp_path):
+    """Written as this package's ONNX operator, read back as example_cos (the manifest's mapping)."""
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", shape=[None, 2], dtype="float32")
+        y = pc.ops.example_cos(x, scale=3.0)
+    path = tmp_path / "example_cos.onnx"
+    model = pc.onnx.export(prog, path, feeds=["x"], fetches=[y], scope=pc.Scope())
+    nodes = [(n.domain, n.op_type) for n in model.graph.node]
+    assert nodes == [("paddle_ops_example", "ScaledCos")]
+    imported = pc.onnx.load(path)
+    assert [op.type for op in imported.program.global_block().ops] == ["example_cos"]
+    (out,) = imported.run({"x": np.array([[0.0, np.pi]], np.float32)})
+    np.testing.assert_allclose(out, [[3.0, -3.0]], atol=1e-6)
