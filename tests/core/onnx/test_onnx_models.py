@@ -102,3 +102,24 @@ def test_resnet18_fine_tuned_here_then_run_in_onnx_runtime(tmp_path):
     session = ort.InferenceSession(str(tuned), providers=["CPUExecutionProvider"])
     (theirs,) = session.run(None, {imported.inputs[0]: x})
     np.testing.assert_allclose(theirs, ours, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.slow
+def test_an_imported_resnet18_is_drawn(tmp_path):
+    """One box per op naming its type, the initializers drawn as parameters, by name."""
+    import xml.etree.ElementTree as ET
+
+    path, _, _ = exported("resnet18", False, tmp_path)
+    program = pc.onnx.load(path).program
+    svg = ET.fromstring(pc.render_program(program, "svg"))
+    ns = "{http://www.w3.org/2000/svg}"
+    boxes: dict[str, list] = {"op": [], "param": []}
+    for g in svg.iter(f"{ns}g"):
+        classes = g.get("class", "").split()
+        for kind in boxes:
+            if "node" in classes and kind in classes:
+                boxes[kind].append(g.findtext(f"{ns}text"))
+    ops = program.global_block().ops
+    assert sorted(boxes["op"]) == sorted(op.type for op in ops)
+    assert boxes["op"].count("conv2d") == 20 and boxes["op"].count("add") == 8 + 1
+    assert sorted(boxes["param"]) == sorted(p.name for p in program.all_parameters())
