@@ -254,11 +254,13 @@ class ViT(nn.Module):
 
 
 class Encoder(nn.Module):
-    """torch.nn.TransformerEncoder: 2 layers, d_model 64, 4 heads, batch first."""
+    """torch.nn.TransformerEncoder: 2 layers (d_model 64, 4 heads by default), batch first."""
 
-    def __init__(self):
+    def __init__(self, d_model: int = 64, heads: int = 4, feed_forward: int = 128):
         super().__init__()
-        layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.1, batch_first=True)
+        layer = nn.TransformerEncoderLayer(
+            d_model, heads, feed_forward, dropout=0.1, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
 
     def forward(self, x):
