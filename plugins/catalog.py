@@ -24,11 +24,12 @@ HERE = Path(__file__).resolve().parent
 
 def first_party_ops() -> dict[str, tuple[str, ...]]:
     """distribution -> sorted op types, read from each plugin's manifest file or directory."""
-    return {name: ops for name, (_, ops) in first_party_plugins().items()}
+    return {name: ops for name, (_, ops, _) in first_party_plugins().items()}
 
 
-def first_party_plugins() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """distribution -> (its directory relative to the checkout, sorted op types)."""
+def first_party_plugins() -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """distribution -> (its directory relative to the checkout, sorted op types, the sorted
+    ONNX operators it imports: "Conv", or "domain:OpType" outside ONNX's default domain)."""
     from google.protobuf import text_format
 
     sys.path.insert(0, str(HERE.parent))  # the checkout's generated module (it needs protobuf)
@@ -38,14 +39,21 @@ def first_party_plugins() -> dict[str, tuple[str, tuple[str, ...]]]:
     for pyproject in sorted(HERE.glob("*/pyproject.toml")):
         project = tomllib.loads(pyproject.read_text())["project"]
         ops: list[str] = []
+        onnx: set[str] = set()
         for value in project["entry-points"]["paddle_core.plugins"].values():
             package, _, resource = value.partition(":")
             path = pyproject.parent / package.replace(".", "/") / resource
             for file in sorted(path.glob("*.pbtxt")) if path.is_dir() else [path]:
                 manifest = text_format.Parse(file.read_text(), pb.PluginManifest())
                 ops += [opdef.proto.type for opdef in manifest.ops]
+                onnx |= {
+                    m.op_type if m.domain in ("", "ai.onnx") else f"{m.domain}:{m.op_type}"
+                    for opdef in manifest.ops
+                    for m in opdef.onnx
+                    if not m.export_only
+                }
         directory = pyproject.parent.relative_to(HERE.parent).as_posix()
-        found[project["name"]] = (directory, tuple(sorted(ops)))
+        found[project["name"]] = (directory, tuple(sorted(ops)), tuple(sorted(onnx)))
     return found
 
 
@@ -56,8 +64,8 @@ def main() -> None:
     catalog = {
         "source": str(HERE.parent),
         "packages": {
-            name: {"directory": directory, "ops": list(ops)}
-            for name, (directory, ops) in first_party_plugins().items()
+            name: {"directory": directory, "ops": list(ops), "onnx": list(onnx)}
+            for name, (directory, ops, onnx) in first_party_plugins().items()
         },
     }
     text = json.dumps(catalog, indent=1, sort_keys=True) + "\n"

@@ -23,6 +23,8 @@ from ..base.errors import PLUGIN_CODE_ERRORS, OnnxError, PaddleCoreError, brief,
 from ..graph.append import append
 from ..graph.program import Program, program_guard
 from ..graph.variable import Variable
+from ..plugins import catalog
+from ..plugins.config import normalize
 from ..plugins.loading import resolve
 from ..run.executor import Executor
 from ..run.scope import Scope
@@ -164,9 +166,20 @@ def missing(model: onnx.ModelProto) -> list[tuple[str, str]]:
             report.append((name, f"{nodes} (the model imports no opset of {domain!r})"))
             continue
         mapped = mappings.versions(domain, op_type)
-        why = f" (mapped for opsets {', '.join(mapped)})" if mapped else ""
+        why = f" (mapped for opsets {', '.join(mapped)})" if mapped else _provider_hint(name)
         report.append((f"{name} (opset {version})", f"{nodes}{why}"))
     return report
+
+
+def _provider_hint(name: str) -> str:
+    """Where a first-party package that is not installed maps the ONNX op: how to install it."""
+    package = catalog.provider_of_onnx(name)
+    if package is None:
+        return ""
+    installed = {normalize(r.distribution) for r in get_mappings().registry.records}
+    if normalize(package) in installed:
+        return f" (mapped by {package}, installed but not loaded: `paddle-ops plugins` says why)"
+    return f" (mapped by {package}, not installed: {catalog.install_command(package)})"
 
 
 def _opsets(model: onnx.ModelProto) -> dict[str, int]:

@@ -47,6 +47,10 @@ SOURCE: str = _CATALOG.get("source", "")
 KNOWN_PACKAGES: dict[str, tuple[str, ...]] = {
     name: tuple(entry["ops"]) for name, entry in _CATALOG.get("packages", {}).items()
 }
+# distribution -> the ONNX operators its mappings import ("Conv", "com.example:MyOp")
+ONNX_OPS: dict[str, tuple[str, ...]] = {
+    name: tuple(entry.get("onnx", ())) for name, entry in _CATALOG.get("packages", {}).items()
+}
 DIRECTORIES: dict[str, str] = {
     name: entry["directory"] for name, entry in _CATALOG.get("packages", {}).items()
 }
@@ -59,6 +63,15 @@ def provider_of(op: str) -> str | None:
     """The first-party distribution that provides ``op``, or None."""
     for package, ops in KNOWN_PACKAGES.items():
         if op in ops:
+            return package
+    return None
+
+
+def provider_of_onnx(name: str) -> str | None:
+    """The first-party distribution mapping ONNX operator ``name`` ("Conv", or
+    "domain:OpType"), or None."""
+    for package, names in ONNX_OPS.items():
+        if name in names:
             return package
     return None
 

@@ -58,3 +58,12 @@ def test_list_onnx_and_show():
     only_math = json.loads(run_cli("list", "--onnx", "--plugin", "math", "--json").stdout)
     assert {r["plugin"] for r in only_math["onnx"]} == {"math"}
     assert "onnx:       'Conv' (opset 11+)" in run_cli("show", "conv2d").stdout
+
+
+def test_check_names_the_package_that_maps_a_missing_op(tmp_path):
+    path = write(tmp_path / "conv.onnx", node("Softsign", ["x"], ["y"]))
+    assert "every ONNX op it uses is mapped" not in run_cli("onnx", "check", path, check=1).stdout
+    pool = write(tmp_path / "pool.onnx", node("GlobalMaxPool", ["x"], ["y"]))
+    result = run_cli("onnx", "check", pool, env={"PADDLE_CORE_DISABLE": "nn"}, check=1)
+    assert "GlobalMaxPool (opset 17): 1 node" in result.stdout
+    assert "mapped by paddle-ops-nn, installed but not loaded" in result.stdout

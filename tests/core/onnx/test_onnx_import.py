@@ -270,3 +270,12 @@ def test_a_constant_made_a_parameter_still_folds():
     assert [op.type for op in imported.program.global_block().ops] == ["add", "add"]
     (y,) = imported.run({"x": np.ones(2, np.float32)})
     np.testing.assert_array_equal(y, [1 + 2 + 4, 1 + 3 + 9])
+
+
+def test_an_unmapped_op_names_the_first_party_package_that_maps_it(monkeypatch):
+    from paddle_core._src.plugins import catalog
+
+    monkeypatch.setitem(catalog.ONNX_OPS, "paddle-ops-fancy", ("Softsign",))
+    m = model([node("Softsign", ["x"], ["y"])], [value("x", [2])], [value("y", [2])])
+    with pytest.raises(pc.OnnxError, match=r"mapped by paddle-ops-fancy, not installed: pip"):
+        pc.onnx.load(m.SerializeToString())

@@ -447,8 +447,13 @@ def test_catalog_matches_the_first_party_plugins() -> None:
     for package, ops in expected.items():
         assert all(provider_of(op) == package for op in ops)
     assert catalog.DIRECTORIES == {
-        name: directory for name, (directory, _) in updater.first_party_plugins().items()
+        name: directory for name, (directory, _, _) in updater.first_party_plugins().items()
     }
+    assert catalog.ONNX_OPS == {
+        name: onnx for name, (_, _, onnx) in updater.first_party_plugins().items()
+    }
+    assert catalog.provider_of_onnx("Conv") == "paddle-ops-nn"
+    assert catalog.provider_of_onnx("MatMul") == "paddle-ops-math"
     assert catalog.DIRECTORIES["paddle-ops-math"] == "plugins/paddle_ops_math"
     assert Path(catalog.SOURCE).is_dir()  # the checkout the installed core was built from
 
