@@ -122,6 +122,11 @@ class Node:
         from."""
         return self._importer.parameter(np.ascontiguousarray(value), f"{self.name}.{hint}")
 
+    def subgraph(self, name: str, inputs: Sequence[Variable] = ()) -> list[Variable]:
+        """Build the graph attribute ``name`` (If's then_branch, Loop's body) into the current
+        block, its inputs bound to ``inputs``; returns its outputs as Variables."""
+        return self._importer.subgraph(self.attrs[name], list(inputs))
+
     def error(self, message: str) -> OnnxError:
         return OnnxError(f"{self.label}: {message}", node=self.name)
 
@@ -209,7 +214,6 @@ class _Importer:
         self.vars: dict[str, Variable] = {}
         self.trainable: set[str] = set()  # the initializers: parameters a user fine-tunes
         self._fold: dict[str, np.ndarray] | None = None  # the feed while folding a node
-        self._block = self.program.global_block()
         self._exe: Executor | None = None
 
     def run(self) -> Imported:
@@ -241,6 +245,42 @@ class _Importer:
         outputs = [self._output(value.name) for value in graph.output]
         return Imported(self.program, self.scope, inputs, outputs, self.opsets)
 
+    @property
+    def block(self) -> Any:
+        """Where ops go: the program's current block (a branch's or a loop body's, while a
+        rule builds one)."""
+        return self.program.current_block()
+
+    def subgraph(self, graph: onnx.GraphProto, inputs: Sequence[Variable]) -> list[Variable]:
+        """Convert ``graph`` (If's branch, Loop's body) into the current block: its inputs
+        bound to ``inputs``, outer values visible; returns its outputs."""
+        if len(inputs) != len(graph.input):
+            raise OnnxError(
+                f"subgraph {brief(graph.name)!r} takes {len(graph.input)} inputs, got {len(inputs)}"
+            )
+        outer = dict(self.vars), dict(self.constants)
+        try:
+            for value, var in zip(graph.input, inputs):
+                self.vars[value.name] = var
+            for tensor in graph.initializer:
+                self.constants[tensor.name] = tensor_array(
+                    tensor, "initializer", self.budget, self.base
+                )
+            for proto in _ordered(graph, set(self.vars) | set(self.constants)):
+                self._convert(proto)
+            missing = [
+                v.name
+                for v in graph.output
+                if v.name not in self.vars and v.name not in self.constants
+            ]
+            if missing:
+                raise OnnxError(
+                    f"subgraph {brief(graph.name)!r}: output {brief(missing[0])!r} is not computed"
+                )
+            return [self.variable(v.name) for v in graph.output]
+        finally:
+            self.vars, self.constants = outer
+
     # ---- values ----------------------------------------------------------------------------
 
     def _define(self, name: str, what: str) -> None:
@@ -265,7 +305,7 @@ class _Importer:
                 shape.append(dim.dim_value)
             else:  # a symbolic dimension (dim_param) or none given: known at run time
                 shape.append(self.batch if i == 0 and self.batch else None)
-        var = self._block.create_var(value.name, shape, dtype, stop_gradient=True)
+        var = self.block.create_var(value.name, shape, dtype, stop_gradient=True)
         var.is_data = True
         return var
 
@@ -274,7 +314,7 @@ class _Importer:
         when an initializer of floating point) or, while folding, a fed input."""
         if self._fold is not None:  # (even a constant made a parameter: this is another program)
             value = self.constants[name]
-            var = self._block.create_var(self._fresh(name), value.shape, str(value.dtype))
+            var = self.block.create_var(self._fresh(name), value.shape, str(value.dtype))
             self._fold[var.name] = value
             return var
         var = self.vars.get(name)
@@ -282,7 +322,7 @@ class _Importer:
             return var
         value = self.constants[name]
         trainable = name in self.trainable and value.dtype.kind == "f"
-        var = self._block.create_parameter(
+        var = self.block.create_parameter(
             self._fresh(name), value.shape, str(value.dtype), trainable=trainable
         )
         self.scope.set_var(var.name, value)
@@ -291,7 +331,7 @@ class _Importer:
 
     def parameter(self, value: np.ndarray, hint: str) -> Variable:
         self.budget.take(value.nbytes, f"parameter {brief(hint)!r}")
-        var = self._block.create_parameter(
+        var = self.block.create_parameter(
             self._fresh(hint), value.shape, str(value.dtype), trainable=value.dtype.kind == "f"
         )
         self.scope.set_var(var.name, value)
@@ -300,7 +340,7 @@ class _Importer:
     def _fresh(self, name: str) -> str:
         """``name``, or a variant of it when the program has a variable of that name."""
         candidate, n = name, 0
-        while self._block.find_var(candidate) is not None:
+        while self.block.find_var(candidate) is not None:
             n += 1
             candidate = f"{name}.{n}"
         return candidate
@@ -313,8 +353,8 @@ class _Importer:
         if var.name == name:
             return name
         with program_guard(self.program, Program()):
-            out = self._block.create_var(self._fresh(name), var.shape, var.dtype)
-            append(self._block, self.registry_op("assign"), {"x": var}, {}, {"out": out})
+            out = self.block.create_var(self._fresh(name), var.shape, var.dtype)
+            append(self.block, self.registry_op("assign"), {"x": var}, {}, {"out": out})
         return out.name
 
     def registry_op(self, op_type: str) -> Any:
@@ -394,7 +434,7 @@ class _Importer:
             return list(out) if isinstance(out, (list, tuple)) else [out]
         inputs, attrs = self._translate(node, mapping)
         slots = list(spec.outputs) or [slot.name for slot in info.proto.outputs]
-        _, outs = append(self._block, info, inputs, attrs, self._output_names(node, info, slots))
+        _, outs = append(self.block, info, inputs, attrs, self._output_names(node, info, slots))
         return [outs[slot][0] if outs.get(slot) else None for slot in slots]
 
     def _output_names(self, node: Node, info: Any, slots: list[str]) -> dict | None:
@@ -413,14 +453,13 @@ class _Importer:
 
     def _fold_node(self, node: Node, mapping: Mapping) -> list[Any]:
         """Run a node whose inputs are constants, now, in a program of its own."""
-        main, block, self._fold = self.program, self._block, {}
+        main, self._fold = self.program, {}
         self.program = Program()
-        self._block = self.program.global_block()
         try:
             results = self._build(node, mapping)
             feed, program = self._fold, self.program
         finally:
-            self.program, self._block, self._fold = main, block, None
+            self.program, self._fold = main, None
         if all(not isinstance(r, Variable) for r in results):
             return results  # the rule computed them itself
         fetch = [r for r in results if isinstance(r, Variable)]
@@ -528,7 +567,7 @@ def _ordered(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
     waiting = [0] * len(graph.node)
     users: dict[int, list[int]] = {}
     for i, node in enumerate(graph.node):
-        for name in {n for n in node.input if n}:
+        for name in {n for n in node.input if n} | _outer_reads(node):
             if name in producer:
                 waiting[i] += 1
                 users.setdefault(producer[name], []).append(i)
@@ -557,6 +596,19 @@ def _ordered(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
             node=stuck.name,
         )
     return order
+
+
+def _outer_reads(node: onnx.NodeProto) -> set[str]:
+    """The values the graphs a node holds (If's branches, Loop's body) read from outside them."""
+    found: set[str] = set()
+    for attr in node.attribute:
+        for graph in [attr.g] if attr.type == A.GRAPH else list(attr.graphs):
+            defined = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+            for inner in graph.node:
+                found |= {n for n in inner.input if n} | _outer_reads(inner)
+                defined |= set(inner.output)
+            found -= defined
+    return found
 
 
 def _text(raw: bytes, node: Node, what: str) -> str:

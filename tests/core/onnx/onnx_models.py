@@ -54,6 +54,9 @@ def node(op_type: str, inputs: list[str], outputs: list[str], **attrs: Any) -> P
             a.type, a.f = P.AttributeProto.FLOAT, v
         elif isinstance(v, str):
             a.type, a.s = P.AttributeProto.STRING, v.encode()
+        elif isinstance(v, P.GraphProto):
+            a.type = P.AttributeProto.GRAPH
+            a.g.CopyFrom(v)
         elif isinstance(v, np.ndarray):
             a.type = P.AttributeProto.TENSOR
             a.t.CopyFrom(tensor("", v))
@@ -84,3 +87,12 @@ def model(
     m.graph.output.extend(outputs)
     m.graph.initializer.extend(initializers)
     return m
+
+
+def graph(nodes: list, inputs: list, outputs: list, name: str = "body") -> P.GraphProto:
+    """A subgraph (If's branch, Loop's body)."""
+    g = P.GraphProto(name=name)
+    g.node.extend(nodes)
+    g.input.extend(inputs)
+    g.output.extend(outputs)
+    return g
