@@ -3,8 +3,11 @@ in ONNX Runtime with our outputs; they also import back here."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
+from conftest import ROOT
 
 import paddle_core as pc
 
@@ -36,23 +39,25 @@ def ours_and_ort(program, outputs, scope, feed, tmp_path, **kwargs):
     return model, ours, theirs, path
 
 
-def digits_cnn(image):
-    x = image
-    for filters in (8, 16):
-        x = pc.layers.conv2d(x, filters, 3, padding=1, bias_attr=False)
-        x = pc.layers.batch_norm(x, act="relu")
-        x = pc.layers.pool2d(x, 2, pool_stride=2)
-    logits = pc.layers.fc(x, 10)
-    return [logits, pc.layers.softmax(logits)]
+def digits_nets() -> dict:
+    """examples/train_digits.py's networks: name -> (build(image) -> logits, image shape)."""
+    pytest.importorskip("sklearn")  # the example loads scikit-learn's digits
+    spec = importlib.util.spec_from_file_location(
+        "train_digits", ROOT / "examples" / "train_digits.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MODELS
 
 
-def digits_mlp(image):
-    hidden = pc.layers.dropout(pc.layers.fc(image, 128, act="relu"), 0.3)
-    return [pc.layers.fc(hidden, 10)]
+@pytest.mark.parametrize("name", ["mlp", "cnn"])
+def test_the_digits_nets_run_in_onnx_runtime_with_our_outputs(name, tmp_path):
+    net, shape = digits_nets()[name]
 
+    def build(image):
+        logits = net(image)
+        return [logits, pc.layers.softmax(logits)]
 
-@pytest.mark.parametrize(("build", "shape"), [(digits_cnn, [1, 8, 8]), (digits_mlp, [64])])
-def test_the_digits_nets_run_in_onnx_runtime_with_our_outputs(build, shape, tmp_path):
     program, outputs, scope = trained(build, {"image": shape})
     feed = {"image": RNG.standard_normal((5, *shape)).astype(np.float32)}
     model, ours, theirs, path = ours_and_ort(program, outputs, scope, feed, tmp_path)
@@ -70,7 +75,10 @@ def test_pooling_and_activations_pick_their_operators(tmp_path):
         a = pc.layers.pool2d(x, 2, pool_type="avg", pool_stride=2)
         g = pc.layers.pool2d(x, global_pooling=True, pool_type="avg")
         m = pc.ops.gelu(pc.ops.flatten(g, start_axis=1), approximate=True)
-        return [a, m]
+        # for test: x * (1 - p) (Paddle's default), and the identity (upscale_in_train)
+        down = pc.layers.dropout(m, 0.3)
+        up = pc.layers.dropout(m, 0.3, dropout_implementation="upscale_in_train")
+        return [a, down, up]
 
     program, outputs, scope = trained(build, {"x": [3, 6, 6]})
     feed = {"x": RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)}
@@ -82,13 +90,15 @@ def test_pooling_and_activations_pick_their_operators(tmp_path):
         "GlobalAveragePool",
         "Flatten",
         "Gelu",
+        "Mul",
+        "Identity",
     ]
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_external_data_beside_the_model(tmp_path):
-    program, outputs, scope = trained(digits_mlp, {"image": [64]})
+    program, outputs, scope = trained(digits_nets()["mlp"][0], {"image": [64]})
     feed = {"image": RNG.standard_normal((2, 64)).astype(np.float32)}
     model, ours, theirs, path = ours_and_ort(
         program, outputs, scope, feed, tmp_path, external_data=True
@@ -121,7 +131,7 @@ def test_what_cannot_be_written_is_named(tmp_path):
 
 
 def test_a_parameter_without_a_value_is_named(tmp_path):
-    program, outputs, _ = trained(digits_mlp, {"image": [64]})
+    program, outputs, _ = trained(digits_nets()["mlp"][0], {"image": [64]})
     with pytest.raises(pc.OnnxError, match="has no value in the scope"):
         pc.onnx.export(
             program, tmp_path / "m.onnx", feeds=["image"], fetches=outputs, scope=pc.Scope()
