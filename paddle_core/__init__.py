@@ -91,10 +91,12 @@ _EXPORTS = {
     "DeviceError": "_src.base.errors",
     "ConfigError": "_src.base.errors",
     "OnnxError": "_src.base.errors",
+    "DistributedError": "_src.base.errors",
 }
 # Public modules: the generated ops, the rules manifests name, the op-testing kit, training
-# (layers, optimizers, initializers, saving models).
+# (layers, optimizers, initializers, saving models, data parallelism).
 _SUBMODULES = {
+    "distributed",
     "initializer",
     "io",
     "layers",
@@ -125,7 +127,7 @@ def __dir__() -> list[str]:
 
 TYPE_CHECKING = False  # (not typing.TYPE_CHECKING: importing typing costs start-up time)
 if TYPE_CHECKING:  # let type checkers and editors see the lazy names
-    from . import initializer, io, layers, onnx, ops, optimizer, rules, testing
+    from . import distributed, initializer, io, layers, onnx, ops, optimizer, rules, testing
     from ._sdk import get_cmake_dir, get_include
     from ._src.base.cpu import CPU
     from ._src.base.cuda import CUDA
@@ -135,6 +137,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the lazy names
         AttrError,
         ConfigError,
         DeviceError,
+        DistributedError,
         FeedError,
         KernelError,
         KernelLoadError,

@@ -67,6 +67,19 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
             ("paddle-ops draw model.pb -o -", "the DOT text, for Graphviz's own tools"),
         ],
     ),
+    "launch": (
+        "run a script on N processes, for data-parallel training",
+        "Starts N processes of the script through MPI's mpiexec (the environment's own, which "
+        'pip install "paddle-ops-dist[mpi]" brings, else the one on PATH); each learns its rank '
+        "and the number of processes from pc.distributed. On several machines give a hostfile "
+        "(one host per line, `host:slots` for several processes on one); under Slurm, run "
+        "`srun -n N python train.py` instead (MPI reads Slurm's allocation). The exit status "
+        "is the job's: non-zero when any rank failed, which ends every rank.",
+        [
+            ("paddle-ops launch -n 4 train.py --epochs 10", "four processes on this machine"),
+            ("paddle-ops launch -n 16 --hostfile hosts train.py", "on the machines of hosts"),
+        ],
+    ),
     "plugins": (
         "list plugins and whether each loads (imports their code)",
         "One line per installed plugin: distribution, version, entry point, number of ops, and "

@@ -1,5 +1,5 @@
 """The ``paddle-ops`` command: list ops, show one, inspect a saved program, inspect plugins,
-draw one, diagnose, validate a plugin package, write stubs, start a new op package.
+draw one, launch a script on several processes, diagnose, validate a plugin package, write stubs, start a new op package.
 
 Exit status: 0 on success; 1 with a one-line reason on stderr when the request fails (an
 unknown op, a broken or partial plugin found by ``plugins``, a problem found by ``doctor`` or
@@ -18,7 +18,7 @@ import sys
 
 from ._cli_help import COMMANDS, EXAMPLES, OVERVIEW
 from ._src.base.dtypes import DTYPES, FLOATING, INTEGER
-from ._src.base.errors import PaddleCoreError, counted
+from ._src.base.errors import DistributedError, PaddleCoreError, counted
 from ._src.plugins.config import normalize
 from ._src.plugins.registry import get_registry
 from ._version import __version__
@@ -117,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the file to write: .svg, .png, .dot or .gv (default: the program's name with "
         ".svg); - prints the DOT text",
     )
+    p = command("launch", cmd_launch, json_output=False)
+    p.add_argument("-n", "--nprocs", type=int, required=True, help="the number of processes")
+    p.add_argument(
+        "--hostfile", help="the machines to run on, one per line (MPI's hostfile; else this one)"
+    )
+    p.add_argument("script", help="the Python script each process runs")
+    p.add_argument("script_args", nargs=argparse.REMAINDER, help="its arguments")
     command("plugins", cmd_plugins)
     command("doctor", cmd_doctor)
     p = command("validate", cmd_validate)
@@ -634,6 +641,43 @@ def cmd_draw(args: argparse.Namespace) -> int:
     ops = sum(len(block.ops) for block in program.blocks)
     print(f"{output}: {counted(len(program.blocks), 'block')}, {counted(ops, 'op')}")
     return 0
+
+
+# -- launch ----------------------------------------------------------------------------------------
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    import os  # (only for launch)
+    import shutil  # (only for launch)
+    import subprocess  # (only for launch)
+
+    if args.nprocs < 1:
+        args.parser.error(f"-n must be at least 1, got {args.nprocs}")
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")  # the environment's own
+    mpiexec = here if os.access(here, os.X_OK) else shutil.which("mpiexec")
+    if mpiexec is None:
+        raise DistributedError(
+            "launch runs the processes with MPI's mpiexec, and there is none here; install "
+            'it with: pip install "paddle-ops-dist[mpi]"'
+        )
+    command = [mpiexec, "-n", str(args.nprocs)]
+    if args.hostfile:
+        command += ["-hostfile", args.hostfile]
+    command += [sys.executable, args.script, *args.script_args]
+    env = dict(os.environ)
+    if "PADDLE_CORE_NUM_THREADS" not in env and "OMP_NUM_THREADS" not in env:
+        # The ranks share this machine's cores (a hostfile's machines: unknown, one each):
+        # more threads than cores would spin against each other.
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        env["OMP_NUM_THREADS"] = str(1 if args.hostfile else max(cores // args.nprocs, 1))
+    status = subprocess.call(command, env=env)
+    if status:
+        print(
+            f"paddle-ops launch: the job failed (exit status {status}); the failing rank's "
+            "error is above",
+            file=sys.stderr,
+        )
+    return status
 
 
 # -- plugins and doctor ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import json
 import os
 from collections.abc import Sequence
 
+from . import distributed
 from ._src.base.errors import ProgramError, shown
 from ._src.graph.program import Program, default_main_program
 from ._src.graph.serialization import checked_path, load_program, make_directory, save_program
@@ -67,9 +68,17 @@ def save_persistables(
 ) -> None:
     """Write every persistable value of ``program`` (from ``scope``) to ``path`` (``.npz``), as a
     checkpoint to resume training from: the parameters, the optimizer's state, the step
-    counter and the scope's count of random runs."""
+    counter and the scope's count of random runs. In a distributed run rank 0 writes it and
+    every rank returns once it is written."""
     program, scope = _program_and_scope("save_persistables", program, scope, path)
-    storage.save_persistables(program, scope, path)
+    if distributed.world_size() == 1:
+        storage.save_persistables(program, scope, path)
+        return
+    try:  # every rank holds the same values: rank 0 writes them, the others wait for it
+        if distributed.rank() == 0:
+            storage.save_persistables(program, scope, path)
+    finally:
+        distributed.barrier()
 
 
 def load_persistables(

@@ -143,19 +143,44 @@ class Optimizer:
     ) -> tuple[list[Operator], list[tuple[Parameter, Variable]]]:
         """Append backward and the updates of the parameters ``loss`` depends on; return the
         update ops and the (parameter, gradient) pairs."""
+        params_grads = self.backward(loss, parameter_list, no_grad_set)
+        return self.apply_gradients(params_grads, startup_program), params_grads
+
+    def backward(
+        self,
+        loss: Variable,
+        parameter_list: Iterable[Parameter | str] | None = None,
+        no_grad_set: Iterable[Variable | str] | None = None,
+        loss_scale: float = 1.0,
+    ) -> list[tuple[Parameter, Variable]]:
+        """Append the gradient ops of ``loss`` times ``loss_scale``; return the (parameter,
+        gradient) pairs (the first half of ``minimize``)."""
         if isinstance(loss, Expression):
             raise ProgramError(
                 f"minimize(): the loss {loss.name()!r} is an Expression of a Model; train it "
                 "with model.minimize(loss, optimizer), which returns the training step"
             )
-        params_grads = append_backward(loss, parameter_list, no_grad_set)
-        program = loss.block.program
+        seed = None
+        if loss_scale != 1.0:
+            with loss.block.program.role_guard("backward"):
+                seed = ops.fill_like(loss, value=float(loss_scale))
+        params_grads = append_backward(loss, parameter_list, no_grad_set, loss_grad=seed)
         if not params_grads:
             raise ProgramError(
                 f"minimize(): the loss {loss.name!r} depends on no trainable parameter"
                 + ("" if parameter_list is None else " of parameter_list")
                 + "; nothing to optimize"
             )
+        return params_grads
+
+    def apply_gradients(
+        self,
+        params_grads: list[tuple[Parameter, Variable]],
+        startup_program: Program | None = None,
+    ) -> list[Operator]:
+        """Append gradient clipping, weight decay and the parameter updates (the second half
+        of ``minimize``); return the update ops."""
+        program = params_grads[0][0].block.program
         startup = (startup_program or default_startup_program()).global_block()
         block = program.global_block()
         with program.role_guard("optimize"):
@@ -163,10 +188,9 @@ class Optimizer:
             if self.grad_clip is not None:  # (clipped first: the decay is not, as in fluid)
                 grads = self.grad_clip(grads)
             grads = [self._regularized(p, g) for (p, _), g in zip(params_grads, grads)]
-            update = [
+            return [
                 self._append_update(block, startup, p, g) for (p, _), g in zip(params_grads, grads)
             ]
-        return update, params_grads
 
     def _regularized(self, param: Parameter, grad: Variable) -> Variable:
         coeff = param.optimize_attrs.get("l2_decay")

@@ -17,8 +17,10 @@ from conftest import ROOT
 BENCH = ROOT / "bench"
 # paddle-core and the first-party plugins are what the benchmarks measure (bench_conv and
 # bench_train switch paddle-ops-nn's layout propagation off for a comparison; bench_cuda names
-# the engine, cuDNN or the plugin's own kernels, that its conv2d figure used).
-ALLOWED = {"__future__", "numpy", "paddle_core", "paddle_ops_math", "paddle_ops_nn", "timing"}
+# the engine, cuDNN or the plugin's own kernels, that its conv2d figure used; bench_dist reads
+# the time paddle-ops-dist's collectives waited).
+ALLOWED = {"__future__", "numpy", "paddle_core", "timing"}
+ALLOWED |= {"paddle_ops_dist", "paddle_ops_math", "paddle_ops_nn"}
 ALLOWED |= set(sys.stdlib_module_names)
 
 

@@ -102,6 +102,12 @@ class ConfigError(PaddleCoreError):
     """A setting is invalid: environment variables, the config file, or an Executor's."""
 
 
+class DistributedError(PaddleCoreError, RuntimeError):
+    """A distributed run cannot go on: the ranks prepared different programs, a collective
+    waited past its timeout, or no MPI is installed. Raised on every rank the problem reaches;
+    the message names the op and the ranks involved."""
+
+
 class OnnxError(PaddleCoreError, ValueError):
     """An ONNX model cannot be read, imported or exported: the message names the node, tensor
     or op. ``node`` is the ONNX node's name (or op type) where one is involved, else None."""

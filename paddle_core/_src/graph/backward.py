@@ -460,11 +460,12 @@ def append_backward(
     loss: Variable,
     parameter_list: Iterable[Parameter | str] | None = None,
     no_grad_set: Iterable[Variable | str] | None = None,
+    loss_grad: Variable | None = None,
 ) -> list[tuple[Parameter, Variable]]:
     """Append the ops computing d(loss)/d(parameter) for every trainable parameter (or those
     of ``parameter_list``, Parameters or names), except those in ``no_grad_set`` (through
     which no gradient flows either); return (parameter, gradient) pairs for the parameters the
-    loss depends on."""
+    loss depends on. ``loss_grad`` seeds the chain rule instead of ones (a scaled loss)."""
     if not isinstance(loss, Variable):
         raise ProgramError(f"append_backward(): the loss must be a Variable, got {loss!r}")
     block = loss.block.program.global_block()
@@ -482,7 +483,8 @@ def append_backward(
     parameters = [p for p in parameters if p.name not in blocked]
     if not parameters:
         return []
-    grads = gradients([loss], parameters, no_grad_set=blocked)
+    seeds = None if loss_grad is None else [loss_grad]
+    grads = gradients([loss], parameters, target_gradients=seeds, no_grad_set=blocked)
     return [(p, g) for p, g in zip(parameters, grads) if g is not None]
 
 

@@ -37,6 +37,7 @@ from ..base import dtypes as D
 from ..base.dlpack import has_dlpack
 from ..base.errors import (
     PLUGIN_CODE_ERRORS,
+    DistributedError,
     FeedError,
     KernelError,
     KernelRuntimeError,
@@ -615,6 +616,8 @@ def _call_kernel(step: Step, fn: Any, args: list[Any], attrs: dict[str, Any]) ->
     except PLUGIN_CODE_ERRORS as e:
         if step.sub_specs is not None and isinstance(e, PaddleCoreError):
             raise  # a control-flow step's errors name its op and blocks already
+        if isinstance(e, DistributedError):
+            raise  # a collective's: it names the op and the ranks, and is raised on each
         raise KernelRuntimeError(
             f"{step.describe()} failed: {type(e).__name__}: {e}", op=step.op.type
         ) from e

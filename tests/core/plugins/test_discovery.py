@@ -329,7 +329,7 @@ def warned(result) -> list[str]:
             {"PADDLE_CORE_PLUGINS": "mat,nn"},
             None,
             "PADDLE_CORE_PLUGINS names 'mat', which is no installed plugin (did you mean 'math'?); "
-            "the plugins are: core, math, nn, toy",
+            "the plugins are: core, dist, math, nn, toy",
         ),
         (
             {"PADDLE_CORE_DISABLE": "toys"},
@@ -399,7 +399,7 @@ def test_list_filters_naming_nothing_are_errors() -> None:
     result = run_cli("list", "--plugin", "mat", check=1)
     assert result.stderr.strip() == (
         "paddle-ops: error: no plugin is named 'mat' (did you mean 'math'?); "
-        "the plugins are: core, math, nn, toy"
+        "the plugins are: core, dist, math, nn, toy"
     )
     result = run_cli("list", "--device", "gpu", check=1)
     assert "no device type is named 'gpu'" in result.stderr and "cpu, cuda" in result.stderr

@@ -1,0 +1,192 @@
+"""Data-parallel training: throughput at 1, 2 and 4 processes of one thread each (weak
+scaling: the same batch per rank), and the time each step waits in its collectives.
+
+Two models, trained with pc.distributed.DistributedOptimizer(Adam) on random data shaped as
+the 8x8 digits (which data the step sees does not change its time):
+  cnn  examples/train_digits.py's CNN (batch norm), batch 32 per rank
+  mlp  64 -> 1024 -> 1024 -> 10 (relu), batch 64 per rank: 1.1 M parameters, 4.5 MB of
+       gradients summed every step
+Each count of processes runs as its own job (`paddle-ops launch -n N`); rank 0 reports the
+median step time of rounds of steps and the share of it spent in c_allreduce. Target:
+throughput at 2 processes at least 1.8x one process's. 4 processes share this machine's cores
+when it has fewer than 4, so that figure measures oversubscription as much as scaling.
+
+Then the ring-allreduce cost model of docs/distributed.md for ResNet-18's gradients (11.7 M
+float32 values) on a 25 Gbit/s network, from a measured single-process training step of
+ResNet-18 (3x32x32, batch 32) when PyTorch is installed (the model comes from torch.onnx).
+
+    python bench/bench_dist.py [--steps 40] [--rounds 5] [--procs 1 2 4] [--model cnn mlp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import timing
+from timing import optional
+
+import paddle_core as pc
+
+MODELS = {"cnn": ([1, 8, 8], 32), "mlp": ([64], 64)}
+LINK_GBIT, LATENCY_S = 25.0, 5e-6  # docs/distributed.md's network
+RESNET18_PARAMS = 11_689_512  # torchvision's, 1000 classes (without PyTorch here)
+
+
+def net(model: str, image):
+    if model == "mlp":
+        x = pc.layers.fc(image, 1024, act="relu")
+        return pc.layers.fc(pc.layers.fc(x, 1024, act="relu"), 10)
+    x = image
+    for filters in (16, 32):
+        x = pc.layers.conv2d(x, filters, 3, padding=1, bias_attr=False)
+        x = pc.layers.batch_norm(x, act="relu")
+        x = pc.layers.pool2d(x, 2, pool_stride=2)
+    return pc.layers.fc(x, 10)
+
+
+def worker(model: str, steps: int, rounds: int) -> None:
+    """One rank of the job: time ``rounds`` rounds of ``steps`` steps; rank 0 prints JSON."""
+    from paddle_ops_dist import mpi  # (a rank's collectives: only under launch)
+
+    rank, size = pc.distributed.init()
+    shape, batch = MODELS[model]
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        image = pc.layers.data("image", shape)
+        label = pc.layers.data("label", [1], dtype="int64")
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(net(model, image), label))
+        pc.distributed.DistributedOptimizer(pc.optimizer.Adam(1e-3)).minimize(loss)
+    exe, scope = pc.Executor("cpu"), pc.Scope()
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(rank)
+    feed = {
+        "image": rng.random((batch, *shape), np.float32),
+        "label": rng.integers(0, 10, (batch, 1)),
+    }
+    for _ in range(5):  # warm up: plans prepared, the program check done
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    times, waits = [], []
+    for _ in range(rounds):
+        pc.distributed.barrier()
+        waited = mpi.WAITED.get("c_allreduce", 0.0)
+        start = time.perf_counter()
+        for _ in range(steps):
+            exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        times.append((time.perf_counter() - start) / steps)
+        waits.append((mpi.WAITED.get("c_allreduce", 0.0) - waited) / steps)
+    if rank == 0:
+        step, wait = statistics.median(times), statistics.median(waits)
+        print(json.dumps({"procs": size, "step": step, "wait": wait, "batch": batch}))
+
+
+def launch(model: str, procs: int, steps: int, rounds: int) -> dict | None:
+    command = shutil.which("paddle-ops", path=os.path.dirname(sys.executable))
+    args = [command, "launch", "-n", str(procs), __file__, "--worker", model]
+    args += ["--steps", str(steps), "--rounds", str(rounds)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(args, capture_output=True, text=True, env=env)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode or not lines:
+        print(f"{model} at {procs} processes failed:\n{result.stderr[-2000:]}")
+        return None
+    return json.loads(lines[-1])
+
+
+def scaling(models: list[str], procs: list[int], steps: int, rounds: int) -> None:
+    print(
+        f"{'model':<6}{'procs':>6}{'step ms':>10}{'samples/s':>12}{'vs 1 proc':>11}"
+        f"{'allreduce ms/step':>19}"
+    )
+    for model in models:
+        base = None
+        for n in procs:
+            figures = launch(model, n, steps, rounds)
+            if figures is None:
+                continue
+            throughput = n * figures["batch"] / figures["step"]
+            base = base or (throughput if n == 1 else None)
+            ratio = f"{throughput / base:.2f}x" if base else "-"
+            print(
+                f"{model:<6}{n:>6}{figures['step'] * 1e3:>10.2f}{throughput:>12.0f}{ratio:>11}"
+                f"{figures['wait'] * 1e3:>19.3f}"
+            )
+
+
+def resnet18_step() -> tuple[float, int] | None:
+    """(seconds per training step, parameters) of ResNet-18 (3x32x32, batch 32, SGD) in one
+    process, the model imported from PyTorch's ONNX export; None without PyTorch."""
+    torch = optional("torch")
+    if torch is None:
+        return None
+    path = Path(__file__).resolve().parent.parent / "tests" / "core" / "onnx" / "torch_models.py"
+    spec = importlib.util.spec_from_file_location("torch_models", path)
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)  # the tests' ResNet-18, written with torch.nn
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "resnet18.onnx"
+        x = torch.zeros(32, 3, 32, 32)
+        torch.onnx.export(models.ResNet18().eval(), (x,), str(path), dynamo=False)
+        imported = pc.onnx.load(str(path))
+    program, scope = imported.program, imported.scope
+    (logits,) = [program.global_block().var(name) for name in imported.outputs]
+    with pc.program_guard(program):
+        label = pc.layers.data("label", [1], dtype="int64")
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
+        pc.optimizer.SGD(0.01).minimize(loss)
+    feed = {
+        imported.inputs[0]: np.random.default_rng(0).random((32, 3, 32, 32), np.float32),
+        "label": np.zeros((32, 1), np.int64),
+    }
+    exe = pc.Executor("cpu")
+    step = timing.steady(lambda: exe.run(program, feed=feed, fetch_list=[loss], scope=scope), 10)
+    return step, sum(int(np.prod(p.shape)) for p in program.all_parameters() if p.trainable)
+
+
+def cost_model(measured: tuple[float, int] | None) -> None:
+    step, params = measured or (None, RESNET18_PARAMS)
+    grad_bytes = params * 4
+    link = LINK_GBIT * 1e9 / 8
+    print(
+        f"\nResNet-18: {params / 1e6:.1f} M parameters, {grad_bytes / 2**20:.1f} MB of float32 "
+        f"gradients per step; a ring allreduce on {LINK_GBIT:g} Gbit/s, {LATENCY_S * 1e6:g} us "
+        "per hop:"
+    )
+    if step is not None:
+        print(f"one process's training step here (3x32x32, batch 32): {step * 1e3:.0f} ms")
+    for n in (2, 8, 64):
+        comm = 2 * (n - 1) / n * grad_bytes / link + 2 * (n - 1) * LATENCY_S
+        line = f"  {n:>3} machines: {comm * 1e3:6.1f} ms of communication per step"
+        if step is not None:  # no overlap with backward: the worst case
+            line += f", {step / (step + comm):.0%} scaling efficiency without overlap"
+        print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--worker", choices=list(MODELS), help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--procs", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--model", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--no-resnet", action="store_true", help="skip the ResNet-18 step")
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.steps, args.rounds)
+        return
+    scaling(args.model, args.procs, args.steps, args.rounds)
+    cost_model(None if args.no_resnet else resnet18_step())
+
+
+if __name__ == "__main__":
+    main()
