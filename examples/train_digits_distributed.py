@@ -4,7 +4,8 @@
 
 Each rank trains on its shard of every epoch with batches of 32 // N (so that the ranks
 together take the single-process script's batches of 32); the DistributedOptimizer sums the
-gradients across the ranks, so every rank holds the same parameters after every step. Rank 0
+gradients across the ranks (and the CNN's batch-norm statistics), so every rank holds the same
+parameters after every step, those one process with batches of 32 would hold. Rank 0
 reports the test accuracy and saves a checkpoint, which every rank then loads back.
 """
 
@@ -29,7 +30,10 @@ def build(model: str, learning_rate: float = 0.01):
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
         accuracy = pc.layers.accuracy(pc.layers.softmax(logits), label)
         test = main.clone(for_test=True)
-        optimizer = pc.distributed.DistributedOptimizer(pc.optimizer.Adam(learning_rate))
+        # The CNN's batch norms normalise with the statistics of every rank's batch together.
+        optimizer = pc.distributed.DistributedOptimizer(
+            pc.optimizer.Adam(learning_rate), sync_batch_norm=True
+        )
         optimizer.minimize(loss)
     return main, startup, test, loss, accuracy
 
@@ -61,15 +65,16 @@ def main() -> None:
             exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     feed = {"image": x_test, "label": y_test}
     (test_accuracy,) = exe.run(test, feed=feed, fetch_list=[accuracy], scope=scope)
-    params = [p.name for p in main.all_parameters() if p.trainable]  # (batch norm's statistics
-    weights = np.concatenate([np.ravel(scope.get(name)) for name in params])  # are per rank)
+    params = [p.name for p in main.all_parameters()]  # batch norm's statistics included
+    weights = np.concatenate([np.ravel(scope.get(name)) for name in params])
     pc.io.save_persistables(args.checkpoint, main, scope)  # rank 0 writes; every rank waits
     restored = pc.Scope()
     pc.io.load_persistables(args.checkpoint, main, restored)
     same = all(np.array_equal(scope.get(name), restored.get(name)) for name in params)
+    size_text = f"{size} process" + ("es" if size > 1 else "")
     if rank == 0:
         print(
-            f"{args.model} on {size} processes: test accuracy after {args.epochs} epochs: "
+            f"{args.model} on {size_text}: test accuracy after {args.epochs} epochs: "
             f"{float(test_accuracy):.4f}; checkpoint restored on every rank: {same}; "
             f"parameter checksum {weights.sum():.6f}"
         )

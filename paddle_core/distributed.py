@@ -28,9 +28,10 @@ from functools import cache
 
 import numpy as np
 
+from . import ops
 from ._src.base.errors import DistributedError, ProgramError
 from ._src.graph.operator import Operator
-from ._src.graph.program import Program, default_startup_program
+from ._src.graph.program import Program, default_startup_program, program_guard
 from ._src.graph.variable import Parameter, Variable
 from ._src.plugins.registry import get_registry
 from ._src.run.executor import Executor
@@ -122,9 +123,16 @@ def shard(n_samples: int, seed: int, *, drop_last: bool = False) -> np.ndarray:
 
 class DistributedOptimizer:
     """Wraps an optimizer so that ``minimize`` trains one model on every rank's data: see the
-    module's doc. ``fuse_grad_mb`` is the size of a gradient bucket (one allreduce each)."""
+    module's doc. ``fuse_grad_mb`` is the size of a gradient bucket (one allreduce each).
+    ``sync_batch_norm`` normalises with the statistics of every rank's batch together (two
+    allreduces per batch norm and step; the ranks' batches must be of one size, as ``shard``'s
+    are): N ranks then train exactly as one process, batch norm included. Take the evaluation
+    clone before ``minimize``: after it, the batch norms are plain ops computing batch
+    statistics."""
 
-    def __init__(self, optimizer: Optimizer, fuse_grad_mb: float = 32.0) -> None:
+    def __init__(
+        self, optimizer: Optimizer, fuse_grad_mb: float = 32.0, sync_batch_norm: bool = False
+    ) -> None:
         if not isinstance(optimizer, Optimizer):
             raise ProgramError(
                 f"DistributedOptimizer wraps a pc.optimizer optimizer, got {optimizer!r}"
@@ -135,6 +143,7 @@ class DistributedOptimizer:
             raise ProgramError(f"fuse_grad_mb must be above 0, got {fuse_grad_mb!r}")
         self.optimizer = optimizer
         self.fuse_bytes = int(fuse_grad_mb * 2**20)
+        self.sync_batch_norm = bool(sync_batch_norm)
 
     def minimize(
         self,
@@ -149,6 +158,8 @@ class DistributedOptimizer:
         program = loss.block.program
         startup = startup_program or default_startup_program()
         scale = 1.0 / world_size()
+        if self.sync_batch_norm:
+            sync_batch_norms(program)
         params_grads = self.optimizer.backward(loss, parameter_list, no_grad_set, scale)
         with program.role_guard("backward"):
             allreduce_gradients(program, [g for _, g in params_grads], self.fuse_bytes)
@@ -156,6 +167,62 @@ class DistributedOptimizer:
         broadcast_initialised(startup, self.fuse_bytes)
         check_programs(program, startup)
         return update, params_grads
+
+
+def sync_batch_norms(program: Program) -> int:
+    """Replace each training-mode batch_norm of ``program``'s global block with the same
+    computation on the statistics of all ranks' batches (each rank's mean and variance summed
+    across the ranks); return how many. Backward through the ops it builds sums the statistics'
+    gradients across the ranks too (c_allreduce's gradient)."""
+    block = program.global_block()
+    replaced, index = 0, 0
+    while index < len(block.ops):
+        op = block.ops[index]
+        if op.type != "batch_norm" or op.attrs["is_test"] or op.attrs["channel_block"]:
+            index += 1
+            continue
+        end = len(block.ops)
+        with program_guard(program), program.role_guard(op.role):
+            _synced_batch_norm(block, op)
+        built = block.ops[end:]
+        del block.ops[end:]
+        block.ops[index : index + 1] = built  # in the batch norm's place
+        program._version += 1
+        index += len(built)
+        replaced += 1
+    return replaced
+
+
+def _synced_batch_norm(block, op: Operator) -> None:
+    """Append batch_norm ``op``'s computation with the ranks' joint statistics, writing its
+    outputs y, mean_out and variance_out."""
+    (x, scale, bias, mean, variance) = (
+        block.var(op.inputs[slot][0]) for slot in ("x", "scale", "bias", "mean", "variance")
+    )
+    axes = [0, *range(2, len(x.shape))]
+    per_channel = [1, -1] + [1] * (len(x.shape) - 2)
+    n = world_size()
+
+    def joint_mean(value: Variable) -> Variable:  # the mean over every rank's batch
+        local = ops.mean(value, axes=axes, keepdim=True)
+        block.append_op("c_allreduce", {"x": [local]}, {"out": [local]}, {})
+        return ops.scale(local, scale=1.0 / n)
+
+    batch_mean = joint_mean(x)
+    centered = ops.sub(x, batch_mean)
+    batch_variance = joint_mean(ops.square(centered))
+    inv_std = ops.rsqrt(ops.scale(batch_variance, bias=op.attrs["epsilon"]))
+    normalised = ops.mul(ops.mul(centered, inv_std), ops.reshape(scale, shape=per_channel))
+    y = op.outputs["y"][0]
+    block.append_op("add", {"x": normalised, "y": ops.reshape(bias, shape=per_channel)}, {"out": y})
+    momentum = op.attrs["momentum"]
+    for running, batch, slot in (
+        (mean, batch_mean, "mean_out"),
+        (variance, batch_variance, "variance_out"),
+    ):
+        kept = ops.scale(running, scale=momentum)
+        new = ops.scale(ops.reshape(batch, shape=[-1]), scale=1.0 - momentum)
+        block.append_op("add", {"x": kept, "y": new}, {"out": op.outputs[slot][0]})
 
 
 def _buckets(block, names: list[str], limit: int) -> list[list[str]]:

@@ -1,4 +1,5 @@
-"""Data parallelism: N ranks with batch B each train as one process with batch N * B."""
+"""Data parallelism: N ranks with batch B each train as one process with batch N * B (with
+batch norm: under sync_batch_norm)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dist_helpers import json_lines, launch, succeeded
 STEPS = 6
 
 
-@pytest.mark.parametrize("model", ["mlp", "cnn"])
+@pytest.mark.parametrize("model", ["mlp", "cnn", "cnn_bn"])
 @pytest.mark.parametrize("n", [2, 4])
 def test_ranks_train_as_one_process_with_their_batches_together(n, model):
     result, _ = launch(n, "worker_contract.py", model, str(STEPS), "4")

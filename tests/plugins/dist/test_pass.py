@@ -218,3 +218,25 @@ def test_bad_arguments_are_refused():
         pc.distributed.DistributedOptimizer(pc.optimizer.SGD(0.1), fuse_grad_mb=0)
     with pytest.raises(pc.ProgramError, match="n_samples must be an int"):
         pc.distributed.shard(-1, seed=0)
+
+
+def test_sync_batch_norm_replaces_each_training_batch_norm(ranks):
+    ranks(0, 2)
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        image = pc.layers.data("image", [3, 4, 4])
+        x = pc.layers.batch_norm(pc.layers.conv2d(image, 4, 3), act="relu")
+        loss = pc.layers.mean(pc.layers.batch_norm(x))
+        test = main.clone(for_test=True)
+        optimizer = pc.distributed.DistributedOptimizer(pc.optimizer.SGD(0.1), sync_batch_norm=True)
+        optimizer.minimize(loss)
+    types = [op.type for op in main.global_block().ops]
+    assert "batch_norm" not in types and "batch_norm_grad" not in types
+    # Two forward allreduces per batch norm (mean, variance), their two gradients, one bucket.
+    forward = [op for op in main.global_block().ops if op.role == "forward"]
+    assert sum(op.type == "c_allreduce" for op in forward) == 4
+    assert types.count("c_allreduce") == 4 + 4 + 1
+    # The running statistics are still updated in place; the evaluation clone is untouched.
+    written = {n for op in forward for n in op.output_names}
+    assert {"batch_norm.mean_0", "batch_norm.variance_0", "batch_norm.mean_1"} <= written
+    assert [op.type for op in test.global_block().ops].count("batch_norm") == 2

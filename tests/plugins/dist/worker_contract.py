@@ -2,7 +2,8 @@
 B each against one process with batch N * B, step by step. Rank 0 runs that process too (the
 same program built without DistributedOptimizer, from the same initial values) and prints one
 JSON line per step: the largest differences of the loss and of the parameters from it, and
-whether every rank holds the very same parameter bytes."""
+whether every rank holds the very same parameter bytes (batch norm's running statistics
+included)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,13 @@ def cnn(image):  # no batch norm: its statistics stay per rank, so it could not 
     return pc.layers.fc(x, 10)
 
 
-NETS = {"mlp": (mlp, [64]), "cnn": (cnn, [1, 8, 8])}
+def cnn_bn(image):  # with sync_batch_norm: the statistics of every rank's batch together
+    x = pc.layers.conv2d(image, 8, 3, padding=1, bias_attr=False)
+    x = pc.layers.pool2d(pc.layers.batch_norm(x, act="relu"), 2, pool_stride=2)
+    return pc.layers.fc(x, 10)
+
+
+NETS = {"mlp": (mlp, [64]), "cnn": (cnn, [1, 8, 8]), "cnn_bn": (cnn_bn, [1, 8, 8])}
 
 
 def build(distributed: bool):
@@ -41,7 +48,8 @@ def build(distributed: bool):
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(net(image), label))
         optimizer = pc.optimizer.Adam(0.01)
         if distributed:
-            optimizer = pc.distributed.DistributedOptimizer(optimizer, fuse_grad_mb=0.001)
+            sync = MODEL == "cnn_bn"
+            optimizer = pc.distributed.DistributedOptimizer(optimizer, 0.001, sync_batch_norm=sync)
         optimizer.minimize(loss)
     return main, startup, loss
 
