@@ -10,7 +10,8 @@
 #                                        without network may lack into .whl/ (Python 3.12,
 #                                        x86_64), which the first form then installs from;
 #                                        cuDNN's among them (about 700 MB), for the convolutions,
-#                                        and cuBLAS's (matmul, lstm, gru)
+#                                        and cuBLAS's (matmul, lstm, gru), MPI and NCCL
+#                                        (the collective ops)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -19,7 +20,8 @@ if [ "${1:-}" = "--download" ]; then
   "$PY" -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d .whl \
-    "protobuf>=7.35,<8" "pydantic>=2.7" "scipy-openblas32>=0.3.27" nvidia-cudnn-cu13 nvidia-cublas
+    "protobuf>=7.35,<8" "pydantic>=2.7" "scipy-openblas32>=0.3.27" nvidia-cudnn-cu13 nvidia-cublas \
+    "mpi4py>=4.0" "mpich>=4.2" nvidia-nccl-cu13
   du -sh .whl
   exit 0
 fi
@@ -32,7 +34,7 @@ echo "==> building paddle-core and the plugins with their CUDA kernels"
 export SKBUILD_CMAKE_DEFINE="PADDLE_OPS_MATH_CUDA=ON;PADDLE_OPS_NN_CUDA=ON"
 "$PY" -m pip install --quiet --no-index --no-deps --no-build-isolation .
 "$PY" -m pip install --quiet --no-index --no-deps --no-build-isolation \
-  ./plugins/paddle_ops_math ./plugins/paddle_ops_nn
+  ./plugins/paddle_ops_math ./plugins/paddle_ops_nn ./plugins/paddle_ops_dist
 nvidia-smi -L || true
 "$PY" -c "import paddle_core as pc; print(pc.CUDA.unavailable_reason(0) or 'cuda:0 is usable')"
 # The convolution kernels run on cuDNN where it loads, else on the plugin's own kernels (the GPU

@@ -37,7 +37,15 @@ from ._src.plugins.registry import get_registry
 from ._src.run.executor import Executor
 from .optimizer import Optimizer
 
-__all__ = ["DistributedOptimizer", "barrier", "init", "rank", "shard", "world_size"]
+__all__ = [
+    "DistributedOptimizer",
+    "barrier",
+    "init",
+    "local_rank",
+    "rank",
+    "shard",
+    "world_size",
+]
 
 # (rank, world size) variables of the launchers: MPICH's (Hydra), Open MPI's, Paddle's.
 _LAUNCHER_ENV = (
@@ -74,6 +82,16 @@ def rank() -> int:
 def world_size() -> int:
     """The number of processes of the job (1 when not launched on several)."""
     return _rank_and_size()[1]
+
+
+def local_rank() -> int:
+    """This process's rank among those on its machine (MPICH's MPI_LOCALRANKID, Open MPI's
+    OMPI_COMM_WORLD_LOCAL_RANK; else its rank): the GPU to run on, ``f"cuda:{local_rank()}"``."""
+    for name in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"):
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return rank()
 
 
 def init() -> tuple[int, int]:

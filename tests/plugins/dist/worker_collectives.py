@@ -1,14 +1,21 @@
-"""Run under `paddle-ops launch -n N`: every collective op against a NumPy reference, for every
-dtype its kernel declares, sizes 0, 1, odd and several MB, in place and not. Every rank makes
+"""Run under `paddle-ops launch -n N worker_collectives.py [cpu|cuda]`: every collective op
+against a NumPy reference, for every dtype its kernel declares, sizes 0, 1, odd and several MB,
+in place and not, on the CPU (MPI) or each rank's GPU (NCCL). Every rank makes
 every rank's input itself (seeded by rank), so that each checks its result on its own."""
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
 import paddle_core as pc
 
 RANK, SIZE = pc.distributed.init()
+# The device the programs run on: cpu (MPI), or cuda (NCCL): each rank its own GPU.
+DEVICE = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+if DEVICE == "cuda":
+    DEVICE = f"cuda:{pc.distributed.local_rank()}"
 SHAPES = [(0,), (1,), (SIZE * 7, 3), (SIZE, 1 << 19)]  # the last: 2 MB per rank in float32
 LARGE = SHAPES[-1]
 REDUCE = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}
@@ -44,8 +51,8 @@ def run(op: str, x: np.ndarray, attrs: dict, inplace: bool, out_shape=None) -> n
     duplicable = op in ("c_allreduce", "c_broadcast", "c_reduce")
     wrap = (lambda v: [v]) if duplicable else (lambda v: v)
     block.append_op(op, {"x": wrap(var)}, {"out": wrap(out)}, attrs)
-    (result,) = pc.Executor("cpu").run(program, feed={"x": x}, fetch_list=[out])
-    return result
+    (result,) = pc.Executor(DEVICE).run(program, feed={"x": x}, fetch_list=[out])
+    return np.asarray(result) if DEVICE == "cpu" else result.get()
 
 
 def check(what: str, got: np.ndarray, want: np.ndarray) -> None:
@@ -102,7 +109,10 @@ with pc.program_guard(program):
     xs = [pc.data(f"x{i}", list(s), "float32") for i, s in enumerate(shapes)]
 block.append_op("c_allreduce", {"x": xs}, {"out": xs}, {})
 feed = {f"x{i}": value(RANK, s, "float32") for i, s in enumerate(shapes)}
-got = pc.Executor("cpu").run(program, feed=feed, fetch_list=xs)
+got = [
+    a if DEVICE == "cpu" else a.get()
+    for a in pc.Executor(DEVICE).run(program, feed=feed, fetch_list=xs)
+]
 for i, s in enumerate(shapes):
     want = np.sum([value(r, s, "float32") for r in range(SIZE)], axis=0)
     check(f"fused c_allreduce, item {i}", got[i], want.astype(np.float32))

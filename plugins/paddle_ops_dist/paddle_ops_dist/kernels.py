@@ -1,0 +1,153 @@
+"""The kernels of the collective ops, one for every device: the arrays' module picks the
+communicator, MPI's for NumPy arrays (mpi.py), NCCL's on their GPU for CuPy ones (nccl.py).
+A list of tensors travels as one message: packed into one buffer, then unpacked."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from paddle_core import DistributedError
+
+from . import mpi
+
+# Seconds this process has spent waiting for each collective op to complete (its
+# communication, and the other ranks it waits for): bench/bench_dist.py reports it per step.
+WAITED: dict[str, float] = {}
+
+
+def _communicator(array: Any) -> tuple[Any, Any]:
+    """(the communicator, the array module) for ``array``'s device."""
+    if isinstance(array, np.ndarray):
+        return mpi.world(), np
+    from . import nccl  # (CuPy: only for CUDA arrays)
+
+    return nccl.world(), nccl.cupy()
+
+
+def _run(comm: Any, what: str, *args: Any) -> None:
+    started = time.perf_counter()
+    try:
+        comm.wait(comm.start(what, *args), what)
+    finally:
+        WAITED[what] = WAITED.get(what, 0.0) + time.perf_counter() - started
+
+
+def _packed(xs: list[Any], xp: Any) -> Any:
+    """One contiguous buffer holding every array of ``xs`` (a fused bucket): one message."""
+    if len(xs) == 1:
+        return xp.array(xs[0], copy=True).reshape(-1)
+    return xp.concatenate([x.reshape(-1) for x in xs])
+
+
+def _unpacked(flat: Any, like: list[Any]) -> list[Any]:
+    parts, start = [], 0
+    for x in like:
+        parts.append(flat[start : start + x.size].reshape(x.shape))
+        start += x.size
+    return parts
+
+
+def _check_root(comm: Any, root: int, what: str) -> None:
+    if root >= comm.size:
+        raise DistributedError(f"{what}: root={root} is not a rank of the {comm.size} processes")
+
+
+def _check_nranks(comm: Any, nranks: int, what: str) -> None:
+    if nranks != comm.size:
+        raise DistributedError(
+            f"{what}: its nranks attr is {nranks}, but the job has {comm.size} processes (build "
+            "the program with nranks=pc.distributed.world_size())"
+        )
+
+
+def allreduce(x: list[Any], *, reduce_type: str, ring_id: int) -> list[Any]:
+    comm, xp = _communicator(x[0])
+    flat = _packed(x, xp)
+    _run(comm, "c_allreduce", flat, flat, reduce_type)
+    return _unpacked(flat, x)
+
+
+def broadcast(x: list[Any], *, root: int, ring_id: int) -> list[Any]:
+    comm, xp = _communicator(x[0])
+    _check_root(comm, root, "c_broadcast")
+    flat = _packed(x, xp)
+    _run(comm, "c_broadcast", flat, root)
+    return _unpacked(flat, x)
+
+
+def reduce(x: list[Any], *, reduce_type: str, root: int, ring_id: int) -> list[Any]:
+    comm, xp = _communicator(x[0])
+    _check_root(comm, root, "c_reduce")
+    flat = _packed(x, xp)
+    _run(comm, "c_reduce", flat, flat, reduce_type, root)
+    if comm.rank != root:
+        flat[...] = 0
+    return _unpacked(flat, x)
+
+
+def allgather(x: Any, *, nranks: int, ring_id: int) -> Any:
+    comm, xp = _communicator(x)
+    _check_nranks(comm, nranks, "c_allgather")
+    out = xp.empty((nranks * x.shape[0], *x.shape[1:]), x.dtype)
+    _run(comm, "c_allgather", xp.ascontiguousarray(x), out)
+    return out
+
+
+def reduce_scatter(x: Any, *, nranks: int, ring_id: int) -> Any:
+    comm, xp = _communicator(x)
+    _check_nranks(comm, nranks, "c_reduce_scatter")
+    out = xp.empty((x.shape[0] // nranks, *x.shape[1:]), x.dtype)
+    _run(comm, "c_reduce_scatter", xp.ascontiguousarray(x), out)
+    return out
+
+
+def barrier(x: list[np.ndarray] | None, *, ring_id: int) -> np.ndarray:
+    _run(mpi.world(), "c_barrier")
+    return np.array(True)
+
+
+_checked: set[str] = set()  # fingerprints every rank has agreed on
+
+
+def check_program(*, fingerprint: str, summary: list[str], ring_id: int) -> np.ndarray:
+    """Compare ``fingerprint`` across the ranks (once per fingerprint); on a difference, name
+    the first op where each differing rank's ``summary`` leaves rank 0's."""
+    comm = mpi.world()
+    if fingerprint in _checked or comm.size == 1:
+        return np.array(True)
+    mine = np.frombuffer(fingerprint.encode().ljust(64)[:64], np.uint8)
+    every = np.empty((comm.size, 64), np.uint8)
+    comm.wait(comm.start("c_allgather", mine, every), "c_check_program")
+    if (every == every[0]).all():
+        _checked.add(fingerprint)
+        return np.array(True)
+    summaries = comm.comm.allgather(summary)  # every rank is here: it took part above
+    raise DistributedError(_difference(summaries, [bytes(row) for row in every]))
+
+
+def _difference(summaries: list[list[str]], prints: list[bytes]) -> str:
+    """Which ranks prepared a program unlike rank 0's, and the first op where each differs."""
+    differ = [r for r, p in enumerate(prints) if p != prints[0]]
+    same = [r for r, p in enumerate(prints) if p == prints[0]]
+    lines = [
+        f"the ranks prepared different programs: {_ranks(differ)} "
+        f"{'differs' if len(differ) == 1 else 'differ'} from {_ranks(same)}"
+    ]
+    base = summaries[0]
+    for r in differ:
+        theirs = summaries[r]
+        at = next(
+            (i for i, (a, b) in enumerate(zip(base, theirs)) if a != b),
+            min(len(base), len(theirs)),
+        )
+        ours = base[at] if at < len(base) else "no more ops"
+        other = theirs[at] if at < len(theirs) else "no more ops"
+        lines.append(f"  rank {r}: {other}\n  rank 0: {ours}")
+    return "\n".join(lines)
+
+
+def _ranks(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
