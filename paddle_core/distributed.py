@@ -107,18 +107,18 @@ def init() -> tuple[int, int]:
 
 
 @cache
-def _barrier_program() -> tuple[Program, Variable]:
+def _barrier_program() -> tuple[Program, Variable, Executor]:
     program = Program()
     block = program.global_block()
     out = block.create_var("barrier@out", [], "bool")
     block.append_op("c_barrier", {}, {"out": out}, {})
-    return program, out
+    return program, out, Executor("cpu")  # (prepared once)
 
 
 def barrier() -> None:
     """Return once every rank has called barrier()."""
-    program, out = _barrier_program()
-    Executor("cpu").run(program, fetch_list=[out])
+    program, out, executor = _barrier_program()
+    executor.run(program, fetch_list=[out])
 
 
 def shard(n_samples: int, seed: int, *, drop_last: bool = False) -> np.ndarray:

@@ -102,19 +102,21 @@ class Mpi:
 
     def wait(self, request: Any, what: str) -> None:
         """Poll ``request`` until it completes; past the timeout, raise on this rank."""
-        deadline = time.perf_counter() + self.timeout
-        pause = 0.0
+        started = time.perf_counter()
+        deadline = started + self.timeout
         while not request.Test():
-            if time.perf_counter() > deadline:
+            now = time.perf_counter()
+            if now > deadline:
                 raise DistributedError(
                     f"{what} on rank {self.rank} of {self.size} waited more than "
                     f"{self.timeout:g} s (PADDLE_DIST_TIMEOUT) for the other ranks: one of "
                     "them has stopped, or runs a different program"
                 )
-            # Spin briefly (a collective usually completes in microseconds), then yield the
-            # core: ranks may outnumber the cores.
-            time.sleep(pause)
-            pause = min(pause * 2 or 1e-5, 1e-3)
+            # For the first 10 ms, poll and yield the core between polls (a collective usually
+            # completes within that, and ranks may outnumber the cores); then sleep between
+            # polls, a tenth of the time waited so far, at most 1 ms.
+            waited = now - started
+            time.sleep(0.0 if waited < 0.01 else min(waited / 10, 1e-3))
 
 
 def _abort_on_uncaught(comm: Mpi) -> None:
