@@ -93,7 +93,7 @@ _EXPORTS = {
     "OnnxError": "_src.base.errors",
 }
 # Public modules: the generated ops, the rules manifests name, the op-testing kit, training
-# (layers, optimizers, initializers, saving models).
+# (layers, optimizers, initializers, saving models), the profiler.
 _SUBMODULES = {
     "initializer",
     "io",
@@ -101,6 +101,7 @@ _SUBMODULES = {
     "onnx",
     "ops",
     "optimizer",
+    "profiler",
     "rules",
     "testing",
 }
@@ -125,7 +126,7 @@ def __dir__() -> list[str]:
 
 TYPE_CHECKING = False  # (not typing.TYPE_CHECKING: importing typing costs start-up time)
 if TYPE_CHECKING:  # let type checkers and editors see the lazy names
-    from . import initializer, io, layers, onnx, ops, optimizer, rules, testing
+    from . import initializer, io, layers, onnx, ops, optimizer, profiler, rules, testing
     from ._sdk import get_cmake_dir, get_include
     from ._src.base.cpu import CPU
     from ._src.base.cuda import CUDA

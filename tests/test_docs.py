@@ -51,6 +51,7 @@ RUNNABLE_DOCUMENTS = [
     "docs/model.md",
     "docs/control_flow.md",
     "docs/onnx.md",
+    "docs/performance.md",
     "docs/writing-op-plugins.md",
 ]
 GPU_DOCUMENTS = ["docs/cuda.md"]
