@@ -94,7 +94,7 @@ _EXPORTS = {
     "DistributedError": "_src.base.errors",
 }
 # Public modules: the generated ops, the rules manifests name, the op-testing kit, training
-# (layers, optimizers, initializers, saving models, data parallelism).
+# (layers, optimizers, initializers, saving models, data parallelism), the profiler.
 _SUBMODULES = {
     "distributed",
     "initializer",
@@ -103,6 +103,7 @@ _SUBMODULES = {
     "onnx",
     "ops",
     "optimizer",
+    "profiler",
     "rules",
     "testing",
 }
@@ -127,7 +128,18 @@ def __dir__() -> list[str]:
 
 TYPE_CHECKING = False  # (not typing.TYPE_CHECKING: importing typing costs start-up time)
 if TYPE_CHECKING:  # let type checkers and editors see the lazy names
-    from . import distributed, initializer, io, layers, onnx, ops, optimizer, rules, testing
+    from . import (
+        distributed,
+        initializer,
+        io,
+        layers,
+        onnx,
+        ops,
+        optimizer,
+        profiler,
+        rules,
+        testing,
+    )
     from ._sdk import get_cmake_dir, get_include
     from ._src.base.cpu import CPU
     from ._src.base.cuda import CUDA

@@ -80,6 +80,23 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
             ("paddle-ops launch -n 16 --hostfile hosts train.py", "on the machines of hosts"),
         ],
     ),
+    "profile": (
+        "time each op of a saved model: a table by op type and by op, a Chrome trace",
+        "Loads a saved inference model (its directory, as pc.io.load_inference_model reads it) "
+        "or a saved program (then it fetches the values its ops compute that no op reads), "
+        "runs it once to warm up, then --runs times under pc.profiler: each op's time, its "
+        "kernel and the copies around it, taken in the compiled run loop. Prints the totals "
+        "by op type and by op (its index in the program, type and outputs), largest first: "
+        "calls, total, mean and share of the ops' time. --trace writes the runs as Trace "
+        "Event JSON, which chrome://tracing and https://ui.perfetto.dev show as a timeline. "
+        "Each input is given as a .npy file (np.save).",
+        [
+            ("paddle-ops profile model --feed image=x.npy", "10 timed runs of an inference model"),
+            ("paddle-ops profile model --feed image=x.npy --trace t.json", "and a Chrome trace"),
+            ("paddle-ops profile prog.pb --feed x=x.npy --runs 100", "a saved program, 100 runs"),
+            ("paddle-ops profile model --feed image=x.npy --json", "the totals as data"),
+        ],
+    ),
     "plugins": (
         "list plugins and whether each loads (imports their code)",
         "One line per installed plugin: distribution, version, entry point, number of ops, and "
@@ -150,13 +167,14 @@ commands:
 
 EXAMPLES = """\
 examples:
-  paddle-ops list                       every op, one line each
-  paddle-ops show scale                 one op: signature, attrs, kernels
-  paddle-ops inspect model.pb           the ops a saved program uses, and their packages
-  paddle-ops draw model.pb              a saved program drawn as model.svg
-  paddle-ops doctor                     what is wrong with the installed plugins, if anything
-  paddle-ops validate .                 check the plugin project here (after `pip install .`)
-  paddle-ops list --plugin nn --json    one plugin's ops, as data
+  paddle-ops list                          every op, one line each
+  paddle-ops show scale                    one op: signature, attrs, kernels
+  paddle-ops inspect model.pb              the ops a saved program uses, and their packages
+  paddle-ops draw model.pb                 a saved program drawn as model.svg
+  paddle-ops profile model --feed x=x.npy  each op's time in a saved model's runs
+  paddle-ops doctor                        what is wrong with the installed plugins, if anything
+  paddle-ops validate .                    check the plugin project here (after `pip install .`)
+  paddle-ops list --plugin nn --json       one plugin's ops, as data
 
 `paddle-ops <command> --help` describes one command. Exit status: 0 on success, 1 with a
 one-line reason on stderr when the request fails, 2 for usage errors. Settings

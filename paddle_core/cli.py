@@ -1,5 +1,6 @@
-"""The ``paddle-ops`` command: list ops, show one, inspect a saved program, inspect plugins,
-draw one, launch a script on several processes, diagnose, validate a plugin package, write stubs, start a new op package.
+"""The ``paddle-ops`` command: list ops, show one, inspect a saved program, draw one, profile
+a saved model, launch a script on several processes, inspect plugins, diagnose, validate a
+plugin package, write stubs, start a new op package.
 
 Exit status: 0 on success; 1 with a one-line reason on stderr when the request fails (an
 unknown op, a broken or partial plugin found by ``plugins``, a problem found by ``doctor`` or
@@ -124,6 +125,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("script", help="the Python script each process runs")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="its arguments")
+    p = command("profile", cmd_profile)
+    p.add_argument(
+        "model",
+        help="a saved inference model's directory (pc.io.save_inference_model), or a saved "
+        "program file",
+    )
+    p.add_argument(
+        "--feed",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="an input and the .npy file holding its value; one for each input",
+    )
+    p.add_argument("--runs", type=int, default=10, help="runs to time (default 10)")
+    p.add_argument("--trace", metavar="FILE.json", help="also write the runs as a Chrome trace")
+    p.add_argument("--device", default="cpu", help="the device to run on (default cpu)")
+    p.add_argument("--top", type=int, default=20, help="rows of the table by op (default 20)")
     command("plugins", cmd_plugins)
     command("doctor", cmd_doctor)
     p = command("validate", cmd_validate)
@@ -643,7 +661,7 @@ def cmd_draw(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- launch ----------------------------------------------------------------------------------------
+# -- launch --------------------------------------------------------------------------------------
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
@@ -678,6 +696,122 @@ def cmd_launch(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return status
+
+
+# -- profile -------------------------------------------------------------------------------------
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """A saved model run --runs times under the profiler, after one run to warm up."""
+    # (NumPy, protobuf, the executor: only for this command)
+    from ._src.base.errors import ConfigError
+    from ._src.run.executor import Executor
+    from ._src.run.profiler import profile
+    from ._src.run.scope import Scope
+
+    for name, value in (("--runs", args.runs), ("--top", args.top)):
+        if value < 1:
+            raise ConfigError(f"paddle-ops profile: {name} must be 1 or more, got {value}")
+    scope = Scope()
+    program, inputs, fetch_names = _profiled_model(args.model, scope)
+    feed = _feeds(args.feed, inputs, args.model)
+    exe = Executor(args.device)
+    exe.run(program, feed=feed, fetch_list=fetch_names, scope=scope)  # plans; warms the caches
+    with profile() as prof:
+        for _ in range(args.runs):
+            exe.run(program, feed=feed, fetch_list=fetch_names, scope=scope)
+    if args.trace:
+        try:
+            prof.export_chrome_trace(args.trace)
+        except OSError as e:
+            raise ConfigError(f"cannot write the trace to {args.trace!r}: {e.strerror}") from None
+    if args.json:
+
+        def rows(stats: list) -> list[dict[str, Any]]:
+            return [
+                {
+                    "type": s.type,
+                    **({} if s.index is None else {"index": s.index, "outputs": list(s.outputs)}),
+                    "calls": s.calls,
+                    "total_ns": s.total_ns,
+                    "mean_ns": s.mean_ns,
+                    "share": s.share,
+                }
+                for s in stats
+            ]
+
+        _dump(
+            {
+                "model": args.model,
+                "device": str(exe.device),
+                "runs": prof.runs,
+                "by_type": rows(prof.by_type()),
+                "by_op": rows(prof.by_op()),
+                "trace": args.trace,
+            }
+        )
+        return 0
+    print(f"{args.model}: {counted(args.runs, 'run')} on {exe.device}, after one to warm up\n")
+    sys.stdout.write(prof.table("type") + "\n" + prof.table("op", limit=args.top))
+    if args.trace:
+        print(f"\ntrace: {args.trace} (open it in chrome://tracing or https://ui.perfetto.dev)")
+    return 0
+
+
+def _profiled_model(path: str, scope: Any) -> tuple[Any, list[str] | None, list[str]]:
+    """(program, its inputs or None for any, its fetches) of a saved inference model's
+    directory (or its model.pb), or of a saved program, whose fetches are then the values its
+    ops compute that none reads."""
+    # (protobuf, NumPy, the executor: only for profile)
+    import os
+
+    from ._src.base.errors import ProgramError
+    from ._src.graph.serialization import load_program
+    from .io import META, MODEL, load_inference_model
+
+    directory = os.path.dirname(path) or "."
+    if os.path.basename(path) == MODEL and os.path.isfile(os.path.join(directory, META)):
+        path = directory  # the model file of an inference model: the whole model
+    if os.path.isdir(path):
+        program, inputs, fetches = load_inference_model(path, scope)
+        return program, inputs, [v.name for v in fetches]
+    program = load_program(path)
+    block = program.global_block()
+    read = {n for op in block.ops for n in op.input_names}
+    written = [n for op in block.ops for n in op.output_names]
+    fetches = [n for n in dict.fromkeys(written) if n not in read and not block.var(n).persistable]
+    if not fetches:
+        raise ProgramError(f"{path}: no op of the program computes a value that none reads")
+    return program, None, fetches
+
+
+def _feeds(given: list[str], inputs: list[str] | None, model: str) -> dict[str, Any]:
+    """--feed NAME=FILE.npy items as {name: array}, checked against the model's inputs."""
+    # (NumPy: only for profile)
+    import numpy as np
+
+    from ._src.base.errors import FeedError, did_you_mean
+
+    feed = {}
+    for item in given:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise FeedError(f"--feed takes NAME=FILE.npy, got {item!r}")
+        if inputs is not None and name not in inputs:
+            raise FeedError(
+                f"{model} has no input {name!r}{did_you_mean(name, inputs)}; its inputs are: "
+                f"{', '.join(inputs)}"
+            )
+        try:
+            feed[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise FeedError(f"--feed {name}: cannot read {path!r} as a .npy array: {e}") from None
+    missing = [n for n in inputs or () if n not in feed]
+    if missing:
+        raise FeedError(
+            f"{model} takes {', '.join(missing)} too: give each with --feed NAME=FILE.npy"
+        )
+    return feed
 
 
 # -- plugins and doctor ---------------------------------------------------------------------------

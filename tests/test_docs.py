@@ -52,6 +52,7 @@ RUNNABLE_DOCUMENTS = [
     "docs/control_flow.md",
     "docs/onnx.md",
     "docs/distributed.md",
+    "docs/performance.md",
     "docs/writing-op-plugins.md",
 ]
 GPU_DOCUMENTS = ["docs/cuda.md"]

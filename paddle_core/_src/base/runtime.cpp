@@ -12,10 +12,16 @@
 // the plan gives every kernel the stream of the device that prepared it. Copy steps and
 // run_while's condition and run_scan's slices read memory here, so they take host buffers
 // only (the executor plans none of them for device memory).
+//
+// run_profiled is run taking a steady_clock reading before and after each op (its kernel and
+// the copy steps after it), for paddle_core.profiler: a separate instantiation of the loop,
+// so run's loop is what it would be without a profiler (the choice is made once per run).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -51,11 +57,22 @@ std::string bounded(const char* text) {
   return std::string(text, n);
 }
 
-// Raised to Python as paddle_core._runtime.KernelFailure(step index, message).
+// Raised to Python as paddle_core._runtime.KernelFailure(op index, message).
 struct KernelFailure {
-  int step;
+  int op;
   std::string message;
 };
+
+// Nanoseconds on the clock the profiler reads: steady (monotonic), from an unspecified start.
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One op's time in a profiled run: its index in the plan, and now_ns() before and after it.
+using OpTime = std::array<int64_t, 3>;
+static_assert(sizeof(OpTime) == 3 * sizeof(int64_t), "OpTimes are rows of an int64 array");
 
 // One variable's storage: its shape/strides (stable for the plan's life) and current data.
 struct Buffer {
@@ -69,6 +86,9 @@ struct Buffer {
 
 struct Step {
   bool native = false;
+  // The op this step belongs to: its index among the plan's native and Python steps (a copy
+  // step belongs to the op before it, whose output it copies back; -1 when there is none).
+  int32_t op = -1;
   // A copy step (native == false, copy_from >= 0): buffer copy_from -> copy_to, byte for byte.
   int32_t copy_from = -1, copy_to = -1;
   const pc_kernel* kernel = nullptr;
@@ -132,6 +152,7 @@ class Plan {
                   int32_t device_type, int32_t device_index, uint64_t random_key) {
     auto step = std::make_unique<Step>();
     step->native = true;
+    step->op = ops_++;
     step->kernel = kernel_of(kernel);
     step->random_key = random_key;
     fill_tensors(in_slots, device_type, device_index, step->in_items, step->in_begin, step->ins);
@@ -148,6 +169,7 @@ class Plan {
   void add_python(py::object fn, const std::vector<std::vector<int32_t>>& in_slots,
                   const std::vector<int32_t>& outs) {
     auto step = std::make_unique<Step>();
+    step->op = ops_++;
     step->fn = std::move(fn);
     step->py_in_slots = in_slots;
     step->py_outs = outs;
@@ -180,6 +202,7 @@ class Plan {
     if (bytes_of(*buffers_.at(from)) != bytes_of(*buffers_.at(to)))
       throw std::invalid_argument("copy between buffers of different sizes");
     auto step = std::make_unique<Step>();
+    step->op = ops_ - 1;
     step->copy_from = from;
     step->copy_to = to;
     steps_.push_back(std::move(step));
@@ -205,7 +228,7 @@ class Plan {
       size_t k = 0;
       for (auto* items : {&step.in_items, &step.out_items})
         for (pc_tensor& t : *items) t.data = saved[k++];
-      if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
+      if (status != PC_OK) throw KernelFailure{step.op, message()};
     }
   }
 
@@ -213,27 +236,25 @@ class Plan {
   void run(const std::vector<int32_t>& indices, const py::list& arrays) {
     for (size_t k = 0; k < indices.size(); ++k) bind(indices[k], arrays[k]);
     check_copies();
-    size_t s = 0;
-    while (s < steps_.size()) {
-      if (steps_[s]->fn) {
-        run_python(s++);
-        continue;
-      }
-      py::gil_scoped_release release;  // a run of native (and copy) steps goes without the GIL
-      for (; s < steps_.size() && !steps_[s]->fn; ++s) {
-        Step& step = *steps_[s];
-        if (!step.native) {
-          const Buffer& from = *buffers_[step.copy_from];
-          if (size_t n = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, n);
-          continue;
-        }
-        if (step.empty) continue;
-        message_[0] = '\0';
-        ctx_.random_key = step.random_key;
-        pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
-        if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
-      }
-    }
+    run_steps<false>(nullptr, py::none());
+  }
+
+  // run, timing each op: returns an int64 array of (op, start, end) rows, one per op in the
+  // order they ran. `sync` (None for host plans) is called before the first step and after
+  // each, with the GIL, to wait for a device's queued work, so that each op's time is its work
+  // and not its launch.
+  py::array_t<int64_t> run_profiled(const std::vector<int32_t>& indices, const py::list& arrays,
+                                    const py::object& sync) {
+    for (size_t k = 0; k < indices.size(); ++k) bind(indices[k], arrays[k]);
+    check_copies();
+    if (!sync.is_none()) sync();
+    std::vector<OpTime> times;
+    times.reserve(static_cast<size_t>(ops_));
+    run_steps<true>(&times, sync);
+    py::array_t<int64_t> rows({static_cast<py::ssize_t>(times.size()), py::ssize_t{3}});
+    if (!times.empty())
+      std::memcpy(rows.mutable_data(), times.data(), times.size() * sizeof(OpTime));
+    return rows;
   }
 
   // A loop's body: run every step (native and copy steps only) again and again while the
@@ -372,7 +393,48 @@ class Plan {
       message_[0] = '\0';
       ctx_.random_key = step.random_key;
       pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
-      if (status != PC_OK) throw KernelFailure{static_cast<int>(s), message()};
+      if (status != PC_OK) throw KernelFailure{step.op, message()};
+    }
+  }
+
+  // Every step once, in order: native and copy steps without the GIL, Python steps with it.
+  // kProfile: append each op's (op, start, end) to `times`, calling `sync` after each step.
+  template <bool kProfile>
+  void run_steps(std::vector<OpTime>* times, const py::object& sync) {
+    size_t s = 0;
+    while (s < steps_.size()) {
+      if (steps_[s]->fn) {
+        const int64_t start = kProfile ? now_ns() : 0;
+        run_python(s);
+        if constexpr (kProfile) times->push_back({steps_[s]->op, start, now_ns()});
+        ++s;
+        continue;
+      }
+      py::gil_scoped_release release;  // a run of native (and copy) steps goes without the GIL
+      for (; s < steps_.size() && !steps_[s]->fn; ++s) {
+        Step& step = *steps_[s];
+        const int64_t start = kProfile ? now_ns() : 0;
+        if (!step.native) {
+          const Buffer& from = *buffers_[step.copy_from];
+          if (size_t n = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, n);
+        } else if (!step.empty) {
+          message_[0] = '\0';
+          ctx_.random_key = step.random_key;
+          pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
+          if (status != PC_OK) throw KernelFailure{step.op, message()};
+        }
+        if constexpr (kProfile) {
+          if (!sync.is_none()) {
+            py::gil_scoped_acquire gil;
+            sync();
+          }
+          const int64_t end = now_ns();
+          if (!step.native && !times->empty() && times->back()[0] == step.op)
+            times->back()[2] = end;  // a copy step: part of its op's time
+          else
+            times->push_back({step.op, start, end});
+        }
+      }
     }
   }
 
@@ -577,6 +639,7 @@ class Plan {
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::vector<std::unique_ptr<Step>> steps_;
   bool has_copies_ = false;
+  int32_t ops_ = 0;  // native and Python steps added so far (copy steps are part of one)
   pc_context ctx_{};
   char message_[1024] = {0};
 };
@@ -597,9 +660,11 @@ PYBIND11_MODULE(_runtime, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const KernelFailure& e) {
-      py::set_error(failure.get_stored(), py::make_tuple(e.step, e.message));
+      py::set_error(failure.get_stored(), py::make_tuple(e.op, e.message));
     }
   });
+  m.def("now_ns", &now_ns,
+        "Nanoseconds on the clock run_profiled reads (steady, from an unspecified start).");
   m.def(
       "kernel_info",
       [](py::capsule capsule) {
@@ -645,6 +710,8 @@ PYBIND11_MODULE(_runtime, m) {
       .def("array", &Plan::array, py::arg("index"))
       .def("prepare", &Plan::prepare)
       .def("run", &Plan::run, py::arg("indices"), py::arg("arrays"))
+      .def("run_profiled", &Plan::run_profiled, py::arg("indices"), py::arg("arrays"),
+           py::arg("sync") = py::none())
       .def("run_while", &Plan::run_while, py::arg("condition"), py::arg("max_iters"))
       .def("run_scan", &Plan::run_scan, py::arg("n"), py::arg("reverse"), py::arg("load"),
            py::arg("save_before"), py::arg("save"), py::arg("swaps"));

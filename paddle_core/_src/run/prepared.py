@@ -20,6 +20,9 @@ one call at a time (its planned buffers are shared), so concurrent runs of it ta
 Other plans (a device plan with ops that fall back to CPU kernels, or with Python kernels)
 run with a Python loop that moves data through the device's buffers, copying values to and
 from the host for fallback ops; native kernels run as one-step compiled plans (``StepKernel``).
+
+While a profile records (``profiler.py``), either runner also times each op of the run; the
+runs of control-flow blocks nested in it record nothing of their own.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from ..plugins import devices, hooks
 from . import control
 from .memory import Live, MemoryPlan, aligned, assign_offsets, inplace_pairs, live_intervals
 from .planning import PlanSpec, Step
+from .profiler import Profile, recording
 from .scope import Scope
 
 # Set in a child process made by fork(): see _after_fork_in_child.
@@ -199,17 +203,37 @@ class PreparedProgram:
         if self._persistables and scope not in self._told:
             scope.declare(self._persistables)
             self._told.add(scope)
+        profile = recording.get()
         token = control.current_scope.set(scope)  # for control-flow steps' block runs
         try:
-            current = self.device.current()
-            if current is None:
-                values = self._runner.run(feed, scope)
+            if profile is None:
+                values = self._run_on_device(feed, scope, None)
             else:
-                with current:  # kernels launch on this thread's current GPU
-                    values = self._runner.run(feed, scope)
+                values = self._run_profiled(profile, feed, scope)
         finally:
             control.current_scope.reset(token)
         return [self.device.to_host(v) for v in values] if return_numpy else values
+
+    def _run_on_device(self, feed: dict[str, Any], scope: Scope, times: list | None) -> list:
+        current = self.device.current()
+        if current is None:
+            return self._runner.run(feed, scope, times)
+        with current:  # kernels launch on this thread's current GPU
+            return self._runner.run(feed, scope, times)
+
+    def _run_profiled(self, profile: Profile, feed: dict[str, Any], scope: Scope) -> list:
+        """A run whose ops' times go to ``profile``. The runs of its control-flow ops' blocks
+        are part of their op's time: they record nothing of their own."""
+        times: list[Any] = []
+        now = compiled_runtime().now_ns
+        nested = recording.set(None)
+        start = now()
+        try:
+            values = self._run_on_device(feed, scope, times)
+        finally:
+            recording.reset(nested)
+        profile.add_run(self, times[0], start, now())
+        return values
 
 
 def _scope_value(scope: Scope, name: str) -> Any:
@@ -269,6 +293,8 @@ class CompiledRunner:
         _prepare(self.plan, spec.steps)
         self._failure = runtime.KernelFailure
         self._lock = threading.Lock()
+        # What a profiled run calls after each op: a device with queued work waits for it.
+        self._sync = None if device.host_memory else device.synchronize
 
     def _check_fits_in_memory(self, arena: int) -> None:
         """Refuse a run whose buffers (the arena of planned values, and each fetched value)
@@ -354,9 +380,11 @@ class CompiledRunner:
             copies.append((scratch, target))
         return copies
 
-    def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+    def run(self, feed: dict[str, Any], scope: Scope, times: list | None = None) -> list[Any]:
+        """Run; with ``times`` (a list), append to it the ops' times (``profiler``): an int64
+        array of (index in the plan, start, end) rows, one per op in the order they ran."""
         with self._lock:  # planned buffers are shared by every run of this plan
-            return self._run_locked(feed, scope)
+            return self._run_locked(feed, scope, times)
 
     @property
     def scan_ready(self) -> bool:
@@ -436,7 +464,7 @@ class CompiledRunner:
         except self._failure as e:
             raise _failed(self.spec.steps, e) from None
 
-    def _run_locked(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+    def _run_locked(self, feed: dict[str, Any], scope: Scope, times: list | None) -> list[Any]:
         shapes, index = self.spec.shapes, self.index
         indices, arrays = [], []
         device, written = self.device, self.written_feeds
@@ -460,7 +488,10 @@ class CompiledRunner:
         if self.spec.random:
             self.plan.set_random_counter(scope.next_random_run())
         try:
-            self.plan.run(indices, arrays)
+            if times is None:
+                self.plan.run(indices, arrays)
+            else:
+                times.append(self.plan.run_profiled(indices, arrays, self._sync))
         except self._failure as e:
             raise _failed(self.spec.steps, e) from None
         except ValueError as e:  # an array that does not fit its buffer: refused, not run
@@ -721,8 +752,13 @@ class PythonRunner:
             if step.kernel.impl == "native"
         }
 
-    def run(self, feed: dict[str, Any], scope: Scope) -> list[Any]:
+    def run(self, feed: dict[str, Any], scope: Scope, times: list | None = None) -> list[Any]:
+        """Run; with ``times`` (a list), append to it the ops' times as ``CompiledRunner.run``
+        does, each op's copies to and from the host included, waiting for the device after
+        each op."""
         device, shapes = self.device, self.spec.shapes
+        now = compiled_runtime().now_ns if times is not None else None
+        rows: list[tuple[int, int, int]] = []
         counter = scope.next_random_run() if self.spec.random else 0
         values: dict[str, Any] = {}
         for name in self.spec.persistable_inputs:
@@ -732,7 +768,10 @@ class PythonRunner:
                 scope.update_var(name, value)  # moved once, not on every run
             values[name] = value
         values.update({name: device.kernel_array(array) for name, array in feed.items()})
+        if times is not None:
+            device.synchronize()  # the feeds' copies are not the first op's time
         for k, step in enumerate(self.spec.steps):
+            start = now() if now is not None else 0
             args = []
             for _, duplicable, names in step.inputs:
                 slot = [values[n] for n in names]
@@ -746,6 +785,11 @@ class PythonRunner:
             names = [n for _, _, slot_names in step.outputs for n in slot_names]
             for name, array in zip(names, produced):
                 values[name] = device.to_device(array) if step.fallback else array
+            if now is not None:
+                device.synchronize()
+                rows.append((k, start, now()))
+        if times is not None:
+            times.append(np.array(rows, np.int64).reshape(-1, 3))
         for name in self.spec.persistable_outputs:
             scope.update_var(name, values[name])
         shared = set(self.spec.feed_names) | set(self.spec.persistable_inputs)

@@ -9,6 +9,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT, pythonpath_with, ruff, run_cli
 
@@ -317,6 +318,8 @@ def test_usage_errors_exit_2() -> None:
         (("new", "pkg", "--dir", "/proc/no/such/dir"), "cannot write the package to"),
         (("stubs", "-o", "/proc/no/such/dir/ops.pyi"), "cannot write the stubs to"),
         (("stubs", "-o", ""), "--output needs a file name"),
+        (("profile", "model", "--runs", "0"), "--runs must be 1 or more, got 0"),
+        (("profile", "/proc/no/such/model.pb"), "/proc/no/such/model.pb"),
     ],
 )
 def test_hostile_arguments_get_one_line_errors(args: tuple[str, ...], message: str) -> None:
@@ -383,11 +386,80 @@ def test_draw_a_program_whose_plugin_is_missing(tmp_path: Path) -> None:
     assert 'label="toy_scale\\nscale=3\\lbias=0\\lbias_after_scale=True\\l" ' in without
 
 
+def saved_classifier(directory: Path) -> tuple[Path, Path, list[str]]:
+    """A small inference model saved in ``directory`` / "model" (an fc layer and softmax, its
+    parameters initialised), an input for it in ``directory`` / "x.npy", and its op types."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [4])
+        probabilities = pc.layers.softmax(pc.layers.fc(x, 3))
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
+    model = pc.io.save_inference_model(directory / "model", ["x"], [probabilities], main, scope)
+    np.save(directory / "x.npy", np.ones((5, 4), np.float32))
+    return directory / "model", directory / "x.npy", [op.type for op in model.global_block().ops]
+
+
+def test_profile_prints_the_tables_of_a_saved_model(tmp_path: Path) -> None:
+    """`paddle-ops profile` runs a saved inference model under pc.profiler: a table by op
+    type and one by op, every op of the model in each; --trace writes the Chrome trace."""
+    model, x, types = saved_classifier(tmp_path)
+    trace = tmp_path / "trace.json"
+    args = ("profile", str(model), "--feed", f"x={x}", "--runs", "3")
+    out = run_cli(*args, "--trace", str(trace)).stdout
+    assert out.startswith(f"{model}: 3 runs on cpu, after one to warm up\n")
+    by_type, by_op = out.split("\nby op: ")
+    assert "by op type: 3 runs, " in by_type and "total ms" in by_type and "share %" in by_op
+    for index, op in enumerate(types):
+        assert f" {op} " in by_type
+        assert any(line.split()[:2] == [f"#{index}", op] for line in by_op.splitlines()), by_op
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert len([e for e in events if e["cat"] == "op"]) == 3 * len(types)
+    data = as_json(*args)
+    assert (data["runs"], data["device"], data["trace"]) == (3, "cpu", None)
+    assert sum(row["calls"] for row in data["by_type"]) == 3 * len(types)
+    assert sorted(row["index"] for row in data["by_op"]) == list(range(len(types)))
+    assert sum(row["total_ns"] for row in data["by_op"]) == sum(
+        row["total_ns"] for row in data["by_type"]
+    )
+    # the model file itself names the whole model; a bare program fetches what no op reads
+    assert run_cli("profile", str(model / "model.pb"), "--feed", f"x={x}").stdout.count("#") >= 3
+    program = pc.Program()
+    with pc.program_guard(program):
+        pc.ops.relu(pc.ops.scale(pc.data("x", [None, 4]), scale=2.0))
+    pc.save_program(program, tmp_path / "bare.pb")
+    bare = as_json("profile", str(tmp_path / "bare.pb"), "--feed", f"x={x}", "--runs", "2")
+    assert [row["type"] for row in sorted(bare["by_op"], key=lambda r: r["index"])] == [
+        "scale",
+        "relu",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("feeds", "message"),
+    [
+        ((), "takes x too: give each with --feed NAME=FILE.npy"),
+        (("x",), "--feed takes NAME=FILE.npy, got 'x'"),
+        (("y=x.npy",), "has no input 'y'; its inputs are: x"),
+        (("x=missing.npy",), "--feed x: cannot read 'missing.npy' as a .npy array"),
+    ],
+)
+def test_profile_says_what_is_wrong_with_the_feeds(
+    tmp_path: Path, feeds: tuple[str, ...], message: str
+) -> None:
+    model, _, _ = saved_classifier(tmp_path)
+    args = [a for feed in feeds for a in ("--feed", feed)]
+    result = run_cli("profile", str(model), *args, check=1)
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("paddle-ops: error: ") and message in line, line
+
+
 COMMANDS = (
     "list",
     "show",
     "inspect",
     "draw",
+    "profile",
     "plugins",
     "doctor",
     "validate",
