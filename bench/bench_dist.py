@@ -7,7 +7,8 @@ the 8x8 digits (which data the step sees does not change its time):
   mlp  64 -> 1024 -> 1024 -> 10 (relu), batch 64 per rank: 1.1 M parameters, 4.5 MB of
        gradients summed every step
 Each count of processes runs as its own job (`paddle-ops launch -n N`); rank 0 reports the
-median step time of rounds of steps and the share of it spent in c_allreduce. Target:
+median step time of rounds of steps and the time it waits for its allreduces (blocking ones,
+or with overlap=True, what c_wait still waits after the rest of backward). Target:
 throughput at 2 processes at least 1.8x one process's. 4 processes share this machine's cores
 when it has fewer than 4, so that figure measures oversubscription as much as scaling.
 
@@ -55,7 +56,7 @@ def net(model: str, image):
     return pc.layers.fc(x, 10)
 
 
-def worker(model: str, steps: int, rounds: int) -> None:
+def worker(model: str, steps: int, rounds: int, overlap: bool) -> None:
     """One rank of the job: time ``rounds`` rounds of ``steps`` steps; rank 0 prints JSON."""
     from paddle_ops_dist import kernels  # (what the collectives waited: only under launch)
 
@@ -66,7 +67,8 @@ def worker(model: str, steps: int, rounds: int) -> None:
         image = pc.layers.data("image", shape)
         label = pc.layers.data("label", [1], dtype="int64")
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(net(model, image), label))
-        pc.distributed.DistributedOptimizer(pc.optimizer.Adam(1e-3)).minimize(loss)
+        optimizer = pc.distributed.DistributedOptimizer(pc.optimizer.Adam(1e-3), overlap=overlap)
+        optimizer.minimize(loss)
     exe, scope = pc.Executor("cpu"), pc.Scope()
     exe.run(startup, scope=scope)
     rng = np.random.default_rng(rank)
@@ -90,10 +92,10 @@ def worker(model: str, steps: int, rounds: int) -> None:
         print(json.dumps({"procs": size, "step": step, "wait": wait, "batch": batch}))
 
 
-def launch(model: str, procs: int, steps: int, rounds: int) -> dict | None:
+def launch(model: str, procs: int, steps: int, rounds: int, overlap: bool) -> dict | None:
     command = shutil.which("paddle-ops", path=os.path.dirname(sys.executable))
     args = [command, "launch", "-n", str(procs), __file__, "--worker", model]
-    args += ["--steps", str(steps), "--rounds", str(rounds)]
+    args += ["--steps", str(steps), "--rounds", str(rounds)] + ["--overlap"] * overlap
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(args, capture_output=True, text=True, env=env)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
@@ -105,21 +107,23 @@ def launch(model: str, procs: int, steps: int, rounds: int) -> dict | None:
 
 def scaling(models: list[str], procs: list[int], steps: int, rounds: int) -> None:
     print(
-        f"{'model':<6}{'procs':>6}{'step ms':>10}{'samples/s':>12}{'vs 1 proc':>11}"
-        f"{'allreduce ms/step':>19}"
+        f"{'model':<6}{'procs':>6}{'allreduces':>12}{'step ms':>10}{'samples/s':>12}"
+        f"{'vs 1 proc':>11}{'waiting ms/step':>17}"
     )
     for model in models:
         base = None
-        for n in procs:
-            figures = launch(model, n, steps, rounds)
+        runs = [(n, overlap) for n in procs for overlap in ((False, True) if n > 1 else (False,))]
+        for n, overlap in runs:
+            figures = launch(model, n, steps, rounds, overlap)
             if figures is None:
                 continue
             throughput = n * figures["batch"] / figures["step"]
             base = base or (throughput if n == 1 else None)
             ratio = f"{throughput / base:.2f}x" if base else "-"
+            how = "overlapped" if overlap else "blocking"
             print(
-                f"{model:<6}{n:>6}{figures['step'] * 1e3:>10.2f}{throughput:>12.0f}{ratio:>11}"
-                f"{figures['wait'] * 1e3:>19.3f}"
+                f"{model:<6}{n:>6}{how:>12}{figures['step'] * 1e3:>10.2f}{throughput:>12.0f}"
+                f"{ratio:>11}{figures['wait'] * 1e3:>17.3f}"
             )
 
 
@@ -180,9 +184,10 @@ def main() -> None:
     parser.add_argument("--procs", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--model", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--no-resnet", action="store_true", help="skip the ResNet-18 step")
+    parser.add_argument("--overlap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.steps, args.rounds)
+        worker(args.worker, args.steps, args.rounds, args.overlap)
         return
     scaling(args.model, args.procs, args.steps, args.rounds)
     cost_model(None if args.no_resnet else resnet18_step())

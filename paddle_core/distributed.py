@@ -146,10 +146,16 @@ class DistributedOptimizer:
     allreduces per batch norm and step; the ranks' batches must be of one size, as ``shard``'s
     are): N ranks then train exactly as one process, batch norm included. Take the evaluation
     clone before ``minimize``: after it, the batch norms are plain ops computing batch
-    statistics."""
+    statistics. ``overlap`` starts each bucket's allreduce (``c_allreduce_start``) as soon as
+    backward has produced it and waits for it (``c_wait``) only before the first op reading one
+    of its gradients, so that the rest of backward runs while it travels."""
 
     def __init__(
-        self, optimizer: Optimizer, fuse_grad_mb: float = 32.0, sync_batch_norm: bool = False
+        self,
+        optimizer: Optimizer,
+        fuse_grad_mb: float = 32.0,
+        sync_batch_norm: bool = False,
+        overlap: bool = False,
     ) -> None:
         if not isinstance(optimizer, Optimizer):
             raise ProgramError(
@@ -162,6 +168,7 @@ class DistributedOptimizer:
         self.optimizer = optimizer
         self.fuse_bytes = int(fuse_grad_mb * 2**20)
         self.sync_batch_norm = bool(sync_batch_norm)
+        self.overlap = bool(overlap)
 
     def minimize(
         self,
@@ -179,9 +186,10 @@ class DistributedOptimizer:
         if self.sync_batch_norm:
             sync_batch_norms(program)
         params_grads = self.optimizer.backward(loss, parameter_list, no_grad_set, scale)
-        with program.role_guard("backward"):
-            allreduce_gradients(program, [g for _, g in params_grads], self.fuse_bytes)
         update = self.optimizer.apply_gradients(params_grads, startup)
+        with program.role_guard("backward"):  # (between backward and the updates reading them)
+            grads = [g for _, g in params_grads]
+            allreduce_gradients(program, grads, self.fuse_bytes, self.overlap)
         broadcast_initialised(startup, self.fuse_bytes)
         check_programs(program, startup)
         return update, params_grads
@@ -258,9 +266,13 @@ def _buckets(block, names: list[str], limit: int) -> list[list[str]]:
     return buckets
 
 
-def allreduce_gradients(program: Program, grads: list[Variable], fuse_bytes: int) -> None:
+def allreduce_gradients(
+    program: Program, grads: list[Variable], fuse_bytes: int, overlap: bool = False
+) -> None:
     """Sum ``grads`` across the ranks in place: one ``c_allreduce`` per bucket, in the order
-    backward produces them, each right after the last op writing one of its gradients."""
+    backward produces them, each right after the last op writing one of its gradients; with
+    ``overlap``, a ``c_allreduce_start`` there and a ``c_wait`` right before the first op
+    reading one of them."""
     block = program.global_block()
     wanted = {g.name for g in grads}
     last: dict[str, int] = {}
@@ -272,10 +284,24 @@ def allreduce_gradients(program: Program, grads: list[Variable], fuse_bytes: int
     if missing:
         raise ProgramError(f"no op of the program computes the gradients {sorted(missing)}")
     produced = sorted(last, key=last.__getitem__)  # (stable: the same order on every rank)
-    buckets = _buckets(block, produced, fuse_bytes)
-    for bucket in reversed(buckets):  # from the end, so that earlier positions hold
-        at = max(last[name] for name in bucket) + 1
-        block.insert_op(at, "c_allreduce", {"x": bucket}, {"out": bucket}, {"reduce_type": "sum"})
+    inserts = []  # (position, op type, inputs, outputs), applied from the last position back
+    for bucket in _buckets(block, produced, fuse_bytes):
+        start = max(last[name] for name in bucket) + 1
+        if not overlap:
+            inserts.append((start, "c_allreduce", {"x": bucket}, {"out": bucket}))
+            continue
+        handle = block.create_var(program.unique_name("allreduce@handle"), [], "int64")
+        reads = (
+            i for i in range(start, len(block.ops)) if set(block.ops[i].input_names) & set(bucket)
+        )
+        inserts.append((start, "c_allreduce_start", {"x": bucket}, {"handle": handle}))
+        wait = (next(reads, len(block.ops)), "c_wait", {"handle": handle, "x": bucket})
+        inserts.append((*wait, {"out": bucket}))
+    # At one position a wait goes in first, so that a start put there after it runs before it.
+    for at, type_, inputs, outputs in sorted(
+        inserts, key=lambda i: (i[0], i[1] == "c_wait"), reverse=True
+    ):
+        block.insert_op(at, type_, inputs, outputs, {})
 
 
 def broadcast_initialised(startup: Program, fuse_bytes: int) -> None:

@@ -15,6 +15,14 @@ def flag_shape(ctx):
     ctx.set_output("out", [], "bool")
 
 
+def handle_shape(ctx):
+    ctx.set_output("handle", [], "int64")
+
+
+def wait_shape(ctx):
+    ctx.set_output_list("out", [(v.shape, v.dtype) for v in ctx.input_list("x")])
+
+
 def allgather_shape(ctx):
     x, n = ctx.input("x"), ctx.attrs["nranks"]
     if x.ndim == 0:

@@ -21,3 +21,14 @@ def test_ranks_train_as_one_process_with_their_batches_together(n, model):
         assert s["loss_diff"] <= 1e-5 * max(1.0, abs(s["loss"])), s
         assert s["param_diff"] <= 1e-5, s
         assert s["ranks_identical"], s
+
+
+@pytest.mark.parametrize("n, model", [(2, "mlp"), (4, "cnn_bn")])
+def test_overlapped_allreduces_train_the_same(n, model):
+    result, _ = launch(n, "worker_contract.py", model, str(STEPS), "4", "--overlap")
+    steps = json_lines(succeeded(result))
+    assert [s["step"] for s in steps] == list(range(STEPS))
+    for s in steps:
+        assert s["loss_diff"] <= 1e-5 * max(1.0, abs(s["loss"])), s
+        assert s["param_diff"] <= 1e-5, s
+        assert s["ranks_identical"], s

@@ -240,3 +240,34 @@ def test_sync_batch_norm_replaces_each_training_batch_norm(ranks):
     written = {n for op in forward for n in op.output_names}
     assert {"batch_norm.mean_0", "batch_norm.variance_0", "batch_norm.mean_1"} <= written
     assert [op.type for op in test.global_block().ops].count("batch_norm") == 2
+
+
+def test_overlap_starts_each_bucket_after_its_producer_and_waits_before_its_reader(ranks):
+    ranks(0, 2)
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        image = pc.layers.data("image", [64])
+        label = pc.layers.data("label", [1], dtype="int64")
+        logits = pc.layers.fc(pc.layers.fc(image, 128, act="relu"), 10)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
+        optimizer = pc.optimizer.SGD(0.1)
+        pc.distributed.DistributedOptimizer(optimizer, 4 / 1024, overlap=True).minimize(loss)
+    ops_ = main.global_block().ops
+    assert not [op for op in ops_ if op.type == "c_allreduce"]
+    starts = [(i, op) for i, op in enumerate(ops_) if op.type == "c_allreduce_start"]
+    waits = [(i, op) for i, op in enumerate(ops_) if op.type == "c_wait"]
+    assert len(starts) == len(waits) == 2
+    waits = {tuple(op.inputs["handle"]): (i, op) for i, op in waits}
+    for s, start in starts:
+        w, wait = waits[tuple(start.outputs["handle"])]
+        bucket = start.inputs["x"]
+        assert s < w and wait.inputs["x"] == bucket
+        assert wait.outputs["out"] == bucket
+        assert set(ops_[s - 1].output_names) & set(bucket)  # right after its last producer
+        between = ops_[s + 1 : w]
+        assert not [op for op in between if set(op.input_names) & set(bucket)]
+        assert set(ops_[w + 1].input_names) & set(bucket) or ops_[w + 1].type == "c_wait"
+    # The first bucket (the second layer's gradients) travels while backward goes on.
+    s, first = starts[0]
+    w, _ = waits[tuple(first.outputs["handle"])]
+    assert any(op.type.endswith("_grad") for op in ops_[s + 1 : w])

@@ -16,6 +16,7 @@ from mpi4py import MPI
 import paddle_core as pc
 
 MODEL, STEPS, BATCH = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+OVERLAP = "--overlap" in sys.argv[4:]
 RANK, SIZE = pc.distributed.init()
 
 
@@ -49,7 +50,9 @@ def build(distributed: bool):
         optimizer = pc.optimizer.Adam(0.01)
         if distributed:
             sync = MODEL == "cnn_bn"
-            optimizer = pc.distributed.DistributedOptimizer(optimizer, 0.001, sync_batch_norm=sync)
+            optimizer = pc.distributed.DistributedOptimizer(
+                optimizer, 0.001, sync_batch_norm=sync, overlap=OVERLAP
+            )
         optimizer.minimize(loss)
     return main, startup, loss
 
