@@ -101,6 +101,24 @@ for shape in SHAPES:
         check(f"c_reduce_scatter {dtype}, shape {shape}", got, want)
         cases += 1
 
+# Started, then waited for (a bucket of overlap=True), every dtype and size.
+for shape in SHAPES:
+    for dtype in dtypes("c_allreduce_start", shape):
+        program = pc.Program()
+        block = program.global_block()
+        with pc.program_guard(program):
+            x = pc.data("x", list(shape), dtype)
+        handle = block.create_var("handle", [], "int64")
+        block.append_op("c_allreduce_start", {"x": [x]}, {"handle": handle}, {})
+        block.append_op("c_wait", {"handle": handle, "x": [x]}, {"out": [x]}, {})
+        (got,) = pc.Executor(DEVICE).run(
+            program, feed={"x": value(RANK, shape, dtype)}, fetch_list=[x]
+        )
+        got = np.asarray(got) if DEVICE == "cpu" else got.get()
+        want = np.sum([value(r, shape, dtype) for r in range(SIZE)], axis=0).astype(dtype)
+        check(f"c_allreduce_start + c_wait {dtype}, shape {shape}", got, want)
+        cases += 1
+
 # Several tensors of mixed sizes as one fused message (a gradient bucket).
 program = pc.Program()
 block = program.global_block()
