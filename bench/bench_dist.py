@@ -144,7 +144,8 @@ def resnet18_step() -> tuple[float, int] | None:
         imported = pc.onnx.load(str(path))
     program, scope = imported.program, imported.scope
     (logits,) = [program.global_block().var(name) for name in imported.outputs]
-    with pc.program_guard(program):
+    startup = pc.Program()
+    with pc.program_guard(program, startup):
         label = pc.layers.data("label", [1], dtype="int64")
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
         pc.optimizer.SGD(0.01).minimize(loss)
@@ -153,6 +154,7 @@ def resnet18_step() -> tuple[float, int] | None:
         "label": np.zeros((32, 1), np.int64),
     }
     exe = pc.Executor("cpu")
+    exe.run(startup, scope=scope)  # the learning rate (the parameters are the model's)
     step = timing.steady(lambda: exe.run(program, feed=feed, fetch_list=[loss], scope=scope), 10)
     return step, sum(int(np.prod(p.shape)) for p in program.all_parameters() if p.trainable)
 
