@@ -15,7 +15,11 @@
  *                                                  called when every input and output
  *                                                  holds no element (nothing to read, check
  *                                                  or write), however large their other
- *                                                  dimensions ([2^40, 0]).
+ *                                                  dimensions ([2^40, 0]). Called when
+ *                                                  some do (a scale [C] beside x
+ *                                                  [2^40, C, 0]): its loops then go by
+ *                                                  the elements tensors hold, never by
+ *                                                  the dimensions of an empty one.
  *   release(state)                                 when the plan is dropped.
  *
  * What a kernel fits: besides its functions, a pc_kernel may declare the slots and dtypes of

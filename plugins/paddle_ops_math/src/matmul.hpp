@@ -26,6 +26,14 @@ inline int blas_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
+// Fail unless BLAS can take the sizes of a product [M, K] x [K, N] -> [M, N], or of its
+// gradients. Where none of the three matrices holds an element ([2^40, 0] x [0, 0]) no product
+// is made (the run loop calls no kernel on tensors that hold none), whatever the sizes.
+inline void blas_sizes(int64_t M, int64_t N, int64_t K) {
+  if ((M == 0 || K == 0) && (K == 0 || N == 0) && (M == 0 || N == 0)) return;
+  blas_int(M, "M"), blas_int(N, "N"), blas_int(K, "K");
+}
+
 // One operand of matmul as matrices: its last two dims and its batch dims; a vector (1-D) is
 // promoted as NumPy promotes it, x to a row [1, K] and y to a column [K, 1], and never
 // transposed. The memory of a vector and of its promoted matrix is the same.
@@ -87,7 +95,7 @@ struct Batched {
     if (want != std::vector<int64_t>(out.shape(), out.shape() + out.ndim()))
       fail("out has the wrong shape %s for x %s and y %s", out.describe().c_str(),
            x.describe().c_str(), y.describe().c_str());
-    blas_int(M, "M"), blas_int(N, "N"), blas_int(K, "K");
+    blas_sizes(M, N, K);
     // Products of no element (M or N is 0) contribute nothing: out is empty, the gradients are
     // empty or zeros. None is made, however many batches there are (x [2^31 - 1, 0, 3]).
     if (M == 0 || N == 0) batches = 0;
@@ -147,7 +155,7 @@ struct Flat {
       fail("x flattens to [%lld, %lld] and y to [%lld, %lld]: inner dimensions differ",
            (long long)xr, (long long)xc, (long long)yr, (long long)yc);
     M = xr, K = xc, N = yc;
-    blas_int(M, "M"), blas_int(N, "N"), blas_int(K, "K");
+    blas_sizes(M, N, K);
   }
 };
 

@@ -111,6 +111,25 @@ template <class T> PADDLE_CORE_HD T probability(T score, T lse) {
   return lse == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(score - lse);
 }
 
+// Whether a row's logsumexp comes without walking its keys: q and k have no feature (E == 0:
+// every dot product is 0), v has none (Ev == 0: out has no column), and the mask does not vary
+// along S. Every key a row sees then has the same score, and k [..., 2^40, 0], which holds no
+// element, makes no kernel walk 2^40 keys (uniform_logsumexp).
+PADDLE_CORE_HD inline bool featureless(const AttentionGeometry& g) {
+  return g.E == 0 && g.Ev == 0 && g.mask_col == 0;
+}
+
+// logsumexp of row i where featureless (mask at the batch's first element, or null): the row's
+// one score plus the log of how many keys it sees (S, or i + 1 when causal); -inf with none.
+template <class T>
+PADDLE_CORE_HD T uniform_logsumexp(const AttentionGeometry& g, const void* mask, int64_t i) {
+  const int64_t seen = g.causal && i + 1 < g.S ? i + 1 : g.S;
+  if (seen == 0) return -std::numeric_limits<T>::infinity();
+  const T s = masked_score(g, mask, T(0), i, 0);
+  if (s == -std::numeric_limits<T>::infinity()) return s;
+  return s + static_cast<T>(std::log(static_cast<double>(seen)));
+}
+
 // -- the checks of prepare -------------------------------------------------------------------
 
 inline void expect_attention_rank(const Tensor& t, const char* what, const Tensor& q) {

@@ -233,6 +233,15 @@ void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots&
   const int64_t tiles = (g.L + kQueryTile - 1) / kQueryTile;
   T* o = out(0).data<T>();
   T* lse = out(1).data<T>();
+  if (featureless(g)) {  // out has no column: each row's logsumexp, its keys not walked
+    parallel_rows(g.batch * g.L, threads, kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t row = lo; row < hi; ++row) {
+        const Batch<T> bt(g, in, kAttentionMaskSlot, row / g.L, nullptr);
+        lse[row] = uniform_logsumexp<T>(g, bt.mask, row % g.L);
+      }
+    });
+    return;
+  }
   BlasOneThread blas;
   parallel_rows(g.batch * tiles, threads, 1, [&](int64_t lo, int64_t hi) {
     ForwardTile<T> w;
@@ -334,8 +343,9 @@ std::vector<T> rowsum_dout_out(const AttentionGeometry& g, const T* dout, const 
   return D;
 }
 
+// The gradient in `slot`, zeroed; null where it is not asked for or holds no element (n is 0).
 template <class T> T* zeroed(const Slots& out, int32_t slot, int64_t n) {
-  if (!out.has(slot)) return nullptr;
+  if (!out.has(slot) || n == 0) return nullptr;
   T* p = out(slot).data<T>();
   std::fill_n(p, n, T(0));
   return p;
@@ -348,6 +358,10 @@ void attention_backward(const AttentionGeometry& g, const Slots& in, const Slots
   T* dq = zeroed<T>(out, 0, g.batch * g.L * g.E);
   T* dk = zeroed<T>(out, 1, g.batch * g.S * g.E);
   T* dv = zeroed<T>(out, 2, g.batch * g.S * g.Ev);
+  // No gradient of an element to compute, no task: the tasks go by batch entry and walk the
+  // pairs of queries and keys, which tensors of no element may still count 2^40 of
+  // ([2^40, 0, E], [..., 2^40, 0]: the op runs for rng_state's sake).
+  if (dq == nullptr && dk == nullptr && dv == nullptr) return;
   const T *o = in(3).data<T>(), *lse = in(4).data<T>(), *dout = in(5).data<T>();
   const std::vector<T> D = rowsum_dout_out(g, dout, o, threads);
   const int64_t key_tiles = (g.S + kKeyTile - 1) / kKeyTile;

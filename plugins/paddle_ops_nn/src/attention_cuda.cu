@@ -38,6 +38,10 @@ __global__ void attention_kernel(const T* q, const T* k, const T* v, const void*
     const T* qi = q + row * g.E;
     const T *kb = k + b * g.S * g.E, *vb = v + b * g.S * g.Ev;
     const void* m = batch_mask<T>(g, mask, b);
+    if (featureless(g)) {  // out has no column: the row's logsumexp, its keys not walked
+      lse[row] = uniform_logsumexp<T>(g, m, i);
+      continue;
+    }
     T* o = out + row * g.Ev;
     for (int64_t c = 0; c < g.Ev; ++c) o[c] = T(0);
     T mx = -std::numeric_limits<T>::infinity(), l = 0;
@@ -195,12 +199,14 @@ class AttentionGradCuda {
       rowsum_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(
           r.dout, in(3).data<T>(), D.get<T>(), g_.batch * g_.L, g_.Ev);
     });
-    if (out.has(0))
+    // A gradient of no element is not computed: with no feature (E or Ev 0) its rows would
+    // still walk the queries or keys, 2^40 of them in k [..., 2^40, 0].
+    if (out.has(0) && g_.E > 0)
       launch_floats(g_.batch * g_.L, dtype, ctx, [&](auto, Grid grid, cudaStream_t s) {
         attention_dq_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(r, out(0).data<T>());
       });
-    T* dk = out.has(1) ? out(1).data<T>() : nullptr;
-    T* dv = out.has(2) ? out(2).data<T>() : nullptr;
+    T* dk = out.has(1) && g_.E > 0 ? out(1).data<T>() : nullptr;
+    T* dv = out.has(2) && g_.Ev > 0 ? out(2).data<T>() : nullptr;
     if (dk != nullptr || dv != nullptr)
       launch_floats(g_.batch * g_.S, dtype, ctx, [&](auto, Grid grid, cudaStream_t s) {
         attention_dkdv_kernel<T><<<grid.blocks, grid.threads, 0, s>>>(r, dk, dv);

@@ -65,8 +65,9 @@ template <int B, class F> void lane_sums(int64_t n, F&& f, double* out) {
 }
 
 // f(cb, begin) for every tile of a blocked x (channels cb * b .., elements [begin, begin +
-// inner * b)), split across threads.
+// inner * b)), split across threads; none when the planes hold no element.
 template <class F> void for_tiles(const Planes& l, int32_t threads, F&& f) {
+  if (l.inner == 0) return;
   const int64_t blocks = l.channels / l.block, size = l.inner * l.block;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(size, 1));
   parallel_rows(l.batch * blocks, threads, grain, [&](int64_t lo, int64_t hi) {
@@ -93,8 +94,9 @@ std::vector<double> tile_sums(const Planes& l, int32_t threads, F&& tile) {
 }
 
 // f(c, begin) for every plane (channel c, elements [begin, begin + inner)), split across
-// threads.
+// threads; none when the planes hold no element (x [2^40, C, 0]: 2^40 * C planes of nothing).
 template <class F> void for_planes(const Planes& l, int32_t threads, F&& f) {
+  if (l.inner == 0) return;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(l.inner, 1));
   parallel_rows(l.count(), threads, grain, [&](int64_t lo, int64_t hi) {
     int64_t c = lo % l.channels;
@@ -115,6 +117,7 @@ template <int K, class F>
 std::vector<double> channel_sums(const Planes& l, int32_t threads, F&& plane) {
   const int64_t channels = l.channels, inner = l.inner;
   std::vector<double> total(channels * K, 0.0);
+  if (inner == 0) return total;  // planes of no element sum to zeros, however many
   if (inner >= 64) {
     std::vector<double> partial(l.count() * K, 0.0);
     const int64_t grain = std::max<int64_t>(1, kGrain / inner);

@@ -23,6 +23,9 @@ struct RnnDims {
   int64_t input_size(int64_t layer) const { return layer == 0 ? I : D * H; }
   int64_t row() const { return W * H; }  // reserve elements per (row, sequence)
   int64_t unit_size() const { return (T + 1) * B * row(); }
+  // The steps a run walks: none without sequences (B == 0), however many T says (x
+  // [2^40, 0, I] has 2^40 steps of nothing).
+  int64_t walked_steps() const { return B > 0 ? T : 0; }
 };
 
 // The slots of the four kernels. lstm has c0 / c_n / c0_grad where gru has none, so every slot

@@ -160,7 +160,7 @@ class Rnn {
         start(in, u);
         load_recurrence(engine_.get(), item<T>(in, 2, u.index), threads);
         T* last = l + 1 == d.L ? out(0).data<T>() : nullptr;
-        for (int64_t step = 0; step < d.T; ++step)
+        for (int64_t step = 0; step < d.walked_steps(); ++step)
           advance(in, u, u.time(step), lengths, hproj.data(), last, threads);
         finish(out, u);
       }
@@ -356,7 +356,7 @@ class RnnGrad {
     const T* w_hh = item<T>(in, 2, u.index);
     load_recurrence(engine_.get(), w_hh, threads);
     const CellRows<T> rows = cell_rows<T>();
-    for (int64_t step = d.T - 1; step >= 0; --step) {
+    for (int64_t step = d.walked_steps() - 1; step >= 0; --step) {
       const int64_t t = u.time(step);
       T* dgx = w.dgx.data() + t * d.B * gh;
       T* dgh = dgh_all + t * d.B * gh;

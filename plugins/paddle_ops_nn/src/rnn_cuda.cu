@@ -258,7 +258,7 @@ class RnnCuda {
         const T* w_hh = item<T>(in, 2, u.index);
         const T* b_hh = item<T>(in, 4, u.index);
         T* last = l + 1 == d.L ? out(0).data<T>() + (u.reverse ? H : 0) : nullptr;
-        for (int64_t step = 0; step < d.T; ++step) {
+        for (int64_t step = 0; step < d.walked_steps(); ++step) {
           const int64_t t = u.time(step);
           gemm<T>(stream, false, true, d.B, gh, H, T(1), u.h(u.prev(t), 0), d.row(), w_hh, H,
                   T(0), hproj.get<T>(), gh);
@@ -349,7 +349,7 @@ class RnnGradCuda {
     copy_rows(dh, H, state_or_null<T>(in, s_.h_n_grad(), u.index, d), H, d.B, H, stream);
     if (kLstm) copy_rows(dc, H, state_or_null<T>(in, s_.c_n_grad(), u.index, d), H, d.B, H, stream);
     const T* w_hh = item<T>(in, 2, u.index);
-    for (int64_t step = d.T - 1; step >= 0; --step) {
+    for (int64_t step = d.walked_steps() - 1; step >= 0; --step) {
       const int64_t t = u.time(step);
       T* dgx = w.dgx.template get<T>() + t * d.B * gh;
       T* dgh = w.hidden() + t * d.B * gh;
