@@ -284,24 +284,25 @@ def allreduce_gradients(
     if missing:
         raise ProgramError(f"no op of the program computes the gradients {sorted(missing)}")
     produced = sorted(last, key=last.__getitem__)  # (stable: the same order on every rank)
-    inserts = []  # (position, op type, inputs, outputs), applied from the last position back
-    for bucket in _buckets(block, produced, fuse_bytes):
+    inserts = []  # (position, op type, inputs, outputs, attrs), from the last position back
+    for number, bucket in enumerate(_buckets(block, produced, fuse_bytes)):
         start = max(last[name] for name in bucket) + 1
         if not overlap:
-            inserts.append((start, "c_allreduce", {"x": bucket}, {"out": bucket}))
+            inserts.append((start, "c_allreduce", {"x": bucket}, {"out": bucket}, {}))
             continue
         handle = block.create_var(program.unique_name("allreduce@handle"), [], "int64")
         reads = (
             i for i in range(start, len(block.ops)) if set(block.ops[i].input_names) & set(bucket)
         )
-        inserts.append((start, "c_allreduce_start", {"x": bucket}, {"handle": handle}))
+        numbered = {"bucket": number}
+        inserts.append((start, "c_allreduce_start", {"x": bucket}, {"handle": handle}, numbered))
         wait = (next(reads, len(block.ops)), "c_wait", {"handle": handle, "x": bucket})
-        inserts.append((*wait, {"out": bucket}))
+        inserts.append((*wait, {"out": bucket}, {}))
     # At one position a wait goes in first, so that a start put there after it runs before it.
-    for at, type_, inputs, outputs in sorted(
+    for at, type_, inputs, outputs, attrs in sorted(
         inserts, key=lambda i: (i[0], i[1] == "c_wait"), reverse=True
     ):
-        block.insert_op(at, type_, inputs, outputs, {})
+        block.insert_op(at, type_, inputs, outputs, attrs)
 
 
 def broadcast_initialised(startup: Program, fuse_bytes: int) -> None:

@@ -4,7 +4,6 @@ A list of tensors travels as one message: packed into one buffer, then unpacked.
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import Any
 
@@ -71,16 +70,17 @@ def allreduce(x: list[Any], *, reduce_type: str, ring_id: int) -> list[Any]:
     return _unpacked(flat, x)
 
 
-_pending: dict[int, tuple[Any, Any, Any]] = {}  # handle -> (communicator, request, buffer)
-_handles = itertools.count()
+_pending: dict[int, tuple[Any, Any, Any]] = {}  # bucket -> (communicator, request, buffer)
 
 
-def allreduce_start(x: list[Any], *, reduce_type: str, ring_id: int) -> Any:
+def allreduce_start(x: list[Any], *, bucket: int, reduce_type: str, ring_id: int) -> Any:
     comm, xp = _communicator(x[0])
+    stale = _pending.pop(bucket, None)
+    if stale is not None:  # started by a run that failed before its c_wait: every rank did
+        stale[0].wait(stale[1], "c_allreduce")
     flat = _packed(x, xp)
-    handle = next(_handles)
-    _pending[handle] = (comm, comm.start("c_allreduce", flat, flat, reduce_type), flat)
-    return np.array(handle, np.int64)
+    _pending[bucket] = (comm, comm.start("c_allreduce", flat, flat, reduce_type), flat)
+    return np.array(bucket, np.int64)
 
 
 def wait(handle: Any, x: list[Any], *, ring_id: int) -> list[Any]:

@@ -257,6 +257,7 @@ def test_overlap_starts_each_bucket_after_its_producer_and_waits_before_its_read
     starts = [(i, op) for i, op in enumerate(ops_) if op.type == "c_allreduce_start"]
     waits = [(i, op) for i, op in enumerate(ops_) if op.type == "c_wait"]
     assert len(starts) == len(waits) == 2
+    assert [op.attrs["bucket"] for _, op in starts] == [0, 1]
     waits = {tuple(op.inputs["handle"]): (i, op) for i, op in waits}
     for s, start in starts:
         w, wait = waits[tuple(start.outputs["handle"])]
@@ -271,3 +272,14 @@ def test_overlap_starts_each_bucket_after_its_producer_and_waits_before_its_read
     s, first = starts[0]
     w, _ = waits[tuple(first.outputs["handle"])]
     assert any(op.type.endswith("_grad") for op in ops_[s + 1 : w])
+
+
+def test_a_wait_for_nothing_started_says_so():
+    program = pc.Program()
+    with pc.program_guard(program):
+        handle = pc.data("handle", [], "int64")
+        x = pc.data("x", [3])
+    program.global_block().append_op("c_wait", {"handle": handle, "x": [x]}, {"out": [x]}, {})
+    feed = {"handle": np.array(7), "x": np.zeros(3, np.float32)}
+    with pytest.raises(pc.DistributedError, match="no collective was started with handle 7"):
+        pc.Executor("cpu").run(program, feed=feed, fetch_list=[x])
