@@ -52,7 +52,9 @@ def cnn(image):
 MODELS = {"mlp": (mlp, [64]), "cnn": (cnn, [1, 8, 8])}
 
 
-def build(model: str, learning_rate: float = 0.01):
+def build(model: str, learning_rate: float = 0.01, optimizer=None):
+    """(main, startup, test, loss, accuracy, probabilities): ``optimizer`` (Adam by default)
+    minimizes the loss in main; test is main's evaluation clone, taken before."""
     net, image_shape = MODELS[model]
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
@@ -63,7 +65,7 @@ def build(model: str, learning_rate: float = 0.01):
         probabilities = pc.layers.softmax(logits)
         accuracy = pc.layers.accuracy(probabilities, label)
         test = main.clone(for_test=True)
-        pc.optimizer.Adam(learning_rate).minimize(loss)
+        (optimizer or pc.optimizer.Adam(learning_rate)).minimize(loss)
     return main, startup, test, loss, accuracy, probabilities
 
 

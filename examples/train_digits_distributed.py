@@ -15,27 +15,9 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from train_digits import MODELS, load
+from train_digits import MODELS, build, load
 
 import paddle_core as pc
-
-
-def build(model: str, learning_rate: float = 0.01):
-    net, image_shape = MODELS[model]
-    main, startup = pc.Program(), pc.Program()
-    with pc.program_guard(main, startup):
-        image = pc.layers.data("image", image_shape)
-        label = pc.layers.data("label", [1], dtype="int64")
-        logits = net(image)
-        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(logits, label))
-        accuracy = pc.layers.accuracy(pc.layers.softmax(logits), label)
-        test = main.clone(for_test=True)
-        # The CNN's batch norms normalise with the statistics of every rank's batch together.
-        optimizer = pc.distributed.DistributedOptimizer(
-            pc.optimizer.Adam(learning_rate), sync_batch_norm=True
-        )
-        optimizer.minimize(loss)
-    return main, startup, test, loss, accuracy
 
 
 def main() -> None:
@@ -53,7 +35,9 @@ def main() -> None:
     (x_train, y_train), (x_test, y_test) = load()
     shape = MODELS[args.model][1]
     x_train, x_test = x_train.reshape(-1, *shape), x_test.reshape(-1, *shape)
-    main, startup, test, loss, accuracy = build(args.model)
+    # The CNN's batch norms normalise with the statistics of every rank's batch together.
+    optimizer = pc.distributed.DistributedOptimizer(pc.optimizer.Adam(0.01), sync_batch_norm=True)
+    main, startup, test, loss, accuracy, _ = build(args.model, optimizer=optimizer)
     scope, exe = pc.Scope(), pc.Executor()
     exe.run(startup, scope=scope)
     batch = max(32 // size, 1)
