@@ -33,6 +33,7 @@ from ..graph.variable import Variable, format_shape
 from ..plugins import devices, hooks
 from ..plugins.config import ConfigWarning, thread_setting
 from ..plugins.registry import get_registry
+from . import folding
 from .planning import plan
 from .prepared import PreparedProgram
 from .scope import Scope, global_scope
@@ -72,6 +73,7 @@ class Executor:
         num_threads: int | None = None,
         cache_size: int = 64,
         reuse_memory: bool = True,
+        fold_constants: bool = True,
     ) -> None:
         self.device = devices.get_device(device)
         check_setting("Executor", "num_threads", num_threads, 1, MAX_THREADS, none_ok=True)
@@ -86,6 +88,13 @@ class Executor:
         # planned value keeps a buffer of its own, as a check on a kernel suspected of
         # reading memory it did not write).
         self.reuse_memory = reuse_memory
+        if type(fold_constants) is not bool:
+            raise ConfigError(
+                f"Executor: fold_constants must be True or False, got {shown(fold_constants)}"
+            )
+        # Whether ops that read only parameters the plan does not write run once and again
+        # only when those are set, not on every run (folding.py; off: every op every run).
+        self.fold_constants = fold_constants
         self._last: _RepeatedCall | None = None  # the previous run(), for its fast repeat
         self.prepare_count = 0  # how many plans were built (cache misses)
         self.run_count = 0
@@ -188,7 +197,13 @@ class Executor:
         self, program: Program, signature: tuple, fetch_names: list[str]
     ) -> PreparedProgram:
         spec = plan(program, self.device, signature, fetch_names)
-        return PreparedProgram(spec, self.device, self.num_threads, self.reuse_memory)
+        prologue, spec = folding.split(spec) if self.fold_constants else (None, spec)
+        prepared = PreparedProgram(spec, self.device, self.num_threads, self.reuse_memory)
+        if prologue is not None:
+            prepared.fold(
+                PreparedProgram(prologue, self.device, self.num_threads, self.reuse_memory)
+            )
+        return prepared
 
 
 class _RepeatedCall:

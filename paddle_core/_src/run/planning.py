@@ -130,6 +130,7 @@ class PlanSpec:
         self.persistable_outputs: list[str] = []  # written back to the scope
         self.shapes: dict[str, tuple[tuple, str]] = {}  # variable -> (concrete shape, dtype)
         self.random = False  # whether a step draws random numbers (the run counter moves)
+        self.folded: list[str] = []  # feeds that are a prologue's results (folding.py)
 
 
 def plan(

@@ -53,6 +53,7 @@ from ..base.runtime import compiled_runtime
 from ..graph.variable import format_shape
 from ..plugins import devices, hooks
 from . import control
+from .folding import Folded
 from .memory import Live, MemoryPlan, aligned, assign_offsets, inplace_pairs, live_intervals
 from .planning import PlanSpec, Step
 from .profiler import Profile, recording
@@ -117,7 +118,9 @@ class PreparedProgram:
         self.spec = spec
         self.program = spec.program
         self.device = device
-        self.feed_names = spec.feed_names
+        # What the caller feeds: the plan's feeds less a prologue's results (folding.py).
+        self.feed_names = [n for n in spec.feed_names if n not in spec.folded]
+        self._folded: Folded | None = None
         self.fetch_names = spec.fetch_names
         self.steps = spec.steps
         self.persistable_inputs = spec.persistable_inputs
@@ -139,6 +142,16 @@ class PreparedProgram:
             self._runner: Any = CompiledRunner(spec, device, num_threads, reuse_memory)
         else:
             self._runner = PythonRunner(spec, device, num_threads)
+
+    def fold(self, prologue: PreparedProgram) -> None:
+        """Have ``prologue`` compute this plan's folded feeds (``folding.split``)."""
+        self._folded = Folded(prologue)
+
+    @property
+    def folded_ops(self) -> list[str]:
+        """The types of the ops folded out of this plan: run once, and again only when a
+        value they read is set."""
+        return [] if self._folded is None else self._folded.prologue.op_types
 
     def __repr__(self) -> str:
         runner = type(self._runner).__name__
@@ -203,6 +216,8 @@ class PreparedProgram:
         if self._persistables and scope not in self._told:
             scope.declare(self._persistables)
             self._told.add(scope)
+        if self._folded is not None:
+            feed = {**feed, **self._folded.values(scope)}
         profile = recording.get()
         token = control.current_scope.set(scope)  # for control-flow steps' block runs
         try:
