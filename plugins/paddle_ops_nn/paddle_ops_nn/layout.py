@@ -1,6 +1,6 @@
 """Layout propagation: a program pass that keeps oneDNN's blocked layout between the ops of a
-plan that compute on it (the manifest's ``hooks_module``; the planner calls it on its private
-copy of a program, knowing what is fed and fetched).
+plan that compute on it (``onednn_layout``, one of passes.py's; the planner calls it on its
+private copy of a program, knowing what is fed and fetched).
 
 oneDNN's convolution and pooling are fastest on its blocked layout nChw{b}c (the b channels of
 a position adjacent; b = 8 with AVX2, 16 with AVX-512), and a conv2d on NCHW tensors converts
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from paddle_core import hookimpl
+NAME = "onednn_layout"
 
 
 class Blockable(NamedTuple):
@@ -71,15 +71,13 @@ ACTIVATIONS = (
 ELEMENTWISE = frozenset({"add_n"} | {f"{a}{g}" for a in ACTIVATIONS for g in ("", "_grad")})
 
 
-@hookimpl
-def paddle_core_wants_transform(program: Any, device: Any) -> bool:
+def wants(program: Any, device: Any) -> bool:
     """Whether the pass would rewrite ``program``: a conv2d, pool2d or batch_norm to run on
-    oneDNN's blocked layout (the planner copies a program for passes only then)."""
+    oneDNN's blocked layout."""
     return _block(program, device) > 0
 
 
-@hookimpl
-def paddle_core_transform_program(program: Any, device: Any, feed_names: list, fetch_names: list):
+def transform(program: Any, device: Any, feed_names: list, fetch_names: list) -> None:
     """Blocked twins and their conversions in ``program``'s global block (module docstring)."""
     b = _block(program, device)
     if b:

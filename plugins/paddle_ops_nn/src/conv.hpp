@@ -22,7 +22,10 @@ enum ConvPass : unsigned { kForward = 1, kBackwardData = 2, kBackwardWeights = 4
 class ConvEngine {
  public:
   virtual ~ConvEngine() = default;
-  virtual void forward(const void* x, const void* w, const void* b, void* y, int threads) const = 0;
+  // same_filter: w holds the values of the previous call's (conv2d's filter_fingerprint says
+  // so), and an engine that keeps the filter converted to its own layout may reuse that.
+  virtual void forward(const void* x, const void* w, const void* b, void* y, int threads,
+                       bool same_filter) const = 0;
   virtual void backward_data(const void* dy, const void* w, void* dx, int threads) const = 0;
   // db may be null (no bias gradient wanted); dw may be null too.
   virtual void backward_weights(const void* x, const void* dy, void* dw, void* db,

@@ -16,7 +16,14 @@
 
 namespace paddle_ops_nn {
 
-enum ConvSlot : int32_t { kX = 0, kFilter = 1, kBias = 2, kOutGrad = 2, kGradBias = 3 };
+enum ConvSlot : int32_t {
+  kX = 0,
+  kFilter = 1,
+  kBias = 2,
+  kFingerprint = 3,  // conv2d's filter_fingerprint
+  kOutGrad = 2,
+  kGradBias = 3
+};
 
 struct ConvPlan {
   ConvShape shape;
@@ -74,6 +81,10 @@ inline ConvPlan check_conv2d(const Attrs& attrs, const Slots& in, const Slots& o
   check_conv_operands(in, kBias, s.filters);
   expect_same_dtype(in(kX), out(0), "x and out");
   expect_shape(out(0), conv_out(s, block, "out").dims(), "out");
+  if (in.has(kFingerprint)) {
+    in(kFingerprint).expect_dtype(PC_INT64, "filter_fingerprint");
+    expect_shape(in(kFingerprint), {1}, "filter_fingerprint");
+  }
   return conv_plan(s, kForward, {x.block, block});
 }
 

@@ -244,9 +244,11 @@ class ConvCudaKernel {
   std::unique_ptr<CudaConvEngine> engine_;
 };
 
+// (filter_fingerprint, checked, is for the CPU's oneDNN engine: this one keeps no converted
+// filter to reuse)
 class Conv2dCuda : ConvCudaKernel {
  public:
-  static constexpr pc::Signature signature{"11?", "1"};
+  static constexpr pc::Signature signature{"11??", "1"};
   using DTypes = ConvTypes;
   Conv2dCuda(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : ConvCudaKernel(check_conv2d(plain_only(attrs), in, out), in, out, ctx) {}

@@ -23,7 +23,9 @@ template <class T> class GemmConv final : public ConvEngine {
       if (v > INT_MAX) fail("the convolution is too large for OpenBLAS's 32-bit sizes");
   }
 
-  void forward(const void* x, const void* w, const void* b, void* y, int threads) const override {
+  // (same_filter: nothing to reuse, the products read the filter as it is)
+  void forward(const void* x, const void* w, const void* b, void* y, int threads,
+               bool /*same_filter*/) const override {
     set_blas_threads(threads);
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);

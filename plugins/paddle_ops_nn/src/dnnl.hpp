@@ -62,6 +62,12 @@ class Operand {
     to_inner_->execute(s, plain_, *inner_);
     return *inner_;
   }
+  // The memory the primitive reads when the caller's data has not changed since the last
+  // `load`: what that load converted.
+  memory& held(const void* data) {
+    plain_.set_data_handle(const_cast<void*>(data));
+    return inner_ ? *inner_ : plain_;
+  }
   // The memory the primitive writes; `store` then moves it into the caller's buffer.
   memory& target(void* data) {
     plain_.set_data_handle(data);

@@ -506,6 +506,6 @@ def test_the_pass_runs_for_cpu_plans_only(block, propagation):
     assert blocked_ops(other[2]) == [] and reorders(other[2]) == []
     assert_same_bits(other, train(False))
     main = training(cnn)[0]
-    assert layout.paddle_core_wants_transform(main, pc.get_device("cpu"))
+    assert layout.wants(main, pc.get_device("cpu"))
     for device in (pc.get_device("host_only"), pc.CUDA):  # CUDA: its type, without a GPU
-        assert not layout.paddle_core_wants_transform(main, device)
+        assert not layout.wants(main, device)

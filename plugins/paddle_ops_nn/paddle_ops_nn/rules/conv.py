@@ -203,6 +203,12 @@ def conv2d_shape(ctx) -> None:
         ctx.fail(
             f"channel_block (blocked tensors) needs float32, which oneDNN computes; x is {dtype}"
         )
+    fingerprint = ctx.input("filter_fingerprint")
+    if fingerprint is not None and (fingerprint.dtype, tuple(fingerprint.shape)) != ("int64", (1,)):
+        ctx.fail(
+            "filter_fingerprint must be int64 [1] (a fingerprint op's out), got "
+            f"{fingerprint.dtype}{_fmt(fingerprint.shape)}"
+        )
     _out(ctx, _conv_out(ctx), dtype)
 
 

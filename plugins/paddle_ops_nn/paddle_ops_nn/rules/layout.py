@@ -1,6 +1,7 @@
-"""Shape and grad rules of reorder_layout (kernel: src/layout_cpu.cpp; the layouts are
-src/layout.hpp's): an activation [N, C, H, W] between plain NCHW and oneDNN's blocked
-nChw{b}c, stored as [N, C / b, H, W, b]. Unknown dimensions (None) pass and propagate."""
+"""Shape and grad rules of the ops the oneDNN passes insert (kernels: src/layout_cpu.cpp):
+reorder_layout (the layouts are src/layout.hpp's), an activation [N, C, H, W] between plain
+NCHW and oneDNN's blocked nChw{b}c, stored as [N, C / b, H, W, b] (unknown dimensions (None)
+pass and propagate); and fingerprint, int64 [1]."""
 
 from __future__ import annotations
 
@@ -59,3 +60,10 @@ def reorder_layout_backward(ctx) -> None:
     back = 0 if ctx.attrs["channel_block"] else x.shape[4]
     out_grad = ctx.output_grad("out") or ctx.zeros_like(ctx.output("out"))
     ctx.append_op("reorder_layout", {"x": out_grad}, {"out": x_grad}, {"channel_block": back})
+
+
+def fingerprint_shape(ctx) -> None:
+    x = ctx.input("x")
+    if x.dtype not in FLOATS:
+        ctx.fail(f"x must be float32 or float64, got {x.dtype}")
+    ctx.set_output("out", (1,), "int64")

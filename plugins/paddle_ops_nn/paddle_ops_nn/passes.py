@@ -1,0 +1,47 @@
+"""paddle-ops-nn's program passes (the manifest's hooks_module), run in this order by the
+planner on its private copy of a program: ``onednn_layout`` (layout.py: oneDNN's blocked
+layout between the ops that compute on it) and ``onednn_filter_cache`` (filter_cache.py:
+convolution filters converted once per change, not per run).
+
+``set_pass_enabled(name, False)`` switches one off for the plans prepared from then on (a
+prepared plan keeps what it was prepared with), to debug a pass or to compare results with
+and without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from paddle_core import hookimpl
+
+from . import filter_cache, layout
+
+PASSES = {layout.NAME: layout, filter_cache.NAME: filter_cache}
+_disabled: set[str] = set()
+
+
+def set_pass_enabled(name: str, enabled: bool) -> bool:
+    """Switch pass ``name`` on or off; returns whether it was on."""
+    if name not in PASSES:
+        raise ValueError(f"paddle-ops-nn has no pass {name!r}; its passes are {', '.join(PASSES)}")
+    was = name not in _disabled
+    (_disabled.discard if enabled else _disabled.add)(name)
+    return was
+
+
+def _enabled() -> list[Any]:
+    return [p for name, p in PASSES.items() if name not in _disabled]
+
+
+@hookimpl
+def paddle_core_wants_transform(program: Any, device: Any) -> bool:
+    """Whether a pass would rewrite ``program`` (the planner copies a program for passes only
+    then)."""
+    return any(p.wants(program, device) for p in _enabled())
+
+
+@hookimpl
+def paddle_core_transform_program(program: Any, device: Any, feed_names: list, fetch_names: list):
+    for p in _enabled():
+        if p.wants(program, device):
+            p.transform(program, device, feed_names, fetch_names)
