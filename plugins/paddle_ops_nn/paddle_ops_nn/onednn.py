@@ -23,6 +23,7 @@ from . import _C, _kernels  # noqa: F401  (_kernels loads oneDNN where _C cannot
 
 __all__ = [
     "channel_block",
+    "inference_block",
     "is_available",
     "is_enabled",
     "propagates_layouts",
@@ -78,3 +79,11 @@ def channel_block() -> int:
     (8 with AVX2, 16 with AVX-512), which layout propagation keeps; 0 where oneDNN is not
     enabled or chooses another layout."""
     return int(_C.onednn_channel_block()) if is_enabled() else 0
+
+
+def inference_block() -> int:
+    """The layout oneDNN's inference convolutions choose on this CPU, which layout propagation
+    keeps in plans without gradients: -1 for channels last (NHWC, where oneDNN has brgemm
+    convolutions: AVX2 and later), else a block b as ``channel_block``; 0 where oneDNN is not
+    enabled or chooses another layout."""
+    return int(_C.onednn_inference_block()) if is_enabled() else 0

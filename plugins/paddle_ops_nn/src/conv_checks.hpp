@@ -80,12 +80,13 @@ inline ConvPlan check_conv2d(const Attrs& attrs, const Slots& in, const Slots& o
   const ConvShape s = conv_shape(attrs, x, in(kFilter));
   check_conv_operands(in, kBias, s.filters);
   expect_same_dtype(in(kX), out(0), "x and out");
-  expect_shape(out(0), conv_out(s, block, "out").dims(), "out");
+  const Activation o = conv_out(s, block, "out");
+  expect_shape(out(0), o.dims(), "out");
   if (in.has(kFingerprint)) {
     in(kFingerprint).expect_dtype(PC_INT64, "filter_fingerprint");
     expect_shape(in(kFingerprint), {1}, "filter_fingerprint");
   }
-  return conv_plan(s, kForward, {x.block, block});
+  return conv_plan(s, kForward, {x.block, o.block});
 }
 
 // conv2d_grad(x, filter, out_grad, bias?) -> x_grad?, filter_grad?, bias_grad?; with
@@ -97,12 +98,13 @@ inline ConvPlan check_conv2d_grad(const Attrs& attrs, const Slots& in, const Slo
   check_conv_operands(in, kGradBias, s.filters);
   const Tensor g = in(kOutGrad);
   expect_same_dtype(in(kX), g, "x and out_grad");
-  expect_shape(g, conv_out(s, block, "out_grad").dims(), "out_grad");
+  const Activation o = conv_out(s, block, "out_grad");
+  expect_shape(g, o.dims(), "out_grad");
   check_conv_grads(in, out);
   return conv_plan(s,
                    (out.has(0) ? kBackwardData : 0u) |
                        (out.has(1) || out.has(2) ? kBackwardWeights : 0u),
-                   {x.block, block});
+                   {x.block, o.block});
 }
 
 // conv2d_transpose(x, filter, bias?) -> out, NCHW (it has no channel_block): the gradient of

@@ -4,6 +4,7 @@
 // call where that differs (always for weights and NCHW activations; never for activations the
 // layout pass blocked as oneDNN wants them). Primitives, reorders, the blocked buffers and the
 // scratchpad are all built in prepare; a run only executes them.
+#include <initializer_list>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -137,20 +138,30 @@ class DnnlConv final : public ConvEngine {
 
 }  // namespace
 
-int dnnl_channel_block() {
-  // The destination layout oneDNN picks for a convolution typical of a network's middle
-  // (64 -> 64 channels, 3x3, 28x28); it picks the same for most shapes on one CPU.
+namespace {
+
+// The destination layout oneDNN picks for a convolution typical of a network's middle
+// (64 -> 64 channels, 3x3, 28x28) in a pass of kind `prop` (it picks the same for most shapes
+// on one CPU): its channel_block, 0 where it is none of these.
+int chosen_block(dnnl::prop_kind prop, std::initializer_list<int> blocks) {
   try {
     const dims src{8, 64, 28, 28}, wei{64, 64, 3, 3};
     const dnnl::convolution_forward::primitive_desc pd(
-        cpu(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-        f32(src, tag::any), f32(wei, tag::any), memory::desc(), f32(src, tag::any), {1, 1},
-        {0, 0}, {1, 1}, {1, 1});
-    for (int block : {8, 16})
-      if (pd.dst_desc() == activation(src, block)) return block;
+        cpu(), prop, dnnl::algorithm::convolution_direct, f32(src, tag::any), f32(wei, tag::any),
+        memory::desc(), f32(src, tag::any), {1, 1}, {0, 0}, {1, 1}, {1, 1});
+    for (int block : blocks)
+      if (pd.dst_desc() == activation(src, block == -1 ? 64 : block)) return block;
   } catch (const dnnl::error&) {
   }
   return 0;
+}
+
+}  // namespace
+
+int dnnl_channel_block() { return chosen_block(dnnl::prop_kind::forward_training, {8, 16}); }
+
+int dnnl_inference_block() {
+  return chosen_block(dnnl::prop_kind::forward_inference, {-1, 8, 16});
 }
 
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,

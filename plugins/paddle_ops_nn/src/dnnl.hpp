@@ -24,10 +24,12 @@ inline const dnnl::engine& cpu() {
 
 inline memory::desc f32(const dims& d, tag t) { return memory::desc(d, memory::data_type::f32, t); }
 
-// An activation [N, C, H, W] as the core binds it: plain NCHW (block 0) or oneDNN's blocked
-// nChw8c / nChw16c (layout.hpp).
+// An activation [N, C, H, W] as the core binds it, given its stored block (layout.hpp's
+// Activation::block): plain NCHW (0), oneDNN's blocked nChw8c / nChw16c, or channels last (a
+// block of all C channels, NHWC).
 inline memory::desc activation(const dims& d, int block) {
-  return f32(d, block == 16 ? tag::nChw16c : block == 8 ? tag::nChw8c : tag::nchw);
+  if (block == 8 || block == 16) return f32(d, block == 16 ? tag::nChw16c : tag::nChw8c);
+  return f32(d, block == 0 ? tag::nchw : tag::nhwc);
 }
 
 // oneDNN threads with OpenMP's setting of the calling thread, which it also reads when a

@@ -25,6 +25,10 @@ void set_onednn_enabled(bool enabled);  // no effect where oneDNN is not built
 // built with oneDNN only) asks oneDNN.
 int onednn_channel_block();
 int dnnl_channel_block();
+// The same for plans without gradients, whose convolutions oneDNN computes as inferences: -1
+// (channels last, layout.hpp) where it chooses NHWC, as its brgemm kernels do.
+int onednn_inference_block();
+int dnnl_inference_block();
 
 }  // namespace paddle_ops_nn
 

@@ -20,4 +20,12 @@ int onednn_channel_block() {
   return 0;
 }
 
+int onednn_inference_block() {
+  if constexpr (kOnednnBuilt) {
+    static const int block = dnnl_inference_block();
+    return block;
+  }
+  return 0;
+}
+
 }  // namespace paddle_ops_nn

@@ -30,14 +30,22 @@ inline void expect_shape(const Tensor& t, std::vector<int64_t> want, const char*
   }
 }
 
-// A 4-D activation's logical NCHW sizes and how it is stored (block 0: plain NCHW).
+// channel_block -1: channels last (NHWC), stored [N, 1, H, W, C]: nChw{C}c, one block of all
+// the channels, the layout oneDNN's inference convolutions read fastest where they have brgemm
+// kernels (AVX2 and later). The layout pass chooses it for plans without gradients.
+constexpr int kChannelsLast = -1;
+
+// A 4-D activation's logical NCHW sizes and how it is stored (block 0: plain NCHW; b > 0 its
+// channels in blocks of b, channels last being the block of all C).
 struct Activation {
   int64_t n = 0, c = 0, h = 0, w = 0;
   int block = 0;
+  bool last = false;  // channels last (block: C, or 1 for no channels)
 
   int64_t plane() const { return h * w; }
   // The shape the core binds: [N, C, H, W], or [N, C / b, H, W, b] when blocked.
   std::vector<int64_t> dims() const {
+    if (last) return {n, 1, h, w, c};
     if (block == 0) return {n, c, h, w};
     return {n, c / block, h, w, block};
   }
@@ -48,12 +56,18 @@ struct Layouts {
   int x = 0, out = 0;
 };
 
-// The `channel_block` attr: 0, 8 or 16 (the manifest's choices; checked again here, since a
-// kernel divides by it).
+// The `channel_block` attr: -1 (channels last), 0, 8 or 16 (the manifest's choices; checked
+// again here, since a kernel divides by it).
 inline int channel_block_of(const Attrs& attrs) {
   const int64_t b = attrs.i("channel_block");
-  if (b != 0 && b != 8 && b != 16) fail("attr 'channel_block' must be 0, 8 or 16, got %lld", (long long)b);
+  if (b != kChannelsLast && b != 0 && b != 8 && b != 16)
+    fail("attr 'channel_block' must be -1, 0, 8 or 16, got %lld", (long long)b);
   return static_cast<int>(b);
+}
+
+// The stored block of `c` channels in the channel_block `block` layout.
+inline int stored_block(int block, int64_t c) {
+  return block == kChannelsLast ? static_cast<int>(std::max<int64_t>(c, 1)) : block;
 }
 
 // `attrs`, for a kernel that takes plain NCHW tensors only (the CUDA kernels): fails unless
@@ -78,6 +92,14 @@ inline Activation activation_of(const Tensor& t, int block, const char* what) {
     return a;
   }
   if (block == 0) fail("%s must be 4-D (NCHW), got %s", what, t.describe().c_str());
+  if (block == kChannelsLast) {
+    if (t.ndim() != 5 || t.dim(1) != 1)
+      fail("%s must be 4-D (NCHW) or, with channel_block -1, channels last [N, 1, H, W, C], "
+           "got %s", what, t.describe().c_str());
+    a.n = t.dim(0), a.c = t.dim(4), a.h = t.dim(2), a.w = t.dim(3);
+    a.block = stored_block(block, a.c), a.last = true;
+    return a;
+  }
   if (t.ndim() != 5 || t.dim(4) != block)
     fail("%s must be 4-D (NCHW) or, with channel_block %d, 5-D [N, C / %d, H, W, %d], got %s",
          what, block, block, block, t.describe().c_str());
@@ -89,10 +111,11 @@ inline Activation activation_of(const Tensor& t, int block, const char* what) {
 // divide c (a blocked buffer this ABI binds has no padding).
 inline Activation output_activation(int64_t n, int64_t c, int64_t h, int64_t w, int block,
                                     const char* what) {
-  if (block != 0 && c % block != 0)
+  if (block > 0 && c % block != 0)
     fail("%s has %lld channels, which channel_block %d does not divide", what, (long long)c, block);
   Activation a;
-  a.n = n, a.c = c, a.h = h, a.w = w, a.block = block;
+  a.n = n, a.c = c, a.h = h, a.w = w;
+  a.block = stored_block(block, c), a.last = block == kChannelsLast;
   return a;
 }
 

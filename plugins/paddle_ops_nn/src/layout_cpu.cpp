@@ -4,8 +4,8 @@
 // changed since it last converted it (paddle_ops_nn/filter_cache.py).
 //
 // Memory contract: channel_block b > 0: x [N, C, H, W] (C a multiple of b), out
-// [N, C / b, H, W, b]; channel_block 0: x [N, C / b, H, W, b] with b = 8 or 16, out
-// [N, C, H, W]. Same float dtype; checked in prepare. Every element is copied once.
+// [N, C / b, H, W, b]; channel_block -1: x [N, C, H, W], out [N, 1, H, W, C]; channel_block 0:
+// x [N, C / b, H, W, b] with b = 8 or 16, or [N, 1, H, W, C], out [N, C, H, W]. Same float dtype; checked in prepare. Every element is copied once.
 // fingerprint: x of a float dtype, any shape; out int64 [1].
 #include <cstring>
 
@@ -23,20 +23,23 @@ class ReorderLayout {
     dispatch(x.dtype(), DTypes{}, [](auto) {});
     expect_same_dtype(x, o, "x and out");
     const int block = channel_block_of(attrs);
-    if (block != 0) {
+    to_blocked_ = block != 0;
+    if (to_blocked_) {
       if (x.ndim() != 4) fail("x must be 4-D (NCHW) to block its channels, got %s", x.describe().c_str());
       a_ = output_activation(x.dim(0), x.dim(1), x.dim(2), x.dim(3), block, "x");
-    } else {
-      const int from = x.ndim() == 5 ? static_cast<int>(x.dim(4)) : 0;
-      if (from != 8 && from != 16)
-        fail("x must be blocked, [N, C / b, H, W, b] with b = 8 or 16, to make it NCHW; got %s",
-             x.describe().c_str());
-      a_ = activation_of(x, from, "x");
+      expect_shape(o, a_.dims(), "out");
+      return;
     }
-    Activation result = a_;
-    result.block = block;
-    expect_shape(o, result.dims(), "out");
-    to_blocked_ = block != 0;
+    const int64_t b = x.ndim() == 5 ? x.dim(4) : 0;
+    const int from = b == 8 || b == 16 ? static_cast<int>(b)
+                     : x.ndim() == 5 && x.dim(1) == 1 ? kChannelsLast
+                                                      : 0;
+    if (from == 0)
+      fail("x must be blocked, [N, C / b, H, W, b] with b = 8 or 16, or channels last, "
+           "[N, 1, H, W, C], to make it NCHW; got %s",
+           x.describe().c_str());
+    a_ = activation_of(x, from, "x");
+    expect_shape(o, {a_.n, a_.c, a_.h, a_.w}, "out");
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -72,4 +72,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("onednn_enabled", &paddle_ops_nn::onednn_enabled);
   m.def("set_onednn_enabled", &paddle_ops_nn::set_onednn_enabled, pybind11::arg("enabled"));
   m.def("onednn_channel_block", &paddle_ops_nn::onednn_channel_block);
+  m.def("onednn_inference_block", &paddle_ops_nn::onednn_inference_block);
 }

@@ -60,7 +60,7 @@ struct Planes {
 };
 
 // x's planes; fails unless x is [N, C, ...] of a float dtype, or with channel_block b,
-// [N, C / b, ..., b].
+// [N, C / b, ..., b], or channels last (-1) [N, 1, ..., C].
 inline Planes planes_of(const Tensor& x, int block) {
   dispatch(x.dtype(), Floats{}, [](auto) {});
   if (x.ndim() < 2) fail("x must be [N, C, ...] (rank >= 2), got %s", x.describe().c_str());
@@ -68,6 +68,12 @@ inline Planes planes_of(const Tensor& x, int block) {
   l.batch = x.dim(0);
   l.channels = x.dim(1);
   for (int32_t k = 2; k < x.ndim(); ++k) l.inner *= x.dim(k);
+  if (block == kChannelsLast) {
+    if (x.ndim() < 3 || x.dim(1) != 1)
+      fail("x must be channels last with channel_block -1, [N, 1, ..., C], got %s",
+           x.describe().c_str());
+    block = stored_block(block, x.dim(-1));
+  }
   if (block != 0) {
     if (x.ndim() < 3 || x.dim(-1) != block)
       fail("x must be blocked with channel_block %d, [N, C / %d, ..., %d], got %s", block, block,
@@ -95,6 +101,9 @@ inline Planes check_batch_norm(const Attrs& attrs, const Slots& in, const Slots&
   for (int32_t k = 1; k < 5; ++k) expect_vector(out(k), x, c, kOutputs[k], "x's channels");
   expect_epsilon(epsilon);
   if (!(momentum >= 0 && momentum <= 1)) fail("momentum must be in [0, 1], got %g", momentum);
+  if (channel_block_of(attrs) == kChannelsLast && !attrs.b("is_test"))
+    fail("channel_block -1 (channels last) is for inference (is_test) only; the batch's "
+         "statistics are taken in blocks of 8 or 16");
   if (!attrs.b("is_test") && c > 0 && l.per_channel() == 0)
     fail("x %s has no elements per channel to take the batch's statistics from (is_test is "
          "false)",
@@ -106,6 +115,9 @@ inline Planes check_batch_norm(const Attrs& attrs, const Slots& in, const Slots&
 // bias_grad?; y_grad and x_grad in x's layout.
 inline Planes check_batch_norm_grad(const Attrs& attrs, const Slots& in, const Slots& out) {
   const Tensor x = in(0);
+  if (channel_block_of(attrs) == kChannelsLast)
+    fail("channel_block -1 (channels last) is for inference only: batch_norm_grad takes 0, 8 "
+         "or 16");
   const Planes l = planes_of(x, channel_block_of(attrs));
   const int64_t c = l.channels;
   expect_vector(in(1), x, c, "scale", "x's channels");

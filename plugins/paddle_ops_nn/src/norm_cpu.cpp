@@ -234,6 +234,14 @@ class BatchNorm {
       });
       return;
     }
+    if (l.block != 8 && l.block != 16) {  // channels last: one tile per image
+      const int64_t b = l.block;
+      for_tiles(l, threads, [&](int64_t, int64_t begin) {
+        for (int64_t i = begin; i < begin + inner * b; i += b)
+          for (int64_t j = 0; j < b; ++j) y[i + j] = normalize[j](x[i + j]);
+      });
+      return;
+    }
     with_block(l.block, [&](auto B) {
       for_tiles(l, threads, [&](int64_t cb, int64_t b) {
         const Normalize<T>* n = &normalize[cb * B];

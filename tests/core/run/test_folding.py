@@ -68,7 +68,7 @@ def test_setting_a_parameter_refolds():
 
 
 def test_a_training_step_between_evaluations_refolds():
-    prog, x, _, out = scaled_linear()
+    prog, _, _, out = scaled_linear()
     train, start = pc.Program(), pc.Program()
     with pc.program_guard(train, start):
         tx = pc.data("x", [None, 3])

@@ -34,6 +34,11 @@ def plain(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, blocks * b, h, w))
 
 
+def channels_last(x: np.ndarray) -> np.ndarray:
+    """NCHW x channels last, as the core holds it (channel_block -1): [N, 1, H, W, C]."""
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)[:, None])
+
+
 @pytest.fixture
 def propagation():
     """Sets layout propagation for the plans a test prepares; restored afterwards."""
@@ -56,6 +61,15 @@ def test_reorder_layout_matches_numpy(b, dtype):
     assert run1("reorder_layout", {"x": empty}, {"channel_block": b}).shape == (0, 1, 3, 5, b)
 
 
+@pytest.mark.parametrize("c", [3, 8, 24])
+def test_reorder_layout_to_channels_last_matches_numpy(c):
+    x = RNG.standard_normal((2, c, 3, 5)).astype(np.float32)
+    got = run1("reorder_layout", {"x": x}, {"channel_block": -1})
+    np.testing.assert_array_equal(got, channels_last(x))
+    np.testing.assert_array_equal(run1("reorder_layout", {"x": got}, {"channel_block": 0}), x)
+    check_grad("reorder_layout", {"x": x.astype(np.float64)}, {"channel_block": -1})
+
+
 @pytest.mark.parametrize("b", [0, 8])
 def test_reorder_layout_gradient_matches_finite_differences(b):
     x = RNG.standard_normal((1, 8, 2, 3))
@@ -67,7 +81,7 @@ def test_reorder_layout_gradient_matches_finite_differences(b):
     [
         ((2, 12, 3, 3), 8, "x has 12 channels, which channel_block 8 does not divide"),
         ((2, 8, 3, 3), 0, r"x must be blocked, \[N, C / b, H, W, b\] with b = 8 or 16"),
-        ((2, 1, 3, 3, 4), 0, r"x must be blocked, \[N, C / b, H, W, b\] with b = 8 or 16"),
+        ((2, 2, 3, 3, 4), 0, r"x must be blocked, \[N, C / b, H, W, b\] with b = 8 or 16"),
         ((2, 1, 3, 3, 8), 8, r"x must be 4-D \(NCHW\) to block its channels"),
     ],
 )
@@ -119,16 +133,21 @@ CASES = {
 
 
 @pytest.mark.parametrize("x_blocked", [True, False], ids=["blocked x", "NCHW x"])
-@pytest.mark.parametrize("b", BLOCKS)
+@pytest.mark.parametrize("b", [*BLOCKS, -1])
 @pytest.mark.parametrize("case", CASES)
 def test_ops_on_blocked_tensors_give_the_nchw_results(case, b, x_blocked, propagation):
     if case.startswith("conv2d") and not onednn.is_enabled():
         pytest.skip("conv2d computes blocked tensors on oneDNN only")
     if case == "batch_norm" and not x_blocked:
         pytest.skip("batch_norm's x and y share one layout")
+    if case == "batch_norm" and b == -1:
+        pytest.skip("batch_norm takes channels last with is_test only (its own test)")
     shapes, attrs = CASES[case]
     op = case.split()[0]
-    inputs = {k: RNG.standard_normal(s).astype(np.float32) for k, s in shapes(2 * b).items()}
+    inputs = {
+        k: RNG.standard_normal(s).astype(np.float32)
+        for k, s in shapes(2 * b if b > 0 else 24).items()
+    }
     if op == "batch_norm":
         inputs["variance"] = np.abs(inputs["variance"]) + 0.5
     propagation(False)
@@ -142,6 +161,22 @@ def test_ops_on_blocked_tensors_give_the_nchw_results(case, b, x_blocked, propag
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)  # order for blocked tensors
         else:  # the same primitive on the same values (conv2d), the same sums (batch_norm)
             np.testing.assert_array_equal(g, w)
+
+
+def test_batch_norm_at_inference_on_channels_last_tensors():
+    c = 24
+    x = RNG.standard_normal((3, c, 5, 4)).astype(np.float32)
+    stats = {k: RNG.standard_normal(c).astype(np.float32) for k in ("scale", "bias", "mean")}
+    stats["variance"] = np.abs(RNG.standard_normal(c)).astype(np.float32) + 0.5
+    want = run_op("batch_norm", {"x": x, **stats}, {"is_test": True})["y"][0]
+    got = run_op(
+        "batch_norm", {"x": channels_last(x), **stats}, {"is_test": True, "channel_block": -1}
+    )
+    np.testing.assert_array_equal(got["y"][0], channels_last(want))
+    with pytest.raises(
+        pc.KernelError, match=r"channel_block -1 \(channels last\) is for inference"
+    ):
+        run_op("batch_norm", {"x": channels_last(x), **stats}, {"channel_block": -1})
 
 
 def test_max_pooling_of_blocked_tensors_keeps_nans(propagation):

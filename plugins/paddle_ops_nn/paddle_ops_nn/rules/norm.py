@@ -21,6 +21,8 @@ import math
 from paddle_core import ProgramError
 from paddle_core.rules import default_grad
 
+from .layout import CHANNELS_LAST
+
 FLOATS = ("float32", "float64")
 
 
@@ -75,7 +77,13 @@ def _channels(ctx, x, slots) -> int | None:
     is blocked, [N, C / b, ..., b]."""
     c = x.shape[1]
     b = ctx.attrs["channel_block"]
-    if b:
+    if b == CHANNELS_LAST:
+        if x.ndim < 3 or x.shape[1] != 1:
+            ctx.fail(
+                f"x must be channels last with channel_block -1, [N, 1, ..., C], got {_fmt(x.shape)}"
+            )
+        c = x.shape[-1]
+    elif b:
         if x.ndim < 3 or x.shape[-1] != b:
             ctx.fail(
                 f"x must be blocked with channel_block {b}, [N, C / {b}, ..., {b}], got "
