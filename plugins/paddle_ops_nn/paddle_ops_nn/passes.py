@@ -1,7 +1,9 @@
 """paddle-ops-nn's program passes (the manifest's hooks_module), run in this order by the
 planner on its private copy of a program: ``onednn_layout`` (layout.py: oneDNN's blocked
-layout between the ops that compute on it) and ``onednn_filter_cache`` (filter_cache.py:
-convolution filters converted once per change, not per run).
+layout between the ops that compute on it), ``onednn_fusion`` (fusion.py: a convolution's
+residual add and activation computed as part of it, in plans without gradients) and
+``onednn_filter_cache`` (filter_cache.py: convolution filters converted once per change, not
+per run).
 
 ``set_pass_enabled(name, False)`` switches one off for the plans prepared from then on (a
 prepared plan keeps what it was prepared with), to debug a pass or to compare results with
@@ -12,18 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from paddle_core import hookimpl
+from paddle_core import ConfigError, hookimpl
 
-from . import filter_cache, layout
+from . import filter_cache, fusion, layout
 
-PASSES = {layout.NAME: layout, filter_cache.NAME: filter_cache}
+PASSES = {layout.NAME: layout, fusion.NAME: fusion, filter_cache.NAME: filter_cache}
 _disabled: set[str] = set()
 
 
 def set_pass_enabled(name: str, enabled: bool) -> bool:
     """Switch pass ``name`` on or off; returns whether it was on."""
     if name not in PASSES:
-        raise ValueError(f"paddle-ops-nn has no pass {name!r}; its passes are {', '.join(PASSES)}")
+        raise ConfigError(f"paddle-ops-nn has no pass {name!r}; its passes are {', '.join(PASSES)}")
     was = name not in _disabled
     (_disabled.discard if enabled else _disabled.add)(name)
     return was

@@ -19,13 +19,28 @@ namespace paddle_ops_nn {
 
 enum ConvPass : unsigned { kForward = 1, kBackwardData = 2, kBackwardWeights = 4 };
 
+// What conv2d adds before writing out (its residual input and fuse_* attrs, which the fusion
+// pass sets): out = act(convolution + bias + residual). oneDNN computes it as post-ops of the
+// convolution, the other engines in a pass over out (apply_epilogue).
+struct ConvEpilogue {
+  enum Activation { kNone, kRelu, kLeakyRelu, kClip } activation = kNone;
+  float alpha = 0, beta = 0;  // leaky_relu's slope; clip's bounds
+  bool residual = false;
+};
+
+// y[i] = act(y[i] + r[i]) over n elements (r: null without a residual), float32 or float64;
+// elementwise, so in any layout out and residual share.
+void apply_epilogue(int32_t dtype, const ConvEpilogue& e, const void* r, void* y, int64_t n,
+                    int threads);
+
 class ConvEngine {
  public:
   virtual ~ConvEngine() = default;
   // same_filter: w holds the values of the previous call's (conv2d's filter_fingerprint says
   // so), and an engine that keeps the filter converted to its own layout may reuse that.
-  virtual void forward(const void* x, const void* w, const void* b, void* y, int threads,
-                       bool same_filter) const = 0;
+  // residual: the epilogue's (null without one).
+  virtual void forward(const void* x, const void* w, const void* b, const void* residual,
+                       void* y, int threads, bool same_filter) const = 0;
   virtual void backward_data(const void* dy, const void* w, void* dx, int threads) const = 0;
   // db may be null (no bias gradient wanted); dw may be null too.
   virtual void backward_weights(const void* x, const void* dy, void* dw, void* db,
@@ -36,12 +51,15 @@ class ConvEngine {
 // only: a blocked one fails). `bias`: forward adds b / backward_weights gives db (so oneDNN
 // fuses them).
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
-                                             bool bias, int threads, Layouts layout = {});
+                                             bool bias, int threads, Layouts layout = {},
+                                             const ConvEpilogue& epilogue = {});
 // The im2col + OpenBLAS engine (conv_gemm.cpp), float32 or float64.
-std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes);
+std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes,
+                                           const ConvEpilogue& epilogue);
 // The oneDNN engine (conv_dnnl.cpp, built with oneDNN only), float32 only.
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
-                                           int threads, Layouts layout);
+                                           int threads, Layouts layout,
+                                           const ConvEpilogue& epilogue);
 
 // y[n, k, :] += b[k] / db[k] = sum of dy[:, k, :], over planes of `plane` elements (float32 or
 // float64): the bias of engines that do not fuse it, and conv2d_transpose's.

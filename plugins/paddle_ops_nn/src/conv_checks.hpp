@@ -21,6 +21,7 @@ enum ConvSlot : int32_t {
   kFilter = 1,
   kBias = 2,
   kFingerprint = 3,  // conv2d's filter_fingerprint
+  kResidual = 4,     // conv2d's residual
   kOutGrad = 2,
   kGradBias = 3
 };
@@ -29,6 +30,7 @@ struct ConvPlan {
   ConvShape shape;
   unsigned passes = 0;  // ConvPass bits; none when the convolution is empty (see empty())
   Layouts layout;       // the channel blocks of x (and x_grad) and out (and out_grad); 0: NCHW
+  ConvEpilogue epilogue;  // conv2d's residual and fused activation
 
   // No image, channel or filter: no engine is needed. The outputs are zeros or empty, but for
   // a convolution over no input channels, whose out is its bias (and bias_grad the sums of
@@ -67,10 +69,34 @@ inline void check_conv_grads(const Slots& in, const Slots& out) {
   if (out.has(2) && !in.has(kGradBias)) fail("bias_grad is asked for, but the op has no bias");
 }
 
-inline ConvPlan conv_plan(const ConvShape& shape, unsigned passes, Layouts layout = {}) {
-  ConvPlan p{shape, passes, layout};
+inline ConvPlan conv_plan(const ConvShape& shape, unsigned passes, Layouts layout = {},
+                          ConvEpilogue epilogue = {}) {
+  ConvPlan p{shape, passes, layout, epilogue};
   if (p.empty()) p.passes = 0;
   return p;
+}
+
+// conv2d's fuse_activation, fuse_alpha and fuse_beta, and whether it has a residual (out's
+// shape, layout and dtype).
+inline ConvEpilogue conv2d_epilogue(const Attrs& attrs, const Slots& in, const Tensor& out) {
+  ConvEpilogue e;
+  const std::string act = attrs.s("fuse_activation");
+  e.alpha = static_cast<float>(attrs.f("fuse_alpha"));
+  e.beta = static_cast<float>(attrs.f("fuse_beta"));
+  if (act == "relu") e.activation = ConvEpilogue::kRelu;
+  else if (act == "leaky_relu") e.activation = ConvEpilogue::kLeakyRelu;
+  else if (act == "clip") e.activation = ConvEpilogue::kClip;
+  else if (!act.empty())
+    fail("attr 'fuse_activation' must be \"\", \"relu\", \"leaky_relu\" or \"clip\", got \"%s\"",
+         act.c_str());
+  if (e.activation == ConvEpilogue::kClip && !(e.alpha <= e.beta))
+    fail("clip's bounds fuse_alpha %g and fuse_beta %g must be ordered", e.alpha, e.beta);
+  e.residual = in.has(kResidual);
+  if (e.residual) {
+    expect_same_shape(out, in(kResidual), "out and residual");
+    expect_same_dtype(out, in(kResidual), "out and residual");
+  }
+  return e;
 }
 
 // conv2d(x, filter, bias?) -> out; with channel_block b, out blocked and x plain or blocked.
@@ -86,7 +112,16 @@ inline ConvPlan check_conv2d(const Attrs& attrs, const Slots& in, const Slots& o
     in(kFingerprint).expect_dtype(PC_INT64, "filter_fingerprint");
     expect_shape(in(kFingerprint), {1}, "filter_fingerprint");
   }
-  return conv_plan(s, kForward, {x.block, o.block});
+  return conv_plan(s, kForward, {x.block, o.block}, conv2d_epilogue(attrs, in, out(0)));
+}
+
+// `plan`, for a kernel that computes no epilogue (the CUDA kernels): fails unless the conv2d
+// has neither residual nor fuse_activation (the fusion pass sets them in CPU plans only).
+inline ConvPlan without_epilogue(const ConvPlan& plan) {
+  if (plan.epilogue.residual || plan.epilogue.activation != ConvEpilogue::kNone)
+    fail("a residual and fuse_activation are computed by the CPU's kernels only (paddle-ops-nn's "
+         "fusion pass sets them in CPU plans); on CUDA, add and activate with ops of their own");
+  return plan;
 }
 
 // conv2d_grad(x, filter, out_grad, bias?) -> x_grad?, filter_grad?, bias_grad?; with

@@ -16,15 +16,16 @@
 namespace paddle_ops_nn {
 
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
-                                             bool bias, int threads, Layouts layout) {
+                                             bool bias, int threads, Layouts layout,
+                                             const ConvEpilogue& epilogue) {
   if constexpr (kOnednnBuilt)
     if (dtype == PC_FLOAT32 && onednn_enabled())
-      return make_dnnl_conv(shape, passes, bias, threads, layout);
+      return make_dnnl_conv(shape, passes, bias, threads, layout, epilogue);
   if (layout.x != 0 || layout.out != 0)
     fail("channel_block %d (blocked tensors) needs float32 computed by oneDNN, but %s; leave "
          "channel_block 0 (the layout pass sets it only where oneDNN computes)",
          layout.out, dtype != PC_FLOAT32 ? "the tensors are not float32" : "oneDNN is not enabled");
-  return make_gemm_conv(shape, dtype, passes);
+  return make_gemm_conv(shape, dtype, passes, epilogue);
 }
 
 namespace {
@@ -68,19 +69,23 @@ void bias_grad_only(const Tensor& dy, const Tensor& db, const Activation& a, int
 // filter keeps its values, and the engine reuses the filter it converted on the last run.
 class Conv2d {
  public:
-  static constexpr pc::Signature signature{"11??", "1"};
+  static constexpr pc::Signature signature{"11???", "1"};
   using DTypes = ConvTypes;
   Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : plan_(check_conv2d(attrs, in, out)) {
     if (plan_.passes)
       engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, in.has(kBias),
-                                 ctx.num_threads(), plan_.layout);
+                                 ctx.num_threads(), plan_.layout, plan_.epilogue);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    if (!engine_)
-      return bias_only(in, kBias, out(0), conv_out(plan_.shape, plan_.layout.out, "out"),
-                       ctx.num_threads());
+    const void* residual = in.has(kResidual) ? in(kResidual).data<void>() : nullptr;
+    if (!engine_) {
+      const Tensor o = out(0);
+      bias_only(in, kBias, o, conv_out(plan_.shape, plan_.layout.out, "out"), ctx.num_threads());
+      return apply_epilogue(o.dtype(), plan_.epilogue, residual, o.data<void>(), o.numel(),
+                            ctx.num_threads());
+    }
     bool same_filter = false;
     int64_t fingerprint = 0;
     if (in.has(kFingerprint)) {
@@ -88,8 +93,8 @@ class Conv2d {
       same_filter = ran_ && fingerprint == fingerprint_;
     }
     engine_->forward(in(kX).data<void>(), in(kFilter).data<void>(),
-                     in.has(kBias) ? in(kBias).data<void>() : nullptr, out(0).data<void>(),
-                     ctx.num_threads(), same_filter);
+                     in.has(kBias) ? in(kBias).data<void>() : nullptr, residual,
+                     out(0).data<void>(), ctx.num_threads(), same_filter);
     fingerprint_ = fingerprint, ran_ = true;  // (after a run that converted this filter)
   }
 
@@ -185,8 +190,8 @@ class Conv2dTransposeGrad {
         if (out.has(slot)) zero(out(slot));
     } else {
       if (out.has(0))
-        engine_->forward(g.data<void>(), in(kFilter).data<void>(), nullptr, out(0).data<void>(),
-                         threads, false);
+        engine_->forward(g.data<void>(), in(kFilter).data<void>(), nullptr, nullptr,
+                         out(0).data<void>(), threads, false);
       if (out.has(1))
         engine_->backward_weights(g.data<void>(), in(kX).data<void>(), out(1).data<void>(),
                                   nullptr, threads);

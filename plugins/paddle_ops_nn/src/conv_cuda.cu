@@ -245,13 +245,14 @@ class ConvCudaKernel {
 };
 
 // (filter_fingerprint, checked, is for the CPU's oneDNN engine: this one keeps no converted
-// filter to reuse)
+// filter to reuse; a residual or fuse_activation is refused)
 class Conv2dCuda : ConvCudaKernel {
  public:
-  static constexpr pc::Signature signature{"11??", "1"};
+  static constexpr pc::Signature signature{"11???", "1"};
   using DTypes = ConvTypes;
   Conv2dCuda(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : ConvCudaKernel(check_conv2d(plain_only(attrs), in, out), in, out, ctx) {}
+      : ConvCudaKernel(without_epilogue(check_conv2d(plain_only(attrs), in, out)), in, out,
+                       ctx) {}
 
   // Without an engine (an empty convolution), out is zeros plus the bias: over no input
   // channels, the bias alone (as on the CPU).

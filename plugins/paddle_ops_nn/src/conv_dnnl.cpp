@@ -20,8 +20,9 @@ using namespace onednn;
 
 class DnnlConv final : public ConvEngine {
  public:
-  DnnlConv(const ConvShape& s, unsigned passes, bool bias, int threads, Layouts layout)
-      : bias_(bias) {
+  DnnlConv(const ConvShape& s, unsigned passes, bool bias, int threads, Layouts layout,
+           const ConvEpilogue& epilogue)
+      : bias_(bias), residual_(epilogue.residual) {
     ThreadCount count(threads);
     const int64_t g = s.groups;
     const dims src{s.batch, s.channels, s.h.in, s.w.in}, dst{s.batch, s.filters, s.h.out, s.w.out};
@@ -36,6 +37,8 @@ class DnnlConv final : public ConvEngine {
     const memory::desc bias_md = bias ? f32({s.filters}, tag::x) : memory::desc();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr fused = attr;  // the forward pass's: with the epilogue as post-ops
+    fused.set_post_ops(post_ops(epilogue, dst_md));
 
     const auto algo = dnnl::algorithm::convolution_direct;
     // A forward pass alone is an inference as far as oneDNN is concerned (a convolution keeps
@@ -46,13 +49,14 @@ class DnnlConv final : public ConvEngine {
                                          : dnnl::prop_kind::forward_training;
     const dnnl::convolution_forward::primitive_desc fwd(cpu(), prop, algo, any(src), any(wei),
                                                         bias_md, any(dst), strides, dilates,
-                                                        pad_l, pad_r, attr);
+                                                        pad_l, pad_r, fused);
     if (passes & kForward) {
       fwd_.emplace(Pass{dnnl::convolution_forward(fwd), scratch(fwd)});
       x_.emplace(src_md, fwd.src_desc());
       w_.emplace(f32(wei, wei_tag), fwd.weights_desc());
       y_.emplace(dst_md, fwd.dst_desc());
       if (bias) b_.emplace(bias_md, fwd.bias_desc());
+      residual_md_ = dst_md;
     }
     if (passes & kBackwardData) {
       const dnnl::convolution_backward_data::primitive_desc pd(
@@ -76,8 +80,8 @@ class DnnlConv final : public ConvEngine {
     }
   }
 
-  void forward(const void* x, const void* w, const void* b, void* y, int threads,
-               bool same_filter) const override {
+  void forward(const void* x, const void* w, const void* b, const void* residual, void* y,
+               int threads, bool same_filter) const override {
     ThreadCount count(threads);
     // The filter in the primitive's layout is still there from the previous call: converting
     // it again was a quarter of an inference of ResNet-18 (its 11M weights, every run).
@@ -86,6 +90,9 @@ class DnnlConv final : public ConvEngine {
                                          {DNNL_ARG_WEIGHTS, weights},
                                          {DNNL_ARG_DST, y_->target(y)}};
     if (bias_) args[DNNL_ARG_BIAS] = b_->load(stream_, b);
+    if (residual_)  // the binary post-op's operand, in the caller's layout of out
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
+          memory(residual_md_, cpu(), const_cast<void*>(residual));
     run(*fwd_, args);
     y_->store(stream_);
     stream_.wait();
@@ -123,12 +130,31 @@ class DnnlConv final : public ConvEngine {
 
   template <class PD> static memory scratch(const PD& pd) { return memory(pd.scratchpad_desc(), cpu()); }
 
+  // The epilogue as oneDNN post-ops: the residual added (a binary post-op reading a tensor of
+  // out's shape in the caller's layout `out`), then the activation.
+  static dnnl::post_ops post_ops(const ConvEpilogue& e, const memory::desc& out) {
+    dnnl::post_ops ops;
+    if (e.residual) ops.append_binary(dnnl::algorithm::binary_add, out);
+    switch (e.activation) {
+      case ConvEpilogue::kRelu: ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+      case ConvEpilogue::kLeakyRelu:
+        ops.append_eltwise(dnnl::algorithm::eltwise_relu, e.alpha, 0.f);
+        break;
+      case ConvEpilogue::kClip:
+        ops.append_eltwise(dnnl::algorithm::eltwise_clip_v2, e.alpha, e.beta);
+        break;
+      case ConvEpilogue::kNone: break;
+    }
+    return ops;
+  }
+
   void run(const Pass& pass, std::unordered_map<int, memory> args) const {
     args[DNNL_ARG_SCRATCHPAD] = pass.scratchpad;
     pass.primitive.execute(stream_, args);
   }
 
-  bool bias_;
+  bool bias_, residual_;
+  memory::desc residual_md_;
   mutable dnnl::stream stream_{cpu()};
   std::optional<Pass> fwd_, bwd_data_, bwd_weights_;
   // Per pass: forward x, w, b -> y; backward data dy, w -> dx; backward weights x, dy -> dw, db.
@@ -165,9 +191,10 @@ int dnnl_inference_block() {
 }
 
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
-                                           int threads, Layouts layout) {
+                                           int threads, Layouts layout,
+                                           const ConvEpilogue& epilogue) {
   try {
-    return std::make_unique<DnnlConv>(shape, passes, bias, threads, layout);
+    return std::make_unique<DnnlConv>(shape, passes, bias, threads, layout, epilogue);
   } catch (const dnnl::error& e) {
     fail("oneDNN has no convolution for this shape: %s", e.what());
   }

@@ -18,14 +18,15 @@ namespace {
 
 template <class T> class GemmConv final : public ConvEngine {
  public:
-  explicit GemmConv(const ConvShape& s) : s_(s), col_(static_cast<size_t>(s.taps() * s.out_plane())) {
+  GemmConv(const ConvShape& s, const ConvEpilogue& e)
+      : s_(s), epilogue_(e), col_(static_cast<size_t>(s.taps() * s.out_plane())) {
     for (int64_t v : {s.taps(), s.out_plane(), s.filters / s.groups})
       if (v > INT_MAX) fail("the convolution is too large for OpenBLAS's 32-bit sizes");
   }
 
   // (same_filter: nothing to reuse, the products read the filter as it is)
-  void forward(const void* x, const void* w, const void* b, void* y, int threads,
-               bool /*same_filter*/) const override {
+  void forward(const void* x, const void* w, const void* b, const void* residual, void* y,
+               int threads, bool /*same_filter*/) const override {
     set_blas_threads(threads);
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);
@@ -38,6 +39,9 @@ template <class T> class GemmConv final : public ConvEngine {
       }
     if (b != nullptr)
       add_channel_bias(pc::DType<T>::value, b, y, s_.batch, s_.filters, s_.out_plane(), threads);
+    if (epilogue_.activation != ConvEpilogue::kNone || epilogue_.residual)
+      apply_epilogue(pc::DType<T>::value, epilogue_, residual, y,
+                     s_.batch * s_.filters * s_.out_plane(), threads);
   }
 
   void backward_data(const void* dy, const void* w, void* dx, int threads) const override {
@@ -125,6 +129,7 @@ template <class T> class GemmConv final : public ConvEngine {
   }
 
   ConvShape s_;
+  ConvEpilogue epilogue_;
   mutable std::vector<T> col_;  // scratch of run(), sized in prepare
 };
 
@@ -156,9 +161,32 @@ void bias_grad_loop(const T* dy, T* db, int64_t batch, int64_t channels, int64_t
 
 }  // namespace
 
-std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned) {
+std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned,
+                                           const ConvEpilogue& epilogue) {
   return dispatch(dtype, Floats{}, [&](auto t) -> std::unique_ptr<ConvEngine> {
-    return std::make_unique<GemmConv<decltype(t)>>(shape);
+    return std::make_unique<GemmConv<decltype(t)>>(shape, epilogue);
+  });
+}
+
+void apply_epilogue(int32_t dtype, const ConvEpilogue& e, const void* r, void* y, int64_t n,
+                    int threads) {
+  dispatch(dtype, Floats{}, [&](auto t) {
+    using T = decltype(t);
+    const T* rs = static_cast<const T*>(r);
+    T* ys = static_cast<T*>(y);
+    const T alpha = static_cast<T>(e.alpha), beta = static_cast<T>(e.beta);
+    parallel_rows(n, threads, kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        T v = rs != nullptr ? ys[i] + rs[i] : ys[i];
+        switch (e.activation) {
+          case ConvEpilogue::kRelu: v = v > T(0) ? v : T(0); break;
+          case ConvEpilogue::kLeakyRelu: v = v > T(0) ? v : alpha * v; break;
+          case ConvEpilogue::kClip: v = std::min(std::max(v, alpha), beta); break;
+          case ConvEpilogue::kNone: break;
+        }
+        ys[i] = v;
+      }
+    });
   });
 }
 

@@ -50,10 +50,12 @@ def _x(ctx) -> _Activation:
     return _Activation(var.shape, var.dtype)
 
 
-def _out(ctx, shape: tuple, dtype: str) -> None:
-    """Set out: [N, C, OH, OW] in the layout channel_block names."""
+def _out(ctx, shape: tuple, dtype: str) -> tuple:
+    """Set out: [N, C, OH, OW] in the layout channel_block names; returns its shape."""
     b = ctx.attrs.get("channel_block", 0)
-    ctx.set_output("out", blocked_shape(ctx, shape, b, "out") if b else shape, dtype)
+    shape = blocked_shape(ctx, shape, b, "out") if b else shape
+    ctx.set_output("out", shape, dtype)
+    return shape
 
 
 def _pair(ctx, name: str) -> tuple[int, int]:
@@ -209,7 +211,27 @@ def conv2d_shape(ctx) -> None:
             "filter_fingerprint must be int64 [1] (a fingerprint op's out), got "
             f"{fingerprint.dtype}{_fmt(fingerprint.shape)}"
         )
-    _out(ctx, _conv_out(ctx), dtype)
+    out = _out(ctx, _conv_out(ctx), dtype)
+    residual = ctx.input("residual")
+    if residual is not None:
+        if residual.dtype != dtype or not _fits(residual.shape, out):
+            ctx.fail(
+                f"residual must be out's {dtype}{_fmt(out)}, got "
+                f"{residual.dtype}{_fmt(residual.shape)}"
+            )
+    if (
+        ctx.attrs["fuse_activation"] == "clip"
+        and not ctx.attrs["fuse_alpha"] <= ctx.attrs["fuse_beta"]
+    ):
+        ctx.fail(
+            f"clip's bounds fuse_alpha {ctx.attrs['fuse_alpha']} and fuse_beta "
+            f"{ctx.attrs['fuse_beta']} must be ordered"
+        )
+
+
+def _fits(a: tuple, b: tuple) -> bool:
+    """Whether shapes ``a`` and ``b`` can be the same (unknown dimensions match any)."""
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
 def conv2d_transpose_shape(ctx) -> None:
