@@ -22,7 +22,6 @@ ResNet-18 (3x32x32, batch 32) when PyTorch is installed (the model comes from to
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -33,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import networks
 import numpy as np
 import timing
 from timing import optional
@@ -133,10 +133,7 @@ def resnet18_step() -> tuple[float, int] | None:
     torch = optional("torch")
     if torch is None:
         return None
-    path = Path(__file__).resolve().parent.parent / "tests" / "core" / "onnx" / "torch_models.py"
-    spec = importlib.util.spec_from_file_location("torch_models", path)
-    models = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(models)  # the tests' ResNet-18, written with torch.nn
+    models = networks.torch_models()  # the tests' ResNet-18, written with torch.nn
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "resnet18.onnx"
         x = torch.zeros(32, 3, 32, 32)

@@ -151,10 +151,10 @@ def torch_step(name: str, threads: int) -> dict | None:
     return {"first": first, "later": later, "held": held}
 
 
-def worker(python: str, *args: str) -> dict | None:
-    """Run this file as a worker in a fresh process; its figures (None: it skipped them, and
-    its messages say why)."""
-    out = subprocess.run([python, __file__, *args], capture_output=True, text=True, check=False)
+def worker(python: str, *args: str, script: str = __file__):
+    """Run ``script`` (this file) as a worker in a fresh process; its figures, the JSON of its
+    last line of output (None: it skipped them, and its messages say why)."""
+    out = subprocess.run([python, script, *args], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"worker {args} failed:\n{out.stderr}")
     *messages, figures = out.stdout.strip().splitlines()

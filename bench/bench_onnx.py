@@ -1,10 +1,11 @@
 """Imported ONNX models: inference here beside ONNX Runtime and PyTorch, on the same file.
 
-Each network is written in PyTorch (the ONNX model tests' definitions, random weights), exported
-with torch.onnx.export (its TorchScript exporter), imported with pc.onnx.load and run by an
-Executor; ONNX Runtime runs the same file (default optimisations: batch norm folded, conv and
-activation fused, its CPU layouts) and PyTorch the module (eval, no_grad). One and two threads,
-medians of interleaved rounds. Also the import time of resnet18 (target: under 1 s).
+Each network is written in PyTorch (bench/networks.py: the ONNX model tests' definitions,
+random weights), exported with torch.onnx.export (its TorchScript exporter), imported with
+pc.onnx.load and run by an Executor; ONNX Runtime runs the same file (default optimisations:
+batch norm folded, conv and activation fused, its CPU layouts) and PyTorch the module (eval,
+no_grad). One and two threads, medians of interleaved rounds. Also the import time of resnet18
+(target: under 1 s). bench_models.py runs the same networks built with our layers instead.
 
     python bench/bench_onnx.py [--rounds 9] [--threads 1 2] [--models resnet18_224 ...]
     (pip install torch==2.13.0 onnxruntime; the speed targets against ONNX Runtime are the
@@ -14,48 +15,24 @@ medians of interleaved rounds. Also the import time of resnet18 (target: under 1
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.util
-import io
 import math
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
+import networks
 import timing
+from networks import CONFIGS
 from timing import optional
 
 import paddle_core as pc
 
-ROOT = Path(__file__).resolve().parent.parent
-# name -> (network, input shape)
-CONFIGS = {
-    "resnet18_224": ("ResNet18", (1, 3, 224, 224), {}),
-    "resnet18_32": ("ResNet18", (32, 3, 32, 32), {}),
-    "mobilenet_v2": ("MobileNetV2", (16, 3, 64, 64), {}),
-    "transformer": ("Encoder", (8, 128, 256), {"d_model": 256, "heads": 4, "feed_forward": 1024}),
-}
 
-
-def torch_models():
-    """The model tests' PyTorch networks (one definition for the tests and this benchmark)."""
-    path = ROOT / "tests" / "core" / "onnx" / "torch_models.py"
-    spec = importlib.util.spec_from_file_location("torch_models", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def export(torch, models, name: str, directory: Path):
+def export(torch, name: str, directory: Path):
     """(the PyTorch module, its input, the ONNX file) for one configuration."""
-    network, shape, kwargs = CONFIGS[name]
-    module = models.seeded(getattr(models, network)(**kwargs))
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+    module, x = networks.torch_network(torch, name)
     path = directory / f"{name}.onnx"
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, (x,), str(path), dynamo=False)
+    networks.export_onnx(torch, module, x, path)
     return module, x, path
 
 
@@ -69,9 +46,8 @@ def main() -> None:
     torch, ort = optional("torch"), optional("onnxruntime")
     if torch is None:
         return  # the networks are PyTorch's, exported here
-    models = torch_models()
     with tempfile.TemporaryDirectory() as tmp:
-        files = {name: export(torch, models, name, Path(tmp)) for name in args.models}
+        files = {name: export(torch, name, Path(tmp)) for name in args.models}
         if "resnet18_224" in files:
             start = time.perf_counter()
             pc.onnx.load(files["resnet18_224"][2])
@@ -104,9 +80,7 @@ def timed_calls(torch, ort, module, x, imported, path: Path, threads: int) -> di
         "ours": lambda: exe.run(imported.program, feed=feed, fetch_list=fetch, scope=imported.scope)
     }
     if ort is not None:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = networks.ort_session(ort, path, threads)
         calls["ort"] = lambda: session.run(None, feed)
 
     def eager():

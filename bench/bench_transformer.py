@@ -8,7 +8,8 @@ alone (PyTorch: eval() under no_grad, its fast path where it takes one).
 
 Ours is pc.layers.transformer_encoder_layer (the fused scaled_dot_product_attention op) in
 one prepared plan per step; PyTorch runs nn.TransformerEncoder(nn.TransformerEncoderLayer(...,
-batch_first=True), 2). Targets: training at most 0.7x PyTorch's time, inference at most 0.8x.
+batch_first=True), 2) (bench/networks.py builds both). Targets: training at most 0.7x
+PyTorch's time, inference at most 0.8x.
 
     python bench/bench_transformer.py [--rounds 9] [--threads 1 2] [--cpu-time]
     (PyTorch: pip install torch==2.13.0; --cpu-time: the process's CPU time, not the wall clock)
@@ -19,25 +20,22 @@ from __future__ import annotations
 import argparse
 import math
 
+import networks
 import numpy as np
 import timing
 from timing import optional
 
 import paddle_core as pc
 
-D_MODEL, HEADS, FEED_FORWARD, LAYERS, SEQ, BATCH = 256, 4, 1024, 2, 128, 8
+# the shape of a batch, [batch, sequence, d_model]; d_model, heads, feed_forward, dropout (none)
+_, SHAPE, ENCODER = networks.CONFIGS["transformer"]
 
 
 def ours(x: np.ndarray, threads: int):
     """(training step, inference) callables."""
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
-        h = pc.layers.data("x", [SEQ, D_MODEL])
-        for k in range(LAYERS):
-            h = pc.layers.transformer_encoder_layer(
-                h, D_MODEL, HEADS, FEED_FORWARD, dropout=0.0, name=f"layers.{k}"
-            )
-        out = h
+        out = networks.transformer_encoder(pc.layers.data("x", list(SHAPE[1:])), **ENCODER)
         loss = pc.layers.mean(pc.ops.mul(out, out))
         test = main.clone(for_test=True)
         pc.optimizer.Adam(0.001).minimize(loss)
@@ -53,9 +51,7 @@ def ours(x: np.ndarray, threads: int):
 def torch_calls(torch, x: np.ndarray, threads: int):
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    nn = torch.nn
-    layer = nn.TransformerEncoderLayer(D_MODEL, HEADS, FEED_FORWARD, 0.0, batch_first=True)
-    model = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+    model = networks.torch_models().Encoder(**ENCODER)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.001, foreach=True)
     inputs = torch.from_numpy(x)
 
@@ -84,7 +80,7 @@ def main() -> None:
         timing.use_cpu_time()
     timing.banner(__doc__)
     torch = optional("torch")
-    x = np.random.default_rng(0).standard_normal((BATCH, SEQ, D_MODEL)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
     print(f"{'':9} {'threads':>7} {'paddle-core ms':>15} {'PyTorch ms':>11} {'ours / PyTorch':>15}")
     for threads in args.threads:
         train, infer = ours(x, threads)

@@ -63,7 +63,8 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV2(nn.Module):
-    """torchvision's mobilenet_v2 (width 1.0): relu6, depthwise convolutions, residuals."""
+    """torchvision's mobilenet_v2 (width 1.0): relu6, depthwise convolutions, residuals;
+    ``dropout`` before the classifier."""
 
     SETTINGS = (
         (1, 16, 1, 1),
@@ -75,7 +76,7 @@ class MobileNetV2(nn.Module):
         (6, 320, 1, 1),
     )
 
-    def __init__(self, classes: int = 10):
+    def __init__(self, classes: int = 10, dropout: float = 0.2):
         super().__init__()
         layers, cin = [conv_bn(3, 32, 3, 2, act=nn.ReLU6)], 32
         for t, c, n, s in self.SETTINGS:
@@ -84,7 +85,7 @@ class MobileNetV2(nn.Module):
                 cin = c
         layers.append(conv_bn(cin, 1280, 1, act=nn.ReLU6))
         self.features = nn.Sequential(*layers)
-        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, classes))
+        self.classifier = nn.Sequential(nn.Dropout(dropout), nn.Linear(1280, classes))
 
     def forward(self, x):
         x = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
@@ -256,10 +257,12 @@ class ViT(nn.Module):
 class Encoder(nn.Module):
     """torch.nn.TransformerEncoder: 2 layers (d_model 64, 4 heads by default), batch first."""
 
-    def __init__(self, d_model: int = 64, heads: int = 4, feed_forward: int = 128):
+    def __init__(
+        self, d_model: int = 64, heads: int = 4, feed_forward: int = 128, dropout: float = 0.1
+    ):
         super().__init__()
         layer = nn.TransformerEncoderLayer(
-            d_model, heads, feed_forward, dropout=0.1, batch_first=True
+            d_model, heads, feed_forward, dropout=dropout, batch_first=True
         )
         self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
 
