@@ -8,8 +8,9 @@ inference, a quarter of its time. The pass gives each such conv2d a ``filter_fin
 ``fingerprint(filter)``: the op reads only a parameter the plan does not write, so the core's
 constant folding runs it once, and again only when the filter is set (a training step, a
 ``set_var``); the kernel converts the filter again only when the fingerprint differs from
-the last run's. Float32 conv2d ops whose filter is persistable, not fed and written by no op
-of the program, where oneDNN computes (``paddle_ops_nn.onednn.is_enabled``).
+the last run's. Float32 conv2d ops whose filter is constant, where oneDNN computes
+(``paddle_ops_nn.onednn.is_enabled``): a parameter no op of the program writes and nothing
+feeds, or the result of ops reading only such values (batch norm folding's filter).
 """
 
 from __future__ import annotations
@@ -48,18 +49,23 @@ def _cached_convs(program: Any, device: Any, feed_names: Any) -> list[Any]:
 
     if not onednn.is_enabled():
         return []
-    written = {name for op in block.ops for name in op.output_names}
+    writers: dict[str, list[Any]] = {}
+    for op in block.ops:
+        for name in op.output_names:
+            writers.setdefault(name, []).append(op)
     fed = set(feed_names)
-    cached = []
-    for op in convs:
-        (name,) = op.input("filter")
+
+    def constant(name: str) -> bool:
         var = block.find_var(name)
-        if (
-            var is not None
-            and var.persistable
-            and var.dtype == "float32"
-            and name not in written
-            and name not in fed
-        ):
-            cached.append(op)
-    return cached
+        if var is None or name in fed:
+            return False
+        ops = writers.get(name, [])
+        if var.persistable:
+            return not ops
+        return len(ops) == 1 and bool(ops[0].input_names) and all(map(constant, ops[0].input_names))
+
+    return [
+        op
+        for op in convs
+        if block.var(op.input("filter")[0]).dtype == "float32" and constant(op.input("filter")[0])
+    ]

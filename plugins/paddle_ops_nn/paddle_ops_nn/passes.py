@@ -1,9 +1,14 @@
 """paddle-ops-nn's program passes (the manifest's hooks_module), run in this order by the
-planner on its private copy of a program: ``onednn_layout`` (layout.py: oneDNN's blocked
-layout between the ops that compute on it), ``onednn_fusion`` (fusion.py: a convolution's
-residual add and activation computed as part of it, in plans without gradients) and
-``onednn_filter_cache`` (filter_cache.py: convolution filters converted once per change, not
-per run).
+planner on its private copy of a program:
+
+- ``fold_batch_norm`` (batch_norm_folding.py): an inference's batch norm folded into the
+  convolution before it;
+- ``onednn_layout`` (layout.py): oneDNN's blocked or channels-last layout between the ops that
+  compute on it;
+- ``onednn_fusion`` (fusion.py): a convolution's residual add and activation computed as part
+  of it, in plans without gradients;
+- ``onednn_filter_cache`` (filter_cache.py): convolution filters converted once per change,
+  not per run.
 
 ``set_pass_enabled(name, False)`` switches one off for the plans prepared from then on (a
 prepared plan keeps what it was prepared with), to debug a pass or to compare results with
@@ -16,9 +21,9 @@ from typing import Any
 
 from paddle_core import ConfigError, hookimpl
 
-from . import filter_cache, fusion, layout
+from . import batch_norm_folding, filter_cache, fusion, layout
 
-PASSES = {layout.NAME: layout, fusion.NAME: fusion, filter_cache.NAME: filter_cache}
+PASSES = {module.NAME: module for module in (batch_norm_folding, layout, fusion, filter_cache)}
 _disabled: set[str] = set()
 
 

@@ -76,10 +76,10 @@ inline int stored_block(int block, int64_t c) {
 inline const Attrs& plain_only(const Attrs& attrs) {
   const int b = channel_block_of(attrs);
   if (b != 0)
-    fail("channel_block %d is oneDNN's blocked layout, which only the CPU kernels take; the "
-         "CUDA kernels take NCHW tensors (channel_block 0, as the layout pass leaves it for a "
-         "CUDA plan)",
-         b);
+    fail("channel_block %d is oneDNN's %s layout, which only the CPU kernels take; the CUDA "
+         "kernels take NCHW tensors (channel_block 0, as the layout pass leaves it for a CUDA "
+         "plan)",
+         b, b == kChannelsLast ? "channels-last" : "blocked");
   return attrs;
 }
 

@@ -106,6 +106,52 @@ def test_a_filter_set_again_is_converted_again():
     np.testing.assert_array_equal(got, want)
 
 
+def bn_net(image):
+    """conv -> batch norm -> relu twice (the second convolution with a bias), then fc."""
+    h = pc.layers.batch_norm(pc.layers.conv2d(image, 16, 3, padding=1, bias_attr=False), act="relu")
+    h = pc.layers.batch_norm(pc.layers.conv2d(h, 16, 3, padding=1), act="relu")
+    return pc.layers.fc(h, 10)
+
+
+def evaluation(net):
+    """The evaluation clone of a training program of ``net``, running statistics set at random."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        out = net(pc.layers.data("image", [3, 12, 12]))
+        pc.optimizer.SGD(0.1).minimize(pc.ops.mean(out))
+    test = main.clone(for_test=True)
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
+    for name, var in test.global_block().vars.items():
+        if var.persistable and "batch_norm" in name and name.endswith(("mean", "variance")):
+            value = RNG.standard_normal(var.shape).astype(np.float32)
+            scope.set_var(name, np.abs(value) + 0.5 if name.endswith("variance") else value)
+    return test, out, scope
+
+
+@pytest.mark.parametrize("off", [None, "fold_batch_norm"])
+def test_batch_norm_folds_into_the_convolution(off, without):
+    test, out, scope = evaluation(bn_net)
+    if off:
+        without(off)
+    got, plan = run(test, out, scope)
+    want, _ = run(test, out, scope, fold_constants=False)
+    for name in passes.PASSES:
+        without(name)
+    plain, unpassed = run(test, out, scope)
+    assert "batch_norm" in unpassed.op_types
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(want, plain, rtol=1e-5, atol=1e-5)
+    if off:
+        assert "batch_norm" in plan.op_types
+        return
+    assert "batch_norm" not in plan.op_types and "relu" not in plan.op_types
+    assert {"rsqrt", "reshape", "mul", "sub", "fingerprint"} <= set(plan.folded_ops)
+    if onednn.is_enabled():
+        fused = [s.op.attrs["fuse_activation"] for s in plan.steps if s.op.type == "conv2d"]
+        assert fused == ["relu", "relu"]
+
+
 def test_a_training_program_is_neither_fused_nor_cached():
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):

@@ -38,8 +38,9 @@ built = pytest.mark.skipif(
 
 # The ops with no CUDA kernel, and why: reorder_layout converts to and from oneDNN's blocked
 # layout, which only the layout pass of CPU plans makes (paddle_ops_nn/layout.py); a CUDA plan
-# keeps its tensors NCHW and never holds one.
-CPU_ONLY = {"reorder_layout"}
+# keeps its tensors NCHW and never holds one. fingerprint is the filter cache pass's, which
+# runs for oneDNN's convolutions (filter_cache.py).
+CPU_ONLY = {"reorder_layout", "fingerprint"}
 
 
 def test_every_nn_op_but_the_cpu_only_ones_has_cuda_kernels():

@@ -72,12 +72,17 @@ def test_an_empty_tensor_launches_nothing():
 CONV_TRANSPOSE = {"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1], "groups": 1}
 LAYOUT = {"channel_block": 0}  # conv2d's, pool2d's and batch_norm's (the CPU's blocked layout)
 CONV = CONV_TRANSPOSE | LAYOUT
+FUSED = {"fuse_activation": "", "fuse_alpha": 0.0, "fuse_beta": 0.0}  # conv2d's epilogue
 POOL = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2], "paddings": [0, 0]}
 POOL |= {"global_pooling": False, "ceil_mode": False, "exclusive": True} | LAYOUT
 BATCH_NORM = {"momentum": 0.9, "epsilon": 1e-5, "is_test": False} | LAYOUT
 LAYER_NORM = {"begin_norm_axis": 1, "epsilon": 1e-5}
 WITH_ATTRS = {
-    "conv2d_cuda": ([float32(2, 3, 5, 5), float32(4, 3, 3, 3), None], [float32(2, 4, 5, 5)], CONV),
+    "conv2d_cuda": (
+        [float32(2, 3, 5, 5), float32(4, 3, 3, 3), None, None, None],
+        [float32(2, 4, 5, 5)],
+        CONV | FUSED,
+    ),
     "conv2d_grad_cuda": (
         [float32(2, 3, 5, 5), float32(4, 3, 3, 3), float32(2, 4, 5, 5), float32(4)],
         [float32(2, 3, 5, 5), float32(4, 3, 3, 3), float32(4)],
@@ -140,7 +145,11 @@ def test_without_a_driver_the_nn_kernels_fail_with_cudas_message(name):
 
 # The same kernels on empty tensors: nothing to compute, nothing launched, no CUDA call.
 EMPTY = {
-    "conv2d_cuda": ([float32(0, 3, 5, 5), float32(4, 3, 3, 3), None], [float32(0, 4, 5, 5)], CONV),
+    "conv2d_cuda": (
+        [float32(0, 3, 5, 5), float32(4, 3, 3, 3), None, None, None],
+        [float32(0, 4, 5, 5)],
+        CONV | FUSED,
+    ),
     "conv2d_grad_cuda": (
         [float32(0, 3, 5, 5), float32(4, 3, 3, 3), float32(0, 4, 5, 5), None],
         [float32(0, 3, 5, 5), None, None],
@@ -198,7 +207,18 @@ def test_the_cuda_kernels_check_shapes_as_the_cpu_kernels_do():
 BLOCKABLE = ("conv2d", "pool2d", "batch_norm")  # the ops with a channel_block
 
 
-@pytest.mark.parametrize("b", [8, 16])
+def test_the_cuda_convolution_refuses_the_cpus_fused_epilogue():
+    ins, outs, attrs = WITH_ATTRS["conv2d_cuda"]
+    for fused in ({"fuse_activation": "relu"}, {}):
+        given = [*ins[:4], float32(2, 4, 5, 5)] if not fused else ins
+        status, message, *_ = prepare_kernel(
+            nn_kernels, "conv2d_cuda", Slots(*given), Slots(*outs), attrs | fused
+        )
+        assert status == PC_ERROR
+        assert message.startswith("a residual and fuse_activation are computed by the CPU's")
+
+
+@pytest.mark.parametrize("b", [8, 16, -1])
 @pytest.mark.parametrize("name", [f"{op}{grad}_cuda" for op in BLOCKABLE for grad in ("", "_grad")])
 def test_the_cuda_kernels_refuse_onednns_blocked_layout(name, b):
     # First, whatever the tensors: the layout pass sets channel_block for CPU plans only.
@@ -208,7 +228,8 @@ def test_the_cuda_kernels_refuse_onednns_blocked_layout(name, b):
     )
     assert status == PC_ERROR
     assert message.startswith(
-        f"channel_block {b} is oneDNN's blocked layout, which only the CPU kernels take"
+        f"channel_block {b} is oneDNN's {'channels-last' if b < 0 else 'blocked'} layout, which "
+        "only the CPU kernels take"
     ), message
 
 
