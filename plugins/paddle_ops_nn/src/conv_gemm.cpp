@@ -18,10 +18,16 @@ namespace {
 
 template <class T> class GemmConv final : public ConvEngine {
  public:
-  GemmConv(const ConvShape& s, const ConvEpilogue& e)
+  GemmConv(const ConvShape& s, const ConvEpilogue& e, unsigned passes)
       : s_(s), epilogue_(e), col_(static_cast<size_t>(s.taps() * s.out_plane())) {
     for (int64_t v : {s.taps(), s.out_plane(), s.filters / s.groups})
       if (v > INT_MAX) fail("the convolution is too large for OpenBLAS's 32-bit sizes");
+    const int64_t wide = s.batch * s.out_plane();
+    if ((passes & kBackwardWeights) && s.batch > 1 && wide <= INT_MAX &&
+        wide * (s.taps() + group_filters()) <= kWideElements) {
+      wide_col_.resize(static_cast<size_t>(s.taps() * wide));
+      wide_dy_.resize(static_cast<size_t>(group_filters() * wide));
+    }
   }
 
   // (same_filter: nothing to reuse, the products read the filter as it is)
@@ -61,7 +67,9 @@ template <class T> class GemmConv final : public ConvEngine {
   void backward_weights(const void* x, const void* dy, void* dw, void* db,
                         int threads) const override {
     set_blas_threads(threads);
-    if (dw != nullptr) {
+    if (dw != nullptr && !wide_col_.empty()) {
+      wide_weights(static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw));
+    } else if (dw != nullptr) {
       for (int64_t n = 0; n < s_.batch; ++n)
         for (int64_t g = 0; g < s_.groups; ++g) {
           const T* col = unrolled(static_cast<const T*>(x) +
@@ -77,6 +85,28 @@ template <class T> class GemmConv final : public ConvEngine {
   }
 
  private:
+  // Few output positions per image (ResNet's last stage at 32x32: one): the images' unrolled
+  // matrices side by side, [taps, N * OH * OW], and dy's planes likewise, so that one product
+  // with inner size N * OH * OW gives dw, where a product per image (inner size OH * OW)
+  // rewrites all of dw each time: 10x slower. While both matrices stay small (kWideElements).
+  static constexpr int64_t kWideElements = int64_t{1} << 22;
+
+  void wide_weights(const T* x, const T* dy, T* dw) const {
+    const int64_t plane = s_.out_plane(), wide = s_.batch * plane, gf = group_filters();
+    for (int64_t g = 0; g < s_.groups; ++g) {
+      for (int64_t n = 0; n < s_.batch; ++n) {
+        const T* col = unrolled(x + (n * s_.channels + g * group_channels()) * s_.in_plane());
+        for (int64_t row = 0; row < s_.taps(); ++row)
+          std::copy_n(col + row * plane, plane, wide_col_.data() + row * wide + n * plane);
+        const T* planes = dy + (n * s_.filters + g * gf) * plane;
+        for (int64_t k = 0; k < gf; ++k)
+          std::copy_n(planes + k * plane, plane, wide_dy_.data() + k * wide + n * plane);
+      }
+      gemm<T>(false, true, gf, s_.taps(), wide, T(0), wide_dy_.data(), wide_col_.data(),
+              dw + g * gf * s_.taps());
+    }
+  }
+
   int64_t group_channels() const { return s_.channels / s_.groups; }
   int64_t group_filters() const { return s_.filters / s_.groups; }
 
@@ -131,6 +161,7 @@ template <class T> class GemmConv final : public ConvEngine {
   ConvShape s_;
   ConvEpilogue epilogue_;
   mutable std::vector<T> col_;  // scratch of run(), sized in prepare
+  mutable std::vector<T> wide_col_, wide_dy_;  // wide_weights' (empty: a product per image)
 };
 
 template <class T>
@@ -161,10 +192,10 @@ void bias_grad_loop(const T* dy, T* db, int64_t batch, int64_t channels, int64_t
 
 }  // namespace
 
-std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned,
+std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes,
                                            const ConvEpilogue& epilogue) {
   return dispatch(dtype, Floats{}, [&](auto t) -> std::unique_ptr<ConvEngine> {
-    return std::make_unique<GemmConv<decltype(t)>>(shape, epilogue);
+    return std::make_unique<GemmConv<decltype(t)>>(shape, epilogue, passes);
   });
 }
 

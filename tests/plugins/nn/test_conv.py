@@ -155,6 +155,12 @@ CONV_CASES = {
         attrs={"paddings": [0, 2, 1, 0], "strides": [2, 2]},
     ),
     "1x1": dict(shape=(2, 5, 4, 3), filters=3, kernel=(1, 1), attrs={}),
+    # ResNet's last stage on 32x32 images: oneDNN has no weights kernel of its own for these
+    # (the built-in engine's one product over the batch computes filter_grad)
+    "1x1 images": dict(shape=(4, 16, 1, 1), filters=8, kernel=(3, 3), attrs={"paddings": [1, 1]}),
+    "2x2 images, stride 2": dict(
+        shape=(4, 8, 2, 2), filters=16, kernel=(3, 3), attrs={"paddings": [1, 1], "strides": [2, 2]}
+    ),
 }
 
 
@@ -241,7 +247,11 @@ def _analytic_grads(op, inputs, attrs, weights):
 
 
 @pytest.mark.parametrize("op", ["conv2d", "conv2d_transpose"])
-@pytest.mark.parametrize("case", ["padded", "dilation", "groups", "stride > kernel"], ids=str)
+@pytest.mark.parametrize(
+    "case",
+    ["padded", "dilation", "groups", "stride > kernel", "1x1 images", "2x2 images, stride 2"],
+    ids=str,
+)
 def test_float32_gradients_agree_with_float64(op, case):
     case = CONV_CASES[case]
     inputs = _conv_inputs(case, "float64", transpose=op == "conv2d_transpose")
