@@ -11,6 +11,7 @@
 #ifndef PADDLE_OPS_NN_CONV_HPP_
 #define PADDLE_OPS_NN_CONV_HPP_
 
+#include <cstddef>
 #include <memory>
 
 #include "window.hpp"
@@ -19,13 +20,18 @@ namespace paddle_ops_nn {
 
 enum ConvPass : unsigned { kForward = 1, kBackwardData = 2, kBackwardWeights = 4 };
 
+// Each call gets `ws`, workspace_bytes() of scratch memory (64-byte aligned, content
+// undefined): the kernel's workspace (pc::Workspace).
 class ConvEngine {
  public:
   virtual ~ConvEngine() = default;
-  virtual void forward(const void* x, const void* w, const void* b, void* y, int threads) const = 0;
-  virtual void backward_data(const void* dy, const void* w, void* dx, int threads) const = 0;
+  virtual size_t workspace_bytes() const = 0;
+  virtual void forward(const void* x, const void* w, const void* b, void* y, char* ws,
+                       int threads) const = 0;
+  virtual void backward_data(const void* dy, const void* w, void* dx, char* ws,
+                             int threads) const = 0;
   // db may be null (no bias gradient wanted); dw may be null too.
-  virtual void backward_weights(const void* x, const void* dy, void* dw, void* db,
+  virtual void backward_weights(const void* x, const void* dy, void* dw, void* db, char* ws,
                                 int threads) const = 0;
 };
 

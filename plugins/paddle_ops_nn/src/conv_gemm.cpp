@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <climits>
 #include <type_traits>
-#include <vector>
 
 #include "blas.hpp"
 #include "conv.hpp"
@@ -18,18 +17,26 @@ namespace {
 
 template <class T> class GemmConv final : public ConvEngine {
  public:
-  explicit GemmConv(const ConvShape& s) : s_(s), col_(static_cast<size_t>(s.taps() * s.out_plane())) {
+  explicit GemmConv(const ConvShape& s) : s_(s) {
     for (int64_t v : {s.taps(), s.out_plane(), s.filters / s.groups})
       if (v > INT_MAX) fail("the convolution is too large for OpenBLAS's 32-bit sizes");
   }
 
-  void forward(const void* x, const void* w, const void* b, void* y, int threads) const override {
+  // The unrolled matrix of one image and group.
+  size_t workspace_bytes() const override {
+    return static_cast<size_t>(s_.taps() * s_.out_plane()) * sizeof(T);
+  }
+
+  void forward(const void* x, const void* w, const void* b, void* y, char* ws,
+               int threads) const override {
     set_blas_threads(threads);
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);
+    T* col_ws = reinterpret_cast<T*>(ws);
     for (int64_t n = 0; n < s_.batch; ++n)
       for (int64_t g = 0; g < s_.groups; ++g) {
-        const T* col = unrolled(xs + (n * s_.channels + g * group_channels()) * s_.in_plane());
+        const T* col =
+            unrolled(xs + (n * s_.channels + g * group_channels()) * s_.in_plane(), col_ws);
         gemm<T>(false, false, group_filters(), s_.out_plane(), s_.taps(), T(0),
                 static_cast<const T*>(w) + g * group_filters() * s_.taps(), col,
                 ys + (n * s_.filters + g * group_filters()) * s_.out_plane());
@@ -38,28 +45,31 @@ template <class T> class GemmConv final : public ConvEngine {
       add_channel_bias(pc::DType<T>::value, b, y, s_.batch, s_.filters, s_.out_plane(), threads);
   }
 
-  void backward_data(const void* dy, const void* w, void* dx, int threads) const override {
+  void backward_data(const void* dy, const void* w, void* dx, char* ws,
+                     int threads) const override {
     set_blas_threads(threads);
     T* dxs = static_cast<T*>(dx);
+    T* col = reinterpret_cast<T*>(ws);
     std::fill(dxs, dxs + s_.batch * s_.channels * s_.in_plane(), T(0));
     for (int64_t n = 0; n < s_.batch; ++n)
       for (int64_t g = 0; g < s_.groups; ++g) {
         gemm<T>(true, false, s_.taps(), s_.out_plane(), group_filters(), T(0),
                 static_cast<const T*>(w) + g * group_filters() * s_.taps(),
                 static_cast<const T*>(dy) + (n * s_.filters + g * group_filters()) * s_.out_plane(),
-                col_.data());
-        fold(dxs + (n * s_.channels + g * group_channels()) * s_.in_plane());
+                col);
+        fold(col, dxs + (n * s_.channels + g * group_channels()) * s_.in_plane());
       }
   }
 
-  void backward_weights(const void* x, const void* dy, void* dw, void* db,
+  void backward_weights(const void* x, const void* dy, void* dw, void* db, char* ws,
                         int threads) const override {
     set_blas_threads(threads);
     if (dw != nullptr) {
       for (int64_t n = 0; n < s_.batch; ++n)
         for (int64_t g = 0; g < s_.groups; ++g) {
           const T* col = unrolled(static_cast<const T*>(x) +
-                                  (n * s_.channels + g * group_channels()) * s_.in_plane());
+                                      (n * s_.channels + g * group_channels()) * s_.in_plane(),
+                                  reinterpret_cast<T*>(ws));
           gemm<T>(false, true, group_filters(), s_.taps(), s_.out_plane(), n == 0 ? T(0) : T(1),
                   static_cast<const T*>(dy) + (n * s_.filters + g * group_filters()) * s_.out_plane(),
                   col, static_cast<T*>(dw) + g * group_filters() * s_.taps());
@@ -81,14 +91,13 @@ template <class T> class GemmConv final : public ConvEngine {
         for (int64_t j = 0; j < s_.w.kernel; ++j) f((c * s_.h.kernel + i) * s_.w.kernel + j, c, i, j);
   }
 
-  // The unrolled [taps, OH * OW] matrix of one group of one image (the image itself for a
-  // 1x1 kernel with stride 1 and no padding).
-  const T* unrolled(const T* image) const {
+  // The unrolled [taps, OH * OW] matrix of one group of one image, in `col` (the image itself
+  // for a 1x1 kernel with stride 1 and no padding).
+  const T* unrolled(const T* image, T* col) const {
     const Axis &h = s_.h, &w = s_.w;
     if (h.kernel == 1 && w.kernel == 1 && h.stride == 1 && w.stride == 1 && h.pad_before == 0 &&
         w.pad_before == 0 && h.out == h.in && w.out == w.in)
       return image;
-    T* col = col_.data();
     for_rows([&](int64_t row, int64_t c, int64_t i, int64_t j) {
       T* dst = col + row * s_.out_plane();
       const T* plane = image + c * s_.in_plane();
@@ -104,10 +113,9 @@ template <class T> class GemmConv final : public ConvEngine {
     return col;
   }
 
-  // col2im: add the unrolled matrix back onto the image it came from.
-  void fold(T* image) const {
+  // col2im: add the unrolled matrix `col` back onto the image it came from.
+  void fold(const T* col, T* image) const {
     const Axis &h = s_.h, &w = s_.w;
-    const T* col = col_.data();
     for_rows([&](int64_t row, int64_t c, int64_t i, int64_t j) {
       const T* src = col + row * s_.out_plane();
       T* plane = image + c * s_.in_plane();
@@ -123,7 +131,6 @@ template <class T> class GemmConv final : public ConvEngine {
   }
 
   ConvShape s_;
-  mutable std::vector<T> col_;  // scratch of run(), sized in prepare
 };
 
 template <class T>
