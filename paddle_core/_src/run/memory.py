@@ -72,11 +72,11 @@ class MemoryPlan:
         mb = 1 << 20
         rows = [
             ("arena", self.arena_bytes, f"{self.buffers} planned buffers sharing by liveness "
-             f"{self.planned_bytes / mb:.2f} MB"),
-            ("  of which workspaces", None, f"{self.workspaces} kernels' scratch, "
-             f"{self.workspace_bytes / mb:.2f} MB with a buffer each"),
+             f"({self.planned_bytes / mb:.2f} MB with a buffer each)"),
+            ("  of which workspaces", None, f"{self.workspaces} kernels' scratch "
+             f"({self.workspace_bytes / mb:.2f} MB with a buffer each)"),
             ("kernel state", self.kernel_state_bytes, "what kernels keep between runs"),
-            ("fetched values", self.fetched_bytes, "a buffer each, reused"),
+            ("fetched values", self.fetched_bytes, "a buffer each, reused once let go"),
             ("held by the plan", self.held_bytes, ""),
             ("persistable values", self.persistable_bytes, "the scope's, bound each run"),
         ]  # fmt: skip
