@@ -17,10 +17,10 @@
 // belong to one task; q_grad is summed over the shares, which write partial sums of their own
 // when there are fewer batches than threads.
 //
-// Memory contract: every tensor is C-contiguous and checked in prepare; each thread works in
-// its tiles (128 KB in float32 forward, 256 KB backward: within a core's L2); the backward's
-// partial q_grad sums (threads / batch copies of q_grad at most) exist only when
-// batch < threads. Tiles, D and the partial sums lie in the kernel's workspace. Float32 row loops run attention_avx2.cpp on
+// Memory contract: every tensor is C-contiguous and checked in prepare; each thread works in its
+// tiles (128 KB in float32 forward, 256 KB backward: within a core's L2); the backward's partial
+// q_grad sums (threads / batch copies of q_grad at most) exist only when batch < threads. Tiles, D
+// and the partial sums lie in the kernel's workspace. Float32 row loops run attention_avx2.cpp on
 // CPUs with AVX2 and FMA. OpenBLAS runs one thread inside each of ours.
 #include <algorithm>
 #include <cmath>
@@ -243,7 +243,8 @@ void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, T* lse, 
 
 // The forward's workspace: a ForwardTile per thread.
 inline size_t forward_workspace(int32_t dtype, int32_t threads) {
-  const size_t tile = dtype == PC_FLOAT64 ? ForwardTile<double>::kBytes : ForwardTile<float>::kBytes;
+  const size_t tile =
+      dtype == PC_FLOAT64 ? ForwardTile<double>::kBytes : ForwardTile<float>::kBytes;
   return tile * static_cast<size_t>(threads);
 }
 
