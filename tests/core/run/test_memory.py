@@ -3,6 +3,8 @@ live at one step ever overlaps another, and results are bit for bit those of a b
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -371,7 +373,7 @@ def test_the_memory_report_adds_up_what_the_plan_holds():
     feed = cnn_feed(np.random.default_rng(4))
     exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     memory = exe.prepare(main, feed, [loss]).memory
-    assert memory.fetched_bytes == 4  # the loss, a float32 [1]
+    assert memory.fetched_bytes == 4  # the loss, a float32 scalar
     # Parameters, their velocities, the learning rate, batch norm's running statistics.
     block = main.global_block()
     persistable = sum(scope.get(n).nbytes for n, v in block.vars.items() if v.persistable)
@@ -382,3 +384,50 @@ def test_the_memory_report_adds_up_what_the_plan_holds():
     for row in ("arena", "workspaces", "kernel state", "fetched", "persistable"):
         assert row in text
     assert f"{memory.arena_bytes / 2**20:.2f} MB" in text
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+@pytest.mark.parametrize("model", ["cnn", "transformer"])
+def test_steady_state_training_steps_allocate_nothing(model):
+    """After a few warm-up steps a training step needs no new memory: its values are planned
+    once (the arena), kernels' scratch too (their workspaces), the fetched loss reuses its
+    buffer once let go. A leak, or memory allocated and touched afresh each step, shows as
+    resident growth or as page faults (4 KiB each) across 100 steps."""
+    pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
+    resource = pytest.importorskip("resource")  # (POSIX only)
+    rng = np.random.default_rng(5)
+    if model == "cnn":
+        main, startup, loss = small_cnn()
+        feed = cnn_feed(rng)
+    else:
+        main, startup = pc.Program(), pc.Program()
+        with pc.program_guard(main, startup):
+            h = pc.layers.data("x", [32, 64])
+            h = pc.layers.transformer_encoder_layer(h, 64, 4, 128, dropout=0.1)
+            loss = pc.layers.mean(pc.ops.mul(h, h))
+            pc.optimizer.Adam(0.001).minimize(loss)
+        feed = {"x": rng.standard_normal((4, 32, 64)).astype(F32)}
+    scope, exe = pc.Scope(), pc.Executor(num_threads=2)
+    exe.run(startup, scope=scope)
+
+    def step():
+        (value,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        return float(value)
+
+    for _ in range(5):
+        step()
+    faults, resident = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, resident_bytes()
+    losses = [step() for _ in range(100)]
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    growth = resident_bytes() - resident
+    assert all(np.isfinite(losses))
+    assert growth <= 256 * 1024, f"resident memory grew {growth / 1024:.0f} KiB over 100 steps"
+    assert faults <= 100, f"{faults} page faults over 100 steps"
