@@ -705,8 +705,6 @@ def cmd_profile(args: argparse.Namespace) -> int:
     """A saved model run --runs times under the profiler, after one run to warm up; then what
     its plan holds."""
     # (NumPy, protobuf, the executor: only for this command)
-    import dataclasses
-
     from ._src.base.errors import ConfigError
     from ._src.run.executor import Executor
     from ._src.run.profiler import profile
@@ -752,7 +750,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
                 "by_type": rows(prof.by_type()),
                 "by_op": rows(prof.by_op()),
                 "trace": args.trace,
-                "memory": {**dataclasses.asdict(memory), "held_bytes": memory.held_bytes},
+                "memory": {**vars(memory), "held_bytes": memory.held_bytes},
             }
         )
         return 0
