@@ -87,7 +87,9 @@ COMMANDS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
         "runs it once to warm up, then --runs times under pc.profiler: each op's time, its "
         "kernel and the copies around it, taken in the compiled run loop. Prints the totals "
         "by op type and by op (its index in the program, type and outputs), largest first: "
-        "calls, total, mean and share of the ops' time. --trace writes the runs as Trace "
+        "calls, total, mean and share of the ops' time; then what the plan holds "
+        "(PreparedProgram.memory: its arena, the kernels' workspaces, fetched and persistable "
+        "values). --trace writes the runs as Trace "
         "Event JSON, which chrome://tracing and https://ui.perfetto.dev show as a timeline. "
         "Each input is given as a .npy file (np.save).",
         [

@@ -702,7 +702,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    """A saved model run --runs times under the profiler, after one run to warm up."""
+    """A saved model run --runs times under the profiler, after one run to warm up; then what
+    its plan holds."""
     # (NumPy, protobuf, the executor: only for this command)
     from ._src.base.errors import ConfigError
     from ._src.run.executor import Executor
@@ -720,6 +721,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     with profile() as prof:
         for _ in range(args.runs):
             exe.run(program, feed=feed, fetch_list=fetch_names, scope=scope)
+    memory = exe.prepare(program, feed, fetch_names).memory
     if args.trace:
         try:
             prof.export_chrome_trace(args.trace)
@@ -748,11 +750,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
                 "by_type": rows(prof.by_type()),
                 "by_op": rows(prof.by_op()),
                 "trace": args.trace,
+                "memory": {**vars(memory), "held_bytes": memory.held_bytes},
             }
         )
         return 0
     print(f"{args.model}: {counted(args.runs, 'run')} on {exe.device}, after one to warm up\n")
     sys.stdout.write(prof.table("type") + "\n" + prof.table("op", limit=args.top))
+    print(f"\nwhat the plan holds:\n{memory}")
     if args.trace:
         print(f"\ntrace: {args.trace} (open it in chrome://tracing or https://ui.perfetto.dev)")
     return 0

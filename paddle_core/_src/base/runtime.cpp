@@ -94,6 +94,10 @@ struct Step {
   const pc_kernel* kernel = nullptr;
   void* state = nullptr;
   uint64_t random_key = 0;  // pc_context.random_key while this step runs
+  // Native: the scratch memory its kernel asked for in prepare (pc_context.workspace_size),
+  // and where it is now (a buffer's data: use_workspace); what its state keeps, as it says.
+  size_t workspace_size = 0, state_bytes = 0;
+  void* workspace = nullptr;
   // Native: every tensor of the step holds no element (and it has outputs), so its kernel has
   // nothing to read, check or write: run is not called. Such a tensor may still have a huge
   // dimension ([2^40, 0]) that a kernel's loops would walk for nothing.
@@ -216,6 +220,7 @@ class Plan {
 
   // Run every native kernel's prepare (data-less tensors). Raises KernelFailure.
   void prepare() {
+    with_workspace_.clear();
     for (size_t s = 0; s < steps_.size(); ++s) {
       Step& step = *steps_[s];
       if (!step.native || step.kernel->prepare == nullptr) continue;
@@ -224,7 +229,12 @@ class Plan {
         for (pc_tensor& t : *items) saved.push_back(std::exchange(t.data, nullptr));
       pc_attrs attrs{step.attr_items.data(), static_cast<int32_t>(step.attr_items.size())};
       message_[0] = '\0';
+      ctx_.workspace_size = ctx_.state_bytes = 0;
+      ctx_.workspace = nullptr;
       pc_status status = step.kernel->prepare(&attrs, &step.ins, &step.outs, &ctx_, &step.state);
+      step.workspace_size = std::exchange(ctx_.workspace_size, 0);
+      if (step.workspace_size > 0) with_workspace_.push_back(&step);
+      step.state_bytes = std::exchange(ctx_.state_bytes, 0);
       size_t k = 0;
       for (auto* items : {&step.in_items, &step.out_items})
         for (pc_tensor& t : *items) t.data = saved[k++];
@@ -232,10 +242,36 @@ class Plan {
     }
   }
 
+  // (op, workspace bytes, state bytes) of each native step whose kernel asked for scratch
+  // memory or said its state keeps some, after prepare.
+  std::vector<std::array<int64_t, 3>> kernel_memory() const {
+    std::vector<std::array<int64_t, 3>> found;
+    for (const auto& step : steps_)
+      if (step->native && (step->workspace_size > 0 || step->state_bytes > 0))
+        found.push_back({step->op, static_cast<int64_t>(step->workspace_size),
+                         static_cast<int64_t>(step->state_bytes)});
+    return found;
+  }
+
+  // Op `op`'s kernel gets buffer `index`'s memory as its workspace (the buffer holds at least
+  // the bytes it asked for), wherever the buffer is bound.
+  void use_workspace(int32_t op, int32_t index) {
+    Buffer& b = *buffers_.at(index);
+    for (auto& step : steps_) {
+      if (!step->native || step->op != op) continue;
+      if (bytes_of(b) < step->workspace_size)
+        throw std::invalid_argument("a workspace buffer smaller than its kernel asked for");
+      step->workspace = b.data;
+      b.places.push_back(&step->workspace);
+      return;
+    }
+    throw std::invalid_argument("use_workspace: no native op " + std::to_string(op));
+  }
+
   // Bind `arrays` to buffers `indices`, then run all steps in order.
   void run(const std::vector<int32_t>& indices, const py::list& arrays) {
     for (size_t k = 0; k < indices.size(); ++k) bind(indices[k], arrays[k]);
-    check_copies();
+    check_runnable();
     run_steps<false>(nullptr, py::none());
   }
 
@@ -246,7 +282,7 @@ class Plan {
   py::array_t<int64_t> run_profiled(const std::vector<int32_t>& indices, const py::list& arrays,
                                     const py::object& sync) {
     for (size_t k = 0; k < indices.size(); ++k) bind(indices[k], arrays[k]);
-    check_copies();
+    check_runnable();
     if (!sync.is_none()) sync();
     std::vector<OpTime> times;
     times.reserve(static_cast<size_t>(ops_));
@@ -267,7 +303,7 @@ class Plan {
     const Buffer& cond = *buffers_.at(condition);
     if (pc_dtype_size(cond.dtype) != 1 || cond.data == nullptr || !cond.host)
       throw std::invalid_argument("run_while's condition must be a bound one-byte host bool buffer");
-    check_copies();
+    check_runnable();
     py::gil_scoped_release release;
     int64_t n = 0;
     while (*static_cast<const uint8_t*>(cond.data) != 0) {
@@ -305,7 +341,7 @@ class Plan {
       if (!swapped.insert(a).second || !swapped.insert(b).second)
         throw std::invalid_argument("run_scan: a buffer is in more than one pair of swaps");
     }
-    check_copies();
+    check_runnable();
     int64_t done = 0;
     try {
       py::gil_scoped_release release;
@@ -389,12 +425,18 @@ class Plan {
         if (size_t bytes = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, bytes);
         continue;
       }
-      if (step.empty) continue;
-      message_[0] = '\0';
-      ctx_.random_key = step.random_key;
-      pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
-      if (status != PC_OK) throw KernelFailure{step.op, message()};
+      if (!step.empty) call(step);
     }
+  }
+
+  // A native step's kernel, run.
+  void call(Step& step) {
+    message_[0] = '\0';
+    ctx_.random_key = step.random_key;
+    ctx_.workspace_size = step.workspace_size;
+    ctx_.workspace = step.workspace;
+    pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
+    if (status != PC_OK) throw KernelFailure{step.op, message()};
   }
 
   // Every step once, in order: native and copy steps without the GIL, Python steps with it.
@@ -418,10 +460,7 @@ class Plan {
           const Buffer& from = *buffers_[step.copy_from];
           if (size_t n = bytes_of(from)) std::memcpy(buffers_[step.copy_to]->data, from.data, n);
         } else if (!step.empty) {
-          message_[0] = '\0';
-          ctx_.random_key = step.random_key;
-          pc_status status = step.kernel->run(step.state, &step.ins, &step.outs, &ctx_);
-          if (status != PC_OK) throw KernelFailure{step.op, message()};
+          call(step);
         }
         if constexpr (kProfile) {
           if (!sync.is_none()) {
@@ -486,8 +525,13 @@ class Plan {
     }
   }
 
-  // Copy steps copy with memcpy: refuse to run them on device memory.
-  void check_copies() const {
+  // Copy steps copy with memcpy: refuse to run them on device memory. A kernel that asked for
+  // a workspace gets one.
+  void check_runnable() const {
+    for (const Step* step : with_workspace_)
+      if (step->workspace == nullptr)
+        throw std::invalid_argument("op " + std::to_string(step->op) +
+                                    "'s kernel asked for a workspace, and none is bound");
     if (!has_copies_) return;
     for (const auto& step : steps_) {
       if (step->copy_from >= 0 && !(buffers_[step->copy_from]->host && buffers_[step->copy_to]->host))
@@ -639,6 +683,7 @@ class Plan {
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::vector<std::unique_ptr<Step>> steps_;
   bool has_copies_ = false;
+  std::vector<const Step*> with_workspace_;  // native steps whose kernel asked for one
   int32_t ops_ = 0;  // native and Python steps added so far (copy steps are part of one)
   pc_context ctx_{};
   char message_[1024] = {0};
@@ -709,6 +754,8 @@ PYBIND11_MODULE(_runtime, m) {
       .def("bind", &Plan::bind, py::arg("index"), py::arg("array"))
       .def("array", &Plan::array, py::arg("index"))
       .def("prepare", &Plan::prepare)
+      .def("kernel_memory", &Plan::kernel_memory)
+      .def("use_workspace", &Plan::use_workspace, py::arg("op"), py::arg("index"))
       .def("run", &Plan::run, py::arg("indices"), py::arg("arrays"))
       .def("run_profiled", &Plan::run_profiled, py::arg("indices"), py::arg("arrays"),
            py::arg("sync") = py::none())

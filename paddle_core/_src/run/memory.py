@@ -38,13 +38,52 @@ BY_SIZE_LIMIT = 128
 
 @dataclass(frozen=True)
 class MemoryPlan:
-    """What a prepared program holds for its planned buffers: those allocated once, when the
-    plan is built, and used by every run (fed, persistable and fetched values are bound per
-    run instead, and are not counted)."""
+    """What a prepared program holds. Its planned buffers (values computed and consumed within
+    a run, outputs written aside, kernels' workspaces) are allocated once, when the plan is
+    built, as views of one arena that values not live at the same step share; fed,
+    persistable and fetched values are bound per run instead. ``str()`` of it is a table.
+
+    Not counted: the plans of control-flow ops' blocks (each has its own), and what libraries
+    keep behind a kernel's back (oneDNN's cache of primitives and their generated code)."""
 
     buffers: int  # how many planned buffers the plan has
     planned_bytes: int  # their bytes with a buffer each (each rounded up to 64 bytes)
     arena_bytes: int  # the bytes of the one arena they share by liveness
+    # Of the planned buffers: the kernels' workspaces (scratch memory a kernel asks for in
+    # prepare and uses while it runs, e.g. oneDNN's scratchpads and operands converted to its
+    # layouts): how many kernels asked, and their bytes with a buffer each.
+    workspaces: int = 0
+    workspace_bytes: int = 0
+    # What the kernels' states keep for the plan's life beyond it, as the kernels say.
+    kernel_state_bytes: int = 0
+    # The fetched values' buffers (one per value, reused once the caller lets go of it).
+    fetched_bytes: int = 0
+    # The persistable values each run binds from the scope (parameters, optimizer state, the
+    # running statistics): the scope's memory, not the plan's.
+    persistable_bytes: int = 0
+
+    @property
+    def held_bytes(self) -> int:
+        """What the plan itself holds: the arena, the kernels' states and the fetched values'
+        buffers."""
+        return self.arena_bytes + self.kernel_state_bytes + self.fetched_bytes
+
+    def __str__(self) -> str:
+        mb = 1 << 20
+        rows = [
+            ("arena", self.arena_bytes, f"{self.buffers} planned buffers sharing by liveness "
+             f"({self.planned_bytes / mb:.2f} MB with a buffer each)"),
+            ("  of which workspaces", None, f"{self.workspaces} kernels' scratch "
+             f"({self.workspace_bytes / mb:.2f} MB with a buffer each)"),
+            ("kernel state", self.kernel_state_bytes, "what kernels keep between runs"),
+            ("fetched values", self.fetched_bytes, "a buffer each, reused once let go"),
+            ("held by the plan", self.held_bytes, ""),
+            ("persistable values", self.persistable_bytes, "the scope's, bound each run"),
+        ]  # fmt: skip
+        return "\n".join(
+            f"{name:22}{'' if size is None else f'{size / mb:10.2f} MB':>13}  {note}".rstrip()
+            for name, size, note in rows
+        )
 
 
 class Live(NamedTuple):

@@ -27,6 +27,7 @@ runs of control-flow blocks nested in it record nothing of their own.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -304,8 +305,19 @@ class CompiledRunner:
                 flat = [i for slot in outs for i in slot]
                 self.plan.add_python(_python_step(step, spec.shapes), ins, flat)
         planned = [n for n in spec.shapes if n not in per_run]  # planned once, used every run
-        self.memory, self._arena = self._bind_planned(planned, scratch, reuse_memory)
-        _prepare(self.plan, spec.steps)
+        _prepare(self.plan, spec.steps)  # (first: kernels say there what scratch they need)
+        # (buffer, step) of each kernel's workspace, and what kernels' states keep
+        self.workspaces, state_bytes = _add_workspaces(self.plan, self.layout)
+        workspaces = self.workspaces
+        memory, self._arena = self._bind_planned(planned, scratch + workspaces, reuse_memory)
+        self.memory = dataclasses.replace(
+            memory,
+            workspaces=len(workspaces),
+            workspace_bytes=sum(aligned(self._nbytes(index)) for index, _ in workspaces),
+            kernel_state_bytes=state_bytes,
+            fetched_bytes=sum(self._nbytes(self.index[n]) for n in self.fetched),
+            persistable_bytes=sum(self._nbytes(self.index[n]) for n in self.persistable),
+        )
         self._failure = runtime.KernelFailure
         self._lock = threading.Lock()
         # What a profiled run calls after each op: a device with queued work waits for it.
@@ -331,7 +343,8 @@ class CompiledRunner:
         self, planned: list[str], scratch: list[tuple[int, int]], reuse: bool
     ) -> tuple[MemoryPlan, Any]:
         """Bind the planned buffers to views of one arena, shared by liveness; return the
-        figures and the arena.
+        figures and the arena. ``scratch``: (buffer, step) of buffers live at one step only
+        (outputs written aside and copied back after it, kernels' workspaces).
 
         Values bound per run never take part: fed ones (the caller's arrays; with
         persistable inputs, the only values read before they are written, as planning
@@ -600,6 +613,24 @@ def _native_args(step: Step) -> tuple[list[tuple[str, int, Any]], int, int, int]
     return attrs, step.device.kernel_device_type, step.device.index, step.random_key
 
 
+def _add_workspaces(
+    plan: Any, layout: list[tuple[tuple, str]]
+) -> tuple[list[tuple[int, int]], int]:
+    """A buffer for each kernel that asked for a workspace in prepare (the plan binds it:
+    planned with the other buffers, live at the kernel's step only); return (buffer, step)
+    pairs, and the bytes the kernels say their states keep. ``layout``: the plan's (shape,
+    dtype) by buffer index, extended."""
+    workspaces, state_bytes = [], 0
+    for op, size, kept in plan.kernel_memory():
+        state_bytes += kept
+        if size:
+            index = plan.add_buffer([size], D.to_enum("uint8"))
+            layout.append(((size,), "uint8"))
+            plan.use_workspace(op, index)
+            workspaces.append((index, op))  # (an op's index is its step's)
+    return workspaces, state_bytes
+
+
 def _prepare(plan: Any, steps: list[Step]) -> None:
     """Run the native kernels' prepare; a refusal is a KernelError naming op and kernel."""
     try:
@@ -733,6 +764,11 @@ class StepKernel:
         ]
         self.plan.add_native(step.fn, ins, outs, *_native_args(step))
         _prepare(self.plan, [step])
+        layout: list[tuple[tuple, str]] = []
+        workspaces, _ = _add_workspaces(self.plan, layout)
+        self._workspaces = [self.device.empty(*shape_dtype) for shape_dtype in layout]
+        for (index, _), array in zip(workspaces, self._workspaces):
+            self.plan.bind(index, array)
         self._failure = runtime.KernelFailure
 
     def __call__(self, args: list[Any], random_counter: int) -> list[Any]:

@@ -7,8 +7,9 @@
 // constructor runs once per plan with data-less tensors (shapes and dtypes only): validate
 // there with `fail(...)`, keep decoded attrs as members. `run` then only computes. A
 // constructor that also takes a `const Context&` gets the plan's (its thread count and
-// stream), for kernels that size work per thread in prepare. Exceptions never cross the ABI:
-// the trampolines below turn them into PC_ERROR plus a message.
+// stream), for kernels that size work per thread in prepare or want a `Workspace` (scratch
+// memory for their runs, planned by the core with its buffers). Exceptions never cross the
+// ABI: the trampolines below turn them into PC_ERROR plus a message.
 //
 // What most kernels need besides: `dispatch` over a type list (Floats, Ints, Numbers, ...,
 // AllTypes) to pick the template instance for a runtime dtype, the checks `expect_same_dtype` and
@@ -31,6 +32,7 @@
 #include <cstring>
 #include <exception>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -267,8 +269,59 @@ class Context {
   uint64_t random_key() const { return c_->random_key; }
   uint64_t random_counter() const { return c_->random_counter; }
 
+  // In prepare: ask for `bytes` of scratch memory on every run (the most asked for counts);
+  // false where the core offers none (an older one): the kernel then keeps its own (Workspace,
+  // below, does either).
+  bool request_workspace(size_t bytes) const {
+    if (!covers(offsetof(pc_context, workspace_size), sizeof c_->workspace_size)) return false;
+    if (bytes > c_->workspace_size) c_->workspace_size = bytes;
+    return true;
+  }
+  // In run: the scratch memory asked for in prepare (64-byte aligned); null when none.
+  void* workspace() const {
+    return covers(offsetof(pc_context, workspace), sizeof c_->workspace) ? c_->workspace : nullptr;
+  }
+  // In prepare: add `bytes` to what the kernel's state keeps for the plan's life, for the
+  // core's memory reports (ignored by a core that makes none).
+  void add_state_bytes(size_t bytes) const {
+    if (covers(offsetof(pc_context, state_bytes), sizeof c_->state_bytes))
+      c_->state_bytes += bytes;
+  }
+
  private:
+  // Whether the core filled the field at `offset` (its struct_size covers it).
+  bool covers(size_t offset, size_t size) const {
+    return c_->struct_size >= 0 && static_cast<size_t>(c_->struct_size) >= offset + size;
+  }
+
   pc_context* c_;
+};
+
+// Scratch memory a kernel uses while it runs: asked for in prepare (its constructor), where
+// the core plans it with its other buffers (kernels run one at a time share it); kept by the
+// kernel itself where the core offers none. A kernel holds one as a member:
+//   ws_ = Workspace(ctx, bytes);        // in the constructor
+//   char* scratch = ws_.data(ctx);      // in run: `bytes` bytes, 64-byte aligned
+class Workspace {
+ public:
+  Workspace() = default;
+  Workspace(const Context& ctx, size_t bytes) : bytes_(bytes) {
+    if (bytes == 0 || ctx.request_workspace(bytes)) return;
+    own_.reset(new char[bytes + kAlignment]);  // (not zeroed: untouched pages cost nothing)
+    ctx.add_state_bytes(bytes + kAlignment);
+  }
+  size_t bytes() const { return bytes_; }
+  char* data(const Context& ctx) const {
+    if (bytes_ == 0) return nullptr;
+    if (!own_) return static_cast<char*>(ctx.workspace());
+    const auto at = reinterpret_cast<uintptr_t>(own_.get());
+    return own_.get() + (kAlignment - at % kAlignment) % kAlignment;
+  }
+
+ private:
+  static constexpr size_t kAlignment = 64;
+  size_t bytes_ = 0;
+  std::unique_ptr<char[]> own_;  // where the core offers no workspace
 };
 
 namespace detail {

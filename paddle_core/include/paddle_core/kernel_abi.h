@@ -10,7 +10,9 @@
  * Lifecycle of a kernel inside a prepared program:
  *   prepare(attrs, inputs, outputs, ctx, &state)  once per plan: tensors carry shapes and
  *                                                  dtypes but no data; check them, decode
- *                                                  attrs into `state`.
+ *                                                  attrs into `state`; say what scratch
+ *                                                  memory each run needs
+ *                                                  (ctx->workspace_size).
  *   run(state, inputs, outputs, ctx)               on every execution, with data; not
  *                                                  called when every input and output
  *                                                  holds no element (nothing to read, check
@@ -45,6 +47,9 @@
  * `inplace` with an input (an optimizer's param_out with param) gets exactly that input's
  * buffer when a program binds both to one variable, or when both have one shape and dtype
  * and no later op reads the input, so the kernel must read each element before writing it.
+ * Scratch memory a kernel needs while it runs is better asked for in prepare
+ * (ctx->workspace_size) than kept in its state: the core places it among the values not live
+ * at the kernel's step, so a plan's kernels share the bytes instead of each holding its own.
  *
  * Growing compatibly: within ABI 1, structs gain fields only at their end, and only the two
  * that carry their size. pc_kernel: the core accepts any struct_size from ABI 1's
@@ -213,6 +218,21 @@ typedef struct pc_context {
    * thread count and device. 0 for other ops. */
   uint64_t random_key;
   uint64_t random_counter;
+  /* Fields added within ABI 1: read or write them only when struct_size covers them.
+   *
+   * Scratch memory for the kernel while it runs (library workspaces, buffers converting an
+   * operand to the layout a library wants): memory the core plans with its other buffers, so
+   * that kernels run one at a time share it instead of each keeping its own. In prepare,
+   * workspace_size is 0 on entry and the kernel sets the bytes it needs on every run (0: none)
+   * and workspace is NULL. In run, workspace points at workspace_size bytes, 64-byte aligned,
+   * that are the kernel's until it returns (NULL when it asked for none); their content is
+   * undefined on entry, and other values may occupy them between its runs. */
+  size_t workspace_size;
+  void* workspace;
+  /* In prepare, 0 on entry: the kernel may set the bytes its state keeps for the plan's life
+   * (primitives' buffers, converted weights, caches), which the core adds up in its reports of
+   * what a plan holds. Read once, after prepare. */
+  size_t state_bytes;
 } pc_context;
 
 /* The size of ABI 1's pc_context (it ends at random_counter): every core of ABI 1 fills at
@@ -278,6 +298,8 @@ typedef struct pc_kernel {
   FIELD(pc_context, stream) FIELD(pc_context, num_threads) FIELD(pc_context, struct_size)      \
   FIELD(pc_context, message) FIELD(pc_context, message_capacity)                               \
   FIELD(pc_context, random_key) FIELD(pc_context, random_counter)                              \
+  FIELD(pc_context, workspace_size) FIELD(pc_context, workspace)                               \
+  FIELD(pc_context, state_bytes)                                                               \
   STRUCT(pc_kernel, "sized")                                                                   \
   FIELD(pc_kernel, abi_version) FIELD(pc_kernel, struct_size) FIELD(pc_kernel, name)           \
   FIELD(pc_kernel, prepare) FIELD(pc_kernel, run) FIELD(pc_kernel, release)                  \

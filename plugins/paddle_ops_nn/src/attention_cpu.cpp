@@ -17,16 +17,16 @@
 // belong to one task; q_grad is summed over the shares, which write partial sums of their own
 // when there are fewer batches than threads.
 //
-// Memory contract: every tensor is C-contiguous and checked in prepare; each thread holds its
-// tiles (128 KB in float32 forward, 256 KB backward: within a core's L2); the backward's
-// partial q_grad sums (threads / batch copies of q_grad at most) exist only when
-// batch < threads. Float32 row loops run attention_avx2.cpp on
+// Memory contract: every tensor is C-contiguous and checked in prepare; each thread works in its
+// tiles (128 KB in float32 forward, 256 KB backward: within a core's L2); the backward's partial
+// q_grad sums (threads / batch copies of q_grad at most) exist only when batch < threads. Tiles, D
+// and the partial sums lie in the kernel's workspace. Float32 row loops run attention_avx2.cpp on
 // CPUs with AVX2 and FMA. OpenBLAS runs one thread inside each of ours.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "attention.hpp"
 #include "attention_avx2.hpp"
@@ -170,11 +170,26 @@ template <class T> struct Batch {
 
 // -- forward ---------------------------------------------------------------------------------
 
-// The per-thread state of the forward: one tile of scores, each row's max and sum, and a row
-// of dropout draws.
+// The bytes of `count` values of type T, rounded up to whole cache lines: a slice of a
+// kernel's workspace (its slices 64-byte aligned).
+template <class T> constexpr size_t slice_bytes(int64_t count) {
+  return (static_cast<size_t>(count) * sizeof(T) + 63) / 64 * 64;
+}
+
+// The thread's slot of `slot_bytes` in `ws` (a slot per thread the run may use), zeroed.
+inline char* thread_slot(char* ws, size_t slot_bytes) {
+  char* slot = ws + static_cast<size_t>(omp_get_thread_num()) * slot_bytes;
+  std::memset(slot, 0, slot_bytes);
+  return slot;
+}
+
+// The per-thread state of the forward: one tile of scores, each row's max and sum (in the
+// thread's slot of the kernel's workspace), and a row of dropout draws.
 template <class T> struct ForwardTile {
-  std::vector<T> scores = std::vector<T>(kQueryTile * kKeyTile), m = std::vector<T>(kQueryTile),
-                 l = std::vector<T>(kQueryTile);
+  static constexpr size_t kBytes = slice_bytes<T>(kQueryTile * kKeyTile + 2 * kQueryTile);
+  explicit ForwardTile(char* slot)
+      : scores(reinterpret_cast<T*>(slot)), m(scores + kQueryTile * kKeyTile), l(m + kQueryTile) {}
+  T *scores, *m, *l;
   RowDraws draws;
 };
 
@@ -201,13 +216,13 @@ void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, T* lse, 
   const AttentionGeometry& g = bt.g;
   T* o = out + i0 * g.Ev;
   std::fill_n(o, rows * g.Ev, T(0));
-  std::fill_n(w.m.begin(), rows, kNegInf<T>);
-  std::fill_n(w.l.begin(), rows, T(0));
+  std::fill_n(w.m, rows, kNegInf<T>);
+  std::fill_n(w.l, rows, T(0));
   const int64_t key_end = bt.key_end(i0 + rows);
   for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
     const int64_t cols = std::min(kKeyTile, key_end - j0);
     const bool plain = bt.plain(i0, j0, cols);
-    T* scores = w.scores.data();
+    T* scores = w.scores;
     bt.dots(i0, rows, j0, cols, scores);
     for (int64_t r = 0; r < rows; ++r) {
       T* row = scores + r * cols;
@@ -226,10 +241,17 @@ void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, T* lse, 
   }
 }
 
-// rng (null: no dropout) is the dropout's stream.
+// The forward's workspace: a ForwardTile per thread.
+inline size_t forward_workspace(int32_t dtype, int32_t threads) {
+  const size_t tile =
+      dtype == PC_FLOAT64 ? ForwardTile<double>::kBytes : ForwardTile<float>::kBytes;
+  return tile * static_cast<size_t>(threads);
+}
+
+// rng (null: no dropout) is the dropout's stream; ws the forward's workspace.
 template <class T>
 void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots& out,
-                       const Random* rng, int32_t threads) {
+                       const Random* rng, char* ws, int32_t threads) {
   const int64_t tiles = (g.L + kQueryTile - 1) / kQueryTile;
   T* o = out(0).data<T>();
   T* lse = out(1).data<T>();
@@ -244,7 +266,7 @@ void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots&
   }
   BlasOneThread blas;
   parallel_rows(g.batch * tiles, threads, 1, [&](int64_t lo, int64_t hi) {
-    ForwardTile<T> w;
+    ForwardTile<T> w(thread_slot(ws, ForwardTile<T>::kBytes));
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t b = task / tiles, i0 = task % tiles * kQueryTile;
       forward_tile(Batch<T>(g, in, kAttentionMaskSlot, b, rng), i0,
@@ -263,10 +285,13 @@ template <class T> struct GradTargets {
 };
 
 // The per-thread tiles of the backward: probabilities (then dS; with dropout P Z) and dP (with
-// dropout then dS), and a row of dropout draws.
+// dropout then dS), in the thread's slot of the kernel's workspace, and a row of dropout draws.
 template <class T> struct BackwardTile {
-  std::vector<T> p = std::vector<T>(kQueryTile * kKeyTile),
-                 dp = std::vector<T>(kQueryTile * kKeyTile);
+  static constexpr size_t kBytes = 2 * slice_bytes<T>(kQueryTile * kKeyTile);
+  explicit BackwardTile(char* slot)
+      : p(reinterpret_cast<T*>(slot)),
+        dp(reinterpret_cast<T*>(slot + slice_bytes<T>(kQueryTile * kKeyTile))) {}
+  T *p, *dp;
   RowDraws draws;
 };
 
@@ -276,7 +301,7 @@ void backward_pair(const Batch<T>& bt, const GradTargets<T>& t, int64_t i0, int6
                    int64_t j0, int64_t cols, BackwardTile<T>& w) {
   const AttentionGeometry& g = bt.g;
   const T scale = static_cast<T>(g.scale);
-  T *p = w.p.data(), *dp = w.dp.data();
+  T *p = w.p, *dp = w.dp;
   const bool plain = bt.plain(i0, j0, cols);
   bt.dots(i0, rows, j0, cols, p);
   for (int64_t r = 0; r < rows; ++r)
@@ -329,9 +354,8 @@ void backward_keys(const Batch<T>& bt, const GradTargets<T>& t, int64_t tile_lo,
 
 // D[row] = sum(out_grad * out) over each of the batch * L rows.
 template <class T>
-std::vector<T> rowsum_dout_out(const AttentionGeometry& g, const T* dout, const T* o,
-                               int32_t threads) {
-  std::vector<T> D(static_cast<size_t>(g.batch * g.L));
+void rowsum_dout_out(const AttentionGeometry& g, const T* dout, const T* o, T* D,
+                     int32_t threads) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(g.Ev, 1));
   parallel_rows(g.batch * g.L, threads, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
@@ -340,7 +364,6 @@ std::vector<T> rowsum_dout_out(const AttentionGeometry& g, const T* dout, const 
       D[r] = static_cast<T>(acc);
     }
   });
-  return D;
 }
 
 // The gradient in `slot`, zeroed; null where it is not asked for or holds no element (n is 0).
@@ -351,10 +374,30 @@ template <class T> T* zeroed(const Slots& out, int32_t slot, int64_t n) {
   return p;
 }
 
-// rng (null: no dropout) is the forward's dropout stream.
+// How the backward splits its work: shares of the key tiles per batch entry, enough tasks for
+// every thread; with several, each share but the first sums its q_grad into a copy of its own
+// (`partial`), added up after. Its workspace: D, the partial q_grads, a BackwardTile per thread.
+struct BackwardPlan {
+  BackwardPlan(const AttentionGeometry& g, int32_t dtype, int32_t threads) {
+    const int64_t key_tiles = (g.S + kKeyTile - 1) / kKeyTile;
+    shares = std::clamp<int64_t>((threads + g.batch - 1) / g.batch, 1,
+                                 std::max<int64_t>(key_tiles, 1));
+    const bool f64 = dtype == PC_FLOAT64;
+    const int64_t q_size = g.batch * g.L * g.E;
+    d_bytes = f64 ? slice_bytes<double>(g.batch * g.L) : slice_bytes<float>(g.batch * g.L);
+    partial_bytes = f64 ? slice_bytes<double>((shares - 1) * q_size)
+                        : slice_bytes<float>((shares - 1) * q_size);
+    tile_bytes = f64 ? BackwardTile<double>::kBytes : BackwardTile<float>::kBytes;
+    workspace = d_bytes + partial_bytes + tile_bytes * static_cast<size_t>(threads);
+  }
+  int64_t shares = 1;
+  size_t d_bytes = 0, partial_bytes = 0, tile_bytes = 0, workspace = 0;
+};
+
+// rng (null: no dropout) is the forward's dropout stream; ws the backward's workspace.
 template <class T>
-void attention_backward(const AttentionGeometry& g, const Slots& in, const Slots& out,
-                        const Random* rng, int32_t threads) {
+void attention_backward(const AttentionGeometry& g, const BackwardPlan& plan, const Slots& in,
+                        const Slots& out, const Random* rng, char* ws, int32_t threads) {
   T* dq = zeroed<T>(out, 0, g.batch * g.L * g.E);
   T* dk = zeroed<T>(out, 1, g.batch * g.S * g.E);
   T* dv = zeroed<T>(out, 2, g.batch * g.S * g.Ev);
@@ -363,31 +406,31 @@ void attention_backward(const AttentionGeometry& g, const Slots& in, const Slots
   // ([2^40, 0, E], [..., 2^40, 0]: the op runs for rng_state's sake).
   if (dq == nullptr && dk == nullptr && dv == nullptr) return;
   const T *o = in(3).data<T>(), *lse = in(4).data<T>(), *dout = in(5).data<T>();
-  const std::vector<T> D = rowsum_dout_out(g, dout, o, threads);
+  T* D = reinterpret_cast<T*>(ws);
+  rowsum_dout_out(g, dout, o, D, threads);
   const int64_t key_tiles = (g.S + kKeyTile - 1) / kKeyTile;
-  // Shares of the key tiles per batch entry: enough tasks for every thread.
-  const int64_t shares = std::clamp<int64_t>((threads + g.batch - 1) / g.batch, 1,
-                                             std::max<int64_t>(key_tiles, 1));
+  const int64_t shares = plan.shares;
   const int64_t q_size = g.batch * g.L * g.E;
-  // With several shares, each sums its q_grad into a copy of its own, added up after.
-  std::vector<T> partial(dq != nullptr && shares > 1 ? (shares - 1) * q_size : 0, T(0));
+  T* partial = dq != nullptr && shares > 1 ? reinterpret_cast<T*>(ws + plan.d_bytes) : nullptr;
+  if (partial) std::fill_n(partial, (shares - 1) * q_size, T(0));
+  char* tiles = ws + plan.d_bytes + plan.partial_bytes;
   BlasOneThread blas;
   parallel_rows(g.batch * shares, threads, 1, [&](int64_t lo, int64_t hi) {
-    BackwardTile<T> w;
+    BackwardTile<T> w(thread_slot(tiles, plan.tile_bytes));
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t b = task / shares, share = task % shares;
       T* dq_share = dq == nullptr ? nullptr
                     : share == 0    ? dq
-                                    : partial.data() + (share - 1) * q_size;
+                                    : partial + (share - 1) * q_size;
       const GradTargets<T> t{dq_share == nullptr ? nullptr : dq_share + b * g.L * g.E,
                              dk == nullptr ? nullptr : dk + b * g.S * g.E,
                              dv == nullptr ? nullptr : dv + b * g.S * g.Ev,
-                             dout + b * g.L * g.Ev, lse + b * g.L, D.data() + b * g.L};
+                             dout + b * g.L * g.Ev, lse + b * g.L, D + b * g.L};
       backward_keys(Batch<T>(g, in, kAttentionGradMaskSlot, b, rng), t,
                     key_tiles * share / shares, key_tiles * (share + 1) / shares, w);
     }
   });
-  if (partial.empty()) return;
+  if (!partial) return;
   parallel_for(q_size, threads, kGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t s = 0; s + 1 < shares; ++s)
       for (int64_t e = lo; e < hi; ++e) dq[e] += partial[s * q_size + e];
@@ -400,8 +443,10 @@ class Attention {
  public:
   static constexpr pc::Signature signature{"111?", "11?"};
   using DTypes = Floats;
-  Attention(const Attrs& attrs, const Slots& in, const Slots& out)
-      : g_(check_attention(attrs, in, out)), seed_(attrs.l("seed")) {}
+  Attention(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
+      : g_(check_attention(attrs, in, out)),
+        seed_(attrs.l("seed")),
+        ws_(ctx, forward_workspace(in(0).dtype(), ctx.num_threads())) {}
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Random rng(ctx, seed_);
@@ -411,32 +456,39 @@ class Attention {
       state[1] = static_cast<int64_t>(rng.run());
     }
     dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
-      attention_forward<decltype(t)>(g_, in, out, g_.drops ? &rng : nullptr, ctx.num_threads());
+      attention_forward<decltype(t)>(g_, in, out, g_.drops ? &rng : nullptr, ws_.data(ctx),
+                                     ctx.num_threads());
     });
   }
 
  private:
   AttentionGeometry g_;
   int64_t seed_;
+  pc::Workspace ws_;
 };
 
 class AttentionGrad {
  public:
   static constexpr pc::Signature signature{"111111??", "???"};
   using DTypes = Floats;
-  AttentionGrad(const Attrs& attrs, const Slots& in, const Slots& out)
-      : g_(check_attention_grad(attrs, in, out)) {}
+  AttentionGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
+      : g_(check_attention_grad(attrs, in, out)),
+        plan_(g_, in(0).dtype(), ctx.num_threads()),
+        ws_(ctx, plan_.workspace) {}
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Random rng = g_.drops ? attention_stream(in(kAttentionGradStateSlot).data<int64_t>())
                                 : Random(uint64_t{0}, uint64_t{0});
     dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
-      attention_backward<decltype(t)>(g_, in, out, g_.drops ? &rng : nullptr, ctx.num_threads());
+      attention_backward<decltype(t)>(g_, plan_, in, out, g_.drops ? &rng : nullptr,
+                                      ws_.data(ctx), ctx.num_threads());
     });
   }
 
  private:
   AttentionGeometry g_;
+  BackwardPlan plan_;
+  pc::Workspace ws_;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #ifndef PADDLE_OPS_NN_CONV_HPP_
 #define PADDLE_OPS_NN_CONV_HPP_
 
+#include <cstddef>
 #include <memory>
 
 #include "window.hpp"
@@ -33,33 +34,39 @@ struct ConvEpilogue {
 void apply_epilogue(int32_t dtype, const ConvEpilogue& e, const void* r, void* y, int64_t n,
                     int threads);
 
+// Each call gets `ws`, workspace_bytes() of scratch memory (64-byte aligned, content
+// undefined): the kernel's workspace (pc::Workspace).
 class ConvEngine {
  public:
   virtual ~ConvEngine() = default;
+  virtual size_t workspace_bytes() const = 0;
   // same_filter: w holds the values of the previous call's (conv2d's filter_fingerprint says
   // so), and an engine that keeps the filter converted to its own layout may reuse that.
   // residual: the epilogue's (null without one).
   virtual void forward(const void* x, const void* w, const void* b, const void* residual,
-                       void* y, int threads, bool same_filter) const = 0;
-  virtual void backward_data(const void* dy, const void* w, void* dx, int threads) const = 0;
+                       void* y, char* ws, int threads, bool same_filter) const = 0;
+  virtual void backward_data(const void* dy, const void* w, void* dx, char* ws,
+                             int threads) const = 0;
   // db may be null (no bias gradient wanted); dw may be null too.
-  virtual void backward_weights(const void* x, const void* dy, void* dw, void* db,
+  virtual void backward_weights(const void* x, const void* dy, void* dw, void* db, char* ws,
                                 int threads) const = 0;
 };
 
 // oneDNN for float32 where enabled (engine.hpp), im2col + OpenBLAS otherwise (plain layouts
 // only: a blocked one fails). `bias`: forward adds b / backward_weights gives db (so oneDNN
-// fuses them).
+// fuses them). `keep_filter`: the forward pass keeps the filter it converted between calls
+// (in the engine, not the workspace), for calls with same_filter.
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
                                              bool bias, int threads, Layouts layout = {},
-                                             const ConvEpilogue& epilogue = {});
+                                             const ConvEpilogue& epilogue = {},
+                                             bool keep_filter = false);
 // The im2col + OpenBLAS engine (conv_gemm.cpp), float32 or float64.
 std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes,
                                            const ConvEpilogue& epilogue);
 // The oneDNN engine (conv_dnnl.cpp, built with oneDNN only), float32 only.
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
                                            int threads, Layouts layout,
-                                           const ConvEpilogue& epilogue);
+                                           const ConvEpilogue& epilogue, bool keep_filter);
 
 // y[n, k, :] += b[k] / db[k] = sum of dy[:, k, :], over planes of `plane` elements (float32 or
 // float64): the bias of engines that do not fuse it, and conv2d_transpose's.

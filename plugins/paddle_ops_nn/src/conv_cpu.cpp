@@ -17,10 +17,10 @@ namespace paddle_ops_nn {
 
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
                                              bool bias, int threads, Layouts layout,
-                                             const ConvEpilogue& epilogue) {
+                                             const ConvEpilogue& epilogue, bool keep_filter) {
   if constexpr (kOnednnBuilt)
     if (dtype == PC_FLOAT32 && onednn_enabled())
-      return make_dnnl_conv(shape, passes, bias, threads, layout, epilogue);
+      return make_dnnl_conv(shape, passes, bias, threads, layout, epilogue, keep_filter);
   if (layout.x != 0 || layout.out != 0)
     fail("channel_block %d (blocked tensors) needs float32 computed by oneDNN, but %s; leave "
          "channel_block 0 (the layout pass sets it only where oneDNN computes)",
@@ -73,9 +73,11 @@ class Conv2d {
   using DTypes = ConvTypes;
   Conv2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : plan_(check_conv2d(attrs, in, out)) {
-    if (plan_.passes)
-      engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, in.has(kBias),
-                                 ctx.num_threads(), plan_.layout, plan_.epilogue);
+    if (!plan_.passes) return;
+    engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, in.has(kBias),
+                               ctx.num_threads(), plan_.layout, plan_.epilogue,
+                               in.has(kFingerprint));
+    ws_ = pc::Workspace(ctx, engine_->workspace_bytes());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
@@ -94,13 +96,14 @@ class Conv2d {
     }
     engine_->forward(in(kX).data<void>(), in(kFilter).data<void>(),
                      in.has(kBias) ? in(kBias).data<void>() : nullptr, residual,
-                     out(0).data<void>(), ctx.num_threads(), same_filter);
+                     out(0).data<void>(), ws_.data(ctx), ctx.num_threads(), same_filter);
     fingerprint_ = fingerprint, ran_ = true;  // (after a run that converted this filter)
   }
 
  private:
   ConvPlan plan_;
   std::unique_ptr<ConvEngine> engine_;
+  pc::Workspace ws_;
   mutable int64_t fingerprint_ = 0;  // the filter_fingerprint of the last run
   mutable bool ran_ = false;
 };
@@ -112,14 +115,16 @@ class Conv2dGrad {
   using DTypes = ConvTypes;
   Conv2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : plan_(check_conv2d_grad(attrs, in, out)) {
-    if (plan_.passes)
-      engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, out.has(2),
-                                 ctx.num_threads(), plan_.layout);
+    if (!plan_.passes) return;
+    engine_ = make_conv_engine(plan_.shape, in(kX).dtype(), plan_.passes, out.has(2),
+                               ctx.num_threads(), plan_.layout);
+    ws_ = pc::Workspace(ctx, engine_->workspace_bytes());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int threads = ctx.num_threads();
     const void* g = in(kOutGrad).data<void>();
+    char* ws = ws_.data(ctx);
     if (!engine_) {
       for (int slot = 0; slot < 2; ++slot)
         if (out.has(slot)) zero(out(slot));
@@ -128,15 +133,17 @@ class Conv2dGrad {
                        conv_out(plan_.shape, plan_.layout.out, "out_grad"), threads);
       return;
     }
-    if (out.has(0)) engine_->backward_data(g, in(kFilter).data<void>(), out(0).data<void>(), threads);
+    if (out.has(0))
+      engine_->backward_data(g, in(kFilter).data<void>(), out(0).data<void>(), ws, threads);
     if (out.has(1) || out.has(2))
       engine_->backward_weights(in(kX).data<void>(), g, out.has(1) ? out(1).data<void>() : nullptr,
-                                out.has(2) ? out(2).data<void>() : nullptr, threads);
+                                out.has(2) ? out(2).data<void>() : nullptr, ws, threads);
   }
 
  private:
   ConvPlan plan_;
   std::unique_ptr<ConvEngine> engine_;
+  pc::Workspace ws_;
 };
 
 // conv2d_transpose(x, filter) is the gradient of conv2d(out, filter) w.r.t. out: the engine of
@@ -148,8 +155,9 @@ class Conv2dTranspose {
   Conv2dTranspose(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
     const ConvPlan plan = check_conv2d_transpose(attrs, in, out);
     shape_ = plan.shape;
-    if (plan.passes)
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
+    if (!plan.passes) return;
+    engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
+    ws_ = pc::Workspace(ctx, engine_->workspace_bytes());
   }
 
   // Without an engine (an empty convolution), out is zeros plus the bias: over x's no
@@ -160,7 +168,7 @@ class Conv2dTranspose {
       zero(o);
     else
       engine_->backward_data(in(kX).data<void>(), in(kFilter).data<void>(), o.data<void>(),
-                             ctx.num_threads());
+                             ws_.data(ctx), ctx.num_threads());
     if (in.has(kBias) && o.numel() > 0)
       add_channel_bias(o.dtype(), in(kBias).data<void>(), o.data<void>(), shape_.batch,
                        shape_.channels, shape_.in_plane(), ctx.num_threads());
@@ -169,6 +177,7 @@ class Conv2dTranspose {
  private:
   ConvShape shape_;
   std::unique_ptr<ConvEngine> engine_;
+  pc::Workspace ws_;
 };
 
 class Conv2dTransposeGrad {
@@ -178,23 +187,25 @@ class Conv2dTransposeGrad {
   Conv2dTransposeGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx) {
     const ConvPlan plan = check_conv2d_transpose_grad(attrs, in, out);
     shape_ = plan.shape;
-    if (plan.passes)
-      engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
+    if (!plan.passes) return;
+    engine_ = make_conv_engine(shape_, in(kX).dtype(), plan.passes, false, ctx.num_threads());
+    ws_ = pc::Workspace(ctx, engine_->workspace_bytes());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const int threads = ctx.num_threads();
     const Tensor g = in(kOutGrad);
+    char* ws = ws_.data(ctx);
     if (!engine_) {
       for (int slot = 0; slot < 2; ++slot)
         if (out.has(slot)) zero(out(slot));
     } else {
       if (out.has(0))
         engine_->forward(g.data<void>(), in(kFilter).data<void>(), nullptr, nullptr,
-                         out(0).data<void>(), threads, false);
+                         out(0).data<void>(), ws, threads, false);
       if (out.has(1))
         engine_->backward_weights(g.data<void>(), in(kX).data<void>(), out(1).data<void>(),
-                                  nullptr, threads);
+                                  nullptr, ws, threads);
     }
     if (out.has(2))
       channel_bias_grad(g.dtype(), g.data<void>(), out(2).data<void>(), shape_.batch,
@@ -204,6 +215,7 @@ class Conv2dTransposeGrad {
  private:
   ConvShape shape_;
   std::unique_ptr<ConvEngine> engine_;
+  pc::Workspace ws_;
 };
 
 }  // namespace

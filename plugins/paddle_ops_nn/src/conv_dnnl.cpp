@@ -2,13 +2,16 @@
 // so oneDNN picks the blocked layouts its fastest implementation wants (plain NCHW descriptors
 // measured 1.6x slower); operands are reordered from and to the caller's layout around each
 // call where that differs (always for weights and NCHW activations; never for activations the
-// layout pass blocked as oneDNN wants them). Primitives, reorders, the blocked buffers and the
-// scratchpad are all built in prepare; a run only executes them.
+// layout pass blocked as oneDNN wants them). Primitives and reorders are built in prepare; a
+// run only executes them. The blocked buffers and the scratchpads lie in the kernel's
+// workspace (dnnl.hpp): a pass's all at once, the passes over the same bytes; but for the
+// converted filter of a forward pass that reuses it from call to call (keep_filter), which
+// the engine keeps.
+#include <algorithm>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include "conv.hpp"
 #include "dnnl.hpp"
@@ -22,7 +25,7 @@ using namespace onednn;
 class DnnlConv final : public ConvEngine {
  public:
   DnnlConv(const ConvShape& s, unsigned passes, bool bias, int threads, Layouts layout,
-           const ConvEpilogue& epilogue)
+           const ConvEpilogue& epilogue, bool keep_filter)
       : bias_(bias), residual_(epilogue.residual) {
     ThreadCount count(threads);
     const int64_t g = s.groups;
@@ -52,25 +55,31 @@ class DnnlConv final : public ConvEngine {
                                                         bias_md, any(dst), strides, dilates,
                                                         pad_l, pad_r, fused);
     if (passes & kForward) {
-      fwd_.emplace(Pass{dnnl::convolution_forward(fwd), scratch(fwd)});
-      x_.emplace(src_md, fwd.src_desc());
-      w_.emplace(f32(wei, wei_tag), fwd.weights_desc());
-      y_.emplace(dst_md, fwd.dst_desc());
-      if (bias) b_.emplace(bias_md, fwd.bias_desc());
+      Staging at;
+      fwd_.emplace(Pass{dnnl::convolution_forward(fwd), scratchpad(fwd, at)});
+      x_.emplace(src_md, fwd.src_desc(), at);
+      if (keep_filter) w_.emplace(f32(wei, wei_tag), fwd.weights_desc());
+      else w_.emplace(f32(wei, wei_tag), fwd.weights_desc(), at);
+      y_.emplace(dst_md, fwd.dst_desc(), at);
+      if (bias) b_.emplace(bias_md, fwd.bias_desc(), at);
       residual_md_ = dst_md;
+      workspace_ = std::max(workspace_, at.end());
     }
     if (passes & kBackwardData) {
       const dnnl::convolution_backward_data::primitive_desc pd(
           cpu(), algo, any(src), any(wei), any(dst), strides, dilates, pad_l, pad_r, fwd, attr);
-      bwd_data_.emplace(Pass{dnnl::convolution_backward_data(pd), scratch(pd)});
-      bd_dy_.emplace(dst_md, pd.diff_dst_desc());
-      bd_w_.emplace(f32(wei, wei_tag), pd.weights_desc());
-      bd_dx_.emplace(src_md, pd.diff_src_desc());
+      Staging at;
+      bwd_data_.emplace(Pass{dnnl::convolution_backward_data(pd), scratchpad(pd, at)});
+      bd_dy_.emplace(dst_md, pd.diff_dst_desc(), at);
+      bd_w_.emplace(f32(wei, wei_tag), pd.weights_desc(), at);
+      bd_dx_.emplace(src_md, pd.diff_src_desc(), at);
+      workspace_ = std::max(workspace_, at.end());
     }
     if (passes & kBackwardWeights) {
       const dnnl::convolution_backward_weights::primitive_desc pd(
           cpu(), algo, any(src), any(wei), bias_md, any(dst), strides, dilates, pad_l, pad_r, fwd,
           attr);
+      Staging at;
       // Where oneDNN has no kernel of its own for the shape (its GEMM or reference fallback,
       // as for a 3x3 filter over 1x1 images: 29 ms a call for ResNet-18's last stage at
       // 32x32, batch 32), the built-in engine's one product over the whole batch (2 ms), on
@@ -78,75 +87,84 @@ class DnnlConv final : public ConvEngine {
       const std::string impl = pd.impl_info_str();
       if (impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos) {
         plain_weights_ = make_gemm_conv(s, PC_FLOAT32, kBackwardWeights, {});
-        bw_x_.emplace(src_md, f32(src, tag::nchw));
-        bw_dy_.emplace(dst_md, f32(dst, tag::nchw));
+        bw_x_.emplace(src_md, f32(src, tag::nchw), at);
+        bw_dy_.emplace(dst_md, f32(dst, tag::nchw), at);
+        plain_workspace_ = at.take(plain_weights_->workspace_bytes());
       } else {
-        bwd_weights_.emplace(Pass{dnnl::convolution_backward_weights(pd), scratch(pd)});
-        bw_x_.emplace(src_md, pd.src_desc());
-        bw_dy_.emplace(dst_md, pd.diff_dst_desc());
-        bw_dw_.emplace(f32(wei, wei_tag), pd.diff_weights_desc());
-        if (bias) bw_db_.emplace(bias_md, pd.diff_bias_desc());
-        // oneDNN always computes both; one the kernel does not want goes to a spare buffer.
-        spare_.resize(static_cast<size_t>(s.filters * s.taps() + s.filters));
+        bwd_weights_.emplace(Pass{dnnl::convolution_backward_weights(pd), scratchpad(pd, at)});
+        bw_x_.emplace(src_md, pd.src_desc(), at);
+        bw_dy_.emplace(dst_md, pd.diff_dst_desc(), at);
+        bw_dw_.emplace(f32(wei, wei_tag), pd.diff_weights_desc(), at);
+        if (bias) {
+          bw_db_.emplace(bias_md, pd.diff_bias_desc(), at);
+          // oneDNN always computes both; one the kernel does not want goes to a spare buffer
+          // (with a bias only: without one, a kernel wants dw or runs no weights pass).
+          spare_ = at.take(static_cast<size_t>(s.filters * s.taps() + s.filters) * sizeof(float));
+        }
       }
+      workspace_ = std::max(workspace_, at.end());
     }
   }
 
+  size_t workspace_bytes() const override { return workspace_; }
+
   void forward(const void* x, const void* w, const void* b, const void* residual, void* y,
-               int threads, bool same_filter) const override {
+               char* ws, int threads, bool same_filter) const override {
     ThreadCount count(threads);
     // The filter in the primitive's layout is still there from the previous call: converting
     // it again was a quarter of an inference of ResNet-18 (its 11M weights, every run).
-    memory& weights = same_filter ? w_->held(w) : w_->load(stream_, w);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_->load(stream_, x)},
+    memory& weights = same_filter ? w_->held(stream_, w, ws) : w_->load(stream_, w, ws);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_->load(stream_, x, ws)},
                                          {DNNL_ARG_WEIGHTS, weights},
-                                         {DNNL_ARG_DST, y_->target(y)}};
-    if (bias_) args[DNNL_ARG_BIAS] = b_->load(stream_, b);
+                                         {DNNL_ARG_DST, y_->target(y, ws)}};
+    if (bias_) args[DNNL_ARG_BIAS] = b_->load(stream_, b, ws);
     if (residual_)  // the binary post-op's operand, in the caller's layout of out
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
           memory(residual_md_, cpu(), const_cast<void*>(residual));
-    run(*fwd_, args);
-    y_->store(stream_);
+    run(*fwd_, args, ws);
+    y_->store(stream_, ws);
     stream_.wait();
   }
 
-  void backward_data(const void* dy, const void* w, void* dx, int threads) const override {
+  void backward_data(const void* dy, const void* w, void* dx, char* ws,
+                     int threads) const override {
     ThreadCount count(threads);
-    run(*bwd_data_, {{DNNL_ARG_DIFF_DST, bd_dy_->load(stream_, dy)},
-                     {DNNL_ARG_WEIGHTS, bd_w_->load(stream_, w)},
-                     {DNNL_ARG_DIFF_SRC, bd_dx_->target(dx)}});
-    bd_dx_->store(stream_);
+    run(*bwd_data_,
+        {{DNNL_ARG_DIFF_DST, bd_dy_->load(stream_, dy, ws)},
+         {DNNL_ARG_WEIGHTS, bd_w_->load(stream_, w, ws)},
+         {DNNL_ARG_DIFF_SRC, bd_dx_->target(dx, ws)}},
+        ws);
+    bd_dx_->store(stream_, ws);
     stream_.wait();
   }
 
-  void backward_weights(const void* x, const void* dy, void* dw, void* db,
+  void backward_weights(const void* x, const void* dy, void* dw, void* db, char* ws,
                         int threads) const override {
     ThreadCount count(threads);
     if (plain_weights_) {
-      const void* plain_x = bw_x_->load(stream_, x).get_data_handle();
-      const void* plain_dy = bw_dy_->load(stream_, dy).get_data_handle();
+      const void* plain_x = bw_x_->load(stream_, x, ws).get_data_handle();
+      const void* plain_dy = bw_dy_->load(stream_, dy, ws).get_data_handle();
       stream_.wait();
-      return plain_weights_->backward_weights(plain_x, plain_dy, dw, db, threads);
+      return plain_weights_->backward_weights(plain_x, plain_dy, dw, db, ws + plain_workspace_,
+                                              threads);
     }
-    float* spare = spare_.data();
+    char* spare = ws + spare_;
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, bw_x_->load(stream_, x)},
-        {DNNL_ARG_DIFF_DST, bw_dy_->load(stream_, dy)},
-        {DNNL_ARG_DIFF_WEIGHTS, bw_dw_->target(dw != nullptr ? dw : spare)}};
-    if (bias_) args[DNNL_ARG_DIFF_BIAS] = bw_db_->target(db != nullptr ? db : spare);
-    run(*bwd_weights_, args);
-    bw_dw_->store(stream_);
-    if (bias_) bw_db_->store(stream_);
+        {DNNL_ARG_SRC, bw_x_->load(stream_, x, ws)},
+        {DNNL_ARG_DIFF_DST, bw_dy_->load(stream_, dy, ws)},
+        {DNNL_ARG_DIFF_WEIGHTS, bw_dw_->target(dw != nullptr ? dw : spare, ws)}};
+    if (bias_) args[DNNL_ARG_DIFF_BIAS] = bw_db_->target(db != nullptr ? db : spare, ws);
+    run(*bwd_weights_, args, ws);
+    bw_dw_->store(stream_, ws);
+    if (bias_) bw_db_->store(stream_, ws);
     stream_.wait();
   }
 
  private:
   struct Pass {
     dnnl::primitive primitive;
-    memory scratchpad;
+    Staged scratchpad;
   };
-
-  template <class PD> static memory scratch(const PD& pd) { return memory(pd.scratchpad_desc(), cpu()); }
 
   // The epilogue as oneDNN post-ops: the residual added (a binary post-op reading a tensor of
   // out's shape in the caller's layout `out`), then the activation.
@@ -166,24 +184,22 @@ class DnnlConv final : public ConvEngine {
     return ops;
   }
 
-  void run(const Pass& pass, std::unordered_map<int, memory> args) const {
-    args[DNNL_ARG_SCRATCHPAD] = pass.scratchpad;
+  void run(const Pass& pass, std::unordered_map<int, memory> args, char* ws) const {
+    args[DNNL_ARG_SCRATCHPAD] = pass.scratchpad.at(ws);
     pass.primitive.execute(stream_, args);
   }
 
   bool bias_, residual_;
   memory::desc residual_md_;
+  size_t workspace_ = 0;        // the most bytes of workspace a pass needs
+  size_t spare_ = 0;            // where the spare buffer lies in the weights pass's workspace
+  size_t plain_workspace_ = 0;  // where plain_weights_'s workspace lies in it
   mutable dnnl::stream stream_{cpu()};
   std::optional<Pass> fwd_, bwd_data_, bwd_weights_;
   // Per pass: forward x, w, b -> y; backward data dy, w -> dx; backward weights x, dy -> dw, db.
   mutable std::optional<Operand> x_, w_, b_, y_, bd_dy_, bd_w_, bd_dx_, bw_x_, bw_dy_, bw_dw_, bw_db_;
-  mutable std::vector<float> spare_;
   std::unique_ptr<ConvEngine> plain_weights_;  // the built-in engine's weights pass, or null
 };
-
-}  // namespace
-
-namespace {
 
 // The destination layout oneDNN picks for a convolution typical of a network's middle
 // (64 -> 64 channels, 3x3, 28x28) in a pass of kind `prop` (it picks the same for most shapes
@@ -211,9 +227,10 @@ int dnnl_inference_block() {
 
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
                                            int threads, Layouts layout,
-                                           const ConvEpilogue& epilogue) {
+                                           const ConvEpilogue& epilogue, bool keep_filter) {
   try {
-    return std::make_unique<DnnlConv>(shape, passes, bias, threads, layout, epilogue);
+    return std::make_unique<DnnlConv>(shape, passes, bias, threads, layout, epilogue,
+                                      keep_filter);
   } catch (const dnnl::error& e) {
     fail("oneDNN has no convolution for this shape: %s", e.what());
   }

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <climits>
 #include <type_traits>
-#include <vector>
 
 #include "blas.hpp"
 #include "conv.hpp"
@@ -19,26 +18,32 @@ namespace {
 template <class T> class GemmConv final : public ConvEngine {
  public:
   GemmConv(const ConvShape& s, const ConvEpilogue& e, unsigned passes)
-      : s_(s), epilogue_(e), col_(static_cast<size_t>(s.taps() * s.out_plane())) {
+      : s_(s), epilogue_(e) {
     for (int64_t v : {s.taps(), s.out_plane(), s.filters / s.groups})
       if (v > INT_MAX) fail("the convolution is too large for OpenBLAS's 32-bit sizes");
     const int64_t wide = s.batch * s.out_plane();
     if ((passes & kBackwardWeights) && s.batch > 1 && wide <= INT_MAX &&
-        wide * (s.taps() + group_filters()) <= kWideElements) {
-      wide_col_.resize(static_cast<size_t>(s.taps() * wide));
-      wide_dy_.resize(static_cast<size_t>(group_filters() * wide));
-    }
+        wide * (s.taps() + group_filters()) <= kWideElements)
+      wide_ = wide;
+  }
+
+  // The unrolled matrix of one image and group; with wide_weights, the batch's and dy's.
+  size_t workspace_bytes() const override {
+    const int64_t col = s_.taps() * s_.out_plane();
+    return static_cast<size_t>(col + wide_ * (s_.taps() + group_filters())) * sizeof(T);
   }
 
   // (same_filter: nothing to reuse, the products read the filter as it is)
   void forward(const void* x, const void* w, const void* b, const void* residual, void* y,
-               int threads, bool /*same_filter*/) const override {
+               char* ws, int threads, bool /*same_filter*/) const override {
     set_blas_threads(threads);
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);
+    T* col_ws = reinterpret_cast<T*>(ws);
     for (int64_t n = 0; n < s_.batch; ++n)
       for (int64_t g = 0; g < s_.groups; ++g) {
-        const T* col = unrolled(xs + (n * s_.channels + g * group_channels()) * s_.in_plane());
+        const T* col =
+            unrolled(xs + (n * s_.channels + g * group_channels()) * s_.in_plane(), col_ws);
         gemm<T>(false, false, group_filters(), s_.out_plane(), s_.taps(), T(0),
                 static_cast<const T*>(w) + g * group_filters() * s_.taps(), col,
                 ys + (n * s_.filters + g * group_filters()) * s_.out_plane());
@@ -50,30 +55,34 @@ template <class T> class GemmConv final : public ConvEngine {
                      s_.batch * s_.filters * s_.out_plane(), threads);
   }
 
-  void backward_data(const void* dy, const void* w, void* dx, int threads) const override {
+  void backward_data(const void* dy, const void* w, void* dx, char* ws,
+                     int threads) const override {
     set_blas_threads(threads);
     T* dxs = static_cast<T*>(dx);
+    T* col = reinterpret_cast<T*>(ws);
     std::fill(dxs, dxs + s_.batch * s_.channels * s_.in_plane(), T(0));
     for (int64_t n = 0; n < s_.batch; ++n)
       for (int64_t g = 0; g < s_.groups; ++g) {
         gemm<T>(true, false, s_.taps(), s_.out_plane(), group_filters(), T(0),
                 static_cast<const T*>(w) + g * group_filters() * s_.taps(),
                 static_cast<const T*>(dy) + (n * s_.filters + g * group_filters()) * s_.out_plane(),
-                col_.data());
-        fold(dxs + (n * s_.channels + g * group_channels()) * s_.in_plane());
+                col);
+        fold(col, dxs + (n * s_.channels + g * group_channels()) * s_.in_plane());
       }
   }
 
-  void backward_weights(const void* x, const void* dy, void* dw, void* db,
+  void backward_weights(const void* x, const void* dy, void* dw, void* db, char* ws,
                         int threads) const override {
     set_blas_threads(threads);
-    if (dw != nullptr && !wide_col_.empty()) {
-      wide_weights(static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw));
+    if (dw != nullptr && wide_ > 0) {
+      wide_weights(static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw),
+                   reinterpret_cast<T*>(ws));
     } else if (dw != nullptr) {
       for (int64_t n = 0; n < s_.batch; ++n)
         for (int64_t g = 0; g < s_.groups; ++g) {
           const T* col = unrolled(static_cast<const T*>(x) +
-                                  (n * s_.channels + g * group_channels()) * s_.in_plane());
+                                      (n * s_.channels + g * group_channels()) * s_.in_plane(),
+                                  reinterpret_cast<T*>(ws));
           gemm<T>(false, true, group_filters(), s_.taps(), s_.out_plane(), n == 0 ? T(0) : T(1),
                   static_cast<const T*>(dy) + (n * s_.filters + g * group_filters()) * s_.out_plane(),
                   col, static_cast<T*>(dw) + g * group_filters() * s_.taps());
@@ -91,18 +100,22 @@ template <class T> class GemmConv final : public ConvEngine {
   // rewrites all of dw each time: 10x slower. While both matrices stay small (kWideElements).
   static constexpr int64_t kWideElements = int64_t{1} << 22;
 
-  void wide_weights(const T* x, const T* dy, T* dw) const {
-    const int64_t plane = s_.out_plane(), wide = s_.batch * plane, gf = group_filters();
+  // ws: one image's unrolled matrix, then the wide ones (workspace_bytes).
+  void wide_weights(const T* x, const T* dy, T* dw, T* ws) const {
+    const int64_t plane = s_.out_plane(), wide = wide_, gf = group_filters();
+    T* wide_col = ws + s_.taps() * plane;
+    T* wide_dy = wide_col + s_.taps() * wide;
     for (int64_t g = 0; g < s_.groups; ++g) {
       for (int64_t n = 0; n < s_.batch; ++n) {
-        const T* col = unrolled(x + (n * s_.channels + g * group_channels()) * s_.in_plane());
+        const T* col =
+            unrolled(x + (n * s_.channels + g * group_channels()) * s_.in_plane(), ws);
         for (int64_t row = 0; row < s_.taps(); ++row)
-          std::copy_n(col + row * plane, plane, wide_col_.data() + row * wide + n * plane);
+          std::copy_n(col + row * plane, plane, wide_col + row * wide + n * plane);
         const T* planes = dy + (n * s_.filters + g * gf) * plane;
         for (int64_t k = 0; k < gf; ++k)
-          std::copy_n(planes + k * plane, plane, wide_dy_.data() + k * wide + n * plane);
+          std::copy_n(planes + k * plane, plane, wide_dy + k * wide + n * plane);
       }
-      gemm<T>(false, true, gf, s_.taps(), wide, T(0), wide_dy_.data(), wide_col_.data(),
+      gemm<T>(false, true, gf, s_.taps(), wide, T(0), wide_dy, wide_col,
               dw + g * gf * s_.taps());
     }
   }
@@ -117,14 +130,13 @@ template <class T> class GemmConv final : public ConvEngine {
         for (int64_t j = 0; j < s_.w.kernel; ++j) f((c * s_.h.kernel + i) * s_.w.kernel + j, c, i, j);
   }
 
-  // The unrolled [taps, OH * OW] matrix of one group of one image (the image itself for a
-  // 1x1 kernel with stride 1 and no padding).
-  const T* unrolled(const T* image) const {
+  // The unrolled [taps, OH * OW] matrix of one group of one image, in `col` (the image itself
+  // for a 1x1 kernel with stride 1 and no padding).
+  const T* unrolled(const T* image, T* col) const {
     const Axis &h = s_.h, &w = s_.w;
     if (h.kernel == 1 && w.kernel == 1 && h.stride == 1 && w.stride == 1 && h.pad_before == 0 &&
         w.pad_before == 0 && h.out == h.in && w.out == w.in)
       return image;
-    T* col = col_.data();
     for_rows([&](int64_t row, int64_t c, int64_t i, int64_t j) {
       T* dst = col + row * s_.out_plane();
       const T* plane = image + c * s_.in_plane();
@@ -140,10 +152,9 @@ template <class T> class GemmConv final : public ConvEngine {
     return col;
   }
 
-  // col2im: add the unrolled matrix back onto the image it came from.
-  void fold(T* image) const {
+  // col2im: add the unrolled matrix `col` back onto the image it came from.
+  void fold(const T* col, T* image) const {
     const Axis &h = s_.h, &w = s_.w;
-    const T* col = col_.data();
     for_rows([&](int64_t row, int64_t c, int64_t i, int64_t j) {
       const T* src = col + row * s_.out_plane();
       T* plane = image + c * s_.in_plane();
@@ -160,8 +171,7 @@ template <class T> class GemmConv final : public ConvEngine {
 
   ConvShape s_;
   ConvEpilogue epilogue_;
-  mutable std::vector<T> col_;  // scratch of run(), sized in prepare
-  mutable std::vector<T> wide_col_, wide_dy_;  // wide_weights' (empty: a product per image)
+  int64_t wide_ = 0;  // the columns of wide_weights' matrices (0: a product per image)
 };
 
 template <class T>

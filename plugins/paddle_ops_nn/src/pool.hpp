@@ -216,11 +216,14 @@ inline AdaptivePooling check_adaptive_pool2d_grad(const Attrs& attrs, const Slot
   return p;
 }
 
+// Each call gets `ws`, workspace_bytes() of scratch memory (64-byte aligned, content
+// undefined): the kernel's workspace (pc::Workspace).
 class PoolEngine {
  public:
   virtual ~PoolEngine() = default;
-  virtual void forward(const void* x, void* y, int threads) const = 0;
-  virtual void backward(const void* x, const void* dy, void* dx, int threads) const = 0;
+  virtual size_t workspace_bytes() const = 0;
+  virtual void forward(const void* x, void* y, char* ws, int threads) const = 0;
+  virtual void backward(const void* x, const void* dy, void* dx, char* ws, int threads) const = 0;
 };
 
 // float32 pooling of x [batch, channels, H, W] through oneDNN, for forward or backward, x

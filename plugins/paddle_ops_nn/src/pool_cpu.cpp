@@ -131,13 +131,14 @@ class Pool2d {
   Pool2d(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : plan_(check_pool2d(attrs, in, out)) {
     engine_ = engine_for(plan_, in(0), false, ctx);
+    if (engine_) ws_ = pc::Workspace(ctx, engine_->workspace_bytes());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor x = in(0);
     const int threads = ctx.num_threads();
     if (engine_ && !(plan_.p.max && has_nan(x, threads)))
-      return engine_->forward(x.data<void>(), out(0).data<void>(), threads);
+      return engine_->forward(x.data<void>(), out(0).data<void>(), ws_.data(ctx), threads);
     dispatch(x.dtype(), Floats{}, [&](auto t) {
       using T = decltype(t);
       std::vector<T> xs, ys;
@@ -151,6 +152,7 @@ class Pool2d {
  private:
   PoolPlan plan_;
   std::unique_ptr<PoolEngine> engine_;
+  pc::Workspace ws_;
 };
 
 class Pool2dGrad {
@@ -160,13 +162,15 @@ class Pool2dGrad {
   Pool2dGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
       : plan_(check_pool2d_grad(attrs, in, out)) {
     engine_ = engine_for(plan_, in(0), true, ctx);
+    if (engine_) ws_ = pc::Workspace(ctx, engine_->workspace_bytes());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     const Tensor x = in(0);
     const int threads = ctx.num_threads();
     if (engine_ && !(plan_.p.max && has_nan(x, threads)))
-      return engine_->backward(x.data<void>(), in(1).data<void>(), out(0).data<void>(), threads);
+      return engine_->backward(x.data<void>(), in(1).data<void>(), out(0).data<void>(),
+                               ws_.data(ctx), threads);
     dispatch(x.dtype(), Floats{}, [&](auto t) {
       using T = decltype(t);
       std::vector<T> xs, gs, dxs;
@@ -181,6 +185,7 @@ class Pool2dGrad {
  private:
   PoolPlan plan_;  // the windows, x's (and x_grad's) layout and out_grad's
   std::unique_ptr<PoolEngine> engine_;
+  pc::Workspace ws_;
 };
 
 // -- adaptive pooling: loops over the planes, split across threads --------------------------

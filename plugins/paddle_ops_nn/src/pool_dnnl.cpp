@@ -3,11 +3,11 @@
 // (engine.hpp), since its pooling of plain NCHW is a reference loop (measured 16x slower on
 // 8x64x56x56); each operand is converted only where the caller's layout differs from the
 // primitive's. The gradient of max pooling needs the forward pass's workspace (where each
-// maximum was): the backward engine runs the forward pass again into its own buffers first,
-// so pool2d_grad needs nothing from pool2d but x.
+// maximum was): the backward engine runs the forward pass again first, so pool2d_grad needs
+// nothing from pool2d but x. Converted operands, scratchpads and the forward pass's results
+// lie in the kernel's workspace (dnnl.hpp).
 #include <optional>
 #include <unordered_map>
-#include <vector>
 
 #include "dnnl.hpp"
 #include "engine.hpp"
@@ -39,53 +39,64 @@ class DnnlPool final : public PoolEngine {
     const auto kind = backward ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
     const dnnl::pooling_forward::primitive_desc fwd(cpu(), kind, algo, src, dst, strides, kernel,
                                                     dilation, pad_l, pad_r, attr);
+    // One pass: the forward one; or the backward one, after the forward one again.
+    Staging at;
     forward_ = dnnl::pooling_forward(fwd);
-    forward_scratch_ = memory(fwd.scratchpad_desc(), cpu());
-    x_.emplace(x, src);
+    forward_scratch_ = scratchpad(fwd, at);
+    x_.emplace(x, src, at);
     if (!backward) {
-      y_.emplace(out, dst);
+      y_.emplace(out, dst, at);
+      workspace_ = at.end();
       return;
     }
     const dnnl::pooling_backward::primitive_desc bwd(cpu(), algo, src, dst, strides, kernel,
                                                      dilation, pad_l, pad_r, fwd, attr);
     backward_ = dnnl::pooling_backward(bwd);
-    backward_scratch_ = memory(bwd.scratchpad_desc(), cpu());
+    backward_scratch_ = scratchpad(bwd, at);
     if (p.max) {
-      recomputed_ = memory(dst, cpu());  // the forward result, not wanted
-      workspace_ = memory(fwd.workspace_desc(), cpu());
+      recomputed_ = Staged(dst, at);  // the forward result, not wanted
+      maxima_ = Staged(fwd.workspace_desc(), at);
     }
-    dy_.emplace(out, dst);
-    dx_.emplace(x, src);
+    dy_.emplace(out, dst, at);
+    dx_.emplace(x, src, at);
+    workspace_ = at.end();
   }
 
-  void forward(const void* x, void* y, int threads) const override {
+  size_t workspace_bytes() const override { return workspace_; }
+
+  void forward(const void* x, void* y, char* ws, int threads) const override {
     ThreadCount count(threads);
-    forward_.execute(stream_, {{DNNL_ARG_SRC, x_->load(stream_, x)}, {DNNL_ARG_DST, y_->target(y)},
-                               {DNNL_ARG_SCRATCHPAD, forward_scratch_}});
-    y_->store(stream_);
+    forward_.execute(stream_, {{DNNL_ARG_SRC, x_->load(stream_, x, ws)},
+                               {DNNL_ARG_DST, y_->target(y, ws)},
+                               {DNNL_ARG_SCRATCHPAD, forward_scratch_.at(ws)}});
+    y_->store(stream_, ws);
     stream_.wait();
   }
 
-  void backward(const void* x, const void* dy, void* dx, int threads) const override {
+  void backward(const void* x, const void* dy, void* dx, char* ws, int threads) const override {
     ThreadCount count(threads);
-    if (workspace_)
-      forward_.execute(stream_, {{DNNL_ARG_SRC, x_->load(stream_, x)}, {DNNL_ARG_DST, recomputed_},
-                                 {DNNL_ARG_WORKSPACE, *workspace_},
-                                 {DNNL_ARG_SCRATCHPAD, forward_scratch_}});
-    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, dy_->load(stream_, dy)},
-                                         {DNNL_ARG_DIFF_SRC, dx_->target(dx)},
-                                         {DNNL_ARG_SCRATCHPAD, backward_scratch_}};
-    if (workspace_) args[DNNL_ARG_WORKSPACE] = *workspace_;
+    if (maxima_)
+      forward_.execute(stream_, {{DNNL_ARG_SRC, x_->load(stream_, x, ws)},
+                                 {DNNL_ARG_DST, recomputed_->at(ws)},
+                                 {DNNL_ARG_WORKSPACE, maxima_->at(ws)},
+                                 {DNNL_ARG_SCRATCHPAD, forward_scratch_.at(ws)}});
+    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, dy_->load(stream_, dy, ws)},
+                                         {DNNL_ARG_DIFF_SRC, dx_->target(dx, ws)},
+                                         {DNNL_ARG_SCRATCHPAD, backward_scratch_.at(ws)}};
+    if (maxima_) args[DNNL_ARG_WORKSPACE] = maxima_->at(ws);
     backward_.execute(stream_, args);
-    dx_->store(stream_);
+    dx_->store(stream_, ws);
     stream_.wait();
   }
 
  private:
+  size_t workspace_ = 0;
   mutable dnnl::stream stream_{cpu()};
   dnnl::primitive forward_, backward_;
-  memory forward_scratch_, backward_scratch_, recomputed_;
-  std::optional<memory> workspace_;
+  Staged forward_scratch_, backward_scratch_;
+  // Max pooling's backward pass: the forward result it recomputes, and where the maxima were
+  // (oneDNN's workspace, in ours).
+  std::optional<Staged> recomputed_, maxima_;
   mutable std::optional<Operand> x_, y_, dy_, dx_;  // in the caller's layouts
 };
 

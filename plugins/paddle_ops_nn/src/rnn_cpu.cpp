@@ -42,11 +42,23 @@ std::unique_ptr<RecurrenceEngine> make_recurrence_engine(int64_t B, int64_t H, i
 
 namespace {
 
-// The engine's weight_hh for the unit whose steps come next (float32 with an engine only).
+// The engine's weight_hh for the unit whose steps come next (float32 with an engine only); ws
+// the engine's workspace.
 template <class T>
-void load_recurrence(const RecurrenceEngine* engine, const T* w_hh, int threads) {
+void load_recurrence(const RecurrenceEngine* engine, const T* w_hh, char* ws, int threads) {
   if constexpr (std::is_same_v<T, float>)
-    if (engine) engine->load(w_hh, threads);
+    if (engine) engine->load(w_hh, ws, threads);
+}
+
+// The bytes of `count` values of type T, rounded up to whole cache lines: a slice of a
+// kernel's workspace (its slices 64-byte aligned).
+template <class T> size_t slice_bytes(int64_t count) {
+  return (static_cast<size_t>(count) * sizeof(T) + 63) / 64 * 64;
+}
+
+// The engine's workspace, at the start of the kernel's (0 bytes without an engine).
+inline size_t engine_bytes(const std::unique_ptr<RecurrenceEngine>& engine) {
+  return engine ? (engine->workspace_bytes() + 63) / 64 * 64 : 0;
 }
 
 // Sequences per chunk of a step's elementwise work: a step of the cells costs about ten
@@ -137,31 +149,36 @@ class Rnn {
     const int32_t dtype = in(0).dtype();
     fn_ = dispatch(dtype, Floats{}, [](auto t) -> Fn { return &Rnn::compute<decltype(t)>; });
     engine_ = make_recurrence_engine(d_.B, d_.H, d_.G, false, dtype, ctx.num_threads());
+    // The engine's workspace, then a step's hproj.
+    const int64_t hproj = d_.B * d_.G * d_.H;
+    ws_ = pc::Workspace(ctx, engine_bytes(engine_) + (dtype == PC_FLOAT64
+                                                          ? slice_bytes<double>(hproj)
+                                                          : slice_bytes<float>(hproj)));
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    (this->*fn_)(in, out, ctx.num_threads());
+    (this->*fn_)(in, out, ws_.data(ctx), ctx.num_threads());
   }
 
  private:
-  using Fn = void (Rnn::*)(const Slots&, const Slots&, int32_t) const;
+  using Fn = void (Rnn::*)(const Slots&, const Slots&, char*, int32_t) const;
 
   template <class T>
-  void compute(const Slots& in, const Slots& out, int32_t threads) const {
+  void compute(const Slots& in, const Slots& out, char* ws, int32_t threads) const {
     const RnnDims& d = d_;
     const Lengths lengths = read_lengths(in, s_.lengths(), d);
     set_blas_threads(threads);
     T* reserve = out(s_.reserve()).data<T>();
-    std::vector<T> hproj(static_cast<size_t>(d.B * d.G * d.H));
+    T* hproj = reinterpret_cast<T*>(ws + engine_bytes(engine_));
     for (int64_t l = 0; l < d.L; ++l)
       for (int64_t dir = 0; dir < d.D; ++dir) {
         const Unit<T> u = unit_of(d, reserve, l, dir);
         project(in, u, layer_input(d, in(0).data<T>(), reserve, l));
         start(in, u);
-        load_recurrence(engine_.get(), item<T>(in, 2, u.index), threads);
+        load_recurrence(engine_.get(), item<T>(in, 2, u.index), ws, threads);
         T* last = l + 1 == d.L ? out(0).data<T>() : nullptr;
         for (int64_t step = 0; step < d.walked_steps(); ++step)
-          advance(in, u, u.time(step), lengths, hproj.data(), last, threads);
+          advance(in, u, u.time(step), lengths, hproj, last, ws, threads);
         finish(out, u);
       }
   }
@@ -211,10 +228,10 @@ class Rnn {
   // gates are zeros. last: the op's out, when this is the last layer.
   template <class T>
   void advance(const Slots& in, const Unit<T>& u, int64_t t, const Lengths& lengths, T* hproj,
-               T* last, int32_t threads) const {
+               T* last, char* ws, int32_t threads) const {
     const RnnDims& d = d_;
     const int64_t H = d.H, gh = d.G * H;
-    recur(u.h(u.prev(t), 0), item<T>(in, 2, u.index), hproj, threads);
+    recur(u.h(u.prev(t), 0), item<T>(in, 2, u.index), hproj, ws, threads);
     const T* b_hh = item<T>(in, 4, u.index);
     const CellRows<T> rows = cell_rows<T>();
     parallel_rows(d.B, threads, cell_grain(H), [&](int64_t lo, int64_t hi) {
@@ -241,10 +258,10 @@ class Rnn {
 
   // hproj = h_prev @ weight_hh^T (h_prev: B rows of the reserve).
   template <class T>
-  void recur(const T* h_prev, const T* w_hh, T* hproj, int32_t threads) const {
+  void recur(const T* h_prev, const T* w_hh, T* hproj, char* ws, int32_t threads) const {
     const RnnDims& d = d_;
     if constexpr (std::is_same_v<T, float>)
-      if (engine_) return engine_->forward(h_prev, d.row(), hproj, threads);
+      if (engine_) return engine_->forward(h_prev, d.row(), hproj, ws, threads);
     gemm<T>(false, true, d.B, d.G * d.H, d.H, T(1), h_prev, d.row(), w_hh, d.H, T(0), hproj,
             d.G * d.H);
   }
@@ -265,6 +282,7 @@ class Rnn {
   RnnDims d_;
   Fn fn_;
   std::unique_ptr<RecurrenceEngine> engine_;  // null: OpenBLAS
+  pc::Workspace ws_;
 };
 
 // -- backward ----------------------------------------------------------------------------------
@@ -281,61 +299,61 @@ class RnnGrad {
     const int32_t dtype = in(0).dtype();
     fn_ = dispatch(dtype, Floats{}, [](auto t) -> Fn { return &RnnGrad::compute<decltype(t)>; });
     engine_ = make_recurrence_engine(d_.B, d_.H, d_.G, true, dtype, ctx.num_threads());
+    const size_t work = dtype == PC_FLOAT64 ? Work<double>(d_, nullptr).bytes
+                                            : Work<float>(d_, nullptr).bytes;
+    ws_ = pc::Workspace(ctx, engine_bytes(engine_) + work);
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    (this->*fn_)(in, out, ctx.num_threads());
+    (this->*fn_)(in, out, ws_.data(ctx), ctx.num_threads());
   }
 
  private:
-  using Fn = void (RnnGrad::*)(const Slots&, const Slots&, int32_t) const;
+  using Fn = void (RnnGrad::*)(const Slots&, const Slots&, char*, int32_t) const;
 
-  // What a run works in: every step's gate gradients of one unit (input side dgx, hidden
-  // side dgh: the same for lstm), the carried state gradients, and the gradient of each
-  // layer's output, two layers at a time. Kept from run to run: allocated afresh, its
-  // megabytes came back from the system as page faults at every run (a tenth of the op).
+  // What a run works in, in the kernel's workspace after the engine's: every step's gate
+  // gradients of one unit (input side dgx, hidden side dgh: the same for lstm), the carried
+  // state gradients, and the gradient of each layer's output, two layers at a time. (Planned
+  // with the plan's buffers, not allocated per run: afresh, its megabytes came back from the
+  // system as page faults at every run, a tenth of the op.)
   template <class T>
   struct Work {
-    std::vector<T> dgx, dgh, dh, dc, dy[2];
-
-    void size_for(const RnnDims& d) {
+    Work(const RnnDims& d, char* at) {
       const int64_t steps = d.T * d.B;
-      dgx.resize(static_cast<size_t>(steps * d.G * d.H));
-      if (!kLstm) dgh.resize(dgx.size());
-      dh.resize(static_cast<size_t>(d.B * d.H));
-      dc.resize(dh.size());
-      for (auto& y : dy) y.resize(d.L > 1 ? static_cast<size_t>(steps * d.D * d.H) : 0);
+      const auto take = [&](int64_t count) {  // (at is null when only sizing)
+        T* slice = reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(at) + bytes);
+        bytes += slice_bytes<T>(count);
+        return slice;
+      };
+      dgx = take(steps * d.G * d.H);
+      dgh = kLstm ? nullptr : take(steps * d.G * d.H);
+      dh = take(d.B * d.H);
+      dc = take(d.B * d.H);
+      for (T*& y : dy) y = d.L > 1 ? take(steps * d.D * d.H) : nullptr;
     }
+    T *dgx, *dgh, *dh, *dc, *dy[2];
+    size_t bytes = 0;  // the slices' bytes together
   };
 
   template <class T>
-  Work<T>& work() const {
-    if constexpr (std::is_same_v<T, float>)
-      return work_f32_;
-    else
-      return work_f64_;
-  }
-
-  template <class T>
-  void compute(const Slots& in, const Slots& out, int32_t threads) const {
+  void compute(const Slots& in, const Slots& out, char* ws, int32_t threads) const {
     const RnnDims& d = d_;
     const Lengths lengths = read_lengths(in, s_.grad_lengths(), d);
     set_blas_threads(threads);
     const int64_t steps = d.T * d.B, gh = d.G * d.H;
-    Work<T>& w = work<T>();
-    w.size_for(d);
+    Work<T> w(d, ws + engine_bytes(engine_));
     T* reserve = in(s_.grad_reserve()).data<T>();
     const T* top = in.has(s_.out_grad()) ? in(s_.out_grad()).data<T>() : nullptr;
     for (int64_t l = d.L - 1; l >= 0; --l) {
-      const T* dy = l + 1 == d.L ? top : w.dy[(l + 1) % 2].data();
-      T* dx = l > 0 ? w.dy[l % 2].data() : out.has(0) ? out(0).data<T>() : nullptr;
+      const T* dy = l + 1 == d.L ? top : w.dy[(l + 1) % 2];
+      T* dx = l > 0 ? w.dy[l % 2] : out.has(0) ? out(0).data<T>() : nullptr;
       const auto pieces = layer_input(d, in(0).data<T>(), reserve, l);
       for (int64_t dir = 0; dir < d.D; ++dir) {
         const Unit<T> u = unit_of(d, reserve, l, dir);
-        through_steps(in, out, u, lengths, dy, w, threads);
+        through_steps(in, out, u, lengths, dy, w, ws, threads);
         weight_grads(out, u, pieces, w);
         if (dx)
-          gemm<T>(false, false, steps, d.input_size(l), gh, T(1), w.dgx.data(), gh,
+          gemm<T>(false, false, steps, d.input_size(l), gh, T(1), w.dgx, gh,
                   item<T>(in, 1, u.index), d.input_size(l), dir == 0 ? T(0) : T(1), dx,
                   d.input_size(l));
       }
@@ -347,18 +365,18 @@ class RnnGrad {
   // dy: the gradient of the layer's output [T, B, D * H], or null for none.
   template <class T>
   void through_steps(const Slots& in, const Slots& out, const Unit<T>& u, const Lengths& lengths,
-                     const T* dy, Work<T>& w, int32_t threads) const {
+                     const T* dy, Work<T>& w, char* ws, int32_t threads) const {
     const RnnDims& d = d_;
     const int64_t H = d.H, gh = d.G * H;
-    load(w.dh.data(), state_or_null<T>(in, s_.h_n_grad(), u.index, d), d.B * H);
-    if (kLstm) load(w.dc.data(), state_or_null<T>(in, s_.c_n_grad(), u.index, d), d.B * H);
-    T* dgh_all = kLstm ? w.dgx.data() : w.dgh.data();
+    load(w.dh, state_or_null<T>(in, s_.h_n_grad(), u.index, d), d.B * H);
+    if (kLstm) load(w.dc, state_or_null<T>(in, s_.c_n_grad(), u.index, d), d.B * H);
+    T* dgh_all = kLstm ? w.dgx : w.dgh;
     const T* w_hh = item<T>(in, 2, u.index);
-    load_recurrence(engine_.get(), w_hh, threads);
+    load_recurrence(engine_.get(), w_hh, ws, threads);
     const CellRows<T> rows = cell_rows<T>();
     for (int64_t step = d.walked_steps() - 1; step >= 0; --step) {
       const int64_t t = u.time(step);
-      T* dgx = w.dgx.data() + t * d.B * gh;
+      T* dgx = w.dgx + t * d.B * gh;
       T* dgh = dgh_all + t * d.B * gh;
       parallel_rows(d.B, threads, cell_grain(H), [&](int64_t lo, int64_t hi) {
         for (int64_t b = lo; b < hi; ++b) {
@@ -370,27 +388,27 @@ class RnnGrad {
           }
           const T* gates = u.at(t, b);
           const T* o = dy ? dy + (t * d.B + b) * d.D * H + (u.reverse ? H : 0) : nullptr;
-          T* dh = w.dh.data() + b * H;
+          T* dh = w.dh + b * H;
           if constexpr (kLstm)
             rows.lstm_grad(H, gates, u.c(u.prev(t), b), u.c(u.next(t), b), dh, o,
-                           w.dc.data() + b * H, gx);
+                           w.dc + b * H, gx);
           else
             rows.gru_grad(H, gates, u.h(u.prev(t), b), dh, o, gx, gg);
         }
       });
-      recur_grad(dgh, w_hh, w.dh.data(), threads);
+      recur_grad(dgh, w_hh, w.dh, ws, threads);
     }
-    if (out.has(5)) std::copy(w.dh.begin(), w.dh.end(), out(5).data<T>() + u.index * d.B * H);
+    if (out.has(5)) std::copy_n(w.dh, d.B * H, out(5).data<T>() + u.index * d.B * H);
     if (kLstm && out.has(6))
-      std::copy(w.dc.begin(), w.dc.end(), out(6).data<T>() + u.index * d.B * H);
+      std::copy_n(w.dc, d.B * H, out(6).data<T>() + u.index * d.B * H);
   }
 
   // dh += dgates @ weight_hh.
   template <class T>
-  void recur_grad(const T* dgates, const T* w_hh, T* dh, int32_t threads) const {
+  void recur_grad(const T* dgates, const T* w_hh, T* dh, char* ws, int32_t threads) const {
     const RnnDims& d = d_;
     if constexpr (std::is_same_v<T, float>)
-      if (engine_) return engine_->backward(dgates, dh, threads);
+      if (engine_) return engine_->backward(dgates, dh, ws, threads);
     gemm<T>(false, false, d.B, d.H, d.G * d.H, T(1), dgates, d.G * d.H, w_hh, d.H, T(1), dh, d.H);
   }
 
@@ -409,11 +427,11 @@ class RnnGrad {
                     const Work<T>& w) const {
     const RnnDims& d = d_;
     const int64_t steps = d.T * d.B, gh = d.G * d.H, in_size = d.input_size(u.index / d.D);
-    const T* dgh = kLstm ? w.dgx.data() : w.dgh.data();
+    const T* dgh = kLstm ? w.dgx : w.dgh;
     if (out.has(1)) {
       T* dw = item<T>(out, 1, u.index);
       for (const Piece<T>& p : pieces)
-        gemm<T>(true, false, gh, p.cols, steps, T(1), w.dgx.data(), gh, p.data, p.ld, T(0),
+        gemm<T>(true, false, gh, p.cols, steps, T(1), w.dgx, gh, p.data, p.ld, T(0),
                 dw + p.offset, in_size);
     }
     if (out.has(2)) {
@@ -421,7 +439,7 @@ class RnnGrad {
       gemm<T>(true, false, gh, d.H, steps, T(1), dgh, gh, u.h(u.prev(0), 0), d.row(), T(0),
               item<T>(out, 2, u.index), d.H);
     }
-    if (out.has(3)) column_sums(w.dgx.data(), steps, gh, item<T>(out, 3, u.index));
+    if (out.has(3)) column_sums(w.dgx, steps, gh, item<T>(out, 3, u.index));
     if (out.has(4)) column_sums(dgh, steps, gh, item<T>(out, 4, u.index));
   }
 
@@ -436,8 +454,7 @@ class RnnGrad {
   RnnDims d_;
   Fn fn_;
   std::unique_ptr<RecurrenceEngine> engine_;  // null: OpenBLAS
-  mutable Work<float> work_f32_;  // the one of the prepared dtype is used
-  mutable Work<double> work_f64_;
+  pc::Workspace ws_;
 };
 
 }  // namespace

@@ -6,21 +6,26 @@
 #ifndef PADDLE_OPS_NN_RNN_ENGINE_HPP_
 #define PADDLE_OPS_NN_RNN_ENGINE_HPP_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
 namespace paddle_ops_nn {
 
 // One unit's (layer and direction's) steps at a time: `load` its weight_hh [G * H, H], then
-// `forward` or `backward` at each step. Float32; every matrix row-major.
+// `forward` or `backward` at each step. Float32; every matrix row-major. Each call gets `ws`,
+// workspace_bytes() of scratch memory (64-byte aligned), the same from `load` to the unit's
+// last step: the kernel's workspace (pc::Workspace), where the engine keeps weight_hh.
 class RecurrenceEngine {
  public:
   virtual ~RecurrenceEngine() = default;
-  virtual void load(const float* w_hh, int threads) const = 0;
+  virtual size_t workspace_bytes() const = 0;
+  virtual void load(const float* w_hh, char* ws, int threads) const = 0;
   // hproj [B, G * H] = h_prev @ w_hh^T; h_prev's B rows of H are ld floats apart.
-  virtual void forward(const float* h_prev, int64_t ld, float* hproj, int threads) const = 0;
+  virtual void forward(const float* h_prev, int64_t ld, float* hproj, char* ws,
+                       int threads) const = 0;
   // dh [B, H] += dgates [B, G * H] @ w_hh.
-  virtual void backward(const float* dgates, float* dh, int threads) const = 0;
+  virtual void backward(const float* dgates, float* dh, char* ws, int threads) const = 0;
 };
 
 // oneDNN's engine for float32 where oneDNN is enabled (engine.hpp), for the forward pass or the

@@ -3,6 +3,8 @@ live at one step ever overlaps another, and results are bit for bit those of a b
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -314,3 +316,118 @@ def test_an_intermediate_its_op_rewrites_goes_through_scratch_memory_of_its_own(
     assert reused._runner.scratch_copies == 1
     (got,) = pc.Executor().run(prog, feed=feed, fetch_list=[out])
     np.testing.assert_array_equal(got, 2 * feed["x"].T + feed["x"])
+
+
+def small_cnn(optimizer=None):
+    """A training step of conv -> batch norm -> relu -> max pool, twice, then fc (softmax
+    cross-entropy, SGD): the convolutions and poolings ask for workspaces."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        image = pc.layers.data("image", [3, 16, 16])
+        label = pc.layers.data("label", [1], dtype="int64")
+        h = image
+        for filters in (8, 16):
+            h = pc.layers.conv2d(h, filters, 3, padding=1, bias_attr=False)
+            h = pc.layers.pool2d(pc.layers.batch_norm(h, act="relu"), 2, pool_stride=2)
+        loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(pc.layers.fc(h, 10), label))
+        (optimizer or pc.optimizer.SGD(0.1)).minimize(loss)
+    return main, startup, loss
+
+
+def cnn_feed(rng, batch=8):
+    return {
+        "image": rng.standard_normal((batch, 3, 16, 16)).astype(F32),
+        "label": rng.integers(0, 10, (batch, 1)).astype(np.int64),
+    }
+
+
+def test_kernels_workspaces_share_the_arena_and_never_overlap_their_steps_values():
+    pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
+    main, startup, loss = small_cnn()
+    rng = np.random.default_rng(3)
+    feeds = [cnn_feed(rng) for _ in range(3)]
+    params = [p.name for p in main.all_parameters()]
+    reused, alone = run_both(main, startup, feeds, [loss], params)
+    memory = reused.memory
+    assert memory.workspaces == alone.memory.workspaces > 0  # conv2d(_grad), pool2d(_grad)
+    assert 0 < memory.workspace_bytes < memory.planned_bytes
+    # Each lives at its step only: together they take less than a buffer each.
+    assert memory.arena_bytes < alone.memory.arena_bytes == alone.memory.planned_bytes
+    runner = reused._runner
+    for index, s in runner.workspaces:
+        workspace = runner.plan.array(index)
+        start, end = workspace.ctypes.data, workspace.ctypes.data + workspace.nbytes
+        assert start % 64 == 0
+        step = reused.steps[s]
+        for _, _, names in (*step.inputs, *step.outputs):
+            for name in names:
+                a = runner.plan.array(runner.index[name])
+                assert a.ctypes.data + a.nbytes <= start or end <= a.ctypes.data, (s, name)
+
+
+def test_the_memory_report_adds_up_what_the_plan_holds():
+    pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
+    main, startup, loss = small_cnn(pc.optimizer.Momentum(0.1, 0.9))
+    scope, exe = pc.Scope(), pc.Executor()
+    exe.run(startup, scope=scope)
+    feed = cnn_feed(np.random.default_rng(4))
+    exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    memory = exe.prepare(main, feed, [loss]).memory
+    assert memory.fetched_bytes == 4  # the loss, a float32 scalar
+    # Parameters, their velocities, the learning rate, batch norm's running statistics.
+    block = main.global_block()
+    persistable = sum(scope.get(n).nbytes for n, v in block.vars.items() if v.persistable)
+    assert memory.persistable_bytes == persistable
+    assert memory.kernel_state_bytes == 0  # the kernels keep their scratch in workspaces
+    assert memory.held_bytes == memory.arena_bytes + memory.fetched_bytes
+    text = str(memory)
+    for row in ("arena", "workspaces", "kernel state", "fetched", "persistable"):
+        assert row in text
+    assert f"{memory.arena_bytes / 2**20:.2f} MB" in text
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+@pytest.mark.parametrize("model", ["cnn", "transformer"])
+def test_steady_state_training_steps_allocate_nothing(model):
+    """After a few warm-up steps a training step needs no new memory: its values are planned
+    once (the arena), kernels' scratch too (their workspaces), the fetched loss reuses its
+    buffer once let go. A leak, or memory allocated and touched afresh each step, shows as
+    resident growth or as page faults (4 KiB each) across 100 steps."""
+    pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
+    resource = pytest.importorskip("resource")  # (POSIX only)
+    rng = np.random.default_rng(5)
+    if model == "cnn":
+        main, startup, loss = small_cnn()
+        feed = cnn_feed(rng)
+    else:
+        main, startup = pc.Program(), pc.Program()
+        with pc.program_guard(main, startup):
+            h = pc.layers.data("x", [32, 64])
+            h = pc.layers.transformer_encoder_layer(h, 64, 4, 128, dropout=0.1)
+            loss = pc.layers.mean(pc.ops.mul(h, h))
+            pc.optimizer.Adam(0.001).minimize(loss)
+        feed = {"x": rng.standard_normal((4, 32, 64)).astype(F32)}
+    scope, exe = pc.Scope(), pc.Executor(num_threads=2)
+    exe.run(startup, scope=scope)
+
+    def step():
+        (value,) = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        return float(value)
+
+    for _ in range(5):
+        step()
+    faults, resident = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, resident_bytes()
+    losses = [step() for _ in range(100)]
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    growth = resident_bytes() - resident
+    assert all(np.isfinite(losses))
+    assert growth <= 256 * 1024, f"resident memory grew {growth / 1024:.0f} KiB over 100 steps"
+    assert faults <= 100, f"{faults} page faults over 100 steps"

@@ -402,7 +402,8 @@ def saved_classifier(directory: Path) -> tuple[Path, Path, list[str]]:
 
 def test_profile_prints_the_tables_of_a_saved_model(tmp_path: Path) -> None:
     """`paddle-ops profile` runs a saved inference model under pc.profiler: a table by op
-    type and one by op, every op of the model in each; --trace writes the Chrome trace."""
+    type and one by op, every op of the model in each, then what the plan holds; --trace
+    writes the Chrome trace."""
     model, x, types = saved_classifier(tmp_path)
     trace = tmp_path / "trace.json"
     args = ("profile", str(model), "--feed", f"x={x}", "--runs", "3")
@@ -422,6 +423,12 @@ def test_profile_prints_the_tables_of_a_saved_model(tmp_path: Path) -> None:
     assert sum(row["total_ns"] for row in data["by_op"]) == sum(
         row["total_ns"] for row in data["by_type"]
     )
+    # then what the plan holds (PreparedProgram.memory)
+    assert "\nwhat the plan holds:\narena " in out and "persistable values" in out
+    memory = data["memory"]
+    assert memory["held_bytes"] == memory["arena_bytes"] + memory["fetched_bytes"]
+    assert memory["fetched_bytes"] == 5 * 3 * 4  # the probabilities, float32 [5, 3]
+    assert memory["persistable_bytes"] == (4 * 3 + 3) * 4  # the fc's weights and bias
     # the model file itself names the whole model; a bare program fetches what no op reads
     assert run_cli("profile", str(model / "model.pb"), "--feed", f"x={x}").stdout.count("#") >= 3
     program = pc.Program()

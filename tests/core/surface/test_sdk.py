@@ -255,6 +255,45 @@ def test_the_avx2_header_computes_exp_and_refuses_other_flags(tmp_path: Path) ->
     }
 
 
+WORKSPACE = r"""
+#include <paddle_core/kernel.hpp>
+#include <cstdio>
+namespace pc = paddle_core;
+
+// A kernel's workspace from a core that plans it (struct_size covering the field) and from an
+// older one (ABI 1's first size), where the kernel keeps its own.
+void show(const char* label, int32_t struct_size) {
+  alignas(64) static char planned[256];
+  pc_context c{};
+  c.struct_size = struct_size;
+  const pc::Context ctx(&c);
+  const pc::Workspace small(ctx, 100), large(ctx, 200), none(ctx, 0);
+  std::printf("%s: asked %zu, state %zu;", label, c.workspace_size, c.state_bytes);
+  c.workspace = c.workspace_size ? planned : nullptr;  // what the core binds for the run
+  char* data = large.data(ctx);
+  const bool ours = data == planned;
+  std::printf(" large %s, aligned %d, none %s\n", ours ? "planned" : "own",
+              (int)(reinterpret_cast<uintptr_t>(data) % 64 == 0),
+              none.data(ctx) == nullptr ? "null" : "?");
+  (void)small;
+}
+
+int main() {
+  show("core", sizeof(pc_context));
+  show("older core", PC_CONTEXT_BASE_SIZE);
+}
+"""
+
+
+def test_a_workspace_is_the_cores_where_it_plans_one_else_the_kernels_own(tmp_path: Path) -> None:
+    output = compile_and_run(tmp_path, WORKSPACE, ".cpp")
+    assert output.splitlines() == [
+        "core: asked 200, state 0; large planned, aligned 1, none null",
+        # An older core fills no field of ABI 1's later ones: the kernel says nothing there.
+        "older core: asked 0, state 0; large own, aligned 1, none null",
+    ]
+
+
 PHILOX8 = r"""
 #include <paddle_core/avx2.hpp>
 #include <paddle_core/random.hpp>
