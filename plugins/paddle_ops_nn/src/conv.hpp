@@ -40,6 +40,8 @@ class ConvEngine {
  public:
   virtual ~ConvEngine() = default;
   virtual size_t workspace_bytes() const = 0;
+  // The bytes the engine keeps for the plan's life (a filter kept converted: keep_filter).
+  virtual size_t state_bytes() const { return 0; }
   // same_filter: w holds the values of the previous call's (conv2d's filter_fingerprint says
   // so), and an engine that keeps the filter converted to its own layout may reuse that.
   // residual: the epilogue's (null without one).

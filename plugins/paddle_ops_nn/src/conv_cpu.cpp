@@ -78,6 +78,7 @@ class Conv2d {
                                ctx.num_threads(), plan_.layout, plan_.epilogue,
                                in.has(kFingerprint));
     ws_ = pc::Workspace(ctx, engine_->workspace_bytes());
+    ctx.add_state_bytes(engine_->state_bytes());
   }
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {

@@ -58,8 +58,12 @@ class DnnlConv final : public ConvEngine {
       Staging at;
       fwd_.emplace(Pass{dnnl::convolution_forward(fwd), scratchpad(fwd, at)});
       x_.emplace(src_md, fwd.src_desc(), at);
-      if (keep_filter) w_.emplace(f32(wei, wei_tag), fwd.weights_desc());
-      else w_.emplace(f32(wei, wei_tag), fwd.weights_desc(), at);
+      if (keep_filter) {
+        w_.emplace(f32(wei, wei_tag), fwd.weights_desc());
+        if (fwd.weights_desc() != f32(wei, wei_tag)) kept_ = fwd.weights_desc().get_size();
+      } else {
+        w_.emplace(f32(wei, wei_tag), fwd.weights_desc(), at);
+      }
       y_.emplace(dst_md, fwd.dst_desc(), at);
       if (bias) b_.emplace(bias_md, fwd.bias_desc(), at);
       residual_md_ = dst_md;
@@ -107,6 +111,7 @@ class DnnlConv final : public ConvEngine {
   }
 
   size_t workspace_bytes() const override { return workspace_; }
+  size_t state_bytes() const override { return kept_; }
 
   void forward(const void* x, const void* w, const void* b, const void* residual, void* y,
                char* ws, int threads, bool same_filter) const override {
@@ -194,6 +199,7 @@ class DnnlConv final : public ConvEngine {
   size_t workspace_ = 0;        // the most bytes of workspace a pass needs
   size_t spare_ = 0;            // where the spare buffer lies in the weights pass's workspace
   size_t plain_workspace_ = 0;  // where plain_weights_'s workspace lies in it
+  size_t kept_ = 0;             // the bytes of the filter kept converted
   mutable dnnl::stream stream_{cpu()};
   std::optional<Pass> fwd_, bwd_data_, bwd_weights_;
   // Per pass: forward x, w, b -> y; backward data dy, w -> dx; backward weights x, dy -> dw, db.
