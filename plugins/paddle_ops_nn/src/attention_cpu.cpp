@@ -380,8 +380,8 @@ template <class T> T* zeroed(const Slots& out, int32_t slot, int64_t n) {
 struct BackwardPlan {
   BackwardPlan(const AttentionGeometry& g, int32_t dtype, int32_t threads) {
     const int64_t key_tiles = (g.S + kKeyTile - 1) / kKeyTile;
-    shares = std::clamp<int64_t>((threads + g.batch - 1) / g.batch, 1,
-                                 std::max<int64_t>(key_tiles, 1));
+    const int64_t batch = std::max<int64_t>(g.batch, 1);  // (none: one share of nothing)
+    shares = std::clamp<int64_t>((threads + batch - 1) / batch, 1, std::max<int64_t>(key_tiles, 1));
     const bool f64 = dtype == PC_FLOAT64;
     const int64_t q_size = g.batch * g.L * g.E;
     d_bytes = f64 ? slice_bytes<double>(g.batch * g.L) : slice_bytes<float>(g.batch * g.L);
