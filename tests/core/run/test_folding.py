@@ -13,16 +13,20 @@ import paddle_core as pc
 RNG = np.random.default_rng(0)
 
 
-def scaled_linear():
-    """out = relu(x @ (2 w) + b): the doubling and nothing else reads only parameters."""
-    prog, start = pc.Program(), pc.Program()
-    with pc.program_guard(prog, start):
+def scaled_linear(start=None):
+    """out = relu(x @ (2 w) + b): the doubling and nothing else reads only parameters. With
+    a startup program, a training program (SGD on mean(out^2)) and its loss instead of x."""
+    prog = pc.Program()
+    with pc.program_guard(prog, start or pc.Program()):
         x = pc.data("x", [None, 3])
         block = prog.global_block()
         w = block.create_parameter("w", shape=[3, 4], dtype="float32")
         b = block.create_parameter("b", shape=[4], dtype="float32")
         doubled = pc.ops.scale(w, scale=2.0)
         out = pc.ops.relu(pc.ops.add(pc.ops.matmul(x, doubled), b))
+        if start is not None:
+            x = pc.ops.mean(pc.ops.square(out))
+            pc.optimizer.SGD(0.5).minimize(x)
     return prog, x, doubled, out
 
 
@@ -69,15 +73,8 @@ def test_setting_a_parameter_refolds():
 
 def test_a_training_step_between_evaluations_refolds():
     prog, _, _, out = scaled_linear()
-    train, start = pc.Program(), pc.Program()
-    with pc.program_guard(train, start):
-        tx = pc.data("x", [None, 3])
-        block = train.global_block()
-        w = block.create_parameter("w", shape=[3, 4], dtype="float32")
-        b = block.create_parameter("b", shape=[4], dtype="float32")
-        y = pc.ops.relu(pc.ops.add(pc.ops.matmul(tx, pc.ops.scale(w, scale=2.0)), b))
-        loss = pc.ops.mean(pc.ops.square(y))
-        pc.optimizer.SGD(0.5).minimize(loss)
+    start = pc.Program()
+    train, loss, _, _ = scaled_linear(start)
     exe, scope = pc.Executor(), pc.Scope()
     exe.run(start, scope=scope)  # the learning rate
     setup_scope(scope)
