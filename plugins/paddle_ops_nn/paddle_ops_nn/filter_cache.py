@@ -54,15 +54,21 @@ def _cached_convs(program: Any, device: Any, feed_names: Any) -> list[Any]:
         for name in op.output_names:
             writers.setdefault(name, []).append(op)
     fed = set(feed_names)
+    known: dict[str, bool] = {}  # (each value decided once: writers' inputs may be shared)
 
     def constant(name: str) -> bool:
-        var = block.find_var(name)
+        if name in known:
+            return known[name]
+        var, ops = block.find_var(name), writers.get(name, [])
         if var is None or name in fed:
-            return False
-        ops = writers.get(name, [])
-        if var.persistable:
-            return not ops
-        return len(ops) == 1 and bool(ops[0].input_names) and all(map(constant, ops[0].input_names))
+            result = False
+        elif var.persistable:
+            result = not ops
+        else:
+            result = len(ops) == 1 and bool(ops[0].input_names)
+            result = result and all(map(constant, ops[0].input_names))
+        known[name] = result
+        return result
 
     return [
         op

@@ -57,22 +57,28 @@ def _applies(program: Any, device: Any) -> bool:
 
 
 class _Fusion:
+    """Who reads and writes each value, found once (an imported model has thousands of ops)
+    and kept up to date as ops fuse."""
+
     def __init__(self, block: Any, kept: set[str]) -> None:
         self.block, self.kept = block, kept
+        self.readers: dict[str, list[Any]] = {}
+        self.writers: dict[str, list[int]] = {}  # name -> the places of its writers
+        self.place = {id(op): index for index, op in enumerate(block.ops)}  # (order kept)
+        for index, op in enumerate(block.ops):
+            for name in op.input_names:
+                self.readers.setdefault(name, []).append(op)
+            for name in op.output_names:
+                self.writers.setdefault(name, []).append(index)
 
-    def _reader(self, name: str) -> tuple[int, Any] | None:
-        """The one op reading ``name`` (which one op writes and nothing keeps), with its
-        index."""
-        if name in self.kept or self.block.var(name).persistable:
+    def _reader(self, name: str) -> Any:
+        """The one op reading ``name``, which one op writes and nothing keeps; else None."""
+        readers = self.readers.get(name, [])
+        if len(readers) != 1 or len(self.writers.get(name, [])) != 1 or name in self.kept:
             return None
-        readers, writers = [], 0
-        for index, op in enumerate(self.block.ops):
-            if name in op.input_names:
-                readers.append((index, op))
-            writers += name in op.output_names
-        return readers[0] if len(readers) == 1 and writers == 1 else None
+        return None if self.block.var(name).persistable else readers[0]
 
-    def _residual(self, conv: Any, index: int, add: Any) -> str | None:
+    def _residual(self, conv: Any, add: Any) -> str | None:
         """The operand of ``add`` other than the conv2d's out, where the conv2d can take it."""
         (out,) = conv.output("out")
         (x,), (y,) = add.input("x"), add.input("y")
@@ -83,8 +89,8 @@ class _Fusion:
         shape = block.var(out).shape
         if tuple(block.var(other).shape) != tuple(shape) or None in shape[1:]:
             return None
-        written = [i for i, op in enumerate(block.ops) if other in op.output_names]
-        return other if all(i < index for i in written) else None
+        at = self.place[id(conv)]
+        return other if all(i < at for i in self.writers.get(other, [])) else None
 
     def candidates(self) -> list[Any]:
         return [
@@ -98,12 +104,10 @@ class _Fusion:
 
     def _next(self, conv: Any) -> Any:
         (out,) = conv.output("out")
-        found = self._reader(out)
-        if found is None:
+        op = self._reader(out)
+        if op is None:
             return None
-        _, op = found
-        index = self.block.ops.index(conv)
-        if op.type == "add" and not conv.input("residual") and self._residual(conv, index, op):
+        if op.type == "add" and not conv.input("residual") and self._residual(conv, op):
             return op
         return op if _activation(op) is not None else None
 
@@ -115,12 +119,20 @@ class _Fusion:
         block = self.block
         while (op := self._next(conv)) is not None and not conv.attrs["fuse_activation"]:
             if op.type == "add":
-                residual = self._residual(conv, block.ops.index(conv), op)
+                residual = self._residual(conv, op)
                 inputs = {"residual": residual}
                 attrs: dict[str, Any] = {}
             else:
                 act, alpha, beta = _activation(op)
                 inputs = {}
                 attrs = {"fuse_activation": act, "fuse_alpha": alpha, "fuse_beta": beta}
+            (old,), (new,) = conv.output("out"), op.output("out")
             block.remove_op(block.ops.index(op))
-            block.rewrite_op(conv, inputs=inputs, outputs={"out": op.output("out")}, attrs=attrs)
+            block.rewrite_op(conv, inputs=inputs, outputs={"out": new}, attrs=attrs)
+            # The maps, as they are now: op gone, conv writing op's out and reading residual.
+            for name in op.input_names:
+                self.readers[name].remove(op)
+            self.writers[new] = [self.place[id(conv)]]
+            del self.writers[old]
+            if inputs:
+                self.readers[residual].append(conv)
