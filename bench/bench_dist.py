@@ -8,15 +8,22 @@ the 8x8 digits (which data the step sees does not change its time):
        gradients summed every step
 Each count of processes runs as its own job (`paddle-ops launch -n N`); rank 0 reports the
 median step time of rounds of steps and the time it waits for its allreduces (blocking ones,
-or with overlap=True, what c_wait still waits after the rest of backward). Target:
-throughput at 2 processes at least 1.8x one process's. 4 processes share this machine's cores
-when it has fewer than 4, so that figure measures oversubscription as much as scaling.
+or with overlap=True, what c_wait still waits after the rest of backward). Beside them, N
+independent processes each training its own model at once, with no collective: the ceiling
+any data-parallel run on this machine can reach, where processes slow each other down
+through shared caches, memory bandwidth and (on a virtual machine) the host. The jobs run
+--repeats times, interleaved, and each figure is the median over the repeats, each ratio
+taken against the one-process job of its own repeat (a machine whose speed drifts moves
+both). Target: throughput at 2 processes at least 1.8x one process's. 4 processes share this
+machine's cores when it has fewer than 4, so that figure measures oversubscription as much as
+scaling.
 
 Then the ring-allreduce cost model of docs/distributed.md for ResNet-18's gradients (11.7 M
 float32 values) on a 25 Gbit/s network, from a measured single-process training step of
 ResNet-18 (3x32x32, batch 32) when PyTorch is installed (the model comes from torch.onnx).
 
-    python bench/bench_dist.py [--steps 40] [--rounds 5] [--procs 1 2 4] [--model cnn mlp]
+    python bench/bench_dist.py [--steps 40] [--rounds 5] [--repeats 3] [--procs 1 2 4]
+                               [--model cnn mlp]
 """
 
 from __future__ import annotations
@@ -56,8 +63,16 @@ def net(model: str, image):
     return pc.layers.fc(x, 10)
 
 
-def worker(model: str, steps: int, rounds: int, overlap: bool) -> None:
-    """One rank of the job: time ``rounds`` rounds of ``steps`` steps; rank 0 prints JSON."""
+HOWS = {  # how the ranks' gradients meet: the label printed for each
+    "blocking": "blocking",
+    "overlapped": "overlapped",
+    "independent": "none (ceiling)",
+}
+
+
+def worker(model: str, steps: int, rounds: int, how: str) -> None:
+    """One rank of the job: time ``rounds`` rounds of ``steps`` steps; rank 0 prints JSON.
+    ``how``: the allreduces blocking or overlapped, or none (each rank trains alone)."""
     from paddle_ops_dist import kernels  # (what the collectives waited: only under launch)
 
     rank, size = pc.distributed.init()
@@ -67,7 +82,10 @@ def worker(model: str, steps: int, rounds: int, overlap: bool) -> None:
         image = pc.layers.data("image", shape)
         label = pc.layers.data("label", [1], dtype="int64")
         loss = pc.layers.mean(pc.layers.softmax_with_cross_entropy(net(model, image), label))
-        optimizer = pc.distributed.DistributedOptimizer(pc.optimizer.Adam(1e-3), overlap=overlap)
+        optimizer = pc.optimizer.Adam(1e-3)
+        if how != "independent":
+            overlap = how == "overlapped"
+            optimizer = pc.distributed.DistributedOptimizer(optimizer, overlap=overlap)
         optimizer.minimize(loss)
     exe, scope = pc.Executor("cpu"), pc.Scope()
     exe.run(startup, scope=scope)
@@ -92,38 +110,49 @@ def worker(model: str, steps: int, rounds: int, overlap: bool) -> None:
         print(json.dumps({"procs": size, "step": step, "wait": wait, "batch": batch}))
 
 
-def launch(model: str, procs: int, steps: int, rounds: int, overlap: bool) -> dict | None:
+def launch(model: str, procs: int, steps: int, rounds: int, how: str) -> dict | None:
     command = shutil.which("paddle-ops", path=os.path.dirname(sys.executable))
-    args = [command, "launch", "-n", str(procs), __file__, "--worker", model]
-    args += ["--steps", str(steps), "--rounds", str(rounds)] + ["--overlap"] * overlap
+    args = [command, "launch", "-n", str(procs), __file__, "--worker", model, "--how", how]
+    args += ["--steps", str(steps), "--rounds", str(rounds)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(args, capture_output=True, text=True, env=env)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode or not lines:
-        print(f"{model} at {procs} processes failed:\n{result.stderr[-2000:]}")
+        print(f"{model} at {procs} processes ({how}) failed:\n{result.stderr[-2000:]}")
         return None
     return json.loads(lines[-1])
 
 
-def scaling(models: list[str], procs: list[int], steps: int, rounds: int) -> None:
+def scaling(models: list[str], procs: list[int], steps: int, rounds: int, repeats: int) -> None:
     print(
-        f"{'model':<6}{'procs':>6}{'allreduces':>12}{'step ms':>10}{'samples/s':>12}"
+        f"{'model':<6}{'procs':>6}{'allreduces':>16}{'step ms':>10}{'samples/s':>12}"
         f"{'vs 1 proc':>11}{'waiting ms/step':>17}"
     )
     for model in models:
-        base = None
-        runs = [(n, overlap) for n in procs for overlap in ((False, True) if n > 1 else (False,))]
-        for n, overlap in runs:
-            figures = launch(model, n, steps, rounds, overlap)
-            if figures is None:
+        jobs = [(n, how) for n in procs for how in (HOWS if n > 1 else ["blocking"])]
+        runs: dict[tuple[int, str], list[dict]] = {job: [] for job in jobs}
+        ratios: dict[tuple[int, str], list[float]] = {job: [] for job in jobs}
+        for _ in range(repeats):
+            base = None
+            for n, how in jobs:
+                figures = launch(model, n, steps, rounds, how)
+                if figures is None:
+                    continue
+                runs[n, how].append(figures)
+                throughput = n * figures["batch"] / figures["step"]
+                base = base or (throughput if n == 1 else None)
+                if base:
+                    ratios[n, how].append(throughput / base)
+        for n, how in jobs:
+            if not runs[n, how]:
                 continue
-            throughput = n * figures["batch"] / figures["step"]
-            base = base or (throughput if n == 1 else None)
-            ratio = f"{throughput / base:.2f}x" if base else "-"
-            how = "overlapped" if overlap else "blocking"
+            step = statistics.median(f["step"] for f in runs[n, how])
+            wait = statistics.median(f["wait"] for f in runs[n, how])
+            throughput = n * runs[n, how][0]["batch"] / step
+            ratio = f"{statistics.median(ratios[n, how]):.2f}x" if ratios[n, how] else "-"
             print(
-                f"{model:<6}{n:>6}{how:>12}{figures['step'] * 1e3:>10.2f}{throughput:>12.0f}"
-                f"{ratio:>11}{figures['wait'] * 1e3:>17.3f}"
+                f"{model:<6}{n:>6}{HOWS[how]:>16}{step * 1e3:>10.2f}{throughput:>12.0f}"
+                f"{ratio:>11}{wait * 1e3:>17.3f}"
             )
 
 
@@ -180,15 +209,16 @@ def main() -> None:
     parser.add_argument("--worker", choices=list(MODELS), help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats of the jobs")
     parser.add_argument("--procs", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--model", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--no-resnet", action="store_true", help="skip the ResNet-18 step")
-    parser.add_argument("--overlap", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--how", choices=list(HOWS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.steps, args.rounds, args.overlap)
+        worker(args.worker, args.steps, args.rounds, args.how)
         return
-    scaling(args.model, args.procs, args.steps, args.rounds)
+    scaling(args.model, args.procs, args.steps, args.rounds, args.repeats)
     cost_model(None if args.no_resnet else resnet18_step())
 
 

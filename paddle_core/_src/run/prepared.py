@@ -655,6 +655,7 @@ def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
 
     fn, attrs = step.fn, step.attrs
     layout = [(duplicable, bool(names)) for _, duplicable, names in step.inputs]
+    out_names = [name for _, _, names in step.outputs for name in names]
     control_flow = step.sub_specs is not None
 
     def call(inputs: list[list[Any]]) -> list[Any]:
@@ -666,12 +667,37 @@ def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
         if control_flow:  # fresh arrays of the planned shapes, from the blocks' own plans
             return _flat(step, produced)
         arrays = [host_array(a) for a in _outputs(step, produced, shapes)]
-        # An output sharing memory with an input (``return x``, ``x.reshape(...)``) would
-        # change when that input's buffer is next written: it gets memory of its own.
-        given = [a for slot in inputs for a in slot]
-        return [a.copy() if any(np.may_share_memory(a, x) for x in given) else a for a in arrays]
+        given = {n: a for (_, _, ns), slot in zip(step.inputs, inputs) for n, a in zip(ns, slot)}
+        owners = [_root(x) for x in given.values()]
+        roots = None if any(r is None for r in owners) else {id(r) for r in owners}
+        return [_own_memory(name, a, given, roots) for name, a in zip(out_names, arrays)]
 
     return call
+
+
+def _own_memory(name: str, array: Any, given: dict[str, Any], roots: set[int] | None) -> Any:
+    """Output ``name``'s ``array``, with memory of its own where it shares an input's
+    (``return x``, ``x.reshape(...)``): that would change when the input's buffer is next
+    written. Not an input returned as itself to its own variable (an op working in place, as
+    the collectives do on gradients): that buffer is the output's. ``given``: the inputs by
+    variable; ``roots``: the ids of the arrays owning their memory (``_root``), None where
+    one is unknown."""
+    if given.get(name) is array:
+        return array
+    root = _root(array)
+    if roots is not None and root is not None and id(root) not in roots:  # (no input's memory)
+        return array
+    if any(np.may_share_memory(array, x) for x in given.values()):
+        return array.copy()
+    return array
+
+
+def _root(array: Any) -> Any:
+    """The array owning ``array``'s memory (``array`` itself, or the end of its chain of
+    bases); None where another object owns it (a buffer, bytes), whose bounds are unknown."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array if array.base is None else None
 
 
 def _flat(step: Step, result: Any) -> list[Any]:
@@ -726,6 +752,8 @@ def _bad_result(step: Step, problem: str) -> None:
 
 
 def _check_output(step: Step, name: str, value: Any, shape: tuple, dtype: str) -> None:
+    if isinstance(value, np.ndarray) and value.shape == tuple(shape) and value.dtype == dtype:
+        return  # (the usual case, before the slower checks naming what differs)
     got_shape = getattr(value, "shape", None)
     got_dtype = getattr(getattr(value, "dtype", None), "name", None)
     if got_shape is None or got_dtype != dtype or tuple(got_shape) != tuple(shape):

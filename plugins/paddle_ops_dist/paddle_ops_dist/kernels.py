@@ -5,6 +5,7 @@ A list of tensors travels as one message: packed into one buffer, then unpacked.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -36,10 +37,14 @@ def _run(comm: Any, what: str, *args: Any) -> None:
 
 
 def _packed(xs: list[Any], xp: Any) -> Any:
-    """One contiguous buffer holding every array of ``xs`` (a fused bucket): one message."""
-    if len(xs) == 1:
-        return xp.array(xs[0], copy=True).reshape(-1)
-    return xp.concatenate([x.reshape(-1) for x in xs])
+    """A new buffer holding every array of ``xs`` one after another (a fused bucket): one
+    message. It owns its memory: each of ``_unpacked``'s views has it as its base."""
+    flat = xp.empty(sum(x.size for x in xs), xp.result_type(*xs))
+    start = 0
+    for x in xs:
+        flat[start : start + x.size] = x.reshape(-1)
+        start += x.size
+    return flat
 
 
 def _unpacked(flat: Any, like: list[Any]) -> list[Any]:
@@ -63,23 +68,64 @@ def _check_nranks(comm: Any, nranks: int, what: str) -> None:
         )
 
 
+# Buffers a bucket's tensors were packed into, by id: the outputs are views of them, and the
+# executor binds the gradient variables to those views, so that from the next step on backward
+# writes each gradient straight into its place in the message (as PyTorch DDP's bucket views
+# and Paddle's coalesced gradients do), and nothing is copied.
+_fused: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+
+def _fused_buffer(x: list[Any]) -> Any:
+    """The buffer the tensors of ``x`` are the whole of, one view each, if this module packed
+    them into it before; else None."""
+    owner = getattr(x[0], "base", None)
+    if owner is None or _fused.get(id(owner)) is not owner:
+        return None
+    if any(a.base is not owner for a in x) or sum(a.size for a in x) != owner.size:
+        return None
+    return owner if len({id(a) for a in x}) == len(x) else None
+
+
+class _Allreduce:
+    """One started allreduce of a list of tensors, as one message: ``x`` itself where it is a
+    fused buffer already, else a new one they are packed into (NumPy arrays only: CUDA ones
+    are packed every time)."""
+
+    def __init__(self, comm: Any, xp: Any, x: list[Any], reduce_type: str) -> None:
+        self.comm, self.x = comm, x
+        self.flat = _fused_buffer(x) if xp is np else None
+        self.in_place = self.flat is not None
+        if not self.in_place:
+            self.flat = _packed(x, xp)
+            if xp is np:
+                _fused[id(self.flat)] = self.flat
+        self.request = comm.start("c_allreduce", self.flat, self.flat, reduce_type)
+
+    def wait(self) -> list[Any]:
+        """Wait for the message; the reductions, in x's order: x's own arrays where they were
+        the message, else views of it."""
+        started = time.perf_counter()
+        try:
+            self.comm.wait(self.request, "c_allreduce")
+        finally:  # (the part of the collective that nothing overlapped)
+            WAITED["c_allreduce"] = WAITED.get("c_allreduce", 0.0) + time.perf_counter() - started
+        return list(self.x) if self.in_place else _unpacked(self.flat, self.x)
+
+
 def allreduce(x: list[Any], *, reduce_type: str, ring_id: int) -> list[Any]:
     comm, xp = _communicator(x[0])
-    flat = _packed(x, xp)
-    _run(comm, "c_allreduce", flat, flat, reduce_type)
-    return _unpacked(flat, x)
+    return _Allreduce(comm, xp, x, reduce_type).wait()
 
 
-_pending: dict[int, tuple[Any, Any, Any]] = {}  # bucket -> (communicator, request, buffer)
+_pending: dict[int, _Allreduce] = {}  # bucket -> its allreduce, started and not waited for
 
 
 def allreduce_start(x: list[Any], *, bucket: int, reduce_type: str, ring_id: int) -> Any:
     comm, xp = _communicator(x[0])
     stale = _pending.pop(bucket, None)
     if stale is not None:  # started by a run that failed before its c_wait: every rank did
-        stale[0].wait(stale[1], "c_allreduce")
-    flat = _packed(x, xp)
-    _pending[bucket] = (comm, comm.start("c_allreduce", flat, flat, reduce_type), flat)
+        stale.wait()
+    _pending[bucket] = _Allreduce(comm, xp, x, reduce_type)
     return np.array(bucket, np.int64)
 
 
@@ -87,13 +133,7 @@ def wait(handle: Any, x: list[Any], *, ring_id: int) -> list[Any]:
     found = _pending.pop(int(handle), None)
     if found is None:
         raise DistributedError(f"c_wait: no collective was started with handle {int(handle)}")
-    comm, request, flat = found
-    started = time.perf_counter()
-    try:
-        comm.wait(request, "c_allreduce")
-    finally:  # (the part of the collective that nothing overlapped)
-        WAITED["c_allreduce"] = WAITED.get("c_allreduce", 0.0) + time.perf_counter() - started
-    return _unpacked(flat, x)
+    return found.wait()
 
 
 def broadcast(x: list[Any], *, root: int, ring_id: int) -> list[Any]:

@@ -35,7 +35,19 @@ class Passthrough:
                    shape_rule: "paddle_core.rules:unary" }}"""
             for name in ("ident", "first_view", "big_endian")
         )
-        return ops_text
+        return ops_text + (
+            """ops { proto { type: "double_in_place" comment: "c" inputs { name: "x" }
+                     outputs { name: "out" comment: "." inplace: "x" } }
+                   kernels { device: "cpu" dtypes: [FLOAT32] python: "double_in_place_cpu" }
+                   shape_rule: "paddle_core.rules:unary" }"""
+        )
+
+    seen: list = []  # the arrays double_in_place was given
+
+    def double_in_place_cpu(self, x):
+        x *= 2
+        self.seen.append(x)
+        return x
 
     def ident_cpu(self, x):
         return x
@@ -332,6 +344,23 @@ def test_a_python_kernel_returning_its_input_gets_memory_of_its_own(passthrough,
     (first,) = exe.run(prog, feed={"x": np.ones(3, F32)}, fetch_list=[y])
     (second,) = exe.run(prog, feed={"x": np.full(3, 5, F32)}, fetch_list=[y])
     assert first.tolist() == [2.0] * 3 and second.tolist() == [10.0] * 3
+
+
+def test_a_python_kernel_updating_its_input_in_place_keeps_that_buffer(passthrough):
+    """An output bound to its input's variable, returned as that very input: no copy, the
+    variable keeps its buffer (the collectives sum gradients this way)."""
+    prog = pc.Program()
+    with pc.program_guard(prog, pc.Program()):
+        y = ops.scale(pc.data("x", [3]), scale=3.0)
+        prog.global_block().append_op("double_in_place", {"x": y}, {"out": y})
+        z = ops.scale(y, scale=1.0)
+    exe = pc.Executor()
+    for value in (1.0, 2.0):
+        (got,) = exe.run(prog, feed={"x": np.full(3, value, F32)}, fetch_list=[z])
+        assert got.tolist() == [6.0 * value] * 3
+    plan = exe.prepare(prog, {"x": np.ones(3, F32)}, [z])
+    first, second = Passthrough.seen[-2:]
+    assert first is second and plan._runner.array(y.name) is second
 
 
 def test_fetching_a_fed_variable_gives_a_copy(passthrough):

@@ -136,6 +136,29 @@ def test_one_process_trains_with_the_collectives_as_identities(ranks):
     assert bool(scope.get(pc.distributed.CHECKED))
 
 
+def test_backward_writes_the_gradients_into_their_bucket_from_the_second_step(ranks):
+    """The first allreduce packs a bucket into one buffer and hands back views of it; the
+    executor binds the gradients to them, so that later steps reduce that buffer where it lies,
+    copying nothing."""
+    ranks(0, 1)
+    main, startup, _, loss = build()
+    scope, exe = pc.Scope(), pc.Executor("cpu")
+    exe.run(startup, scope=scope)
+    rng = np.random.default_rng(0)
+    feed = {"image": rng.random((16, 64), np.float32), "label": rng.integers(0, 10, (16, 1))}
+    (allreduce,) = [op for _, op in ops(main, "c_allreduce")]
+    grads = allreduce.inputs["x"]
+    plan = exe.prepare(main, feed, [loss])
+    bound = []
+    for _ in range(3):
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        bound.append([plan._runner.array(name) for name in grads])
+    bucket = bound[1][0].base
+    assert bucket.size == sum(g.size for g in bound[1])
+    assert all(g.base is bucket for g in bound[1])
+    assert all(a is b for a, b in zip(bound[1], bound[2]))  # the same views: nothing rebound
+
+
 def test_one_process_needs_no_mpi(tmp_path):
     script = """
 import sys
