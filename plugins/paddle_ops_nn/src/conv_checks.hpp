@@ -29,7 +29,7 @@ enum ConvSlot : int32_t {
 struct ConvPlan {
   ConvShape shape;
   unsigned passes = 0;  // ConvPass bits; none when the convolution is empty (see empty())
-  Layouts layout;       // the channel blocks of x (and x_grad) and out (and out_grad); 0: NCHW
+  Layouts layout;       // the channel_blocks of x (and x_grad) and out (and out_grad); 0: NCHW
   ConvEpilogue epilogue;  // conv2d's residual and fused activation
 
   // No image, channel or filter: no engine is needed. The outputs are zeros or empty, but for
@@ -112,7 +112,7 @@ inline ConvPlan check_conv2d(const Attrs& attrs, const Slots& in, const Slots& o
     in(kFingerprint).expect_dtype(PC_INT64, "filter_fingerprint");
     expect_shape(in(kFingerprint), {1}, "filter_fingerprint");
   }
-  return conv_plan(s, kForward, {x.block, o.block}, conv2d_epilogue(attrs, in, out(0)));
+  return conv_plan(s, kForward, {x.channel_block(), o.channel_block()}, conv2d_epilogue(attrs, in, out(0)));
 }
 
 // `plan`, for a kernel that computes no epilogue (the CUDA kernels): fails unless the conv2d
@@ -139,7 +139,7 @@ inline ConvPlan check_conv2d_grad(const Attrs& attrs, const Slots& in, const Slo
   return conv_plan(s,
                    (out.has(0) ? kBackwardData : 0u) |
                        (out.has(1) || out.has(2) ? kBackwardWeights : 0u),
-                   {x.block, o.block});
+                   {x.channel_block(), o.channel_block()});
 }
 
 // conv2d_transpose(x, filter, bias?) -> out, NCHW (it has no channel_block): the gradient of

@@ -51,9 +51,22 @@ class DnnlConv final : public ConvEngine {
     // (bench/bench_onnx.py). The backward passes need the training descriptor as their hint.
     const auto prop = passes == kForward ? dnnl::prop_kind::forward_inference
                                          : dnnl::prop_kind::forward_training;
-    const dnnl::convolution_forward::primitive_desc fwd(cpu(), prop, algo, any(src), any(wei),
-                                                        bias_md, any(dst), strides, dilates,
-                                                        pad_l, pad_r, fused);
+    dnnl::convolution_forward::primitive_desc fwd(cpu(), prop, algo, any(src), any(wei), bias_md,
+                                                  any(dst), strides, dilates, pad_l, pad_r,
+                                                  fused);
+    // An inference into channels last whose chosen destination is another layout (the first
+    // convolution of a network, on 3 channels, where oneDNN picks nChw8c) writes channels last
+    // itself where one of its optimised kernels can: not a reorder of the whole output after.
+    if (prop == dnnl::prop_kind::forward_inference && layout.out == kChannelsLast &&
+        fwd.dst_desc() != dst_md) {
+      try {
+        const dnnl::convolution_forward::primitive_desc direct(
+            cpu(), prop, algo, any(src), any(wei), bias_md, dst_md, strides, dilates, pad_l,
+            pad_r, fused);
+        if (std::string(direct.impl_info_str()).find("ref") == std::string::npos) fwd = direct;
+      } catch (const dnnl::error&) {
+      }
+    }
     if (passes & kForward) {
       Staging at;
       fwd_.emplace(Pass{dnnl::convolution_forward(fwd), scratchpad(fwd, at)});
@@ -217,7 +230,7 @@ int chosen_block(dnnl::prop_kind prop, std::initializer_list<int> blocks) {
         cpu(), prop, dnnl::algorithm::convolution_direct, f32(src, tag::any), f32(wei, tag::any),
         memory::desc(), f32(src, tag::any), {1, 1}, {0, 0}, {1, 1}, {1, 1});
     for (int block : blocks)
-      if (pd.dst_desc() == activation(src, block == -1 ? 64 : block)) return block;
+      if (pd.dst_desc() == activation(src, block)) return block;
   } catch (const dnnl::error&) {
   }
   return 0;

@@ -28,9 +28,9 @@ inline const dnnl::engine& cpu() {
 
 inline memory::desc f32(const dims& d, tag t) { return memory::desc(d, memory::data_type::f32, t); }
 
-// An activation [N, C, H, W] as the core binds it, given its stored block (layout.hpp's
-// Activation::block): plain NCHW (0), oneDNN's blocked nChw8c / nChw16c, or channels last (a
-// block of all C channels, NHWC).
+// An activation [N, C, H, W] as the core binds it, given its channel_block (layout.hpp's
+// Activation::channel_block): plain NCHW (0), oneDNN's blocked nChw8c / nChw16c, or channels
+// last (-1: NHWC).
 inline memory::desc activation(const dims& d, int block) {
   if (block == 8 || block == 16) return f32(d, block == 16 ? tag::nChw16c : tag::nChw8c);
   return f32(d, block == 0 ? tag::nchw : tag::nhwc);

@@ -49,9 +49,13 @@ struct Activation {
     if (block == 0) return {n, c, h, w};
     return {n, c / block, h, w, block};
   }
+  // Its channel_block (the attr's values): kChannelsLast, 0 or b. Not `block`: channels last
+  // with 8 or 16 channels stores the bytes of nChw8c or nChw16c, but oneDNN is told NHWC.
+  int channel_block() const { return last ? kChannelsLast : block; }
 };
 
-// The channel blocks (0: plain NCHW) of an op's x (and x_grad) and of its out (and out_grad).
+// The channel_blocks (Activation::channel_block: -1 channels last, 0 plain NCHW, 8 or 16) of
+// an op's x (and x_grad) and of its out (and out_grad).
 struct Layouts {
   int x = 0, out = 0;
 };

@@ -99,7 +99,7 @@ std::unique_ptr<PoolEngine> engine_for(const PoolPlan& plan, const Tensor& x, bo
   if constexpr (kOnednnBuilt)
     if (x.dtype() == PC_FLOAT32 && x.numel() > 0 && onednn_enabled())
       return make_dnnl_pool(plan.p, plan.x.n, plan.x.c, backward, ctx.num_threads(),
-                            {plan.x.block, plan.out.block});
+                            {plan.x.channel_block(), plan.out.channel_block()});
   return nullptr;
 }
 
