@@ -24,6 +24,9 @@ def program(build):
     return prog, result
 
 
+GIVEN_IN_PLACE: list[np.ndarray] = []  # the arrays double_in_place was given
+
+
 class Passthrough:
     """Python kernels that return their input, a view of it, or odd byte orders."""
 
@@ -42,11 +45,9 @@ class Passthrough:
                    shape_rule: "paddle_core.rules:unary" }"""
         )
 
-    seen: list = []  # the arrays double_in_place was given
-
     def double_in_place_cpu(self, x):
         x *= 2
-        self.seen.append(x)
+        GIVEN_IN_PLACE.append(x)
         return x
 
     def ident_cpu(self, x):
@@ -359,7 +360,7 @@ def test_a_python_kernel_updating_its_input_in_place_keeps_that_buffer(passthrou
         (got,) = exe.run(prog, feed={"x": np.full(3, value, F32)}, fetch_list=[z])
         assert got.tolist() == [6.0 * value] * 3
     plan = exe.prepare(prog, {"x": np.ones(3, F32)}, [z])
-    first, second = Passthrough.seen[-2:]
+    first, second = GIVEN_IN_PLACE[-2:]
     assert first is second and plan._runner.array(y.name) is second
 
 
