@@ -333,10 +333,11 @@ def test_pool2d_gradient_matches_finite_differences(case, pooling_type):
     check_grad("pool2d", {"x": _distinct(case["shape"], "float64")}, attrs, rtol=1e-6)
 
 
+@pytest.mark.parametrize("nan", [np.nan, -np.nan], ids=["nan", "negative nan"])
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_max_pooling_propagates_nan(dtype):
+def test_max_pooling_propagates_nan(dtype, nan):
     x = np.arange(16, dtype=dtype).reshape(1, 1, 4, 4)
-    x[0, 0, 1, 1] = np.nan
+    x[0, 0, 1, 1] = nan
     got = run1("pool2d", {"x": x}, {"ksize": [2, 2], "strides": [2, 2]})
     assert np.isnan(got[0, 0, 0, 0]) and got[0, 0, 1, 1] == 15
     grads = run_op(
