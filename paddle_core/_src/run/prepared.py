@@ -666,8 +666,11 @@ def _python_step(step: Step, shapes: dict[str, tuple[tuple, str]]) -> Any:
         produced = _call_kernel(step, fn, args, attrs)
         if control_flow:  # fresh arrays of the planned shapes, from the blocks' own plans
             return _flat(step, produced)
-        arrays = [host_array(a) for a in _outputs(step, produced, shapes)]
         given = {n: a for (_, _, ns), slot in zip(step.inputs, inputs) for n, a in zip(ns, slot)}
+        arrays = _outputs(step, produced, shapes, given)
+        if all(given.get(name) is a for name, a in zip(out_names, arrays)):
+            return arrays  # all in place: the variables' own buffers, as they were
+        arrays = [host_array(a) for a in arrays]
         owners = [_root(x) for x in given.values()]
         roots = None if any(r is None for r in owners) else {id(r) for r in owners}
         return [_own_memory(name, a, given, roots) for name, a in zip(out_names, arrays)]
@@ -726,8 +729,12 @@ def _call_kernel(step: Step, fn: Any, args: list[Any], attrs: dict[str, Any]) ->
         ) from e
 
 
-def _outputs(step: Step, result: Any, shapes: dict[str, tuple[tuple, str]]) -> list[Any]:
-    """A Python kernel's result as a flat list of arrays, checked against the planned shapes."""
+def _outputs(
+    step: Step, result: Any, shapes: dict[str, tuple[tuple, str]], given: dict | None = None
+) -> list[Any]:
+    """A Python kernel's result as a flat list of arrays, checked against the planned shapes
+    (but for an input returned as itself for its own variable: ``given``, the inputs by
+    variable, planned already)."""
     if len(step.outputs) == 1:
         result = (result,)
     elif not isinstance(result, (tuple, list)) or len(result) != len(step.outputs):
@@ -742,7 +749,8 @@ def _outputs(step: Step, result: Any, shapes: dict[str, tuple[tuple, str]]) -> l
                 step, f"returned {len(produced)} arrays for output {slot!r}, expected {len(names)}"
             )
         for name, array in zip(names, produced):
-            _check_output(step, name, array, *shapes[name])
+            if given is None or given.get(name) is not array:
+                _check_output(step, name, array, *shapes[name])
             flat.append(array)
     return flat
 
