@@ -228,6 +228,13 @@ inline int64_t plane_grain(const AdaptivePooling& p) {
 template <bool Max, class T>
 void adaptive_pool(const AdaptivePooling& p, const T* x, T* y, int threads) {
   parallel_rows(p.planes, threads, plane_grain(p), [&](int64_t lo, int64_t hi) {
+    if (p.global()) {  // one bin, the plane (a network's last pooling: planes of 4 to 49)
+      const int64_t n = p.in_plane();
+      for (int64_t c = lo; c < hi; ++c)
+        y[c] = Max ? x[c * n + window_argmax(x + c * n, p.w.in, 0, p.h.in, 0, p.w.in)]
+                   : contiguous_sum(x + c * n, n) / static_cast<T>(n);
+      return;
+    }
     for (int64_t c = lo; c < hi; ++c) {
       const T* plane = x + c * p.in_plane();
       T* out = y + c * p.out_plane();
