@@ -86,27 +86,64 @@ def _fused_buffer(x: list[Any]) -> Any:
     return owner if len({id(a) for a in x}) == len(x) else None
 
 
+# Buckets at least this large, of ranks on one machine, lie in shared memory (mpi.SharedBucket);
+# a smaller one costs less as one MPI message than as SharedBucket's three barriers.
+SHARED_BYTES = 1 << 18
+_shared: dict[int, mpi.SharedBucket] = {}  # id of a bucket's buffer -> its shared memory
+# The buckets (sizes, dtype, shapes) given shared memory: each only once, since windows live
+# as long as the process (freeing one is collective). Another bucket like one of these (a
+# gradient bound elsewhere, as when fetched) goes through MPI.
+_shared_made: set[tuple] = set()
+
+
+def _new_bucket(comm: Any, xp: Any, x: list[Any]) -> Any:
+    """A new buffer for the tensors of ``x``, holding them one after another: in shared
+    memory where that pays and is the first for this kind of bucket."""
+    kind = (xp.result_type(*x).str, tuple(a.shape for a in x))
+    size = sum(a.size for a in x)
+    if (
+        xp is np
+        and kind not in _shared_made
+        and size * np.dtype(kind[0]).itemsize >= SHARED_BYTES
+        and mpi.on_one_machine(comm)
+    ):
+        _shared_made.add(kind)
+        bucket = mpi.SharedBucket(comm, size, np.dtype(kind[0]))
+        _shared[id(bucket.array)] = bucket
+        start = 0
+        for a in x:
+            bucket.array[start : start + a.size] = a.reshape(-1)
+            start += a.size
+        return bucket.array
+    return _packed(x, xp)
+
+
 class _Allreduce:
     """One started allreduce of a list of tensors, as one message: ``x`` itself where it is a
     fused buffer already, else a new one they are packed into (NumPy arrays only: CUDA ones
-    are packed every time)."""
+    are packed every time). A buffer in shared memory is reduced there when waited for."""
 
     def __init__(self, comm: Any, xp: Any, x: list[Any], reduce_type: str) -> None:
-        self.comm, self.x = comm, x
+        self.comm, self.x, self.reduce_type = comm, x, reduce_type
         self.flat = _fused_buffer(x) if xp is np else None
         self.in_place = self.flat is not None
         if not self.in_place:
-            self.flat = _packed(x, xp)
+            self.flat = _new_bucket(comm, xp, x)
             if xp is np:
                 _fused[id(self.flat)] = self.flat
-        self.request = comm.start("c_allreduce", self.flat, self.flat, reduce_type)
+        self.shared = _shared.get(id(self.flat))
+        if self.shared is None:
+            self.request = comm.start("c_allreduce", self.flat, self.flat, reduce_type)
 
     def wait(self) -> list[Any]:
         """Wait for the message; the reductions, in x's order: x's own arrays where they were
         the message, else views of it."""
         started = time.perf_counter()
         try:
-            self.comm.wait(self.request, "c_allreduce")
+            if self.shared is not None:
+                self.shared.allreduce(self.reduce_type)
+            else:
+                self.comm.wait(self.request, "c_allreduce")
         finally:  # (the part of the collective that nothing overlapped)
             WAITED["c_allreduce"] = WAITED.get("c_allreduce", 0.0) + time.perf_counter() - started
         return list(self.x) if self.in_place else _unpacked(self.flat, self.x)

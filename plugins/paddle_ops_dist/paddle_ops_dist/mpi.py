@@ -19,6 +19,8 @@ import time
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from paddle_core import DistributedError, distributed
 
 _INSTALL = 'pip install "paddle-ops-dist[mpi]"'
@@ -69,6 +71,7 @@ class Mpi:
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.reduce_ops = dict(zip(self.OPS, (MPI.SUM, MPI.MAX, MPI.MIN, MPI.PROD)))
         self.timeout = _timeout()
+        self.one_machine: bool | None = None  # (on_one_machine's answer, once asked)
         if self.size > 1:
             _abort_on_uncaught(self)
 
@@ -121,6 +124,57 @@ class Mpi:
                 os.sched_yield()
             else:
                 time.sleep(min(waited / 10, 1e-3))
+
+
+_COMBINE = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+
+
+class SharedBucket:
+    """A bucket of ``size`` values in memory that every rank maps, when all the ranks run on
+    one machine (an MPI shared-memory window, one segment per rank). Its allreduce copies half
+    what MPI's does through shared memory: each rank combines its slice of every rank's bucket
+    and writes the result into that slice of every bucket, so every rank ends with the same
+    bytes. Creating one is collective, as MPI's windows are: every rank creates it at once."""
+
+    def __init__(self, comm: Mpi, size: int, dtype: np.dtype) -> None:
+        MPI, itemsize = comm.MPI, np.dtype(dtype).itemsize
+        self.comm = comm
+        self.window = MPI.Win.Allocate_shared(size * itemsize, itemsize, comm=comm.comm)
+        self.window.Lock_all(MPI.MODE_NOCHECK)  # (a passive epoch: Sync orders the accesses)
+        self.buffers = [
+            np.frombuffer(self.window.Shared_query(rank)[0], dtype, size)
+            for rank in range(comm.size)
+        ]
+        self.array = self.buffers[comm.rank]  # this rank's bucket
+        lo, hi = comm.rank * size // comm.size, (comm.rank + 1) * size // comm.size
+        self.part, self.result = slice(lo, hi), np.empty(hi - lo, dtype)
+
+    def allreduce(self, reduce_type: str) -> None:
+        combine, part = _COMBINE[reduce_type], self.part
+        self._barrier()  # every rank's bucket holds its values
+        combine(self.buffers[0][part], self.buffers[1][part], out=self.result)
+        for buffer in self.buffers[2:]:
+            combine(self.result, buffer[part], out=self.result)
+        self._barrier()  # every rank has read the others' values
+        for buffer in self.buffers:
+            buffer[part] = self.result
+        self._barrier()  # every rank's part of every bucket is written
+
+    def _barrier(self) -> None:
+        self.window.Sync()
+        self.comm.wait(self.comm.start("c_barrier"), "c_allreduce")
+        self.window.Sync()
+
+
+def on_one_machine(comm: Any) -> bool:
+    """Whether the ranks of ``comm`` (several) share one machine's memory. Collective."""
+    if not isinstance(comm, Mpi) or comm.size == 1:
+        return False
+    if comm.one_machine is None:
+        node = comm.comm.Split_type(comm.MPI.COMM_TYPE_SHARED)
+        comm.one_machine = node.Get_size() == comm.size
+        node.Free()
+    return comm.one_machine
 
 
 def _abort_on_uncaught(comm: Mpi) -> None:

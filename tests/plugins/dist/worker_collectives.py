@@ -136,5 +136,42 @@ for i, s in enumerate(shapes):
     check(f"fused c_allreduce, item {i}", got[i], want.astype(np.float32))
 cases += 1
 
+# A bucket computed each run: from the second run on, the tensors are views of the buffer the
+# first packed them into, reduced where they lie (on one machine, in shared memory).
+program = pc.Program()
+block = program.global_block()
+shapes = [(SIZE, 1 << 16), (7,)]  # 256 KB per rank and more: shared memory on the CPU
+with pc.program_guard(program):
+    fed = [pc.data(f"x{i}", list(s), "float32") for i, s in enumerate(shapes)]
+    ys = [pc.ops.scale(x, scale=2.0) for x in fed]
+    block.append_op("c_allreduce", {"x": ys}, {"out": ys}, {})
+    outs = [pc.ops.scale(y, scale=1.0) for y in ys]
+exe = pc.Executor(DEVICE)
+for run_number in range(3):
+    xs = [[value(r + 10 * run_number, s, "float32") for r in range(SIZE)] for s in shapes]
+    feed = {f"x{i}": xs[i][RANK] for i in range(len(shapes))}
+    got = [a if DEVICE == "cpu" else a.get() for a in exe.run(program, feed=feed, fetch_list=outs)]
+    for i in range(len(shapes)):
+        want = (2 * np.sum(xs[i], axis=0)).astype(np.float32)
+        check(f"computed bucket, run {run_number}, item {i}", got[i], want)
+    cases += 1
+
+if DEVICE == "cpu":  # Shared-memory buckets themselves: every reduction and dtype, twice each.
+    from paddle_ops_dist import mpi
+
+    comm = mpi.world()
+    assert mpi.on_one_machine(comm)
+    size = 1000 * SIZE + 1  # (parts of unequal sizes)
+    for dtype in pc.get_registry().op("c_allreduce").dtypes_for("cpu"):
+        for reduce_type, reduce in REDUCE.items():
+            bucket = mpi.SharedBucket(comm, size, np.dtype(dtype))
+            for again in range(2):
+                xs = [value(r + 10 * again, (size,), dtype, reduce_type) for r in range(SIZE)]
+                bucket.array[:] = xs[RANK]
+                bucket.allreduce(reduce_type)
+                want = reduce(np.stack(xs), axis=0).astype(dtype)
+                check(f"shared bucket {reduce_type} {dtype} #{again}", bucket.array, want)
+                cases += 1
+
 pc.distributed.barrier()
 print(f"rank {RANK}: {cases} cases ok", flush=True)
