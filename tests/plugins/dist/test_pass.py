@@ -124,13 +124,19 @@ def test_evaluation_clone_and_saved_program_carry_no_collectives(ranks, tmp_path
     ]
 
 
-def test_one_process_trains_with_the_collectives_as_identities(ranks):
+def one_process(ranks):
+    """Rank 0 of 1: (main program, loss, scope, executor, a batch), startup run."""
     ranks(0, 1)
     main, startup, _, loss = build()
     scope, exe = pc.Scope(), pc.Executor("cpu")
     exe.run(startup, scope=scope)
     rng = np.random.default_rng(0)
     feed = {"image": rng.random((16, 64), np.float32), "label": rng.integers(0, 10, (16, 1))}
+    return main, loss, scope, exe, feed
+
+
+def test_one_process_trains_with_the_collectives_as_identities(ranks):
+    main, loss, scope, exe, feed = one_process(ranks)
     losses = [float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0]) for _ in range(20)]
     assert losses[-1] < 0.5 * losses[0]
     assert bool(scope.get(pc.distributed.CHECKED))
@@ -140,12 +146,7 @@ def test_backward_writes_the_gradients_into_their_bucket_from_the_second_step(ra
     """The first allreduce packs a bucket into one buffer and hands back views of it; the
     executor binds the gradients to them, so that later steps reduce that buffer where it lies,
     copying nothing."""
-    ranks(0, 1)
-    main, startup, _, loss = build()
-    scope, exe = pc.Scope(), pc.Executor("cpu")
-    exe.run(startup, scope=scope)
-    rng = np.random.default_rng(0)
-    feed = {"image": rng.random((16, 64), np.float32), "label": rng.integers(0, 10, (16, 1))}
+    main, loss, scope, exe, feed = one_process(ranks)
     (allreduce,) = [op for _, op in ops(main, "c_allreduce")]
     grads = allreduce.inputs["x"]
     plan = exe.prepare(main, feed, [loss])
