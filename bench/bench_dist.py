@@ -18,9 +18,11 @@ both). Target: throughput at 2 processes at least 1.8x one process's. 4 processe
 machine's cores when it has fewer than 4, so that figure measures oversubscription as much as
 scaling.
 
-Then the ring-allreduce cost model of docs/distributed.md for ResNet-18's gradients (11.7 M
-float32 values) on a 25 Gbit/s network, from a measured single-process training step of
-ResNet-18 (3x32x32, batch 32) when PyTorch is installed (the model comes from torch.onnx).
+Then one allreduce of 1 KB to 16 MB at 2 processes: the c_allreduce op in a program beside
+mpi4py's own Allreduce. Then the ring-allreduce cost model of docs/distributed.md for
+ResNet-18's gradients (11.7 M float32 values) on a 25 Gbit/s network, from a measured
+single-process training step of ResNet-18 (3x32x32, batch 32) when PyTorch is installed (the
+model comes from torch.onnx).
 
     python bench/bench_dist.py [--steps 40] [--rounds 5] [--repeats 3] [--procs 1 2 4]
                                [--model cnn mlp]
@@ -29,6 +31,7 @@ ResNet-18 (3x32x32, batch 32) when PyTorch is installed (the model comes from to
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -156,6 +159,59 @@ def scaling(models: list[str], procs: list[int], steps: int, rounds: int, repeat
             )
 
 
+ALLREDUCE_BYTES = [1 << 10, 1 << 16, 1 << 20, 1 << 24]
+
+
+def allreduce_worker() -> None:
+    """One rank timing one allreduce of each size: a program of one c_allreduce, in place on a
+    persistable float32 vector (after its first run, the bucket buffer itself), beside
+    mpi4py's Allreduce on a NumPy array of that size; rank 0 prints JSON."""
+    from mpi4py import MPI  # (only under launch, where the plugin's MPI is there)
+
+    rank, _ = pc.distributed.init()
+    comm, rows = MPI.COMM_WORLD, []
+    for nbytes in ALLREDUCE_BYTES:
+        program = pc.Program()
+        block = program.global_block()
+        g = block.create_var("g", [nbytes // 4], "float32", persistable=True)
+        block.append_op("c_allreduce", {"x": [g]}, {"out": [g]}, {})
+        scope, exe = pc.Scope(), pc.Executor("cpu")
+        scope.set_var("g", np.zeros(nbytes // 4, np.float32))  # (zeros: sums stay finite)
+        theirs = np.zeros(nbytes // 4, np.float32)
+        for _ in range(3):
+            exe.run(program, scope=scope)
+        calls = {
+            "ours": functools.partial(exe.run, program, scope=scope),
+            "mpi4py": functools.partial(comm.Allreduce, MPI.IN_PLACE, theirs, MPI.SUM),
+        }
+        times: dict[str, list[float]] = {"ours": [], "mpi4py": []}
+        for _ in range(200 if nbytes < 1 << 22 else 30):  # interleaved
+            for who, call in calls.items():
+                comm.Barrier()
+                start = time.perf_counter()
+                call()
+                times[who].append(time.perf_counter() - start)
+        rows.append([nbytes, *(statistics.median(times[who]) for who in ("ours", "mpi4py"))])
+    if rank == 0:
+        print(json.dumps(rows))
+
+
+def one_allreduce() -> None:
+    """The allreduce_worker's table, from a job of 2 processes."""
+    command = shutil.which("paddle-ops", path=os.path.dirname(sys.executable))
+    args = [command, "launch", "-n", "2", __file__, "--allreduce-worker"]
+    result = subprocess.run(args, capture_output=True, text=True)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("[")]
+    if result.returncode or not lines:
+        print(f"the allreduce job failed:\n{result.stderr[-2000:]}")
+        return
+    print("\nOne allreduce of float32 values, 2 processes (median us; ours: Executor.run of a")
+    print("program of one c_allreduce, shared memory from 256 KB; mpi4py: its Allreduce):")
+    print(f"{'bytes':>10}{'ours':>10}{'mpi4py':>10}{'ours/mpi4py':>13}")
+    for nbytes, ours, theirs in json.loads(lines[-1]):
+        print(f"{nbytes:>10}{ours * 1e6:>10.1f}{theirs * 1e6:>10.1f}{ours / theirs:>12.2f}x")
+
+
 def resnet18_step() -> tuple[float, int] | None:
     """(seconds per training step, parameters) of ResNet-18 (3x32x32, batch 32, SGD) in one
     process, the model imported from PyTorch's ONNX export; None without PyTorch."""
@@ -214,11 +270,16 @@ def main() -> None:
     parser.add_argument("--model", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--no-resnet", action="store_true", help="skip the ResNet-18 step")
     parser.add_argument("--how", choices=list(HOWS), help=argparse.SUPPRESS)
+    parser.add_argument("--allreduce-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.steps, args.rounds, args.how)
         return
+    if args.allreduce_worker:
+        allreduce_worker()
+        return
     scaling(args.model, args.procs, args.steps, args.rounds, args.repeats)
+    one_allreduce()
     cost_model(None if args.no_resnet else resnet18_step())
 
 
