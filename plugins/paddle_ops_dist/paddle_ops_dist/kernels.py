@@ -1,6 +1,8 @@
 """The kernels of the collective ops, one for every device: the arrays' module picks the
 communicator, MPI's for NumPy arrays (mpi.py), NCCL's on their GPU for CuPy ones (nccl.py).
-A list of tensors travels as one message: packed into one buffer, then unpacked."""
+A list of tensors travels as one message: packed into one buffer, then unpacked; an allreduce's
+outputs are views of that buffer, so that the gradients of a data-parallel step are computed
+into it from the next step on (``_Allreduce``)."""
 
 from __future__ import annotations
 
@@ -36,10 +38,11 @@ def _run(comm: Any, what: str, *args: Any) -> None:
         WAITED[what] = WAITED.get(what, 0.0) + time.perf_counter() - started
 
 
-def _packed(xs: list[Any], xp: Any) -> Any:
-    """A new buffer holding every array of ``xs`` one after another (a fused bucket): one
-    message. It owns its memory: each of ``_unpacked``'s views has it as its base."""
-    flat = xp.empty(sum(x.size for x in xs), xp.result_type(*xs))
+def _packed(xs: list[Any], xp: Any, flat: Any = None) -> Any:
+    """A buffer holding every array of ``xs`` one after another (a fused bucket): one message.
+    ``flat`` (new by default) owns its memory: each of ``_unpacked``'s views has it as base."""
+    if flat is None:
+        flat = xp.empty(sum(x.size for x in xs), xp.result_type(*xs))
     start = 0
     for x in xs:
         flat[start : start + x.size] = x.reshape(-1)
@@ -110,11 +113,7 @@ def _new_bucket(comm: Any, xp: Any, x: list[Any]) -> Any:
         _shared_made.add(kind)
         bucket = mpi.SharedBucket(comm, size, np.dtype(kind[0]))
         _shared[id(bucket.array)] = bucket
-        start = 0
-        for a in x:
-            bucket.array[start : start + a.size] = a.reshape(-1)
-            start += a.size
-        return bucket.array
+        return _packed(x, xp, bucket.array)
     return _packed(x, xp)
 
 
