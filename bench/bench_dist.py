@@ -166,10 +166,11 @@ def allreduce_worker() -> None:
     """One rank timing one allreduce of each size: a program of one c_allreduce, in place on a
     persistable float32 vector (after its first run, the bucket buffer itself), beside
     mpi4py's Allreduce on a NumPy array of that size; rank 0 prints JSON."""
-    from mpi4py import MPI  # (only under launch, where the plugin's MPI is there)
+    from paddle_ops_dist import mpi  # (only under launch: the plugin's MPI communicator)
 
     rank, _ = pc.distributed.init()
-    comm, rows = MPI.COMM_WORLD, []
+    world = mpi.world()
+    MPI, comm, rows = world.MPI, world.comm, []
     for nbytes in ALLREDUCE_BYTES:
         program = pc.Program()
         block = program.global_block()
