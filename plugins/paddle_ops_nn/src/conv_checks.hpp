@@ -112,7 +112,8 @@ inline ConvPlan check_conv2d(const Attrs& attrs, const Slots& in, const Slots& o
     in(kFingerprint).expect_dtype(PC_INT64, "filter_fingerprint");
     expect_shape(in(kFingerprint), {1}, "filter_fingerprint");
   }
-  return conv_plan(s, kForward, {x.channel_block(), o.channel_block()}, conv2d_epilogue(attrs, in, out(0)));
+  return conv_plan(s, kForward, {x.channel_block(), o.channel_block()},
+                   conv2d_epilogue(attrs, in, out(0)));
 }
 
 // `plan`, for a kernel that computes no epilogue (the CUDA kernels): fails unless the conv2d
