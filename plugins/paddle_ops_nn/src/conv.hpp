@@ -54,7 +54,8 @@ class ConvEngine {
                                 int threads) const = 0;
 };
 
-// oneDNN for float32 where enabled (engine.hpp), im2col + OpenBLAS otherwise (plain layouts
+// Winograd where it suits and is enabled (engine.hpp), else oneDNN for float32 where enabled,
+// im2col + OpenBLAS otherwise (plain layouts
 // only: a blocked one fails). `bias`: forward adds b / backward_weights gives db (so oneDNN
 // fuses them). `keep_filter`: the forward pass keeps the filter it converted between calls
 // (in the engine, not the workspace), for calls with same_filter.
@@ -69,6 +70,12 @@ std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
                                            int threads, Layouts layout,
                                            const ConvEpilogue& epilogue, bool keep_filter);
+
+// The Winograd F(2x2, 3x3) engine (conv_winograd_avx2.cpp): forward passes of float32 3x3
+// convolutions of stride 1 on channels-last activations, channels and filters multiples of 8.
+// Made only where use_avx2(); make_conv_engine chooses it where it measured faster.
+std::unique_ptr<ConvEngine> make_winograd_conv(const ConvShape& shape, bool bias,
+                                               const ConvEpilogue& epilogue, bool keep_filter);
 
 // y[n, k, :] += b[k] / db[k] = sum of dy[:, k, :], over planes of `plane` elements (float32 or
 // float64): the bias of engines that do not fuse it, and conv2d_transpose's.

@@ -15,9 +15,33 @@
 
 namespace paddle_ops_nn {
 
+namespace {
+
+// Where the Winograd engine computes a convolution: an inference (forward pass only) of a
+// float32 3x3 filter, stride 1, on channels last (the layout pass's inference layout), with at
+// least 64 channels in and out (multiples of 8), 32 tiles of 2x2 outputs, and at most half the
+// direct convolution's multiplications (16 per tile against 9 per output: a tile mostly past
+// the edge of odd or tiny outputs is waste). Measured against oneDNN's brgemm kernels on
+// ResNet-18's shapes, one thread: 0.52-0.65x its time at 128 and 256 channels, 0.89x at 64;
+// slower where these exclude it: 1.34x for 7x7 outputs at batch 1 (16 tiles, GEMMs of 16
+// rows), 6x for 1x1 outputs.
+bool winograd_suits(const ConvShape& s, int32_t dtype, unsigned passes, Layouts layout) {
+  const auto unit = [](const Axis& a) { return a.kernel == 3 && a.stride == 1 && a.dilation == 1; };
+  const int64_t tiles = s.batch * ((s.h.out + 1) / 2) * ((s.w.out + 1) / 2);
+  const int64_t outputs = s.batch * s.h.out * s.w.out;
+  return winograd_enabled() && use_avx2() && dtype == PC_FLOAT32 && passes == kForward &&
+         layout.x == kChannelsLast && layout.out == kChannelsLast && s.groups == 1 &&
+         unit(s.h) && unit(s.w) && s.channels >= 64 && s.filters >= 64 &&
+         s.channels % 8 == 0 && s.filters % 8 == 0 && tiles >= 32 && 32 * tiles <= 9 * outputs;
+}
+
+}  // namespace
+
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
                                              bool bias, int threads, Layouts layout,
                                              const ConvEpilogue& epilogue, bool keep_filter) {
+  if (winograd_suits(shape, dtype, passes, layout))
+    return make_winograd_conv(shape, bias, epilogue, keep_filter);
   if constexpr (kOnednnBuilt)
     if (dtype == PC_FLOAT32 && onednn_enabled())
       return make_dnnl_conv(shape, passes, bias, threads, layout, epilogue, keep_filter);

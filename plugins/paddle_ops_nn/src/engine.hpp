@@ -7,6 +7,8 @@
 #ifndef PADDLE_OPS_NN_ENGINE_HPP_
 #define PADDLE_OPS_NN_ENGINE_HPP_
 
+#include <cstdint>
+
 namespace paddle_ops_nn {
 
 constexpr bool kOnednnBuilt =
@@ -18,6 +20,13 @@ constexpr bool kOnednnBuilt =
 
 bool onednn_enabled();  // built and switched on
 void set_onednn_enabled(bool enabled);  // no effect where oneDNN is not built
+
+// The Winograd engine's switch (conv.hpp's make_winograd_conv; paddle_ops_nn.winograd), on by
+// default; read when a kernel is prepared as oneDNN's is.
+bool winograd_enabled();
+void set_winograd_enabled(bool enabled);
+int64_t winograd_engines_made();  // in this process (conv_winograd_avx2.cpp counts)
+void count_winograd_engine();
 
 // The channel block (8 or 16) of the blocked layout oneDNN's convolutions choose on this CPU
 // for activations (nChw8c, nChw16c: layout.hpp), which the layout pass keeps between ops; 0

@@ -73,4 +73,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_onednn_enabled", &paddle_ops_nn::set_onednn_enabled, pybind11::arg("enabled"));
   m.def("onednn_channel_block", &paddle_ops_nn::onednn_channel_block);
   m.def("onednn_inference_block", &paddle_ops_nn::onednn_inference_block);
+  // The Winograd switch behind paddle_ops_nn.winograd.
+  m.def("winograd_enabled", &paddle_ops_nn::winograd_enabled);
+  m.def("set_winograd_enabled", &paddle_ops_nn::set_winograd_enabled, pybind11::arg("enabled"));
+  m.def("winograd_engines_made", &paddle_ops_nn::winograd_engines_made);
 }

@@ -1,0 +1,37 @@
+"""Whether 3x3 convolutions of inference plans run on the Winograd engine.
+
+In a plan without gradients whose convolutions the layout pass keeps channels last (where
+oneDNN's AVX2 kernels compute), a float32 3x3 convolution of stride 1 with at least 64 input and
+output channels and enough outputs computes its output 2x2 at a time from transformed inputs
+and filter: F(2x2, 3x3), with 2.25x fewer multiplications than the direct convolution. Its
+results differ from the direct convolution's by float32 rounding (the transforms add and
+subtract inputs before multiplying). The choice is made when a kernel is prepared, so a plan
+keeps the engine it was prepared with::
+
+    import paddle_ops_nn.winograd
+    paddle_ops_nn.winograd.set_enabled(False)   # plans prepared from now on compute directly
+"""
+
+from __future__ import annotations
+
+from . import _C, _kernels  # noqa: F401  (_kernels loads oneDNN where _C cannot find it)
+
+__all__ = ["engines_prepared", "is_enabled", "set_enabled"]
+
+
+def is_enabled() -> bool:
+    """Whether kernels prepared now may use the Winograd engine (on by default)."""
+    return bool(_C.winograd_enabled())
+
+
+def set_enabled(enabled: bool) -> bool:
+    """Switch the Winograd engine on or off for kernels prepared from now on; returns the
+    previous setting."""
+    previous = is_enabled()
+    _C.set_winograd_enabled(bool(enabled))
+    return previous
+
+
+def engines_prepared() -> int:
+    """How many convolution kernels prepared in this process compute on the Winograd engine."""
+    return int(_C.winograd_engines_made())

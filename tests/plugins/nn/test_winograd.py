@@ -1,0 +1,214 @@
+"""The Winograd F(2x2, 3x3) engine (paddle_ops_nn.winograd): channels-last float32 3x3
+convolutions of stride 1 in plans without gradients. Against NumPy in float64 over odd output
+sizes, asymmetric paddings, bias, residual and every fused activation, each time checking that
+the engine computed it; where it must not be chosen, that it is not; a filter set again between
+runs of a plan that keeps the transformed filter; a ResNet-like network with and without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_helpers import pc, run1
+
+winograd = pytest.importorskip("paddle_ops_nn.winograd", reason="paddle-ops-nn is not installed")
+onednn = pytest.importorskip("paddle_ops_nn.onednn")
+RNG = np.random.default_rng(0)
+
+
+def channels_last(x: np.ndarray) -> np.ndarray:
+    """NCHW x as the core holds channel_block -1: [N, 1, H, W, C]."""
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)[:, None])
+
+
+def nchw(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x[:, 0].transpose(0, 3, 1, 2))
+
+
+def reference(x, w, b, residual, paddings, act, alpha, beta):
+    """conv2d in float64: x NCHW, w [K, C, 3, 3], paddings [top, bottom, left, right]."""
+    top, bottom, left, right = paddings
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh, ow = padded.shape[2] - 2, padded.shape[3] - 2
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for i in range(3):
+        for j in range(3):
+            window = padded[:, :, i : i + oh, j : j + ow]
+            out += np.einsum("nchw,kc->nkhw", window, w[:, :, i, j].astype(np.float64))
+    if b is not None:
+        out += b[None, :, None, None]
+    if residual is not None:
+        out += residual
+    if act == "relu":
+        return np.maximum(out, 0)
+    if act == "leaky_relu":
+        return np.where(out > 0, out, alpha * out)
+    if act == "clip":
+        return np.clip(out, alpha, beta)
+    return out
+
+
+def conv(x, w, b=None, residual=None, paddings=(1, 1, 1, 1), act="", alpha=0.0, beta=0.0):
+    """conv2d of NCHW x on channels last, its out back in NCHW; and whether the Winograd
+    engine computed it."""
+    inputs = {"x": channels_last(x), "filter": w}
+    if b is not None:
+        inputs["bias"] = b
+    if residual is not None:
+        inputs["residual"] = channels_last(residual)
+    attrs = {
+        "paddings": list(paddings), "channel_block": -1,
+        "fuse_activation": act, "fuse_alpha": alpha, "fuse_beta": beta,
+    }  # fmt: skip
+    before = winograd.engines_prepared()
+    out = run1("conv2d", inputs, attrs)
+    return nchw(out), winograd.engines_prepared() > before
+
+
+def data(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+needs_avx2_onednn = pytest.mark.skipif(
+    onednn.inference_block() != -1, reason="no channels-last inference layout on this CPU"
+)
+
+
+@needs_avx2_onednn
+@pytest.mark.parametrize(
+    "n, c, k, h, w, paddings",
+    [
+        (2, 64, 64, 8, 8, (1, 1, 1, 1)),  # whole tiles
+        (2, 64, 72, 9, 12, (1, 1, 1, 1)),  # odd rows: the last tiles half outside
+        (2, 72, 64, 10, 13, (0, 1, 1, 0)),  # asymmetric padding: out 9 x 12
+        (1, 64, 64, 14, 14, (2, 2, 2, 2)),  # wider padding: out 16 x 16, some tiles all zeros
+        (3, 64, 64, 6, 11, (0, 0, 1, 1)),  # no padding in height: out 4 x 11
+    ],
+)
+@pytest.mark.parametrize("bias, residual", [(False, False), (True, False), (True, True)])
+def test_winograd_matches_numpy(n, c, k, h, w, paddings, bias, residual):
+    x, f = data(n, c, h, w), data(k, c, 3, 3) / np.float32(np.sqrt(9 * c))
+    top, bottom, left, right = paddings
+    out_shape = (n, k, h + top + bottom - 2, w + left + right - 2)
+    b = data(k) if bias else None
+    r = data(*out_shape) if residual else None
+    got, chosen = conv(x, f, b, r, paddings)
+    assert chosen
+    assert got.shape == out_shape
+    np.testing.assert_allclose(got, reference(x, f, b, r, paddings, "", 0, 0), rtol=1e-4, atol=1e-5)
+
+
+@needs_avx2_onednn
+@pytest.mark.parametrize(
+    "act, alpha, beta", [("relu", 0, 0), ("leaky_relu", 0.2, 0), ("clip", -0.5, 0.75)]
+)
+def test_winograd_fuses_the_activation(act, alpha, beta):
+    x, f, r = data(2, 64, 8, 10), data(64, 64, 3, 3) / np.float32(24), data(2, 64, 8, 10)
+    got, chosen = conv(x, f, None, r, act=act, alpha=alpha, beta=beta)
+    assert chosen
+    want = reference(x, f, None, r, (1, 1, 1, 1), act, alpha, beta)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@needs_avx2_onednn
+def test_nan_goes_through_the_fused_activation():
+    x, f = data(2, 64, 8, 8), data(64, 64, 3, 3)
+    x[1, 5, 4, 4] = np.nan
+    for act, alpha, beta in [("relu", 0, 0), ("clip", 0, 6)]:
+        got, chosen = conv(x, f, act=act, alpha=alpha, beta=beta)
+        assert chosen
+        # The outputs whose window holds it, and no farther than the 2x2 tiles reading it:
+        # rows and columns 2-5 of the second image (the transforms mix a tile's inputs).
+        assert np.isnan(got[1, :, 3:6, 3:6]).all()
+        assert not np.isnan(got[0]).any() and not np.isnan(got[1, :, [0, 1, 6, 7]]).any()
+        assert not np.isnan(got[1, :, :, [0, 1, 6, 7]]).any()
+
+
+@needs_avx2_onednn
+@pytest.mark.parametrize(
+    "n, c, k, h, w, why",
+    [
+        (32, 64, 64, 1, 1, "1x1 outputs: 16 products per tile against 9"),
+        (1, 512, 512, 7, 7, "16 tiles"),
+        (4, 32, 64, 8, 8, "32 channels in"),
+        (4, 64, 60, 8, 8, "60 filters, no multiple of 8"),
+    ],
+)
+def test_winograd_is_not_chosen_where_it_is_slower_or_cannot(n, c, k, h, w, why):
+    x, f = data(n, c, h, w), data(k, c, 3, 3) / np.float32(np.sqrt(9 * c))
+    got, chosen = conv(x, f)
+    assert not chosen, why
+    np.testing.assert_allclose(
+        got, reference(x, f, None, None, (1,) * 4, "", 0, 0), rtol=1e-4, atol=1e-5
+    )
+
+
+@needs_avx2_onednn
+def test_switched_off_the_direct_engine_computes():
+    x, f = data(2, 64, 8, 8), data(64, 64, 3, 3) / np.float32(24)
+    previous = winograd.set_enabled(False)
+    try:
+        assert not winograd.is_enabled()
+        got, chosen = conv(x, f)
+    finally:
+        winograd.set_enabled(previous)
+    assert previous and winograd.is_enabled() and not chosen
+    np.testing.assert_allclose(
+        got, reference(x, f, None, None, (1,) * 4, "", 0, 0), rtol=1e-4, atol=1e-5
+    )
+
+
+def resnet_like(image):
+    """A 64-channel stem and a residual block at 8x8, then a stride-2 3x3 (never Winograd)."""
+    h = pc.layers.batch_norm(pc.layers.conv2d(image, 64, 3, padding=1), act="relu")
+    a = pc.layers.batch_norm(pc.layers.conv2d(h, 64, 3, padding=1), act="relu")
+    h = pc.ops.relu(pc.ops.add(pc.layers.conv2d(a, 64, 3, padding=1), h))
+    h = pc.ops.relu(pc.layers.conv2d(h, 64, 3, padding=1, stride=2))
+    return pc.layers.fc(h, 10)
+
+
+def evaluation():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        out = resnet_like(pc.layers.data("image", [3, 8, 8]))
+        pc.optimizer.SGD(0.1).minimize(pc.ops.mean(out))
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
+    return main, main.clone(for_test=True), out, scope
+
+
+FEED = {"image": data(4, 3, 8, 8)}
+
+
+@needs_avx2_onednn
+def test_a_network_gives_the_direct_engines_outputs():
+    _, test, out, scope = evaluation()
+    before = winograd.engines_prepared()
+    (got,) = pc.Executor().run(test, feed=FEED, fetch_list=[out], scope=scope)
+    assert winograd.engines_prepared() - before == 2  # the block's two 64 -> 64 convolutions
+    previous = winograd.set_enabled(False)
+    try:
+        (want,) = pc.Executor().run(test, feed=FEED, fetch_list=[out], scope=scope)
+    finally:
+        winograd.set_enabled(previous)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@needs_avx2_onednn
+def test_a_training_plan_does_not_use_it():
+    main, _, out, scope = evaluation()
+    before = winograd.engines_prepared()
+    pc.Executor().run(main, feed=FEED, fetch_list=[out], scope=scope)
+    assert winograd.engines_prepared() == before
+
+
+@needs_avx2_onednn
+def test_a_filter_set_again_is_transformed_again():
+    _, test, out, scope = evaluation()
+    exe = pc.Executor()
+    exe.run(test, feed=FEED, fetch_list=[out], scope=scope)
+    convs = [op for op in test.global_block().ops if op.type == "conv2d"]
+    name = convs[2].input("filter")[0]  # the residual block's second
+    scope.set_var(name, data(*scope.get(name).shape))
+    (got,) = exe.run(test, feed=FEED, fetch_list=[out], scope=scope)
+    (want,) = pc.Executor().run(test, feed=FEED, fetch_list=[out], scope=scope)  # a new plan
+    np.testing.assert_array_equal(got, want)
