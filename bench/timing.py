@@ -69,12 +69,20 @@ def steady(fn: Call, repeat: int, *, pause: float = 0.0, warmup: int = 2) -> flo
 
 
 def interleaved(
-    calls: dict[str, Call], repeat: int, *, pause: float = 0.0, warmup_seconds: float = 0.0
+    calls: dict[str, Call],
+    repeat: int,
+    *,
+    pause: float = 0.0,
+    settle: int = 0,
+    warmup_seconds: float = 0.0,
 ) -> dict[str, float]:
     """Median seconds per call of each function, timed in rounds that call each once in turn:
     load that comes and goes on a shared machine then hits every system alike. ``pause``
-    before each call lets spinning thread pools go idle; ``warmup_seconds`` of untimed rounds
-    first (the first calls over a fresh large buffer run slow for every library)."""
+    before each call lets spinning thread pools go idle; ``settle`` untimed calls of the same
+    function before each timed one let it start where the previous function's threads no
+    longer spin, with its own threads awake (as in a loop of its own calls);
+    ``warmup_seconds`` of untimed rounds first (the first calls over a fresh large buffer run
+    slow for every library)."""
     start = time.perf_counter()
     while True:
         for fn in calls.values():
@@ -86,6 +94,8 @@ def interleaved(
         for name, fn in calls.items():
             if pause:
                 time.sleep(pause)
+            for _ in range(settle):
+                fn()
             begin = clock()
             fn()
             times[name].append(clock() - begin)
