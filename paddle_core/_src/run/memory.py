@@ -23,6 +23,7 @@ intervals only.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -124,8 +125,9 @@ def inplace_pairs(
     """(input, output) pairs of variables that may share memory although one step reads the
     one and writes the other: the op declares the output ``inplace`` with the input's slot
     (item k of one with item k of the other), the input is read by no later step and in no
-    other place of this one, the output is first written here, both have one shape and
-    dtype, and each takes part in one pair per step at most."""
+    other place of this one, the output is first written here, both have one dtype and
+    number of elements (a reshape's out and x), and each takes part in one pair per step at
+    most."""
     pairs = []
     for s, step in enumerate(steps):
         declared = _declared_inplace(step.info)
@@ -143,7 +145,7 @@ def inplace_pairs(
                     and y not in taken
                     and live[x][1] == s
                     and live[y][0] == s
-                    and shapes[x] == shapes[y]
+                    and _same_bytes(shapes[x], shapes[y])
                     and _count(step.inputs, x) == 1
                     and _count(step.outputs, x) == 0
                     and _count(step.outputs, y) == 1
@@ -151,6 +153,11 @@ def inplace_pairs(
                     pairs.append((x, y))
                     taken.update((x, y))
     return pairs
+
+
+def _same_bytes(a: tuple[tuple, str], b: tuple[tuple, str]) -> bool:
+    """Whether two (shape, dtype) hold the same elements' worth of bytes: one dtype, one count."""
+    return a[1] == b[1] and math.prod(a[0]) == math.prod(b[0])
 
 
 @lru_cache(maxsize=1024)

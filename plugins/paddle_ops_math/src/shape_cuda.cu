@@ -93,6 +93,7 @@ template <Copy (*Check)(const Attrs&, const Slots&, const Slots&)> class CopyCud
     expect_cuda(in, out);
   }
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
+    if (in(0).data<void>() == out(0).data<void>()) return;  // a reshape in place: nothing moves
     run_copy(copy_, out(0).data<void>(), in(0).data<void>(), ctx);
   }
 

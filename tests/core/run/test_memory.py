@@ -272,6 +272,26 @@ def test_an_output_takes_its_inputs_memory_only_where_declared_in_place():
     np.testing.assert_array_equal(got, np.arange(1000) * 30 * (1 + 7))
 
 
+def test_a_reshape_takes_its_inputs_memory_where_nothing_reads_it_after():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [4, 6])
+        a = pc.ops.exp(x)
+        b = pc.ops.reshape(a, shape=[2, 3, 4])  # a is not read after: no copy
+        c = pc.ops.flatten(
+            pc.ops.unsqueeze(pc.ops.squeeze(pc.ops.unsqueeze(b, axes=[0]), axes=[0]), axes=[1]),
+            start_axis=0,
+        )
+        d = pc.ops.reshape(c, shape=[6, 4])  # c is read after it: a copy
+        out = pc.ops.add(pc.ops.reshape(c, shape=[6, 4]), d)
+    feed = {"x": np.arange(24, dtype=F32).reshape(4, 6) / 24}
+    plan, _ = run_both(prog, None, [feed], [out])
+    at = addresses(plan, a.name, b.name, c.name, d.name)
+    assert at[0] == at[1] == at[2] and at[3] != at[2]
+    (got,) = pc.Executor().run(prog, feed=feed, fetch_list=[out])
+    np.testing.assert_allclose(got, 2 * np.exp(feed["x"]).reshape(6, 4), rtol=1e-6)
+
+
 class Keeper:
     """A Python kernel that keeps the arrays it is given."""
 
