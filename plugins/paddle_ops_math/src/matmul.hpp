@@ -163,7 +163,17 @@ struct Flat {
 inline Batched check_matmul(const Attrs& attrs, const Slots& in, const Slots& out) {
   paddle_core::expect_same_dtype(in(0), in(1), "x and y");
   out(0).expect_dtype(in(0).dtype(), "out");
-  return Batched(in(0), in(1), out(0), attrs.b("transpose_x"), attrs.b("transpose_y"));
+  Batched g(in(0), in(1), out(0), attrs.b("transpose_x"), attrs.b("transpose_y"));
+  if (in.has(2)) {  // bias [N], added to every row of out
+    const Tensor& b = in(2);
+    b.expect_dtype(in(0).dtype(), "bias");
+    if (in(1).ndim() < 2)
+      fail("bias needs y as matrices (out's last dimension), but y is %s", in(1).describe().c_str());
+    if (b.ndim() != 1 || b.dim(0) != g.N)
+      fail("bias must be [%lld] (out's last dimension), got %s", (long long)g.N,
+           b.describe().c_str());
+  }
+  return g;
 }
 
 // The grads' outputs: x_grad and y_grad, either may be absent; the accumulators x_grad_acc

@@ -9,6 +9,7 @@
 // but its library is built without them (it exports neither).
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "common.hpp"
@@ -38,9 +39,11 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A
     scipy_cblas_dgemm(CblasRowMajor, op_a, op_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+// Inputs x, y and bias (optional: [N], added to every row of out, as paddle-ops-math's
+// matmul_bias pass sets it); output out.
 class Matmul {
  public:
-  static constexpr pc::Signature signature{"11", "1"};
+  static constexpr pc::Signature signature{"11?", "1"};
   using DTypes = Floats;
   Matmul(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_matmul(attrs, in, out)) {
@@ -49,20 +52,32 @@ class Matmul {
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
     set_blas_threads(ctx.num_threads());
-    fn_(geo_, in(0).data<void>(), in(1).data<void>(), out(0).data<void>());
+    fn_(geo_, in(0).data<void>(), in(1).data<void>(), in.has(2) ? in(2).data<void>() : nullptr,
+        out(0).data<void>(), ctx.num_threads());
   }
 
  private:
-  using Fn = void (*)(const Batched&, const void*, const void*, void*);
+  using Fn = void (*)(const Batched&, const void*, const void*, const void*, void*, int32_t);
 
-  template <class T> static void compute(const Batched& g, const void* xv, const void* yv, void* ov) {
+  template <class T>
+  static void compute(const Batched& g, const void* xv, const void* yv, const void* bv, void* ov,
+                      int32_t threads) {
     const T* x = static_cast<const T*>(xv);
     const T* y = static_cast<const T*>(yv);
+    const T* bias = static_cast<const T*>(bv);
     T* out = static_cast<T*>(ov);
     const int64_t xs = g.M * g.K, ys = g.K * g.N, os = g.M * g.N;
+    // With a bias, out starts as the bias in every row and the product adds to it (beta 1):
+    // OpenBLAS with beta 0 zeroes out first anyway, so the bias costs no pass of its own.
+    if (bias) {
+      const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(g.N, 1));  // rows
+      parallel_rows(g.batches * g.M, threads, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) std::copy(bias, bias + g.N, out + row * g.N);
+      });
+    }
     for (int64_t b = 0; b < g.batches; ++b)
       gemm(g.tx, g.ty, g.M, g.N, g.K, T(1), x + g.x_batch[b] * xs, g.tx ? g.M : g.K,
-           y + g.y_batch[b] * ys, g.ty ? g.K : g.N, T(0), out + b * os, g.N);
+           y + g.y_batch[b] * ys, g.ty ? g.K : g.N, T(bias ? 1 : 0), out + b * os, g.N);
   }
 
   Batched geo_;

@@ -137,10 +137,12 @@ void expect_cublas_and_cuda(const Slots& in, const Slots& out, int64_t batches) 
 
 class MatmulCuda {
  public:
-  static constexpr pc::Signature signature{"11", "1"};
+  static constexpr pc::Signature signature{"11?", "1"};
   using DTypes = GemmTypes;
   MatmulCuda(const Attrs& attrs, const Slots& in, const Slots& out)
       : geo_(check_matmul(attrs, in, out)), precision_(precision_of(in(0).dtype())) {
+    // (the bias is a CPU plan's fusion: paddle-ops-math's matmul_bias pass)
+    if (in.has(2)) fail("bias is computed by the CPU kernel only; add it with the add op");
     expect_cublas_and_cuda(in, out, geo_.batches);
   }
 

@@ -61,6 +61,51 @@ def test_matmul_gradients(xs, ys, tx, ty):
                {"transpose_x": tx, "transpose_y": ty}, rtol=1e-6, atol=1e-8)  # fmt: skip
 
 
+BIASED = [m for m in MATMUL if len(m[1]) > 1]  # (a bias needs y as matrices)
+
+
+@pytest.mark.parametrize(("xs", "ys", "tx", "ty"), BIASED)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul_adds_a_bias_to_every_row(xs, ys, tx, ty, dtype):
+    rng = np.random.default_rng(4)
+    x, y = rand(rng, xs, dtype), rand(rng, ys, dtype)
+    n = ys[-2] if ty else ys[-1]
+    b = rand(rng, (n,), dtype)
+    got = run1("matmul", {"x": x, "y": y, "bias": b}, {"transpose_x": tx, "transpose_y": ty})
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    assert_matches(got, np_matmul(x, y, tx, ty) + b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize(
+    ("xs", "ys", "tx", "ty"), [m for m in BIASED if 0 not in m[0] and m[0][0] < 64]
+)
+def test_matmul_bias_gradients(xs, ys, tx, ty):
+    rng = np.random.default_rng(5)
+    n = ys[-2] if ty else ys[-1]
+    inputs = {
+        "x": rand(rng, xs, "float64"),
+        "y": rand(rng, ys, "float64"),
+        "bias": rand(rng, (n,), "float64"),
+    }
+    check_grad("matmul", inputs, {"transpose_x": tx, "transpose_y": ty}, rtol=1e-6, atol=1e-8)
+
+
+def test_matmul_bias_errors_name_the_op():
+    import paddle_core as pc
+
+    with pc.program_guard(pc.Program()):
+        x, y = pc.data("x", [3, 4]), pc.data("y", [4, 5])
+        with pytest.raises(pc.ShapeError, match=r"op 'matmul' .*bias must be float32\[5\].*\[4\]"):
+            pc.ops.matmul(x, y, bias=pc.data("b4", [4]))
+        with pytest.raises(pc.ShapeError, match=r"bias must be float32\[5\].*float64\[5\]"):
+            pc.ops.matmul(x, y, bias=pc.data("b64", [5], dtype="float64"))
+        with pytest.raises(pc.ShapeError, match="bias needs y as matrices"):
+            pc.ops.matmul(x, pc.data("v", [4]), bias=pc.data("b1", [1]))
+    x, y = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    with pytest.raises(pc.ShapeError, match=r"bias must be float32\[5\].*got float32\[2, 5\]"):
+        run1("matmul", {"x": x, "y": y, "bias": np.ones((2, 5), np.float32)})
+
+
 @pytest.mark.parametrize(
     ("xs", "ys", "xk", "yk"),
     [

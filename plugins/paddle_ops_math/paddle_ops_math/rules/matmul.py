@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from math import prod
 
-from paddle_core.rules import broadcast_shapes
+from paddle_core.rules import broadcast_shapes, default_grad
 
 
 def matmul_shape(ctx):
@@ -23,7 +23,32 @@ def matmul_shape(ctx):
         ctx.fail(f"inner dimensions differ: {kx} (x) vs {ky} (y)")
     batch = broadcast_shapes(ctx, xm[:-2], ym[:-2])
     rows, cols = (m,) if x.ndim > 1 else (), (n,) if y.ndim > 1 else ()
+    bias = ctx.input("bias")
+    if bias is not None:
+        if y.ndim == 1:
+            ctx.fail("bias needs y as matrices (out's last dimension), but y is a vector")
+        size = bias.shape[0] if bias.ndim == 1 else None
+        if bias.dtype != x.dtype or bias.ndim != 1 or (None not in (n, size) and size != n):
+            ctx.fail(
+                f"bias must be {x.dtype}[{n}] (out's last dimension), got "
+                f"{bias.dtype}{list(bias.shape)}"
+            )
     ctx.set_output("out", (*batch, *rows, *cols), x.dtype)
+
+
+def matmul_grad(ctx):
+    """matmul_grad for x and y; the bias's gradient, where it has one, is out's gradient summed
+    over every axis but the last."""
+    default_grad(ctx)
+    bias_grad = ctx.input_grad("bias")
+    if bias_grad is not None:
+        rank = len(ctx.op.block.var(ctx.output("out")).shape)
+        ctx.append_op(
+            "sum",
+            {"x": ctx.output_grad("out")},
+            {"out": bias_grad},
+            {"axes": list(range(rank - 1)), "keepdim": False},
+        )
 
 
 def _flat(dims):

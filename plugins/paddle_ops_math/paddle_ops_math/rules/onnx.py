@@ -251,7 +251,8 @@ def _reshape_to(op, x: str, out: str) -> None:
 
 
 def matmul_out(op) -> None:
-    """matmul: MatMul, its transposes a Transpose of the last two axes first."""
+    """matmul: MatMul, its transposes a Transpose of the last two axes first, then Add for a
+    bias."""
     operands = []
     for slot in ("x", "y"):
         name = op.input(slot)
@@ -262,7 +263,13 @@ def matmul_out(op) -> None:
             op.node("Transpose", [name], [transposed], perm=perm)
             name = transposed
         operands.append(name)
-    op.node("MatMul", operands, [op.output("out")])
+    bias, out = op.input("bias"), op.output("out")
+    if not bias:
+        op.node("MatMul", operands, [out])
+        return
+    product = op.fresh(f"{out}_product")
+    op.node("MatMul", operands, [product])
+    op.node("Add", [product, bias], [out])
 
 
 def matmul_2d_out(op) -> None:

@@ -1,0 +1,144 @@
+"""paddle-ops-math's matmul_bias pass (paddle_ops_math/passes.py): in CPU plans without
+gradients a linear layer's bias add becomes the matmul's bias. A Transformer encoder layer
+gives the same outputs with the pass as without; what must not be fused is not (a fetched
+product, a training program, a bias that is not one row's worth); a matmul with a bias
+exports to ONNX as MatMul then Add."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_helpers import pc
+
+passes = pytest.importorskip("paddle_ops_math.passes", reason="paddle-ops-math is not installed")
+RNG = np.random.default_rng(0)
+
+
+@pytest.fixture
+def without():
+    """Switches the pass off for the test; on again afterwards."""
+    switched: list[str] = []
+
+    def off(name):
+        passes.set_pass_enabled(name, False)
+        switched.append(name)
+
+    yield off
+    for name in switched:
+        passes.set_pass_enabled(name, True)
+
+
+def encoder():
+    """An evaluation Transformer encoder layer (d_model 16, 2 heads, feed-forward 32)."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [5, 16])
+        out = pc.layers.transformer_encoder_layer(x, 16, 2, 32, dropout=0.0, is_test=True)
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
+    for name, var in main.global_block().vars.items():  # biases are zeros at first in places
+        if var.persistable and name.endswith("bias"):
+            scope.set_var(name, RNG.standard_normal(var.shape).astype(np.float32))
+    return main, out, scope
+
+
+FEED = {"x": RNG.standard_normal((3, 5, 16)).astype(np.float32)}
+
+
+def test_an_encoder_layers_biases_join_their_matmuls(without):
+    main, out, scope = encoder()
+    exe = pc.Executor()
+    (got,) = exe.run(main, feed=FEED, fetch_list=[out], scope=scope)
+    plan = exe.prepare(main, FEED, [out])
+    matmuls = [s.op for s in plan.steps if s.op.type == "matmul"]
+    biased = [m for m in matmuls if m.input("bias")]
+    assert len(biased) == 4  # in-projection, out-projection, linear1, linear2
+    assert plan.op_types.count("add") == 2  # the residual connections
+    without("matmul_bias")
+    other = pc.Executor()
+    (want,) = other.run(main, feed=FEED, fetch_list=[out], scope=scope)
+    assert plan.op_types.count("add") + 4 == other.prepare(main, FEED, [out]).op_types.count("add")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def linear_program(bias_shape=(8,)):
+    """x [4, 6] -> matmul with w -> add b; the product and the sum fetchable."""
+    main = pc.Program()
+    with pc.program_guard(main):
+        x = pc.data("x", [4, 6])
+        w = pc.data("w", [6, 8])
+        b = pc.data("b", list(bias_shape))
+        product = pc.ops.matmul(x, w)
+        out = pc.ops.add(product, b)
+    feed = {
+        "x": RNG.standard_normal((4, 6)).astype(np.float32),
+        "w": RNG.standard_normal((6, 8)).astype(np.float32),
+        "b": RNG.standard_normal(bias_shape).astype(np.float32),
+    }
+    return main, product, out, feed
+
+
+def test_a_linear_product_is_fused_and_computes_the_sum():
+    main, _, out, feed = linear_program()
+    exe = pc.Executor()
+    (got,) = exe.run(main, feed=feed, fetch_list=[out])
+    assert exe.prepare(main, feed, [out]).op_types == ["matmul"]
+    np.testing.assert_allclose(got, feed["x"] @ feed["w"] + feed["b"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_fetched_product_is_not_fused():
+    main, product, out, feed = linear_program()
+    exe = pc.Executor()
+    got_product, got = exe.run(main, feed=feed, fetch_list=[product, out])
+    assert exe.prepare(main, feed, [product, out]).op_types == ["matmul", "add"]
+    np.testing.assert_allclose(got_product, feed["x"] @ feed["w"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, got_product + feed["b"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (4, 8), (1,)])
+def test_an_add_that_is_not_a_rows_bias_is_not_fused(shape):
+    main, _, out, feed = linear_program(shape)
+    exe = pc.Executor()
+    (got,) = exe.run(main, feed=feed, fetch_list=[out])
+    assert exe.prepare(main, feed, [out]).op_types == ["matmul", "add"]
+    np.testing.assert_allclose(got, feed["x"] @ feed["w"] + feed["b"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_training_program_is_not_fused():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [6])
+        loss = pc.ops.mean(pc.layers.linear(x, 3))
+        pc.optimizer.SGD(0.1).minimize(loss)
+    scope = pc.Scope()
+    exe = pc.Executor()
+    exe.run(startup, scope=scope)
+    feed = {"x": RNG.standard_normal((4, 6)).astype(np.float32)}
+    plan = exe.prepare(main, feed, [loss])
+    assert not any(s.op.input("bias") for s in plan.steps if s.op.type == "matmul")
+
+
+def test_unknown_pass_names_are_refused():
+    with pytest.raises(pc.ConfigError, match="paddle-ops-math has no pass 'bias'; its passes"):
+        passes.set_pass_enabled("bias", False)
+
+
+def test_a_matmul_with_a_bias_exports_as_matmul_then_add(tmp_path):
+    onnx = pytest.importorskip("onnx", reason="the checker comes with onnx (the test extra)")
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [6])
+        w = pc.layers.create_parameter([8, 6], "float32", "w")
+        b = pc.layers.create_parameter([8], "float32", "b")
+        out = pc.ops.matmul(x, w, bias=b, transpose_y=True)
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
+    scope.set_var("b", RNG.standard_normal(8).astype(np.float32))
+    path = tmp_path / "linear.onnx"
+    model = pc.onnx.export(main, path, feeds=["x"], fetches=[out], scope=scope)
+    onnx.checker.check_model(str(path), full_check=True)
+    assert [n.op_type for n in model.graph.node] == ["Transpose", "MatMul", "Add"]
+    feed = {"x": RNG.standard_normal((3, 6)).astype(np.float32)}
+    (want,) = pc.Executor().run(main, feed=feed, fetch_list=[out], scope=scope)
+    (got,) = pc.onnx.load(path).run(feed)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
