@@ -89,6 +89,28 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planning, "_warned_fallbacks", set())
 
 
+@pytest.fixture
+def without() -> Iterator[Any]:
+    """``without(name)`` switches a plugin's program pass off for the test (paddle-ops-nn's or
+    paddle-ops-math's, by name); every pass switched is on again afterwards."""
+    import importlib
+
+    switched: list[tuple[Any, str]] = []
+
+    def off(name: str) -> None:
+        for plugin in ("paddle_ops_nn", "paddle_ops_math"):
+            passes = importlib.import_module(f"{plugin}.passes")
+            if name in passes.PASSES:
+                passes.set_pass_enabled(name, False)
+                switched.append((passes, name))
+                return
+        raise AssertionError(f"no plugin has a pass {name!r}")
+
+    yield off
+    for passes, name in switched:
+        passes.set_pass_enabled(name, True)
+
+
 @pytest.fixture(params=["avx2", "portable"])
 def avx2_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test on one code path of paddle-ops-math's kernels that have AVX2+FMA loops

@@ -168,7 +168,8 @@ inline Batched check_matmul(const Attrs& attrs, const Slots& in, const Slots& ou
     const Tensor& b = in(2);
     b.expect_dtype(in(0).dtype(), "bias");
     if (in(1).ndim() < 2)
-      fail("bias needs y as matrices (out's last dimension), but y is %s", in(1).describe().c_str());
+      fail("bias needs y as matrices (out's last dimension), but y is %s",
+           in(1).describe().c_str());
     if (b.ndim() != 1 || b.dim(0) != g.N)
       fail("bias must be [%lld] (out's last dimension), got %s", (long long)g.N,
            b.describe().c_str());

@@ -55,10 +55,10 @@ class ConvEngine {
 };
 
 // Winograd where it suits and is enabled (engine.hpp), else oneDNN for float32 where enabled,
-// im2col + OpenBLAS otherwise (plain layouts
-// only: a blocked one fails). `bias`: forward adds b / backward_weights gives db (so oneDNN
-// fuses them). `keep_filter`: the forward pass keeps the filter it converted between calls
-// (in the engine, not the workspace), for calls with same_filter.
+// im2col + OpenBLAS otherwise (plain layouts only: a blocked one fails). `bias`: forward adds
+// b / backward_weights gives db (so oneDNN fuses them). `keep_filter`: the forward pass keeps
+// the filter it converted between calls (in the engine, not the workspace), for calls with
+// same_filter.
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
                                              bool bias, int threads, Layouts layout = {},
                                              const ConvEpilogue& epilogue = {},

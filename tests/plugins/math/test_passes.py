@@ -14,20 +14,6 @@ passes = pytest.importorskip("paddle_ops_math.passes", reason="paddle-ops-math i
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture
-def without():
-    """Switches the pass off for the test; on again afterwards."""
-    switched: list[str] = []
-
-    def off(name):
-        passes.set_pass_enabled(name, False)
-        switched.append(name)
-
-    yield off
-    for name in switched:
-        passes.set_pass_enabled(name, True)
-
-
 def encoder():
     """An evaluation Transformer encoder layer (d_model 16, 2 heads, feed-forward 32)."""
     main, startup = pc.Program(), pc.Program()

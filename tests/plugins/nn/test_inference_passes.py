@@ -48,20 +48,6 @@ def run(main, out, scope, **executor):
     return got, exe.prepare(main, FEED, [out])
 
 
-@pytest.fixture
-def without():
-    """Switches a pass off for the test; every pass is on again afterwards."""
-    switched: list[str] = []
-
-    def off(name):
-        passes.set_pass_enabled(name, False)
-        switched.append(name)
-
-    yield off
-    for name in switched:
-        passes.set_pass_enabled(name, True)
-
-
 @needs_onednn
 def test_the_passes_fuse_block_and_fold_an_inference_plan():
     main, out, scope = inference()
