@@ -5,10 +5,11 @@ a matmul whose out only an ``add`` of a bias reads takes the bias as its ``bias`
 writes the add's out: a linear layer in one op. The kernel starts out as the bias in every
 row and lets OpenBLAS add the product to it, where OpenBLAS would have zeroed out first, so
 the bias costs no pass over out of its own (the add read and wrote all of out again: 4% of a
-Transformer encoder's inference). The sums are the same numbers. The bias is a float32 or
-float64 vector [N] (N: out's last dimension) that the add broadcasts over every row, computed
-before the matmul or a parameter; values fetched, fed, persistable or written twice are never
-fused away.
+Transformer encoder's inference). The results agree to float32 rounding: the bias joins the
+product's partial sums first rather than last (OpenBLAS sums long rows in blocks). The bias
+is a float32 or float64 vector [N] (N: out's last dimension) that the add broadcasts over
+every row, computed before the matmul or a parameter; values fetched, fed, persistable or
+written twice are never fused away.
 
 ``set_pass_enabled("matmul_bias", False)`` switches it off for the plans prepared from then
 on (a prepared plan keeps what it was prepared with), to compare results with and without it.
