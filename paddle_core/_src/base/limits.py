@@ -24,14 +24,18 @@ def shape_problem(shape: Sequence, itemsize: int = 1) -> str | None:
     int64 either: [0, 2**62] is refused, [0, 3] is not."""
     if len(shape) > MAX_RANK:
         return f"has {len(shape)} dimensions; at most {MAX_RANK} are supported"
+    nonzero = 1
+    for d in shape:
+        if d:
+            nonzero *= d
+    if nonzero * itemsize <= MAX_BYTES:
+        return None  # the common case: the product below cannot exceed this one
     if math.prod(d for d in shape if d is not None) * itemsize > MAX_BYTES:
         return f"is larger than the {MAX_BYTES >> 40} TiB one buffer may hold"
-    if math.prod(d for d in shape if d) * itemsize > MAX_BYTES:
-        return (
-            f"is empty, but its other dimensions span more than the {MAX_BYTES >> 40} TiB one "
-            "buffer may hold"
-        )
-    return None
+    return (
+        f"is empty, but its other dimensions span more than the {MAX_BYTES >> 40} TiB one "
+        "buffer may hold"
+    )
 
 
 def take(values: object, limit: int) -> list | None:

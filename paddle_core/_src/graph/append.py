@@ -46,13 +46,8 @@ def append(
             f"{type(name).__name__} {shown(name)}",
             op=info.type,
         )
-    for what, given in (("inputs", inputs), ("outputs", outputs)):
-        if type(given) is not dict and given is not None and not isinstance(given, Mapping):
-            raise OpInputError(
-                f"op {info.type!r}: {what} must be a dict of slot name -> Variable (or list "
-                f"of Variables), got {type(given).__name__} {shown(given)}",
-                op=info.type,
-            )
+    if type(inputs) is not dict or (outputs is not None and type(outputs) is not dict):
+        _check_mappings(info, inputs, outputs)
     sig = info._signature or info.signature()
     if sig.block_attrs:
         attrs = block_indices(info.type, attrs, sig.block_attrs, block.program)
@@ -86,6 +81,16 @@ def append(
     return op, out_vars
 
 
+def _check_mappings(info: Any, inputs: Any, outputs: Any) -> None:
+    for what, given in (("inputs", inputs), ("outputs", outputs)):
+        if type(given) is not dict and given is not None and not isinstance(given, Mapping):
+            raise OpInputError(
+                f"op {info.type!r}: {what} must be a dict of slot name -> Variable (or list "
+                f"of Variables), got {type(given).__name__} {shown(given)}",
+                op=info.type,
+            )
+
+
 def _check_kernel_dtype(info: Any, sig: Any, in_vars: dict, ctx: ShapeContext) -> None:
     """Refuse now, not when the program runs, an op whose kernel-selecting dtype (the first
     input's, or kernel_dtype_input's, or for ops without inputs the first output's) no kernel
@@ -93,18 +98,20 @@ def _check_kernel_dtype(info: Any, sig: Any, in_vars: dict, ctx: ShapeContext) -
     still planned (and refused, or run elsewhere) per device."""
     if not sig.kernel_dtypes:
         return  # no kernels declared: nothing to hold the dtype to
-    slot = sig.selecting_input([s for s, vs in in_vars.items() if vs])
+    slot = sig.always_selecting or sig.selecting_input([s for s, vs in in_vars.items() if vs])
     if slot is not None:
         var = in_vars[slot][0]
+        if var.dtype in sig.kernel_dtypes:
+            return
         dtype, what = var.dtype, f"input {slot!r} ({var.name!r}) is {var.dtype}"
     else:
         out_slot = next((s for s in sig.output_slots if ctx.outputs.get(s)), None)
         if out_slot is None:
             return
         dtype = ctx.outputs[out_slot][0][1]
+        if dtype in sig.kernel_dtypes:
+            return
         what = f"output {out_slot!r} is {dtype}"
-    if dtype in sig.kernel_dtypes:
-        return
     have = "; ".join(f"{d} ({', '.join(info.dtypes_for(d))})" for d in info.devices)
     raise KernelNotFoundError(
         f"op {info.type!r} has no kernel for dtype {dtype} on any device: {what} "

@@ -15,8 +15,10 @@ from ..base.dtypes import INT_RANGE
 
 def unary(ctx: Any) -> None:
     """The first output has the shape and dtype of the first input."""
-    x = next(vs[0] for vs in ctx.inputs.values() if vs)
-    ctx.set_output(ctx.output_slots[0], x.shape, x.dtype)
+    for vs in ctx.inputs.values():
+        if vs:
+            ctx.set_output(ctx.output_slots[0], vs[0].shape, vs[0].dtype)
+            return
 
 
 def check_fill_value(ctx: Any, dtype: str, attr: str = "value") -> None:
@@ -47,16 +49,11 @@ def grad_shapes(ctx: Any) -> None:
 def elementwise(ctx: Any) -> None:
     """The first output is all inputs broadcast together (NumPy rules); dtypes must match."""
     vars_ = [v for vs in ctx.inputs.values() for v in vs]
-    first = vars_[0]
-    shape, dtype = first.shape, first.dtype
+    dtype = vars_[0].dtype
     for v in vars_:
         if v.dtype != dtype:
-            ctx.fail(f"inputs must share one dtype, got {first.dtype} and {v.dtype}")
-        if v.shape != shape:
-            shape = None  # differing shapes: broadcast below
-    if shape is None:
-        shape = broadcast_shapes(ctx, *(v.shape for v in vars_))
-    ctx.set_output(ctx.output_slots[0], shape, dtype)
+            ctx.fail(f"inputs must share one dtype, got {dtype} and {v.dtype}")
+    ctx.set_output(ctx.output_slots[0], broadcast_shapes(ctx, *[v.shape for v in vars_]), dtype)
 
 
 def broadcast_shapes(ctx: Any, *shapes: tuple) -> tuple:
@@ -65,27 +62,23 @@ def broadcast_shapes(ctx: Any, *shapes: tuple) -> tuple:
     An unknown dimension broadcast with a known one n > 1 gives n (it must be 1 or n at run
     time); with 1 or another unknown it stays unknown.
     """
-    if all(s == shapes[0] for s in shapes):
-        return tuple(shapes[0]) if shapes else ()
-    rank = max(len(s) for s in shapes)
-    out = []
-    for axis in range(-rank, 0):
-        dim = 1
-        for s in shapes:
-            if len(s) < -axis:
+    if not shapes:
+        return ()
+    if shapes.count(shapes[0]) == len(shapes):
+        return tuple(shapes[0])
+    rank = max(map(len, shapes))
+    out = [1] * rank
+    for s in shapes:  # fold each shape into out, aligned at the last axis
+        for i, d in enumerate(s, rank - len(s)):
+            dim = out[i]
+            if d == 1 or d == dim:
                 continue
-            d = s[axis]
-            if d == 1:
-                continue
-            if d is None:
-                dim = None if dim == 1 else dim
-            elif dim in (1, None):
-                dim = d
-            elif dim != d:
+            if dim == 1 or dim is None:
+                out[i] = d
+            elif d is not None:
                 ctx.fail(
                     "shapes "
                     + ", ".join(str(list(s)) for s in shapes)
-                    + f" cannot be broadcast together (axis {axis}: {dim} vs {d})"
+                    + f" cannot be broadcast together (axis {i - rank}: {dim} vs {d})"
                 )
-        out.append(dim)
     return tuple(out)

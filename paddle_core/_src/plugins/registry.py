@@ -101,6 +101,7 @@ class OpSignature:
         "validate",
         "kernel_dtype_input",
         "kernel_dtypes",
+        "always_selecting",
     )
 
     def __init__(self, info: OpInfo) -> None:
@@ -118,6 +119,10 @@ class OpSignature:
         self.kernel_dtype_input = info.opdef.kernel_dtype_input
         # Every dtype some device's declared kernel takes (empty: the op declares none).
         self.kernel_dtypes = frozenset(dtype for _, dtype in info.kernels)
+        # The selecting slot when it is a required input, so always bound (most ops: x).
+        required = [name for name, _, dispensable, _ in self.inputs if not dispensable]
+        first = self.kernel_dtype_input or (self.inputs[0][0] if self.inputs else None)
+        self.always_selecting = first if first in required else None
 
     def selecting_input(self, bound: Container[str]) -> str | None:
         """The input slot whose dtype selects the op's kernel, among the ``bound`` ones: the

@@ -11,21 +11,22 @@ def matmul_shape(ctx):
     """numpy.matmul's shapes: a 1-D x is a row [1, K] and a 1-D y a column [K, 1], promoted for
     the product and their dimension dropped from out (transposes apply to matrices only)."""
     x, y = ctx.input("x"), ctx.input("y")
-    if x.ndim == 0 or y.ndim == 0:
+    xn, yn = x.ndim, y.ndim
+    if xn == 0 or yn == 0:
         ctx.fail("x and y must be vectors or matrices (at least 1-D), not 0-d")
     if x.dtype != y.dtype:
         ctx.fail(f"x and y must share a dtype, got {x.dtype} and {y.dtype}")
-    xm = (1, *x.shape) if x.ndim == 1 else x.shape
-    ym = (*y.shape, 1) if y.ndim == 1 else y.shape
-    m, kx = xm[-2:][:: -1 if ctx.attrs["transpose_x"] and x.ndim > 1 else 1]
-    ky, n = ym[-2:][:: -1 if ctx.attrs["transpose_y"] and y.ndim > 1 else 1]
+    xm = (1, *x.shape) if xn == 1 else x.shape
+    ym = (*y.shape, 1) if yn == 1 else y.shape
+    m, kx = xm[-2:][:: -1 if ctx.attrs["transpose_x"] and xn > 1 else 1]
+    ky, n = ym[-2:][:: -1 if ctx.attrs["transpose_y"] and yn > 1 else 1]
     if kx is not None and ky is not None and kx != ky:
         ctx.fail(f"inner dimensions differ: {kx} (x) vs {ky} (y)")
     batch = broadcast_shapes(ctx, xm[:-2], ym[:-2])
-    rows, cols = (m,) if x.ndim > 1 else (), (n,) if y.ndim > 1 else ()
+    rows, cols = (m,) if xn > 1 else (), (n,) if yn > 1 else ()
     bias = ctx.input("bias")
     if bias is not None:
-        if y.ndim == 1:
+        if yn == 1:
             ctx.fail("bias needs y as matrices (out's last dimension), but y is a vector")
         size = bias.shape[0] if bias.ndim == 1 else None
         if bias.dtype != x.dtype or bias.ndim != 1 or (None not in (n, size) and size != n):

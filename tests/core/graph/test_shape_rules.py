@@ -1,0 +1,80 @@
+"""The shared shape helpers every append runs: broadcasting with unknown dimensions, and the
+size limits on a shape rule's output."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import paddle_core as pc
+from paddle_core._src.base.limits import MAX_BYTES, MAX_RANK, shape_problem
+from paddle_core._src.graph.shape_inference import ShapeContext
+from paddle_core._src.graph.shape_rules import broadcast_shapes
+
+
+def _ctx() -> ShapeContext:
+    return ShapeContext("add", {}, {}, ["out"])
+
+
+SHAPES = [(), (1,), (3,), (2, 1), (1, 3), (2, 3), (4, 1, 3), (4, 2, 1), (5, 4, 2, 3)]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_known_shapes_broadcast_as_numpy_does(count):
+    for shapes in itertools.product(SHAPES, repeat=count):
+        try:
+            want = np.broadcast_shapes(*shapes)
+        except ValueError:
+            with pytest.raises(pc.ShapeError, match="cannot be broadcast together"):
+                broadcast_shapes(_ctx(), *shapes)
+        else:
+            assert broadcast_shapes(_ctx(), *shapes) == want, shapes
+
+
+@pytest.mark.parametrize(
+    "shapes, want",
+    [
+        (((None, 16), (16, 16)), (16, 16)),  # an unknown dim meets a known n > 1: n
+        (((None, 16), (1, 16)), (None, 16)),  # ... meets 1: still unknown
+        (((None,), (None,)), (None,)),
+        (((None, 1), (5, None)), (5, None)),
+        (((1, None), (None, 3), (2, None)), (2, 3)),
+        (((None, 4), (3, 1, 4)), (3, None, 4)),
+        (([None, 2], (2,)), (None, 2)),  # a list is a shape too
+        ((), ()),
+    ],
+)
+def test_unknown_dimensions(shapes, want):
+    assert broadcast_shapes(_ctx(), *shapes) == want
+
+
+def test_a_mismatch_names_the_axis_and_both_sizes():
+    with pytest.raises(pc.ShapeError, match=r"\[2, 3\], \[4, 3\] .*\(axis -2: 2 vs 4\)"):
+        broadcast_shapes(_ctx(), (2, 3), (4, 3))
+    with pytest.raises(pc.ShapeError, match=r"\(axis -1: 3 vs 5\)"):
+        broadcast_shapes(_ctx(), (None, 3), (None, 5))
+
+
+@pytest.mark.parametrize(
+    "shape, itemsize, problem",
+    [
+        ((2, 3), 4, None),
+        ((None, 1 << 20), 8, None),  # unknown counts as 1
+        ((1 << 24, 1 << 24), 1, None),  # exactly the limit
+        ((1 << 24, 1 << 24), 2, "larger than"),
+        ((None, 1 << 49), 1, "larger than"),
+        ((0, 3), 8, None),
+        ((0, 1 << 62), 1, "is empty, but"),
+        ((0, None, 1 << 62), 1, "is empty, but"),
+        ((1,) * MAX_RANK, 1, None),
+        ((1,) * (MAX_RANK + 1), 1, "dimensions"),
+    ],
+)
+def test_shape_problem(shape, itemsize, problem):
+    found = shape_problem(shape, itemsize)
+    assert (found is None) == (problem is None)
+    if problem:
+        assert problem in found
+    assert MAX_BYTES == 1 << 48  # the cases above are sized against this limit
