@@ -598,6 +598,45 @@ def test_the_switch_decides_which_library_runs(enabled, tmp_path):
     assert executed == ({"convolution", "pooling", "reorder"} if enabled else set())
 
 
+_MOBILENET_BLOCK = """
+import numpy as np
+import paddle_core as pc
+main, startup = pc.Program(), pc.Program()
+with pc.program_guard(main, startup):
+    x = pc.layers.data("x", [32, 8, 8])
+    h = pc.ops.relu6(pc.layers.conv2d(x, 96, 1))
+    h = pc.ops.relu6(pc.layers.conv2d(h, 96, 3, padding=1, groups=96))
+    y = pc.layers.conv2d(h, 32, 1)
+scope = pc.Scope()
+pc.Executor().run(startup, scope=scope)
+x = np.random.default_rng(0).standard_normal((4, 32, 8, 8)).astype(np.float32)
+pc.Executor().run(main, feed={"x": x}, fetch_list=[y], scope=scope)
+"""
+
+
+def test_inference_on_channels_last_runs_the_jit_kernels_of_1x1_and_depthwise(tmp_path):
+    """On AVX2, oneDNN first offers its brgemm kernels for 1x1 and depthwise inferences on
+    channels last; the engine takes its jit kernels for them, which measured faster
+    (conv_dnnl.cpp). Other CPUs get oneDNN's own first choice."""
+    onednn = pytest.importorskip("paddle_ops_nn.onednn")
+    if not onednn.is_available() or onednn.inference_block() != -1:
+        pytest.skip("oneDNN does not compute inferences on channels last here")
+    trace = subprocess.run(
+        [sys.executable, "-P", "-c", _MOBILENET_BLOCK],
+        env={**os.environ, "ONEDNN_VERBOSE": "1"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    kernels = [
+        line.split(",")[4] for line in trace.splitlines() if ",exec,cpu,convolution," in line
+    ]
+    if not all(k.endswith(":avx2") for k in kernels):
+        pytest.skip(f"not an AVX2 CPU for oneDNN: {kernels}")
+    assert kernels == ["jit_1x1:avx2", "jit_dw:avx2", "jit_1x1:avx2"]
+
+
 def test_the_default_build_has_onednn_where_its_wheels_exist():
     """The build goes on without oneDNN when it cannot find it: this catches a lookup that
     broke, which would otherwise only show as slower convolutions."""
