@@ -19,6 +19,7 @@
 
 #include "engine.hpp"
 #include "pool.hpp"
+#include "pool_avx2.hpp"
 
 namespace paddle_ops_nn {
 namespace {
@@ -79,21 +80,26 @@ void pool_grad(const Pooling& p, const T* x, const T* dy, T* dx, int64_t planes,
   });
 }
 
+// Whether v[0, n) holds a NaN, on the bits: a NaN's magnitude is above infinity's, and their
+// maximum the compiler vectorises (a float comparison per element it does not).
+bool nan_in_bits(const float* v, int64_t n) {
+  uint32_t largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, v + i, sizeof bits);
+    largest = std::max(largest, bits & 0x7fffffffu);
+  }
+  return largest > 0x7f800000u;
+}
+
 // Whether x holds a NaN. oneDNN's max pooling drops NaNs; the loops keep them (as NumPy's and
-// PyTorch's max do), so a float32 x with a NaN takes the loops. The scan costs a read of x: on
-// the bits, a NaN's magnitude being above infinity's, as a maximum the compiler vectorises (a
-// float comparison per element it does not: half of a max pooling's time).
+// PyTorch's max do), so a float32 x with a NaN takes the loops. The scan costs a read of x,
+// pool_avx2.cpp's where the CPU has AVX2.
 bool has_nan(const Tensor& x, int threads) {
   const float* v = x.data<float>();
   int found = 0;
   parallel_for(x.numel(), threads, kGrain, [&](int64_t lo, int64_t hi) {
-    uint32_t largest = 0;
-    for (int64_t i = lo; i < hi; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, v + i, sizeof bits);
-      largest = std::max(largest, bits & 0x7fffffffu);
-    }
-    if (largest > 0x7f800000u) {
+    if (use_avx2() ? avx2::has_nan_f32(v + lo, hi - lo) : nan_in_bits(v + lo, hi - lo)) {
 #pragma omp atomic write
       found = 1;
     }

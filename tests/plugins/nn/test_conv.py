@@ -349,6 +349,19 @@ def test_max_pooling_propagates_nan(dtype, nan):
     assert grad[0, 0, 1, 1] == 1 and grad.sum() == 4  # the NaN is its window's maximum
 
 
+@pytest.mark.parametrize("at", [0, 17, 35, 39], ids=lambda at: f"element {at}")
+def test_max_pooling_finds_a_nan_anywhere(at):
+    """oneDNN's max pooling drops NaNs, so a float32 input is scanned for one first: 16
+    elements at a time and then a tail where the CPU has AVX2 (40 elements here)."""
+    x = np.arange(40, dtype=np.float32).reshape(1, 1, 5, 8)
+    x.flat[at] = np.nan
+    x.flat[(at + 8) % 40] = np.inf  # an infinity is no NaN
+    got = run1("pool2d", {"x": x}, {"ksize": [1, 2], "strides": [1, 2]})
+    want = np.maximum(x[..., 0::2], x[..., 1::2])  # (NumPy's maximum keeps NaN)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got).sum() == 1
+
+
 def test_pytorch_gives_the_same_results():
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
