@@ -80,8 +80,8 @@ void pool_grad(const Pooling& p, const T* x, const T* dy, T* dx, int64_t planes,
   });
 }
 
-// Whether v[0, n) holds a NaN, on the bits: a NaN's magnitude is above infinity's, and their
-// maximum the compiler vectorises (a float comparison per element it does not).
+// Whether v[0, n) holds a NaN, on the bits (a NaN's magnitude is above infinity's): the portable
+// scan, for CPUs without AVX2.
 bool nan_in_bits(const float* v, int64_t n) {
   uint32_t largest = 0;
   for (int64_t i = 0; i < n; ++i) {
