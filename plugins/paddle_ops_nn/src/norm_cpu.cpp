@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "norm.hpp"
+#include "norm_avx2.hpp"
 
 namespace paddle_ops_nn {
 namespace {
@@ -371,6 +372,10 @@ template <class F> void with_flags(bool a, bool b, F&& f) {
 template <class T, bool kScale, bool kBias>
 void normalize_row(const T* x, const T* scale, const T* bias, T* y, int64_t cols, double epsilon,
                    T& mean, T& var) {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2())
+      return avx2::layer_norm_row_f32(x, kScale ? scale : nullptr, kBias ? bias : nullptr, y,
+                                      cols, epsilon, mean, var);
   const double d = static_cast<double>(cols);
   const double m = sum_of(cols, [&](int64_t j) { return double(x[j]); }) / d;
   const double v = sum_of(cols, [&](int64_t j) { return (x[j] - m) * (x[j] - m); }) / d;

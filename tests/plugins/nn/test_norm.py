@@ -9,7 +9,15 @@ import math
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, assert_matches, check_grad, pc, run_op
+from op_helpers import (
+    FLOATS,
+    assert_matches,
+    check_grad,
+    cpu_has_avx2_fma,
+    on_both_paths,
+    pc,
+    run_op,
+)
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 
@@ -301,6 +309,46 @@ def test_layer_norm_matches_numpy(shape, axis, dtype, scale, bias):
 def test_layer_norm_gradients(shape, axis, scale, bias):
     inputs = layer_norm_inputs(shape, axis, scale=scale, bias=bias)
     check_grad("layer_norm", inputs, {"begin_norm_axis": axis}, output="y")
+
+
+LAYER_NORM = """
+import sys
+import numpy as np
+from paddle_core.testing import run_op
+
+results = {}
+for name, x in np.load(sys.argv[1]).items():
+    inputs = {"x": x}
+    if name.startswith("affine"):
+        inputs["scale"], inputs["bias"] = x[0] * 0.5, x[1] - 1
+    got = run_op("layer_norm", inputs, {"begin_norm_axis": 1})
+    for slot in ("y", "mean", "variance"):
+        results[f"{name} {slot}"] = got[slot][0]
+np.savez(sys.argv[2], **results)
+"""
+
+
+@pytest.mark.skipif(not cpu_has_avx2_fma(), reason="this CPU has no AVX2+FMA")
+def test_layer_norm_rows_have_the_same_bits_with_and_without_avx2(tmp_path):
+    """Float32 rows run norm_avx2.cpp on CPUs with AVX2: the portable loops' operations in the
+    same order, so the same bits, in the vector loops and in the tails (rows of 8 and 8k + r
+    values), for a mean far from the spread, and with -0 and NaN among the inputs."""
+    rng = np.random.default_rng(5)
+    inputs = {f"plain {cols}": rng.standard_normal((6, cols)) for cols in (1, 7, 8, 13, 256)}
+    inputs["offset"] = 1e4 + rng.standard_normal((6, 37))
+    inputs["affine"] = rng.standard_normal((6, 29))
+    signed = np.zeros((2, 16))
+    signed[0, 3], signed[1, 4] = -0.0, np.nan
+    inputs["zeros and nan"] = signed
+    avx2, portable = on_both_paths(
+        tmp_path,
+        LAYER_NORM,
+        {k: v.astype(np.float32) for k, v in inputs.items()},
+        "PADDLE_OPS_NN_DISABLE_AVX2",
+    )
+    assert avx2.keys() == portable.keys()
+    for key in avx2:
+        assert avx2[key].tobytes() == portable[key].tobytes(), key
 
 
 def test_layer_norm_results_do_not_depend_on_the_thread_count():
