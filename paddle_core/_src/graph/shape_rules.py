@@ -19,6 +19,7 @@ def unary(ctx: Any) -> None:
         if vs:
             ctx.set_output(ctx.output_slots[0], vs[0].shape, vs[0].dtype)
             return
+    ctx.fail("its output takes the shape and dtype of its first input, and none was given")
 
 
 def check_fill_value(ctx: Any, dtype: str, attr: str = "value") -> None:

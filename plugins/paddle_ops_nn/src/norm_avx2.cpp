@@ -1,8 +1,8 @@
 // layer_norm's float32 row for AVX2 (norm_avx2.hpp). The same operations in the same order as
 // norm_cpu.cpp's normalize_row, eight or four lanes at a time, so the same bits: the sums in
 // double, as eight interleaved partial sums (sum_of's), each lane of the two accumulators one
-// of them; then y in float. Compiled with -ffp-contract=off (CMakeLists.txt): a fused
-// multiply-add rounds once where the portable loops round twice.
+// of them; then y in float. Both files are compiled with -ffp-contract=off (CMakeLists.txt): a
+// fused multiply-add rounds once where two operations round twice.
 #include "norm_avx2.hpp"
 
 #include <immintrin.h>

@@ -11,7 +11,7 @@ import pytest
 import paddle_core as pc
 from paddle_core._src.base.limits import MAX_BYTES, MAX_RANK, shape_problem
 from paddle_core._src.graph.shape_inference import ShapeContext
-from paddle_core._src.graph.shape_rules import broadcast_shapes
+from paddle_core._src.graph.shape_rules import broadcast_shapes, unary
 
 
 def _ctx() -> ShapeContext:
@@ -55,6 +55,19 @@ def test_a_mismatch_names_the_axis_and_both_sizes():
         broadcast_shapes(_ctx(), (2, 3), (4, 3))
     with pytest.raises(pc.ShapeError, match=r"\(axis -1: 3 vs 5\)"):
         broadcast_shapes(_ctx(), (None, 3), (None, 5))
+
+
+def test_unary_takes_the_first_bound_input():
+    x = pc.Program().global_block().create_var("x", shape=(2, None), dtype="int32")
+    ctx = ShapeContext("abs", {"x": [], "y": [x]}, {}, ["out"])
+    unary(ctx)
+    assert ctx.outputs == {"out": [((2, None), "int32")]}
+
+
+def test_unary_without_an_input_names_the_op():
+    # (an op whose inputs are all dispensable, appended with none)
+    with pytest.raises(pc.ShapeError, match=r"op 'abs': its output takes .* none was given"):
+        unary(ShapeContext("abs", {"x": []}, {}, ["out"]))
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 import pytest
-from op_helpers import FLOATS, assert_matches, check_grad, pc, run1, run_op
+from op_helpers import FLOATS, assert_matches, check_grad, on_both_paths, pc, run1, run_op
 
 pytest.importorskip("paddle_ops_nn", reason="paddle-ops-nn is not installed")
 
@@ -349,17 +349,33 @@ def test_max_pooling_propagates_nan(dtype, nan):
     assert grad[0, 0, 1, 1] == 1 and grad.sum() == 4  # the NaN is its window's maximum
 
 
-@pytest.mark.parametrize("at", [0, 17, 35, 39], ids=lambda at: f"element {at}")
-def test_max_pooling_finds_a_nan_anywhere(at):
+MAX_POOLING = """
+import sys
+import numpy as np
+from paddle_core.testing import run_op
+
+inputs = dict(np.load(sys.argv[1]))
+attrs = {"ksize": [1, 2], "strides": [1, 2]}
+np.savez(sys.argv[2], **{k: run_op("pool2d", {"x": x}, attrs)["out"][0] for k, x in inputs.items()})
+"""
+
+
+def test_max_pooling_finds_a_nan_anywhere(tmp_path):
     """oneDNN's max pooling drops NaNs, so a float32 input is scanned for one first: 16
-    elements at a time and then a tail where the CPU has AVX2 (40 elements here)."""
-    x = np.arange(40, dtype=np.float32).reshape(1, 1, 5, 8)
-    x.flat[at] = np.nan
-    x.flat[(at + 8) % 40] = np.inf  # an infinity is no NaN
-    got = run1("pool2d", {"x": x}, {"ksize": [1, 2], "strides": [1, 2]})
-    want = np.maximum(x[..., 0::2], x[..., 1::2])  # (NumPy's maximum keeps NaN)
-    np.testing.assert_array_equal(got, want)
-    assert np.isnan(got).sum() == 1
+    elements at a time and then a tail with the AVX2 scan (40 elements here), a word at a time
+    with the portable one. Both scans, each in a process of its own."""
+    inputs = {}
+    for at in (0, 17, 35, 39):
+        x = np.arange(40, dtype=np.float32).reshape(1, 1, 5, 8)
+        x.flat[at] = np.nan
+        x.flat[(at + 8) % 40] = np.inf  # an infinity is no NaN
+        inputs[f"NaN at {at}"] = x
+    avx2, portable = on_both_paths(tmp_path, MAX_POOLING, inputs, "PADDLE_OPS_NN_DISABLE_AVX2")
+    for name, x in inputs.items():
+        want = np.maximum(x[..., 0::2], x[..., 1::2])  # (NumPy's maximum keeps NaN)
+        for got in (avx2[name], portable[name]):
+            np.testing.assert_array_equal(got, want, err_msg=name)
+            assert np.isnan(got).sum() == 1, name
 
 
 def test_pytorch_gives_the_same_results():
