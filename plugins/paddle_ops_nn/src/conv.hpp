@@ -66,6 +66,9 @@ std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dty
 // The im2col + OpenBLAS engine (conv_gemm.cpp), float32 or float64.
 std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes,
                                            const ConvEpilogue& epilogue);
+// Whether that engine's filter gradient outpaces oneDNN's jit kernel on AVX2 for `shape`
+// (conv_gemm.cpp says where it was measured).
+bool gemm_filter_gradient_pays(const ConvShape& shape);
 // The oneDNN engine (conv_dnnl.cpp, built with oneDNN only), float32 only.
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
                                            int threads, Layouts layout,

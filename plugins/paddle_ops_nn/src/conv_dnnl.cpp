@@ -32,6 +32,23 @@ const char* faster_kernel(const std::string& chosen) {
   return nullptr;
 }
 
+// Whether the filter gradient comes from the built-in engine (conv_gemm.cpp: the unrolled
+// input and an OpenBLAS product per image, or one over the batch for small images) rather than
+// from oneDNN's `chosen` implementation:
+// - where oneDNN has no kernel of its own for the shape (its GEMM or reference fallback, as for
+//   a 3x3 filter over 1x1 images: 29 ms a call for ResNet-18's last stage at 32x32, batch 32,
+//   against the built-in engine's 2 ms);
+// - where its kernel is the AVX2 jit one and the product is large (gemm_filter_gradient_pays):
+//   a training step of one convolution then took 0.77-0.95x its time on ResNet-18's 3x3 layers
+//   at batch 1 (224x224 images, 56x56 to 7x7 maps) and on bench_conv's (batch 8, 64 channels
+//   over 56x56), at 1 and 2 threads (the fastest of five alternating processes each).
+bool builtin_filter_gradient(const ConvShape& s, const std::string& chosen) {
+  if (chosen.find("gemm") != std::string::npos || chosen.find("ref") != std::string::npos)
+    return true;
+  const bool jit = chosen == "jit:avx2" || chosen == "jit_1x1:avx2";
+  return jit && gemm_filter_gradient_pays(s);
+}
+
 class DnnlConv final : public ConvEngine {
  public:
   DnnlConv(const ConvShape& s, unsigned passes, bool bias, int threads, Layouts layout,
@@ -122,12 +139,8 @@ class DnnlConv final : public ConvEngine {
           cpu(), algo, any(src), any(wei), bias_md, any(dst), strides, dilates, pad_l, pad_r, fwd,
           attr);
       Staging at;
-      // Where oneDNN has no kernel of its own for the shape (its GEMM or reference fallback,
-      // as for a 3x3 filter over 1x1 images: 29 ms a call for ResNet-18's last stage at
-      // 32x32, batch 32), the built-in engine's one product over the whole batch (2 ms), on
-      // NCHW copies of x and dy.
-      const std::string impl = pd.impl_info_str();
-      if (impl.find("gemm") != std::string::npos || impl.find("ref") != std::string::npos) {
+      // The built-in engine's products (builtin_filter_gradient), on NCHW copies of x and dy.
+      if (builtin_filter_gradient(s, pd.impl_info_str())) {
         plain_weights_ = make_gemm_conv(s, PC_FLOAT32, kBackwardWeights, {});
         bw_x_.emplace(src_md, f32(src, tag::nchw), at);
         bw_dy_.emplace(dst_md, f32(dst, tag::nchw), at);

@@ -15,16 +15,26 @@ namespace paddle_ops_nn {
 namespace {
 
 
+// Few output positions per image (ResNet's last stage at 32x32: one): the filter gradient
+// takes the images' unrolled matrices side by side, [taps, N * OH * OW], and dy's planes
+// likewise, so that one product with inner size N * OH * OW gives dw, where a product per
+// image (inner size OH * OW) rewrites all of dw each time: 10x slower. While both matrices stay
+// small (kWideElements). Returns N * OH * OW then, else 0 (a product per image).
+constexpr int64_t kWideElements = int64_t{1} << 22;
+int64_t wide_columns(const ConvShape& s) {
+  const int64_t wide = s.batch * s.out_plane();
+  const bool fits = s.batch > 1 && wide <= INT_MAX &&
+                    wide * (s.taps() + s.filters / s.groups) <= kWideElements;
+  return fits ? wide : 0;
+}
+
 template <class T> class GemmConv final : public ConvEngine {
  public:
   GemmConv(const ConvShape& s, const ConvEpilogue& e, unsigned passes)
       : s_(s), epilogue_(e) {
     for (int64_t v : {s.taps(), s.out_plane(), s.filters / s.groups})
       if (v > INT_MAX) fail("the convolution is too large for OpenBLAS's 32-bit sizes");
-    const int64_t wide = s.batch * s.out_plane();
-    if ((passes & kBackwardWeights) && s.batch > 1 && wide <= INT_MAX &&
-        wide * (s.taps() + group_filters()) <= kWideElements)
-      wide_ = wide;
+    if (passes & kBackwardWeights) wide_ = wide_columns(s);
   }
 
   // The unrolled matrix of one image and group; with wide_weights, the batch's and dy's.
@@ -43,7 +53,8 @@ template <class T> class GemmConv final : public ConvEngine {
     for (int64_t n = 0; n < s_.batch; ++n)
       for (int64_t g = 0; g < s_.groups; ++g) {
         const T* col =
-            unrolled(xs + (n * s_.channels + g * group_channels()) * s_.in_plane(), col_ws);
+            unrolled(xs + (n * s_.channels + g * group_channels()) * s_.in_plane(), col_ws,
+                     threads);
         gemm<T>(false, false, group_filters(), s_.out_plane(), s_.taps(), T(0),
                 static_cast<const T*>(w) + g * group_filters() * s_.taps(), col,
                 ys + (n * s_.filters + g * group_filters()) * s_.out_plane());
@@ -73,19 +84,20 @@ template <class T> class GemmConv final : public ConvEngine {
 
   void backward_weights(const void* x, const void* dy, void* dw, void* db, char* ws,
                         int threads) const override {
-    set_blas_threads(threads);
+    BlasOneThread blas;  // (filter_product splits each product among our threads)
     if (dw != nullptr && wide_ > 0) {
       wide_weights(static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw),
-                   reinterpret_cast<T*>(ws));
+                   reinterpret_cast<T*>(ws), threads);
     } else if (dw != nullptr) {
       for (int64_t n = 0; n < s_.batch; ++n)
         for (int64_t g = 0; g < s_.groups; ++g) {
           const T* col = unrolled(static_cast<const T*>(x) +
                                       (n * s_.channels + g * group_channels()) * s_.in_plane(),
-                                  reinterpret_cast<T*>(ws));
-          gemm<T>(false, true, group_filters(), s_.taps(), s_.out_plane(), n == 0 ? T(0) : T(1),
-                  static_cast<const T*>(dy) + (n * s_.filters + g * group_filters()) * s_.out_plane(),
-                  col, static_cast<T*>(dw) + g * group_filters() * s_.taps());
+                                  reinterpret_cast<T*>(ws), threads);
+          filter_product(
+              static_cast<const T*>(dy) + (n * s_.filters + g * group_filters()) * s_.out_plane(),
+              col, s_.out_plane(), n == 0 ? T(0) : T(1),
+              static_cast<T*>(dw) + g * group_filters() * s_.taps(), threads);
         }
       if (s_.batch == 0) std::fill_n(static_cast<T*>(dw), s_.filters * s_.taps(), T(0));
     }
@@ -94,30 +106,41 @@ template <class T> class GemmConv final : public ConvEngine {
   }
 
  private:
-  // Few output positions per image (ResNet's last stage at 32x32: one): the images' unrolled
-  // matrices side by side, [taps, N * OH * OW], and dy's planes likewise, so that one product
-  // with inner size N * OH * OW gives dw, where a product per image (inner size OH * OW)
-  // rewrites all of dw each time: 10x slower. While both matrices stay small (kWideElements).
-  static constexpr int64_t kWideElements = int64_t{1} << 22;
-
-  // ws: one image's unrolled matrix, then the wide ones (workspace_bytes).
-  void wide_weights(const T* x, const T* dy, T* dw, T* ws) const {
+  // dw in one product over the batch (wide_columns); ws: one image's unrolled matrix, then
+  // the wide ones (workspace_bytes).
+  void wide_weights(const T* x, const T* dy, T* dw, T* ws, int threads) const {
     const int64_t plane = s_.out_plane(), wide = wide_, gf = group_filters();
     T* wide_col = ws + s_.taps() * plane;
     T* wide_dy = wide_col + s_.taps() * wide;
     for (int64_t g = 0; g < s_.groups; ++g) {
       for (int64_t n = 0; n < s_.batch; ++n) {
         const T* col =
-            unrolled(x + (n * s_.channels + g * group_channels()) * s_.in_plane(), ws);
+            unrolled(x + (n * s_.channels + g * group_channels()) * s_.in_plane(), ws, threads);
         for (int64_t row = 0; row < s_.taps(); ++row)
           std::copy_n(col + row * plane, plane, wide_col + row * wide + n * plane);
         const T* planes = dy + (n * s_.filters + g * gf) * plane;
         for (int64_t k = 0; k < gf; ++k)
           std::copy_n(planes + k * plane, plane, wide_dy + k * wide + n * plane);
       }
-      gemm<T>(false, true, gf, s_.taps(), wide, T(0), wide_dy, wide_col,
-              dw + g * gf * s_.taps());
+      filter_product(wide_dy, wide_col, wide, T(0), dw + g * gf * s_.taps(), threads);
     }
+  }
+
+  // dw_g = beta dw_g + dy_g [gf, inner] @ col [taps, inner]^T, the taps split among our
+  // threads, each a single-threaded OpenBLAS product: OpenBLAS's own threads (where
+  // paddle-ops-math has not handed its jobs to our pool) would spin beside ours and beside
+  // another library's pool: bench_conv's step took 1.7x as long at 2 threads.
+  void filter_product(const T* dy, const T* col, int64_t inner, T beta, T* dw,
+                      int threads) const {
+    const int64_t gf = group_filters(), taps = s_.taps();
+    const int64_t parts = std::clamp<int64_t>(taps / 64, 1, std::max(threads, 1));
+    parallel_rows(parts, static_cast<int32_t>(parts), 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t part = lo; part < hi; ++part) {
+        const int64_t first = taps * part / parts, last = taps * (part + 1) / parts;
+        gemm<T>(false, true, gf, last - first, inner, T(1), dy, inner, col + first * inner, inner,
+                beta, dw + first, taps);
+      }
+    });
   }
 
   int64_t group_channels() const { return s_.channels / s_.groups; }
@@ -131,21 +154,43 @@ template <class T> class GemmConv final : public ConvEngine {
   }
 
   // The unrolled [taps, OH * OW] matrix of one group of one image, in `col` (the image itself
-  // for a 1x1 kernel with stride 1 and no padding).
-  const T* unrolled(const T* image, T* col) const {
+  // for a 1x1 kernel with stride 1 and no padding). Its rows in parallel; in each output row,
+  // the stretch that reads inside the image is one copy (stride 1) or one gather, and the
+  // padding on either side of it zeros.
+  const T* unrolled(const T* image, T* col, int threads) const {
     const Axis &h = s_.h, &w = s_.w;
     if (h.kernel == 1 && w.kernel == 1 && h.stride == 1 && w.stride == 1 && h.pad_before == 0 &&
         w.pad_before == 0 && h.out == h.in && w.out == w.in)
       return image;
-    for_rows([&](int64_t row, int64_t c, int64_t i, int64_t j) {
-      T* dst = col + row * s_.out_plane();
-      const T* plane = image + c * s_.in_plane();
-      for (int64_t oh = 0; oh < h.out; ++oh) {
-        const int64_t ih = oh * h.stride - h.pad_before + i * h.dilation;
-        for (int64_t ow = 0; ow < w.out; ++ow) {
-          const int64_t iw = ow * w.stride - w.pad_before + j * w.dilation;
-          const bool inside = ih >= 0 && ih < h.in && iw >= 0 && iw < w.in;
-          dst[oh * w.out + ow] = inside ? plane[ih * w.in + iw] : T(0);
+    const int64_t taps = h.kernel * w.kernel, plane = s_.out_plane();
+    // ceil(a / b) for b > 0, and 0 for a <= 0 (no output column before 0).
+    auto ceil_div = [](int64_t a, int64_t b) { return a <= 0 ? int64_t{0} : (a + b - 1) / b; };
+    const int64_t grain = std::max<int64_t>(kGrain / std::max<int64_t>(plane, 1), 1);
+    parallel_rows(group_channels() * taps, threads, grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t row = lo; row < hi; ++row) {
+        const int64_t c = row / taps, i = row / w.kernel % h.kernel, j = row % w.kernel;
+        const T* in = image + c * s_.in_plane();
+        T* dst = col + row * plane;
+        // Output column ow reads input column ow * stride + shift; those in [first, last)
+        // are inside the image.
+        const int64_t shift = j * w.dilation - w.pad_before;
+        const int64_t first = std::min(ceil_div(-shift, w.stride), w.out);
+        const int64_t last = std::max(first, std::min(ceil_div(w.in - shift, w.stride), w.out));
+        for (int64_t oh = 0; oh < h.out; ++oh) {
+          T* out = dst + oh * w.out;
+          const int64_t ih = oh * h.stride - h.pad_before + i * h.dilation;
+          if (ih < 0 || ih >= h.in) {
+            std::fill_n(out, w.out, T(0));
+            continue;
+          }
+          std::fill_n(out, first, T(0));
+          const int64_t at = ih * w.in + shift;  // input column ow is in[at + ow * stride]
+          if (w.stride == 1) {
+            std::copy(in + at + first, in + at + last, out + first);
+          } else {
+            for (int64_t ow = first; ow < last; ++ow) out[ow] = in[at + ow * w.stride];
+          }
+          std::fill(out + last, out + w.out, T(0));
         }
       }
     });
@@ -201,6 +246,20 @@ void bias_grad_loop(const T* dy, T* db, int64_t batch, int64_t channels, int64_t
 }
 
 }  // namespace
+
+// The filter gradient's product is dy [filters, inner] x the unrolled input [taps, inner]^T,
+// inner being OH * OW, or N * OH * OW over the batch at once (wide_columns). OpenBLAS runs it
+// near this core's peak where it is large on every side; oneDNN's jit kernel for the filter
+// gradient ran at 38-48 GFLOP/s a thread on AVX2. Each bound below is where a shape lost
+// (AVX2, 1 and 2 threads): 147 taps, a 7x7 stem over 3 channels (1.1-1.2x oneDNN's time for a
+// training step of the one convolution); 32 filters, a 3x3 convolution of 32 channels over
+// 28x28 (1.3x); and products per image of ResNet-18's layers on 32x32 images at batch 32, 32 of
+// them each of inner size 1024 down to 64, which made its training step 1.1-1.4x as long.
+bool gemm_filter_gradient_pays(const ConvShape& s) {
+  const int64_t filters = s.filters / s.groups;
+  const bool large = s.batch == 1 || (wide_columns(s) == 0 && s.out_plane() >= 2048);
+  return s.groups == 1 && s.taps() >= 256 && filters >= 64 && large;
+}
 
 std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes,
                                            const ConvEpilogue& epilogue) {

@@ -161,6 +161,17 @@ CONV_CASES = {
     "2x2 images, stride 2": dict(
         shape=(4, 8, 2, 2), filters=16, kernel=(3, 3), attrs={"paddings": [1, 1], "strides": [2, 2]}
     ),
+    # Filter gradients large enough for the built-in engine's OpenBLAS products in float32
+    # (conv_gemm.cpp's gemm_filter_gradient_pays): one image, and images of over 2048 outputs
+    "288 taps, one image": dict(
+        shape=(1, 32, 7, 9),
+        filters=64,
+        kernel=(3, 3),
+        attrs={"paddings": [1, 2], "strides": [2, 1], "dilations": [1, 2]},
+    ),
+    "288 taps, 78x78 images": dict(
+        shape=(2, 32, 78, 78), filters=64, kernel=(3, 3), attrs={"paddings": [1, 1]}
+    ),
 }
 
 
@@ -249,7 +260,14 @@ def _analytic_grads(op, inputs, attrs, weights):
 @pytest.mark.parametrize("op", ["conv2d", "conv2d_transpose"])
 @pytest.mark.parametrize(
     "case",
-    ["padded", "dilation", "groups", "stride > kernel", "1x1 images", "2x2 images, stride 2"],
+    [
+        "padded",
+        "dilation",
+        "groups",
+        "stride > kernel",
+        "1x1 images",
+        "2x2 images, stride 2",
+    ],
     ids=str,
 )
 def test_float32_gradients_agree_with_float64(op, case):
@@ -264,6 +282,46 @@ def test_float32_gradients_agree_with_float64(op, case):
     for g, w in zip(got, want):
         assert g.dtype == np.float32
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def _filter_grad_ref(x, out_grad, kernel, strides, paddings, dilations):
+    """d sum(conv2d(x, f) * out_grad) / d f, tap by tap: out_grad against the input window
+    that tap reads (NumPy, float64)."""
+    (sh, sw), (ph, pw), (dh, dw) = strides, paddings, dilations
+    padded = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    _, _, oh, ow = out_grad.shape
+    grad = np.zeros((out_grad.shape[1], x.shape[1], *kernel))
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            window = padded[
+                :,
+                :,
+                i * dh : i * dh + sh * (oh - 1) + 1 : sh,
+                j * dw : j * dw + sw * (ow - 1) + 1 : sw,
+            ]
+            grad[:, :, i, j] = np.einsum("nkhw,nchw->kc", out_grad, window)
+    return grad
+
+
+@pytest.mark.parametrize("case", ["288 taps, one image", "288 taps, 78x78 images"], ids=str)
+def test_large_float32_filter_gradients_match_numpy(case):
+    """The filter gradients OpenBLAS's products compute in float32, split among the threads
+    (sums of up to 12168 terms: held to float32 rounding of the largest)."""
+    case = CONV_CASES[case]
+    attrs = {"strides": [1, 1], "paddings": [0, 0], "dilations": [1, 1], **case["attrs"]}
+    inputs = _conv_inputs(case, "float32")
+    out = conv2d_ref(inputs["x"], inputs["filter"], inputs["bias"], **_ref_attrs(case["attrs"]))
+    weights = RNG.standard_normal(out.shape).astype("float32")
+    _, got, _ = _analytic_grads("conv2d", inputs, case["attrs"], weights)
+    want = _filter_grad_ref(
+        inputs["x"].astype(np.float64),
+        weights.astype(np.float64),
+        case["kernel"],
+        attrs["strides"],
+        attrs["paddings"],
+        attrs["dilations"],
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
 
 
 def test_only_the_gradients_asked_for_are_computed():
@@ -664,6 +722,45 @@ def test_inference_on_channels_last_runs_the_jit_kernels_of_1x1_and_depthwise(tm
     if not all(k.endswith(":avx2") for k in kernels):
         pytest.skip(f"not an AVX2 CPU for oneDNN: {kernels}")
     assert kernels == ["jit_1x1:avx2", "jit_dw:avx2", "jit_1x1:avx2"]
+
+
+_FILTER_GRADIENTS = """
+import numpy as np
+import paddle_core as pc
+main, startup = pc.Program(), pc.Program()
+with pc.program_guard(main, startup):
+    x = pc.layers.data("x", [16, 8, 8])
+    h = pc.layers.conv2d(x, 64, 3, padding=1, bias_attr=False)  # 144 taps: oneDNN's
+    y = pc.layers.conv2d(h, 64, 3, padding=1, bias_attr=False)  # 576 taps: OpenBLAS's
+    pc.optimizer.SGD(0.1).minimize(pc.layers.mean(y))
+scope = pc.Scope()
+pc.Executor().run(startup, scope=scope)
+x = np.random.default_rng(0).standard_normal((1, 16, 8, 8)).astype(np.float32)
+pc.Executor().run(main, feed={"x": x}, scope=scope)
+"""
+
+
+def test_large_filter_gradients_come_from_openblas_products(tmp_path):
+    """On AVX2, oneDNN's jit kernel computes a filter gradient at about half OpenBLAS's speed:
+    where the product is large (576 taps, 64 filters, one image) the built-in engine computes
+    it (conv_dnnl.cpp); a thin one (144 taps) stays oneDNN's."""
+    onednn = pytest.importorskip("paddle_ops_nn.onednn")
+    if not onednn.is_available():
+        pytest.skip("this build of paddle-ops-nn has no oneDNN")
+    trace = subprocess.run(
+        [sys.executable, "-P", "-c", _FILTER_GRADIENTS],
+        env={**os.environ, "ONEDNN_VERBOSE": "1"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    fields = [line.split(",") for line in trace.splitlines() if ",exec,cpu,convolution," in line]
+    weights = [f[4] for f in fields if f[5] == "backward_weights"]
+    if not weights or not all(k in ("jit:avx2", "jit_1x1:avx2") for k in weights):
+        pytest.skip(f"oneDNN's filter gradient kernels here are not its AVX2 jit ones: {weights}")
+    assert len(weights) == 1, weights  # the first convolution's; the second's is OpenBLAS's
+    assert any("ic16oc64" in ",".join(f) for f in fields if f[5] == "backward_weights")
 
 
 def test_the_default_build_has_onednn_where_its_wheels_exist():
