@@ -653,6 +653,21 @@ def test_builtin_float32_pooling_matches_onednn(case, pooling_type, request):
     np.testing.assert_allclose(got, onednn[0], **F32)
 
 
+def _onednn_trace(script: str, tmp_path) -> list[list[str]]:
+    """The fields of each primitive oneDNN ran (its ONEDNN_VERBOSE trace) while ``script``
+    ran in a fresh process, in ``tmp_path`` (not the checkout, whose source tree would shadow
+    the installed core): [3] is the primitive, [4] the implementation, [5] the pass."""
+    trace = subprocess.run(
+        [sys.executable, "-P", "-c", script],
+        env={**os.environ, "ONEDNN_VERBOSE": "1"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line.split(",") for line in trace.splitlines() if ",exec,cpu," in line]
+
+
 _PRIMITIVES_RUN = """
 import numpy as np, paddle_core as pc, paddle_ops_nn.onednn as onednn
 onednn.set_enabled({enabled})
@@ -671,17 +686,7 @@ def test_the_switch_decides_which_library_runs(enabled, tmp_path):
     onednn = pytest.importorskip("paddle_ops_nn.onednn")
     if not onednn.is_available():
         pytest.skip("this build of paddle-ops-nn has no oneDNN")
-    script = _PRIMITIVES_RUN.format(enabled=enabled)
-    env = {**os.environ, "ONEDNN_VERBOSE": "1"}
-    trace = subprocess.run(
-        [sys.executable, "-P", "-c", script],
-        env=env,
-        cwd=tmp_path,  # not the checkout, whose source tree would shadow the installed core
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    executed = {line.split(",")[3] for line in trace.splitlines() if ",exec,cpu," in line}
+    executed = {f[3] for f in _onednn_trace(_PRIMITIVES_RUN.format(enabled=enabled), tmp_path)}
     assert executed == ({"convolution", "pooling", "reorder"} if enabled else set())
 
 
@@ -708,17 +713,8 @@ def test_inference_on_channels_last_runs_the_jit_kernels_of_1x1_and_depthwise(tm
     onednn = pytest.importorskip("paddle_ops_nn.onednn")
     if not onednn.is_available() or onednn.inference_block() != -1:
         pytest.skip("oneDNN does not compute inferences on channels last here")
-    trace = subprocess.run(
-        [sys.executable, "-P", "-c", _MOBILENET_BLOCK],
-        env={**os.environ, "ONEDNN_VERBOSE": "1"},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    kernels = [
-        line.split(",")[4] for line in trace.splitlines() if ",exec,cpu,convolution," in line
-    ]
+    trace = _onednn_trace(_MOBILENET_BLOCK, tmp_path)
+    kernels = [f[4] for f in trace if f[3] == "convolution"]
     if not all(k.endswith(":avx2") for k in kernels):
         pytest.skip(f"not an AVX2 CPU for oneDNN: {kernels}")
     assert kernels == ["jit_1x1:avx2", "jit_dw:avx2", "jit_1x1:avx2"]
@@ -747,20 +743,16 @@ def test_large_filter_gradients_come_from_openblas_products(tmp_path):
     onednn = pytest.importorskip("paddle_ops_nn.onednn")
     if not onednn.is_available():
         pytest.skip("this build of paddle-ops-nn has no oneDNN")
-    trace = subprocess.run(
-        [sys.executable, "-P", "-c", _FILTER_GRADIENTS],
-        env={**os.environ, "ONEDNN_VERBOSE": "1"},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    fields = [line.split(",") for line in trace.splitlines() if ",exec,cpu,convolution," in line]
-    weights = [f[4] for f in fields if f[5] == "backward_weights"]
-    if not weights or not all(k in ("jit:avx2", "jit_1x1:avx2") for k in weights):
-        pytest.skip(f"oneDNN's filter gradient kernels here are not its AVX2 jit ones: {weights}")
-    assert len(weights) == 1, weights  # the first convolution's; the second's is OpenBLAS's
-    assert any("ic16oc64" in ",".join(f) for f in fields if f[5] == "backward_weights")
+    weights = [
+        f
+        for f in _onednn_trace(_FILTER_GRADIENTS, tmp_path)
+        if f[3] == "convolution" and f[5] == "backward_weights"
+    ]
+    kernels = [f[4] for f in weights]
+    if not kernels or not all(k in ("jit:avx2", "jit_1x1:avx2") for k in kernels):
+        pytest.skip(f"oneDNN's filter gradient kernels here are not its AVX2 jit ones: {kernels}")
+    assert len(weights) == 1, kernels  # the first convolution's; the second's is OpenBLAS's
+    assert "ic16oc64" in ",".join(weights[0])
 
 
 def test_the_default_build_has_onednn_where_its_wheels_exist():
