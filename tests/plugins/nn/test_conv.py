@@ -260,14 +260,7 @@ def _analytic_grads(op, inputs, attrs, weights):
 @pytest.mark.parametrize("op", ["conv2d", "conv2d_transpose"])
 @pytest.mark.parametrize(
     "case",
-    [
-        "padded",
-        "dilation",
-        "groups",
-        "stride > kernel",
-        "1x1 images",
-        "2x2 images, stride 2",
-    ],
+    ["padded", "dilation", "groups", "stride > kernel", "1x1 images", "2x2 images, stride 2"],
     ids=str,
 )
 def test_float32_gradients_agree_with_float64(op, case):
