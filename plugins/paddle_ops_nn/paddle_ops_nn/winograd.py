@@ -1,12 +1,13 @@
-"""Whether 3x3 convolutions of inference plans run on the Winograd engine.
+"""Whether 3x3 convolutions run on the Winograd engine.
 
-In a plan without gradients whose convolutions the layout pass keeps channels last (where
-oneDNN's AVX2 kernels compute), a float32 3x3 convolution of stride 1 with at least 64 input and
-output channels and enough outputs computes its output 2x2 at a time from transformed inputs
-and filter: F(2x2, 3x3), with 2.25x fewer multiplications than the direct convolution. Its
-results differ from the direct convolution's by float32 rounding (the transforms add and
-subtract inputs before multiplying). The choice is made when a kernel is prepared, so a plan
-keeps the engine it was prepared with::
+A float32 3x3 convolution of stride 1 with at least 64 input and output channels and enough
+outputs computes its forward pass and its input gradient 2x2 outputs at a time from
+transformed inputs and filter: F(2x2, 3x3), with 2.25x fewer multiplications than the direct
+convolution (its filter gradient stays oneDNN's or OpenBLAS's). Inference plans keep the
+transformed filter between runs; training plans transform it at each step. Its results differ
+from the direct convolution's by float32 rounding (the transforms add and subtract inputs
+before multiplying). The choice is made when a kernel is prepared, so a plan keeps the engine
+it was prepared with::
 
     import paddle_ops_nn.winograd
     paddle_ops_nn.winograd.set_enabled(False)   # plans prepared from now on compute directly

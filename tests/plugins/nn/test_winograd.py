@@ -1,27 +1,40 @@
-"""The Winograd F(2x2, 3x3) engine (paddle_ops_nn.winograd): channels-last float32 3x3
-convolutions of stride 1 in plans without gradients. Against NumPy in float64 over odd output
-sizes, asymmetric paddings, bias, residual and every fused activation, each time checking that
-the engine computed it; where it must not be chosen, that it is not; a filter set again between
-runs of a plan that keeps the transformed filter; a ResNet-like network with and without it."""
+"""The Winograd F(2x2, 3x3) engine (paddle_ops_nn.winograd): float32 3x3 convolutions of
+stride 1, forward passes and input gradients, on channels-last, nChw8c and plain activations.
+Against NumPy in float64 over odd output sizes, asymmetric and wide paddings, bias, residual and
+every fused activation, each time checking that the engine computed it; the filter and bias
+gradients beside it, from the other engine; where it must not be chosen, that it is not; a
+filter set again between runs of a plan that keeps the transformed filter; a ResNet-like
+network's outputs and training gradients with and without it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_helpers import pc, run1
+from op_helpers import pc, run1, run_op
 
 winograd = pytest.importorskip("paddle_ops_nn.winograd", reason="paddle-ops-nn is not installed")
 onednn = pytest.importorskip("paddle_ops_nn.onednn")
 RNG = np.random.default_rng(0)
 
 
-def channels_last(x: np.ndarray) -> np.ndarray:
-    """NCHW x as the core holds channel_block -1: [N, 1, H, W, C]."""
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)[:, None])
+def placed(x: np.ndarray, block: int) -> np.ndarray:
+    """NCHW x as the core holds channel_block `block`: channels last [N, 1, H, W, C] (-1),
+    nChw8c [N, C / 8, H, W, 8] (8), or as it is (0)."""
+    if block == -1:
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1)[:, None])
+    if block == 0:
+        return x
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
 
 
-def nchw(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x[:, 0].transpose(0, 3, 1, 2))
+def nchw(x: np.ndarray, block: int) -> np.ndarray:
+    if block == -1:
+        return np.ascontiguousarray(x[:, 0].transpose(0, 3, 1, 2))
+    if block == 0:
+        return x
+    n, blocks, h, w, b = x.shape
+    return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, blocks * b, h, w))
 
 
 def reference(x, w, b, residual, paddings, act, alpha, beta):
@@ -47,21 +60,35 @@ def reference(x, w, b, residual, paddings, act, alpha, beta):
     return out
 
 
-def conv(x, w, b=None, residual=None, paddings=(1, 1, 1, 1), act="", alpha=0.0, beta=0.0):
-    """conv2d of NCHW x on channels last, its out back in NCHW; and whether the Winograd
-    engine computed it."""
-    inputs = {"x": channels_last(x), "filter": w}
+def conv(x, w, b=None, residual=None, paddings=(1, 1, 1, 1), act="", alpha=0.0, beta=0.0, block=-1):
+    """conv2d of NCHW x in channel_block `block`, its out back in NCHW; and whether the
+    Winograd engine computed it."""
+    inputs = {"x": placed(x, block), "filter": w}
     if b is not None:
         inputs["bias"] = b
     if residual is not None:
-        inputs["residual"] = channels_last(residual)
+        inputs["residual"] = placed(residual, block)
     attrs = {
-        "paddings": list(paddings), "channel_block": -1,
+        "paddings": list(paddings), "channel_block": block,
         "fuse_activation": act, "fuse_alpha": alpha, "fuse_beta": beta,
     }  # fmt: skip
     before = winograd.engines_prepared()
     out = run1("conv2d", inputs, attrs)
-    return nchw(out), winograd.engines_prepared() > before
+    return nchw(out, block), winograd.engines_prepared() > before
+
+
+def reference_gradients(x, w, dy, paddings):
+    """conv2d's x, filter and bias gradients in float64, given out's gradient dy."""
+    top, bottom, left, right = paddings
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh, ow = dy.shape[2:]
+    g = dy.astype(np.float64)
+    dx, dw = np.zeros_like(padded), np.zeros(w.shape)
+    for i in range(3):
+        for j in range(3):
+            dx[:, :, i : i + oh, j : j + ow] += np.einsum("nkhw,kc->nchw", g, w[:, :, i, j])
+            dw[:, :, i, j] = np.einsum("nkhw,nchw->kc", g, padded[:, :, i : i + oh, j : j + ow])
+    return dx[:, :, top : top + x.shape[2], left : left + x.shape[3]], dw, g.sum(axis=(0, 2, 3))
 
 
 def data(*shape):
@@ -73,28 +100,49 @@ needs_avx2_onednn = pytest.mark.skipif(
 )
 
 
+SHAPES = [
+    (2, 64, 64, 8, 8, (1, 1, 1, 1)),  # whole tiles
+    (2, 64, 72, 9, 12, (1, 1, 1, 1)),  # odd rows: the last tiles half outside
+    (2, 72, 64, 10, 13, (0, 1, 1, 0)),  # asymmetric padding: out 9 x 12
+    (1, 64, 64, 14, 14, (2, 2, 2, 2)),  # wider padding: out 16 x 16, some tiles all zeros
+    (3, 64, 64, 6, 11, (0, 0, 1, 1)),  # no padding in height: out 4 x 11
+]
+BLOCKS = [-1, 8, 0]  # channels last, nChw8c, plain NCHW (staged in nChw8c)
+
+
 @needs_avx2_onednn
-@pytest.mark.parametrize(
-    "n, c, k, h, w, paddings",
-    [
-        (2, 64, 64, 8, 8, (1, 1, 1, 1)),  # whole tiles
-        (2, 64, 72, 9, 12, (1, 1, 1, 1)),  # odd rows: the last tiles half outside
-        (2, 72, 64, 10, 13, (0, 1, 1, 0)),  # asymmetric padding: out 9 x 12
-        (1, 64, 64, 14, 14, (2, 2, 2, 2)),  # wider padding: out 16 x 16, some tiles all zeros
-        (3, 64, 64, 6, 11, (0, 0, 1, 1)),  # no padding in height: out 4 x 11
-    ],
-)
+@pytest.mark.parametrize("n, c, k, h, w, paddings", SHAPES)
 @pytest.mark.parametrize("bias, residual", [(False, False), (True, False), (True, True)])
-def test_winograd_matches_numpy(n, c, k, h, w, paddings, bias, residual):
+@pytest.mark.parametrize("block", BLOCKS)
+def test_winograd_matches_numpy(n, c, k, h, w, paddings, bias, residual, block):
     x, f = data(n, c, h, w), data(k, c, 3, 3) / np.float32(np.sqrt(9 * c))
     top, bottom, left, right = paddings
     out_shape = (n, k, h + top + bottom - 2, w + left + right - 2)
     b = data(k) if bias else None
     r = data(*out_shape) if residual else None
-    got, chosen = conv(x, f, b, r, paddings)
+    got, chosen = conv(x, f, b, r, paddings, block=block)
     assert chosen
     assert got.shape == out_shape
     np.testing.assert_allclose(got, reference(x, f, b, r, paddings, "", 0, 0), rtol=1e-4, atol=1e-5)
+
+
+@needs_avx2_onednn
+@pytest.mark.parametrize("n, c, k, h, w, paddings", SHAPES)
+@pytest.mark.parametrize("block", [8, 0])
+def test_winograd_input_gradient_matches_numpy(n, c, k, h, w, paddings, block):
+    """x_grad from the mirrored filter (the wide and the missing paddings are its missing and
+    wide ones); filter_grad and bias_grad from the other engine, in the same kernel."""
+    x, f = data(n, c, h, w), data(k, c, 3, 3) / np.float32(np.sqrt(9 * k))
+    top, bottom, left, right = paddings
+    dy = data(n, k, h + top + bottom - 2, w + left + right - 2)
+    inputs = {"x": placed(x, block), "filter": f, "bias": data(k), "out_grad": placed(dy, block)}
+    before = winograd.engines_prepared()
+    got = run_op("conv2d_grad", inputs, {"paddings": list(paddings), "channel_block": block})
+    assert winograd.engines_prepared() > before
+    dx, dw, db = reference_gradients(x, f, dy, paddings)
+    np.testing.assert_allclose(nchw(got["x_grad"][0], block), dx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got["filter_grad"][0], dw, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got["bias_grad"][0], db, rtol=1e-5, atol=1e-4)
 
 
 @needs_avx2_onednn
@@ -103,10 +151,11 @@ def test_winograd_matches_numpy(n, c, k, h, w, paddings, bias, residual):
 )
 def test_winograd_fuses_the_activation(act, alpha, beta):
     x, f, r = data(2, 64, 8, 10), data(64, 64, 3, 3) / np.float32(24), data(2, 64, 8, 10)
-    got, chosen = conv(x, f, None, r, act=act, alpha=alpha, beta=beta)
-    assert chosen
-    want = reference(x, f, None, r, (1, 1, 1, 1), act, alpha, beta)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    for block in BLOCKS:  # (plain: the residual and activation after unstaging)
+        got, chosen = conv(x, f, None, r, act=act, alpha=alpha, beta=beta, block=block)
+        assert chosen
+        want = reference(x, f, None, r, (1, 1, 1, 1), act, alpha, beta)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 @needs_avx2_onednn
@@ -194,11 +243,29 @@ def test_a_network_gives_the_direct_engines_outputs():
 
 
 @needs_avx2_onednn
-def test_a_training_plan_does_not_use_it():
-    main, _, out, scope = evaluation()
+def test_a_training_plan_gives_the_direct_engines_gradients():
+    """The two 64 -> 64 convolutions' forward passes and input gradients (their filter
+    gradients from oneDNN), on the layout pass's nChw8c."""
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        image = pc.layers.data("image", [3, 8, 8])
+        image.stop_gradient = False
+        loss = pc.ops.mean(resnet_like(image))
+        wrt = [image, *(p for p in main.all_parameters() if p.trainable)]
+        grads = pc.gradients([loss], wrt)
+    scope = pc.Scope()
+    pc.Executor().run(startup, scope=scope)
     before = winograd.engines_prepared()
-    pc.Executor().run(main, feed=FEED, fetch_list=[out], scope=scope)
-    assert winograd.engines_prepared() == before
+    got = pc.Executor().run(main, feed=FEED, fetch_list=[loss, *grads], scope=scope)
+    assert winograd.engines_prepared() - before == 4  # two conv2d, two conv2d_grad
+    previous = winograd.set_enabled(False)
+    try:
+        want = pc.Executor().run(main, feed=FEED, fetch_list=[loss, *grads], scope=scope)
+    finally:
+        winograd.set_enabled(previous)
+    assert winograd.engines_prepared() - before == 4
+    for name, g, w in zip(["loss", *(v.name for v in wrt)], got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=name)
 
 
 @needs_avx2_onednn
