@@ -69,6 +69,9 @@ std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype
 // Whether that engine's filter gradient outpaces oneDNN's jit kernel on AVX2 for `shape`
 // (conv_gemm.cpp says where it was measured).
 bool gemm_filter_gradient_pays(const ConvShape& shape);
+// Whether its forward pass outpaces oneDNN's AVX2 kernels in a training step (the filter
+// converted at every call) for `shape` (likewise).
+bool gemm_forward_pays(const ConvShape& shape);
 // The oneDNN engine (conv_dnnl.cpp, built with oneDNN only), float32 only.
 std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned passes, bool bias,
                                            int threads, Layouts layout,

@@ -49,6 +49,15 @@ bool builtin_filter_gradient(const ConvShape& s, const std::string& chosen) {
   return jit && gemm_filter_gradient_pays(s);
 }
 
+// Whether the forward pass comes from the built-in engine (conv_gemm.cpp: the unrolled input
+// and an OpenBLAS product per image, reading the filter as it is) rather than from oneDNN's
+// `chosen` AVX2 kernel, which converts the filter at every call unless `keep_filter`
+// (gemm_forward_pays: a filter many times the size of the image).
+bool builtin_forward(const ConvShape& s, const std::string& chosen, bool keep_filter) {
+  const bool avx2 = chosen == "jit:avx2" || chosen == "brgconv:avx2";
+  return avx2 && !keep_filter && gemm_forward_pays(s);
+}
+
 class DnnlConv final : public ConvEngine {
  public:
   DnnlConv(const ConvShape& s, unsigned passes, bool bias, int threads, Layouts layout,
@@ -109,7 +118,15 @@ class DnnlConv final : public ConvEngine {
       } catch (const dnnl::error&) {
       }
     }
-    if (passes & kForward) {
+    if ((passes & kForward) && !epilogue.residual &&
+        builtin_forward(s, fwd.impl_info_str(), keep_filter)) {
+      Staging at;  // the built-in engine's product, on NCHW copies of x and y
+      plain_forward_ = make_gemm_conv(s, PC_FLOAT32, kForward, epilogue);
+      x_.emplace(src_md, f32(src, tag::nchw), at);
+      y_.emplace(dst_md, f32(dst, tag::nchw), at);
+      plain_forward_workspace_ = at.take(plain_forward_->workspace_bytes());
+      workspace_ = std::max(workspace_, at.end());
+    } else if (passes & kForward) {
       Staging at;
       fwd_.emplace(Pass{dnnl::convolution_forward(fwd), scratchpad(fwd, at)});
       x_.emplace(src_md, fwd.src_desc(), at);
@@ -144,7 +161,7 @@ class DnnlConv final : public ConvEngine {
         plain_weights_ = make_gemm_conv(s, PC_FLOAT32, kBackwardWeights, {});
         bw_x_.emplace(src_md, f32(src, tag::nchw), at);
         bw_dy_.emplace(dst_md, f32(dst, tag::nchw), at);
-        plain_workspace_ = at.take(plain_weights_->workspace_bytes());
+        plain_weights_workspace_ = at.take(plain_weights_->workspace_bytes());
       } else {
         bwd_weights_.emplace(Pass{dnnl::convolution_backward_weights(pd), scratchpad(pd, at)});
         bw_x_.emplace(src_md, pd.src_desc(), at);
@@ -167,6 +184,16 @@ class DnnlConv final : public ConvEngine {
   void forward(const void* x, const void* w, const void* b, const void* residual, void* y,
                char* ws, int threads, bool same_filter) const override {
     ThreadCount count(threads);
+    if (plain_forward_) {
+      const void* plain_x = x_->load(stream_, x, ws).get_data_handle();
+      void* plain_y = y_->target(y, ws).get_data_handle();
+      stream_.wait();
+      plain_forward_->forward(plain_x, w, b, nullptr, plain_y, ws + plain_forward_workspace_,
+                              threads, false);
+      y_->store(stream_, ws);
+      stream_.wait();
+      return;
+    }
     // The filter in the primitive's layout is still there from the previous call: converting
     // it again was a quarter of an inference of ResNet-18 (its 11M weights, every run).
     memory& weights = same_filter ? w_->held(stream_, w, ws) : w_->load(stream_, w, ws);
@@ -201,8 +228,8 @@ class DnnlConv final : public ConvEngine {
       const void* plain_x = bw_x_->load(stream_, x, ws).get_data_handle();
       const void* plain_dy = bw_dy_->load(stream_, dy, ws).get_data_handle();
       stream_.wait();
-      return plain_weights_->backward_weights(plain_x, plain_dy, dw, db, ws + plain_workspace_,
-                                              threads);
+      return plain_weights_->backward_weights(plain_x, plain_dy, dw, db,
+                                              ws + plain_weights_workspace_, threads);
     }
     char* spare = ws + spare_;
     std::unordered_map<int, memory> args{
@@ -249,13 +276,15 @@ class DnnlConv final : public ConvEngine {
   memory::desc residual_md_;
   size_t workspace_ = 0;        // the most bytes of workspace a pass needs
   size_t spare_ = 0;            // where the spare buffer lies in the weights pass's workspace
-  size_t plain_workspace_ = 0;  // where plain_weights_'s workspace lies in it
   size_t kept_ = 0;             // the bytes of the filter kept converted
   mutable dnnl::stream stream_{cpu()};
   std::optional<Pass> fwd_, bwd_data_, bwd_weights_;
   // Per pass: forward x, w, b -> y; backward data dy, w -> dx; backward weights x, dy -> dw, db.
   mutable std::optional<Operand> x_, w_, b_, y_, bd_dy_, bd_w_, bd_dx_, bw_x_, bw_dy_, bw_dw_, bw_db_;
-  std::unique_ptr<ConvEngine> plain_weights_;  // the built-in engine's weights pass, or null
+  // The built-in engine's passes (builtin_forward, builtin_filter_gradient), or null; and where
+  // their workspace lies in their pass's.
+  std::unique_ptr<ConvEngine> plain_forward_, plain_weights_;
+  size_t plain_forward_workspace_ = 0, plain_weights_workspace_ = 0;
 };
 
 // The destination layout oneDNN picks for a convolution typical of a network's middle

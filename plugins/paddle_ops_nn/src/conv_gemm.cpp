@@ -46,18 +46,28 @@ template <class T> class GemmConv final : public ConvEngine {
   // (same_filter: nothing to reuse, the products read the filter as it is)
   void forward(const void* x, const void* w, const void* b, const void* residual, void* y,
                char* ws, int threads, bool /*same_filter*/) const override {
-    set_blas_threads(threads);
+    BlasOneThread blas;  // (each product split among our threads: in_parts)
     const T* xs = static_cast<const T*>(x);
     T* ys = static_cast<T*>(y);
     T* col_ws = reinterpret_cast<T*>(ws);
+    const int64_t gf = group_filters(), plane = s_.out_plane(), taps = s_.taps();
     for (int64_t n = 0; n < s_.batch; ++n)
       for (int64_t g = 0; g < s_.groups; ++g) {
         const T* col =
             unrolled(xs + (n * s_.channels + g * group_channels()) * s_.in_plane(), col_ws,
                      threads);
-        gemm<T>(false, false, group_filters(), s_.out_plane(), s_.taps(), T(0),
-                static_cast<const T*>(w) + g * group_filters() * s_.taps(), col,
-                ys + (n * s_.filters + g * group_filters()) * s_.out_plane());
+        const T* wg = static_cast<const T*>(w) + g * gf * taps;
+        T* yg = ys + (n * s_.filters + g * gf) * plane;
+        if (gf >= plane)  // y_g's rows (filters) split, else its columns (positions)
+          in_parts(gf, threads, [&](int64_t first, int64_t last) {
+            gemm<T>(false, false, last - first, plane, taps, T(1), wg + first * taps, taps, col,
+                    plane, T(0), yg + first * plane, plane);
+          });
+        else
+          in_parts(plane, threads, [&](int64_t first, int64_t last) {
+            gemm<T>(false, false, gf, last - first, taps, T(1), wg, taps, col + first, plane,
+                    T(0), yg + first, plane);
+          });
       }
     if (b != nullptr)
       add_channel_bias(pc::DType<T>::value, b, y, s_.batch, s_.filters, s_.out_plane(), threads);
@@ -68,16 +78,19 @@ template <class T> class GemmConv final : public ConvEngine {
 
   void backward_data(const void* dy, const void* w, void* dx, char* ws,
                      int threads) const override {
-    set_blas_threads(threads);
+    BlasOneThread blas;  // (each product split among our threads: in_parts)
     T* dxs = static_cast<T*>(dx);
     T* col = reinterpret_cast<T*>(ws);
+    const int64_t gf = group_filters(), plane = s_.out_plane(), taps = s_.taps();
     std::fill(dxs, dxs + s_.batch * s_.channels * s_.in_plane(), T(0));
     for (int64_t n = 0; n < s_.batch; ++n)
       for (int64_t g = 0; g < s_.groups; ++g) {
-        gemm<T>(true, false, s_.taps(), s_.out_plane(), group_filters(), T(0),
-                static_cast<const T*>(w) + g * group_filters() * s_.taps(),
-                static_cast<const T*>(dy) + (n * s_.filters + g * group_filters()) * s_.out_plane(),
-                col);
+        const T* wg = static_cast<const T*>(w) + g * gf * taps;
+        const T* dyg = static_cast<const T*>(dy) + (n * s_.filters + g * gf) * plane;
+        in_parts(taps, threads, [&](int64_t first, int64_t last) {  // col's rows split
+          gemm<T>(true, false, last - first, plane, gf, T(1), wg + first, taps, dyg, plane, T(0),
+                  col + first * plane, plane);
+        });
         fold(col, dxs + (n * s_.channels + g * group_channels()) * s_.in_plane());
       }
   }
@@ -127,19 +140,24 @@ template <class T> class GemmConv final : public ConvEngine {
   }
 
   // dw_g = beta dw_g + dy_g [gf, inner] @ col [taps, inner]^T, the taps split among our
-  // threads, each a single-threaded OpenBLAS product: OpenBLAS's own threads (where
-  // paddle-ops-math has not handed its jobs to our pool) would spin beside ours and beside
-  // another library's pool: bench_conv's step took 1.7x as long at 2 threads.
+  // threads (in_parts).
   void filter_product(const T* dy, const T* col, int64_t inner, T beta, T* dw,
                       int threads) const {
     const int64_t gf = group_filters(), taps = s_.taps();
-    const int64_t parts = std::clamp<int64_t>(taps / 64, 1, std::max(threads, 1));
+    in_parts(taps, threads, [&](int64_t first, int64_t last) {
+      gemm<T>(false, true, gf, last - first, inner, T(1), dy, inner, col + first * inner, inner,
+              beta, dw + first, taps);
+    });
+  }
+
+  // f(first, last) for slices of [0, rows) (at least 64 rows each), one per thread, each a
+  // single-threaded OpenBLAS product (the caller holds a BlasOneThread): OpenBLAS's own
+  // threads (where paddle-ops-math has not handed its jobs to our pool) would spin beside ours
+  // and beside another library's pool: bench_conv's step took 1.7x as long at 2 threads.
+  template <class F> static void in_parts(int64_t rows, int threads, F&& f) {
+    const int64_t parts = std::clamp<int64_t>(rows / 64, 1, std::max(threads, 1));
     parallel_rows(parts, static_cast<int32_t>(parts), 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t part = lo; part < hi; ++part) {
-        const int64_t first = taps * part / parts, last = taps * (part + 1) / parts;
-        gemm<T>(false, true, gf, last - first, inner, T(1), dy, inner, col + first * inner, inner,
-                beta, dw + first, taps);
-      }
+      for (int64_t part = lo; part < hi; ++part) f(rows * part / parts, rows * (part + 1) / parts);
     });
   }
 
@@ -259,6 +277,18 @@ bool gemm_filter_gradient_pays(const ConvShape& s) {
   const int64_t filters = s.filters / s.groups;
   const bool large = s.batch == 1 || (wide_columns(s) == 0 && s.out_plane() >= 2048);
   return s.groups == 1 && s.taps() >= 256 && filters >= 64 && large;
+}
+
+// The forward pass of a training step, where oneDNN converts the filter to its layout at every
+// call: for a filter many times the size of the image that costs more than the product, which
+// here reads the filter as it is. Measured on ResNet-18's last stage at batch 1 (2.4M weights
+// a convolution, over 7x7 maps; in a training step, 1 and 2 threads): 0.74-0.84x oneDNN's
+// time for its 3x3 convolutions of stride 1, 0.86-0.95x for the one of stride 2; 1.14x for a
+// 1x1 (excluded: 512 taps). Its input gradient measured no faster (1.03-1.15x), so it stays
+// oneDNN's.
+bool gemm_forward_pays(const ConvShape& s) {
+  return s.groups == 1 && s.batch == 1 && s.out_plane() <= 64 && s.taps() >= 1024 &&
+         s.filters >= 64;
 }
 
 std::unique_ptr<ConvEngine> make_gemm_conv(const ConvShape& shape, int32_t dtype, unsigned passes,

@@ -748,6 +748,44 @@ def test_large_filter_gradients_come_from_openblas_products(tmp_path):
     assert "ic16oc64" in ",".join(weights[0])
 
 
+_LARGE_FILTER_FORWARD = """
+import numpy as np
+import paddle_core as pc
+main, startup = pc.Program(), pc.Program()
+with pc.program_guard(main, startup):
+    x = pc.layers.data("x", [128, 7, 7])
+    y = pc.layers.conv2d(x, 64, 3, padding=1)  # 1152 taps over 7x7 outputs
+    loss = pc.layers.mean(pc.ops.relu(y))
+    test = main.clone(for_test=True)
+    pc.optimizer.SGD(0.1).minimize(loss)
+scope = pc.Scope()
+pc.Executor().run(startup, scope=scope)
+w, b = (scope.get(p.name).copy() for p in main.all_parameters())  # (before the step's update)
+x = np.random.default_rng(0).standard_normal((1, 128, 7, 7)).astype(np.float32)
+(got,) = pc.Executor().run({program}, feed={{"x": x}}, fetch_list=[y], scope=scope)
+np.save("out.npy", got), np.save("x.npy", x), np.save("w.npy", w), np.save("b.npy", b)
+"""
+
+
+@pytest.mark.parametrize("program", ["main", "test"])
+def test_a_training_steps_large_filter_over_small_maps_comes_from_openblas(program, tmp_path):
+    """oneDNN converts a filter to its layout at every call of a training step, which for
+    1152 taps over 7x7 maps costs more than the product: the built-in engine's OpenBLAS product
+    computes that forward pass (conv_gemm.cpp's gemm_forward_pays); an inference, which keeps
+    the converted filter, stays oneDNN's. Both against NumPy."""
+    onednn = pytest.importorskip("paddle_ops_nn.onednn")
+    if not onednn.is_available():
+        pytest.skip("this build of paddle-ops-nn has no oneDNN")
+    trace = _onednn_trace(_LARGE_FILTER_FORWARD.format(program=program), tmp_path)
+    kernels = [f[4] for f in trace if f[3] == "convolution" and f[5].startswith("forward")]
+    if not all(k.endswith(":avx2") for k in kernels):
+        pytest.skip(f"not an AVX2 CPU for oneDNN: {kernels}")
+    assert kernels == ([] if program == "main" else kernels[:1])
+    x, w, b = (np.load(tmp_path / f"{name}.npy") for name in ("x", "w", "b"))
+    want = conv2d_ref(x, w, b, paddings=(1, 1))
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), want, rtol=1e-4, atol=1e-5)
+
+
 def test_the_default_build_has_onednn_where_its_wheels_exist():
     """The build goes on without oneDNN when it cannot find it: this catches a lookup that
     broke, which would otherwise only show as slower convolutions."""
