@@ -21,13 +21,13 @@ namespace {
 // float32 3x3 filter, stride 1, with at least 64 channels in and out (multiples of 8), 32 tiles
 // of 2x2 outputs, and at most half the direct convolution's multiplications (16 per tile
 // against 9 per output: a tile mostly past the edge of odd or tiny outputs is waste), on
-// channels last, nChw8c or plain NCHW. Measured on ResNet-18's shapes, one thread: against
-// oneDNN's brgemm kernels in inference, 0.52-0.65x its time at 128 and 256 channels, 0.89x at
-// 64; against its jit kernels on nChw8c in training (1 and 2 threads, batch 1 at 224x224 and
-// batch 32 at 32x32), 0.63-0.95x for the forward pass and 0.73-0.84x for the input gradient,
-// which transforms the filter at every call. Slower where these exclude it: 1.34x for 7x7
-// outputs at batch 1 in inference (16 tiles, GEMMs of 16 rows) and 1.5x in training, 6x for
-// 1x1 outputs.
+// channels last, nChw8c or plain NCHW. Measured with F(2x2, 3x3) on ResNet-18's shapes (F(4x4,
+// 3x3), where make_winograd_conv takes it, was faster still): against oneDNN's brgemm kernels
+// in inference, one thread, 0.52-0.65x its time at 128 and 256 channels, 0.89x at 64; against
+// its jit kernels on nChw8c in training (1 and 2 threads, batch 1 at 224x224 and batch 32 at
+// 32x32), 0.63-0.95x for the forward pass and 0.73-0.84x for the input gradient, which
+// transforms the filter at every call. Slower where these exclude it: 1.34x for 7x7 outputs at
+// batch 1 in inference (16 tiles, GEMMs of 16 rows) and 1.5x in training, 6x for 1x1 outputs.
 bool winograd_suits(const ConvShape& s, int32_t dtype, unsigned passes, Layouts layout) {
   const auto unit = [](const Axis& a) { return a.kernel == 3 && a.stride == 1 && a.dilation == 1; };
   const auto placed = [](int block) { return block == kChannelsLast || block == 0 || block == 8; };

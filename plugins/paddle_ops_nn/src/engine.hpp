@@ -25,8 +25,10 @@ void set_onednn_enabled(bool enabled);  // no effect where oneDNN is not built
 // default; read when a kernel is prepared as oneDNN's is.
 bool winograd_enabled();
 void set_winograd_enabled(bool enabled);
-int64_t winograd_engines_made();  // in this process (conv_winograd_avx2.cpp counts)
-void count_winograd_engine();
+// Engines made in this process (conv_winograd_avx2.cpp counts) of F(outputs x outputs, 3x3),
+// 2 or 4; any other `outputs`: of both.
+int64_t winograd_engines_made(int outputs);
+void count_winograd_engine(int outputs);
 
 // The channel block (8 or 16) of the blocked layout oneDNN's convolutions choose on this CPU
 // for activations (nChw8c, nChw16c: layout.hpp), which the layout pass keeps between ops; 0

@@ -76,5 +76,5 @@ PYBIND11_MODULE(_C, m) {
   // The Winograd switch behind paddle_ops_nn.winograd.
   m.def("winograd_enabled", &paddle_ops_nn::winograd_enabled);
   m.def("set_winograd_enabled", &paddle_ops_nn::set_winograd_enabled, pybind11::arg("enabled"));
-  m.def("winograd_engines_made", &paddle_ops_nn::winograd_engines_made);
+  m.def("winograd_engines_made", &paddle_ops_nn::winograd_engines_made, pybind11::arg("outputs"));
 }

@@ -1,7 +1,8 @@
-"""The Winograd F(2x2, 3x3) engine (paddle_ops_nn.winograd): float32 3x3 convolutions of
-stride 1, forward passes and input gradients, on channels-last, nChw8c and plain activations.
-Against NumPy in float64 over odd output sizes, asymmetric and wide paddings, bias, residual and
-every fused activation, each time checking that the engine computed it; the filter and bias
+"""The Winograd engine (paddle_ops_nn.winograd), F(2x2, 3x3) and F(4x4, 3x3): float32 3x3
+convolutions of stride 1, forward passes and input gradients, on channels-last, nChw8c and
+plain activations. Against NumPy in float64 over odd output sizes, asymmetric and wide
+paddings, bias, residual and every fused activation, each time checking which algorithm
+computed it; the filter and bias
 gradients beside it, from the other engine; where it must not be chosen, that it is not; a
 filter set again between runs of a plan that keeps the transformed filter; a ResNet-like
 network's outputs and training gradients with and without it."""
@@ -60,9 +61,19 @@ def reference(x, w, b, residual, paddings, act, alpha, beta):
     return out
 
 
+def algorithm(step) -> int | None:
+    """Which Winograd algorithm (2 or 4 outputs a tile side) computed the kernels ``step()``
+    prepared, or None for neither; and step's result."""
+    before = [winograd.engines_prepared(n) for n in (2, 4)]
+    result = step()
+    made = [winograd.engines_prepared(n) - b for n, b in zip((2, 4), before)]
+    assert not all(made), "one algorithm per convolution"
+    return (2 if made[0] else 4 if made[1] else None), result
+
+
 def conv(x, w, b=None, residual=None, paddings=(1, 1, 1, 1), act="", alpha=0.0, beta=0.0, block=-1):
-    """conv2d of NCHW x in channel_block `block`, its out back in NCHW; and whether the
-    Winograd engine computed it."""
+    """conv2d of NCHW x in channel_block `block`, its out back in NCHW; and which Winograd
+    algorithm computed it."""
     inputs = {"x": placed(x, block), "filter": w}
     if b is not None:
         inputs["bias"] = b
@@ -72,9 +83,8 @@ def conv(x, w, b=None, residual=None, paddings=(1, 1, 1, 1), act="", alpha=0.0, 
         "paddings": list(paddings), "channel_block": block,
         "fuse_activation": act, "fuse_alpha": alpha, "fuse_beta": beta,
     }  # fmt: skip
-    before = winograd.engines_prepared()
-    out = run1("conv2d", inputs, attrs)
-    return nchw(out, block), winograd.engines_prepared() > before
+    chosen, out = algorithm(lambda: run1("conv2d", inputs, attrs))
+    return nchw(out, block), chosen
 
 
 def reference_gradients(x, w, dy, paddings):
@@ -100,47 +110,58 @@ needs_avx2_onednn = pytest.mark.skipif(
 )
 
 
+# (n, c, k, h, w, paddings, the algorithm: F(4x4, 3x3) where its tiles are at least as many
+# as the filters)
 SHAPES = [
-    (2, 64, 64, 8, 8, (1, 1, 1, 1)),  # whole tiles
-    (2, 64, 72, 9, 12, (1, 1, 1, 1)),  # odd rows: the last tiles half outside
-    (2, 72, 64, 10, 13, (0, 1, 1, 0)),  # asymmetric padding: out 9 x 12
-    (1, 64, 64, 14, 14, (2, 2, 2, 2)),  # wider padding: out 16 x 16, some tiles all zeros
-    (3, 64, 64, 6, 11, (0, 0, 1, 1)),  # no padding in height: out 4 x 11
+    (2, 64, 64, 8, 8, (1, 1, 1, 1), 2),  # whole tiles
+    (2, 64, 72, 9, 12, (1, 1, 1, 1), 2),  # odd rows: the last tiles half outside
+    (2, 72, 64, 10, 13, (0, 1, 1, 0), 2),  # asymmetric padding: out 9 x 12
+    (1, 64, 64, 14, 14, (2, 2, 2, 2), 2),  # wider padding: out 16 x 16, some tiles all zeros
+    (3, 64, 64, 6, 11, (0, 0, 1, 1), 2),  # no padding in height: out 4 x 11
+    (2, 64, 64, 32, 32, (1, 1, 1, 1), 4),
+    (2, 64, 72, 31, 29, (1, 1, 1, 1), 4),  # the last tiles 3 x 4 and 4 x 1 inside
+    (1, 72, 64, 34, 35, (0, 1, 1, 0), 4),  # out 33 x 34
+    (1, 64, 64, 30, 30, (2, 2, 2, 2), 4),
+    (2, 64, 64, 26, 31, (0, 0, 1, 1), 4),  # out 24 x 31
 ]
 BLOCKS = [-1, 8, 0]  # channels last, nChw8c, plain NCHW (staged in nChw8c)
+# F(4x4, 3x3) multiplies the inputs by up to 5 and the filter by 1/24 before its products, and
+# adds up to 8 of them after: its float32 rounding is about 5x F(2x2, 3x3)'s.
+TOLERANCE = {2: dict(rtol=1e-4, atol=1e-5), 4: dict(rtol=1e-4, atol=5e-5)}
 
 
 @needs_avx2_onednn
-@pytest.mark.parametrize("n, c, k, h, w, paddings", SHAPES)
+@pytest.mark.parametrize("n, c, k, h, w, paddings, outputs", SHAPES)
 @pytest.mark.parametrize("bias, residual", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("block", BLOCKS)
-def test_winograd_matches_numpy(n, c, k, h, w, paddings, bias, residual, block):
+def test_winograd_matches_numpy(n, c, k, h, w, paddings, outputs, bias, residual, block):
     x, f = data(n, c, h, w), data(k, c, 3, 3) / np.float32(np.sqrt(9 * c))
     top, bottom, left, right = paddings
     out_shape = (n, k, h + top + bottom - 2, w + left + right - 2)
     b = data(k) if bias else None
     r = data(*out_shape) if residual else None
     got, chosen = conv(x, f, b, r, paddings, block=block)
-    assert chosen
+    assert chosen == outputs
     assert got.shape == out_shape
-    np.testing.assert_allclose(got, reference(x, f, b, r, paddings, "", 0, 0), rtol=1e-4, atol=1e-5)
+    want = reference(x, f, b, r, paddings, "", 0, 0)
+    np.testing.assert_allclose(got, want, **TOLERANCE[outputs])
 
 
 @needs_avx2_onednn
-@pytest.mark.parametrize("n, c, k, h, w, paddings", SHAPES)
+@pytest.mark.parametrize("n, c, k, h, w, paddings, outputs", SHAPES)
 @pytest.mark.parametrize("block", [8, 0])
-def test_winograd_input_gradient_matches_numpy(n, c, k, h, w, paddings, block):
+def test_winograd_input_gradient_matches_numpy(n, c, k, h, w, paddings, outputs, block):
     """x_grad from the mirrored filter (the wide and the missing paddings are its missing and
     wide ones); filter_grad and bias_grad from the other engine, in the same kernel."""
     x, f = data(n, c, h, w), data(k, c, 3, 3) / np.float32(np.sqrt(9 * k))
     top, bottom, left, right = paddings
     dy = data(n, k, h + top + bottom - 2, w + left + right - 2)
     inputs = {"x": placed(x, block), "filter": f, "bias": data(k), "out_grad": placed(dy, block)}
-    before = winograd.engines_prepared()
-    got = run_op("conv2d_grad", inputs, {"paddings": list(paddings), "channel_block": block})
-    assert winograd.engines_prepared() > before
+    attrs = {"paddings": list(paddings), "channel_block": block}
+    chosen, got = algorithm(lambda: run_op("conv2d_grad", inputs, attrs))
+    assert chosen == outputs
     dx, dw, db = reference_gradients(x, f, dy, paddings)
-    np.testing.assert_allclose(nchw(got["x_grad"][0], block), dx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(nchw(got["x_grad"][0], block), dx, **TOLERANCE[outputs])
     np.testing.assert_allclose(got["filter_grad"][0], dw, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got["bias_grad"][0], db, rtol=1e-5, atol=1e-4)
 
@@ -153,7 +174,7 @@ def test_winograd_fuses_the_activation(act, alpha, beta):
     x, f, r = data(2, 64, 8, 10), data(64, 64, 3, 3) / np.float32(24), data(2, 64, 8, 10)
     for block in BLOCKS:  # (plain: the residual and activation after unstaging)
         got, chosen = conv(x, f, None, r, act=act, alpha=alpha, beta=beta, block=block)
-        assert chosen
+        assert chosen == 2
         want = reference(x, f, None, r, (1, 1, 1, 1), act, alpha, beta)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
@@ -164,12 +185,23 @@ def test_nan_goes_through_the_fused_activation():
     x[1, 5, 4, 4] = np.nan
     for act, alpha, beta in [("relu", 0, 0), ("clip", 0, 6)]:
         got, chosen = conv(x, f, act=act, alpha=alpha, beta=beta)
-        assert chosen
+        assert chosen == 2
         # The outputs whose window holds it, and no farther than the 2x2 tiles reading it:
         # rows and columns 2-5 of the second image (the transforms mix a tile's inputs).
         assert np.isnan(got[1, :, 3:6, 3:6]).all()
         assert not np.isnan(got[0]).any() and not np.isnan(got[1, :, [0, 1, 6, 7]]).any()
         assert not np.isnan(got[1, :, :, [0, 1, 6, 7]]).any()
+
+
+@needs_avx2_onednn
+def test_nan_stays_in_the_4x4_tiles_reading_it():
+    """F(4x4, 3x3): input (13, 13) lies in the inputs (11-16) of the tile of outputs 12-15 only,
+    so those 4 x 4 outputs of every channel are NaN, and nothing else."""
+    x, f = data(2, 64, 32, 32), data(64, 64, 3, 3)
+    x[1, 5, 13, 13] = np.nan
+    got, chosen = conv(x, f, act="relu")
+    assert chosen == 4
+    assert np.isnan(got[1, :, 12:16, 12:16]).all() and np.isnan(got).sum() == 64 * 16
 
 
 @needs_avx2_onednn
