@@ -4,10 +4,11 @@ A float32 3x3 convolution of stride 1 with at least 64 input and output channels
 outputs computes its forward pass and its input gradient a tile of outputs at a time from
 transformed inputs and filter (its filter gradient stays oneDNN's or OpenBLAS's): F(4x4, 3x3),
 4x fewer multiplications than the direct convolution, where its 4x4 tiles are at least as many
-as the filters; F(2x2, 3x3), 2.25x fewer, elsewhere. Inference plans keep the transformed
+as the filters; F(2x2, 3x3), 2.25x fewer, elsewhere (conv2d_transpose, a convolution's input
+gradient, included). Inference plans keep the transformed
 filter between runs; training plans transform it at each step. Its results differ from the
 direct convolution's by float32 rounding (the transforms scale, add and subtract inputs before
-multiplying: F(4x4)'s by about 5x F(2x2)'s). The choice is made when a kernel is prepared, so
+multiplying: F(4x4)'s 5-15x F(2x2)'s). The choice is made when a kernel is prepared, so
 a plan keeps the engine it was prepared with::
 
     import paddle_ops_nn.winograd

@@ -5,9 +5,9 @@
 //   backward_data     dx = the gradient of forward w.r.t. x, given dy (also conv2d_transpose)
 //   backward_weights  dw (and db) given x and dy
 // Tensors are C-contiguous, as the core binds them; weights [K, C / groups, kh, kw], and
-// activations plain NCHW or, for the oneDNN engine, blocked as `Layouts` says (layout.hpp: x
-// and dx, y and dy). An
-// engine is built in a kernel's prepare, for the directions the kernel needs.
+// activations plain NCHW or, for the oneDNN and Winograd engines, blocked as `Layouts` says
+// (layout.hpp: x and dx, y and dy). An engine is built in a kernel's prepare, for the
+// directions the kernel needs.
 #ifndef PADDLE_OPS_NN_CONV_HPP_
 #define PADDLE_OPS_NN_CONV_HPP_
 
@@ -77,7 +77,7 @@ std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned pass
                                            int threads, Layouts layout,
                                            const ConvEpilogue& epilogue, bool keep_filter);
 
-// The Winograd F(2x2, 3x3) engine (conv_winograd_avx2.cpp): the forward passes and input
+// The Winograd engine (conv_winograd_avx2.cpp), F(2x2, 3x3) and F(4x4, 3x3): the forward passes and input
 // gradients of float32 3x3 convolutions of stride 1, channels and filters multiples of 8, on
 // channels-last, nChw8c or plain activations; `weights` (another engine, or null where passes
 // want no filter gradient) computes the filter gradient. Made only where use_avx2();

@@ -1,12 +1,13 @@
 // conv2d and conv2d_transpose (NCHW, strides, paddings, dilations, groups, optional bias) and
-// their gradients, computed by a convolution engine (conv.hpp): oneDNN for float32 where
-// enabled (engine.hpp), im2col + OpenBLAS otherwise.
+// their gradients, computed by a convolution engine (conv.hpp): Winograd for float32 3x3
+// convolutions of stride 1 where it suits, oneDNN for float32 where enabled (engine.hpp),
+// im2col + OpenBLAS otherwise.
 //
 // Memory contract: x [N, C, H, W]; conv2d's filter [K, C / groups, kh, kw], out
 // [N, K, OH, OW]; conv2d_transpose's filter [C, K / groups, kh, kw], out [N, K, OH, OW];
 // bias [K]; every gradient the shape of its input. conv2d with channel_block b (float32 on
-// oneDNN only): out and out_grad blocked [N, K / b, OH, OW, b], x and x_grad plain or blocked
-// (layout.hpp). All checked in prepare (conv_checks.hpp, shared with the CUDA kernels).
+// oneDNN or the Winograd engine only): out and out_grad blocked [N, K / b, OH, OW, b], x and
+// x_grad plain or blocked (layout.hpp). All checked in prepare (conv_checks.hpp, shared with the CUDA kernels).
 #include <cstring>
 #include <vector>
 
@@ -30,7 +31,11 @@ namespace {
 // batch 1 in inference (16 tiles, GEMMs of 16 rows) and 1.5x in training, 6x for 1x1 outputs.
 bool winograd_suits(const ConvShape& s, int32_t dtype, unsigned passes, Layouts layout) {
   const auto unit = [](const Axis& a) { return a.kernel == 3 && a.stride == 1 && a.dilation == 1; };
-  const auto placed = [](int block) { return block == kChannelsLast || block == 0 || block == 8; };
+  // Plain NCHW (staged in nChw8c) was measured on AVX2 only: where oneDNN blocks by 16
+  // (AVX-512), its own kernels compute plain convolutions.
+  const auto placed = [](int block) {
+    return block == kChannelsLast || block == 8 || (block == 0 && onednn_channel_block() != 16);
+  };
   const int64_t tiles = s.batch * ((s.h.out + 1) / 2) * ((s.w.out + 1) / 2);
   const int64_t outputs = s.batch * s.h.out * s.w.out;
   return winograd_enabled() && use_avx2() && dtype == PC_FLOAT32 &&

@@ -87,10 +87,16 @@ template <class T> class GemmConv final : public ConvEngine {
       for (int64_t g = 0; g < s_.groups; ++g) {
         const T* wg = static_cast<const T*>(w) + g * gf * taps;
         const T* dyg = static_cast<const T*>(dy) + (n * s_.filters + g * gf) * plane;
-        in_parts(taps, threads, [&](int64_t first, int64_t last) {  // col's rows split
-          gemm<T>(true, false, last - first, plane, gf, T(1), wg + first, taps, dyg, plane, T(0),
-                  col + first * plane, plane);
-        });
+        if (taps >= 64 * threads)  // col's rows (taps) split, else its columns (positions)
+          in_parts(taps, threads, [&](int64_t first, int64_t last) {
+            gemm<T>(true, false, last - first, plane, gf, T(1), wg + first, taps, dyg, plane,
+                    T(0), col + first * plane, plane);
+          });
+        else
+          in_parts(plane, threads, [&](int64_t first, int64_t last) {
+            gemm<T>(true, false, taps, last - first, gf, T(1), wg, taps, dyg + first, plane, T(0),
+                    col + first, plane);
+          });
         fold(col, dxs + (n * s_.channels + g * group_channels()) * s_.in_plane());
       }
   }

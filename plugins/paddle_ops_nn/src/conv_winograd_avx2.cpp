@@ -29,7 +29,8 @@ namespace paddle_ops_nn {
 namespace {
 
 // Tiles per block: the transformed inputs of a block (taps x tiles x channels floats) within
-// about 4 MB, so that they and the GEMMs' outputs stay in the last-level cache.
+// about 4 MB, so that they stay in the last-level cache for the GEMMs (whose outputs, taps x
+// tiles x filters floats, are as large where there are as many filters as channels).
 constexpr int64_t kBlockBytes = int64_t{4} << 20;
 
 inline __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
@@ -316,6 +317,7 @@ template <int M> class WinogradConv final : public ConvEngine {
 
   void forward(const void* x, const void* w, const void* b, const void* residual, void* y, char* ws,
                int threads, bool same_filter) const override {
+    if (!forward_) fail("this Winograd engine was made without the forward pass");
     float* u = keep_ ? kept_.data() : reinterpret_cast<float*>(ws);
     if (!(keep_ && same_filter && filter_ready_)) {
       transform_filter(static_cast<const float*>(w), u, false, threads);
@@ -328,6 +330,7 @@ template <int M> class WinogradConv final : public ConvEngine {
 
   void backward_data(const void* dy, const void* w, void* dx, char* ws,
                      int threads) const override {
+    if (!backward_) fail("this Winograd engine was made without the input gradient");
     float* u = reinterpret_cast<float*>(ws);
     transform_filter(static_cast<const float*>(w), u, true, threads);
     backward_->run(static_cast<const float*>(dy), u, nullptr, nullptr, static_cast<float*>(dx),
@@ -336,6 +339,7 @@ template <int M> class WinogradConv final : public ConvEngine {
 
   void backward_weights(const void* x, const void* dy, void* dw, void* db, char* ws,
                         int threads) const override {
+    if (!weights_) fail("this Winograd engine was made without the filter gradient");
     weights_->backward_weights(x, dy, dw, db, ws, threads);
   }
 
