@@ -7,7 +7,8 @@
 // [N, K, OH, OW]; conv2d_transpose's filter [C, K / groups, kh, kw], out [N, K, OH, OW];
 // bias [K]; every gradient the shape of its input. conv2d with channel_block b (float32 on
 // oneDNN or the Winograd engine only): out and out_grad blocked [N, K / b, OH, OW, b], x and
-// x_grad plain or blocked (layout.hpp). All checked in prepare (conv_checks.hpp, shared with the CUDA kernels).
+// x_grad plain or blocked (layout.hpp). All checked in prepare (conv_checks.hpp, shared with
+// the CUDA kernels).
 #include <cstring>
 #include <vector>
 
