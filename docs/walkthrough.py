@@ -44,7 +44,7 @@ assert registry.get_registry() is reg
 #    declared defaults; its docstring is built from the OpProto.
 step(6, "ops.py", f"pc.ops.scale{pc.ops.scale.__signature__}")
 
-# 7. Validation: attrs go through a pydantic model built from the AttrProtos before any
+# 7. Validation: attrs go through a pydantic schema built from the AttrProtos before any
 #    OpDesc exists; a bad value raises an AttrError naming the op, the attr, expected, given.
 prog = pc.Program()
 with pc.program_guard(prog):

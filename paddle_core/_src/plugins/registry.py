@@ -253,7 +253,7 @@ class OpInfo:
         return reasons
 
     def validator(self):
-        """The attr validator (a pydantic model, built on first call)."""
+        """The attr validator (a pydantic schema, built on first call)."""
         if self._validator is None:
             from ..spec.attr_validator import AttrValidator  # (pydantic: off the listing path)
 

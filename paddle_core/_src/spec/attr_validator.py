@@ -1,4 +1,5 @@
-"""Attribute validation: a pydantic model per op, built on first use from its AttrProtos.
+"""Attribute validation: a pydantic-validated TypedDict per op, built on first use from its
+AttrProtos.
 
 Types are checked strictly (``scale="2"`` and ``scale=True`` are errors, not 2.0 and 1.0;
 NumPy scalars are accepted as the numbers they are), ranges become ``ge``/``gt``/``le``/``lt``
@@ -16,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic import BeforeValidator, ConfigDict, Field
+from typing_extensions import Required, TypedDict  # pydantic needs these on Python 3.11
 
 from ...proto import framework_pb2 as pb
 from ..base.errors import AttrError, did_you_mean, shown
@@ -180,19 +182,20 @@ class AttrValidator:
     def __init__(self, info: Any) -> None:
         self.op = info.type
         self.protos = {ap.name: ap for ap in info.proto.attrs}
-        fields: dict[str, Any] = {}
-        for i, ap in enumerate(info.proto.attrs):
-            default = info.attr_defaults.get(ap.name, ...)
-            # Field names are positional aliases: attr names such as "copy" or "schema" would
-            # otherwise shadow BaseModel methods.
-            fields[f"a{i}"] = (annotation(ap), Field(default, alias=ap.name))
-        self.model = pydantic.create_model(
-            f"{info.type}_attrs",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-            **fields,
-        )
-        self._validate = self.model.__pydantic_validator__.validate_python
         self._names = list(self.protos)
+        # A TypedDict validates into a dict, at half a model's cost per op appended; defaults
+        # are filled in from this template, in the protos' order (a required attr's None is
+        # always replaced, since the validator insists on it).
+        defaults = info.attr_defaults
+        self._template = {name: defaults.get(name) for name in self._names}
+        self._list_defaults = tuple(n for n in self._names if isinstance(defaults.get(n), list))
+        fields = {
+            ap.name: annotation(ap) if ap.name in defaults else Required[annotation(ap)]
+            for ap in info.proto.attrs
+        }
+        schema = TypedDict(f"{info.type}_attrs", fields, total=False)  # type: ignore[operator]
+        schema.__pydantic_config__ = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+        self._validate = pydantic.TypeAdapter(schema).validator.validate_python
         self.block_attrs = tuple(ap.name for ap in info.proto.attrs if ap.type == pb.BLOCK)
 
     def validate(self, given: dict[str, Any]) -> dict[str, Any]:
@@ -213,10 +216,17 @@ class AttrValidator:
                     attr=shown(name),
                 )
         try:
-            values = self._validate(given).__dict__.values()
+            validated = self._validate(given)
         except pydantic.ValidationError as e:
             raise self._error(e, given) from None
-        return dict(zip(self._names, values))
+        if len(validated) == len(self._names):  # every attr given, as the generated API does
+            return validated  # (in the protos' order: the validator's fields are in it)
+        values = self._template.copy()
+        values.update(validated)
+        for name in self._list_defaults:  # each op its own list: a default is never shared
+            if name not in validated:
+                values[name] = list(values[name])
+        return values
 
     def _error(self, error: pydantic.ValidationError, given: dict[str, Any]) -> AttrError:
         first = error.errors()[0]

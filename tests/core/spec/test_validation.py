@@ -419,6 +419,19 @@ def test_defaults_are_filled_in_declaration_order(x):
     assert list(op.attrs.items()) == [("shape", [2]), ("value", 0.0), ("dtype", "int64")]
 
 
+def test_attrs_given_out_of_order_are_stored_in_declaration_order(x):
+    op = x.block.append_op("toy_fill", attrs={"dtype": "int64", "value": 2.0, "shape": [2]})
+    assert list(op.attrs.items()) == [("shape", [2]), ("value", 2.0), ("dtype", "int64")]
+
+
+@VIA
+def test_ops_never_share_a_list_default(x, odd, via):
+    first, second = (op_of(apply(via, "odd", x)) for _ in range(2))
+    assert first.attrs["validate"] == second.attrs["validate"] == [1]
+    assert first.attrs["validate"] is not second.attrs["validate"]
+    assert first.attrs["weights"] is not second.attrs["weights"]
+
+
 # -- lists ------------------------------------------------------------------------------------
 
 
