@@ -207,21 +207,20 @@ def _bind_outputs(
         return _given_outputs(block, info, sig, specs, given)
     base = name or block.program.unique_name(op_type)
     single = name is not None and len(specs) == 1 and len(next(iter(specs.values()))) == 1
-    planned = []
+    out: dict[str, list[Variable]] = {}
     for slot, slot_specs in specs.items():
         many = len(slot_specs) > 1
+        out[slot] = created = []
         for i, (shape, dtype) in enumerate(slot_specs):
             var_name = name if single else (f"{base}.{slot}_{i}" if many else f"{base}.{slot}")
             if var_name in block.vars:
                 raise OpInputError(
                     f"op {op_type!r}: a variable named {var_name!r} already exists", op=op_type
                 )
-            planned.append((slot, var_name, shape, dtype))
-    out: dict[str, list[Variable]] = {slot: [] for slot in specs}
-    for slot, var_name, shape, dtype in planned:  # nothing is created unless all names are free
-        var = Variable(block, var_name, shape, dtype)
-        block.vars[var_name] = var
-        out[slot].append(var)
+            created.append(Variable(block, var_name, shape, dtype))
+    for created in out.values():  # none is added to the block unless all names are free
+        for var in created:
+            block.vars[var.name] = var
     return out
 
 

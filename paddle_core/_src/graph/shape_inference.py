@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 from ..base.dtypes import DTYPES, ITEMSIZE, SHOWN_DTYPES
 from ..base.errors import PLUGIN_CODE_ERRORS, PluginError, ShapeError, counted
-from ..base.limits import MAX_RANK, shape_problem
+from ..base.limits import MAX_BYTES, MAX_RANK, shape_problem
 from .variable import Variable, format_shape
 
 DTYPE_SET = frozenset(DTYPES)
@@ -169,6 +169,17 @@ def shape_fits(shape: tuple, want: tuple) -> bool:
 
 def check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:
     """Catch a shape rule returning nonsense here, not in a kernel at run time."""
+    # The common case first, in one pass: a known dtype, dims ints >= 0 (or None), and bytes
+    # within one buffer's limit (counting unknown and zero dims as 1, as shape_problem does).
+    size = ITEMSIZE.get(dtype, 0)
+    for d in shape:
+        if d is not None:
+            if type(d) is not int or d < 0:
+                size = 0
+                break
+            size *= d or 1
+    if 0 < size <= MAX_BYTES and len(shape) <= MAX_RANK:
+        return
     ok = dtype in DTYPE_SET
     for d in shape:
         if d is not None and (type(d) is not int or d < 0):

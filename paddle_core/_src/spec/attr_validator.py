@@ -13,11 +13,11 @@ import math
 import numbers
 import operator
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Required
 
 import pydantic
 from pydantic import BeforeValidator, ConfigDict, Field
-from typing_extensions import Required, TypedDict  # pydantic needs these on Python 3.11
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 from ...proto import framework_pb2 as pb
 from ..base.errors import AttrError, did_you_mean, shown

@@ -4,13 +4,15 @@ size limits on a shape rule's output."""
 from __future__ import annotations
 
 import itertools
+import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import paddle_core as pc
 from paddle_core._src.base.limits import MAX_BYTES, MAX_RANK, shape_problem
-from paddle_core._src.graph.shape_inference import ShapeContext
+from paddle_core._src.graph.shape_inference import ShapeContext, check_spec
 from paddle_core._src.graph.shape_rules import broadcast_shapes, unary
 
 
@@ -91,3 +93,33 @@ def test_shape_problem(shape, itemsize, problem):
     if problem:
         assert problem in found
     assert MAX_BYTES == 1 << 48  # the cases above are sized against this limit
+
+
+# What check_spec reads of a registry entry: the op's type and its plugin's label.
+_INFO = SimpleNamespace(type="toy", plugin=SimpleNamespace(label="plugin 'toy'"))
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, problem",
+    [
+        ((2, 3), "float32", None),
+        ((None, 1 << 20), "float64", None),
+        ((1 << 24, 1 << 22), "float32", None),  # exactly the limit
+        ((1 << 24, 1 << 23), "float32", "larger than"),
+        ((0, 1 << 62), "bool", "is empty, but"),
+        ((0, 3), "int64", None),
+        ((1,) * MAX_RANK, "uint8", None),
+        ((1,) * (MAX_RANK + 1), "uint8", "dimensions"),
+        ((2, -1), "float32", "expected ints >= 0 or None"),
+        ((2, True), "float32", "expected ints >= 0 or None"),  # a bool is no dimension
+        ((2, 3.0), "float32", "expected ints >= 0 or None"),
+        ((2, 3), "float", "expected ints >= 0 or None"),  # no such dtype
+    ],
+)
+def test_a_shape_rules_output_is_held_to_the_limits(shape, dtype, problem):
+    if problem is None:
+        assert check_spec(_INFO, "out", shape, dtype) is None
+        return
+    with pytest.raises(pc.ShapeError, match=re.escape(problem)) as info:
+        check_spec(_INFO, "out", shape, dtype)
+    assert str(info.value).startswith("op 'toy': ")
