@@ -137,11 +137,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--run-slow"):
+        _slow_tests_first(config, items)
         return
     skip = pytest.mark.skip(reason="slow: builds everything in a fresh environment (--run-slow)")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def _slow_tests_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each pytest-xdist worker starts on its share of the slow tests (minutes each), so that
+    none is left for the end of the run, one worker busy and the other idle. worksteal, the
+    scheduler ./dev chooses, first hands each worker one contiguous share of the items: the
+    slow tests go round-robin to the heads of those shares."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    slow = [item for item in items if "slow" in item.keywords]
+    rest = [item for item in items if "slow" not in item.keywords]
+    size, ordered = len(items) // workers, []
+    for w in range(workers):
+        share = slow[w::workers]
+        take = len(rest) if w == workers - 1 else max(0, size - len(share))
+        ordered += share + rest[:take]
+        rest = rest[take:]
+    items[:] = ordered
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
