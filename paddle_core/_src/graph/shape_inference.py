@@ -169,21 +169,18 @@ def shape_fits(shape: tuple, want: tuple) -> bool:
 
 def check_spec(info: Any, slot: str, shape: tuple, dtype: str) -> None:
     """Catch a shape rule returning nonsense here, not in a kernel at run time."""
-    # The common case first, in one pass: a known dtype, dims ints >= 0 (or None), and bytes
-    # within one buffer's limit (counting unknown and zero dims as 1, as shape_problem does).
-    size = ITEMSIZE.get(dtype, 0)
+    # One pass: a known dtype, dims ints >= 0 (or None), and their bytes (unknown and zero dims
+    # counting as 1, as shape_problem counts them), which settle the common case.
+    ok = dtype in DTYPE_SET
+    size = ITEMSIZE[dtype] if ok else 0
     for d in shape:
         if d is not None:
             if type(d) is not int or d < 0:
-                size = 0
+                ok = False
                 break
             size *= d or 1
-    if 0 < size <= MAX_BYTES and len(shape) <= MAX_RANK:
+    if ok and size <= MAX_BYTES and len(shape) <= MAX_RANK:
         return
-    ok = dtype in DTYPE_SET
-    for d in shape:
-        if d is not None and (type(d) is not int or d < 0):
-            ok = False
     problem = shape_problem(shape, ITEMSIZE[dtype]) if ok else None
     if problem:
         raise ShapeError(
