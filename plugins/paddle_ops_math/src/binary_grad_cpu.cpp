@@ -3,7 +3,8 @@
 // Memory contract: inputs x, y, out_grad and outputs x_grad (shape of x), y_grad (shape of y)
 // are C-contiguous floats; out_grad has the broadcast shape. Either output may be absent. Each
 // gradient is computed at the broadcast shape, then summed over the dimensions its input was
-// broadcast along. float16 and bfloat16 run the float32 code on widened copies (AsFloat32).
+// broadcast along. add's and sub's x_grad may be out_grad's own memory (declared in place):
+// x_grad is computed first, and is out_grad's values, so y_grad reads them unchanged after. float16 and bfloat16 run the float32 code on widened copies (AsFloat32).
 #include <cmath>
 #include <type_traits>
 
@@ -47,6 +48,9 @@ template <class GX, class GY> class BinaryGrad {
     const void* yd = kReadsInputs ? self.spread(self.ay_, in(1), g, ys, threads) : gd;
     auto fill = [&](Row3Fn row, bool identity, const Tensor& target) {
       bool direct = target.numel() == n;  // no reduction: write straight into the output
+      // add's and sub's x_grad may take over out_grad's memory (the manifest's inplace): it
+      // holds the gradient already.
+      if (direct && identity && target.data<void>() == gd) return;
       // A gradient that is out_grad itself (add's) is summed from out_grad, with no copy.
       if (!direct && identity)
         return reduce_to(static_cast<const T*>(gd), g, target.data<T>(), target);

@@ -292,6 +292,33 @@ def test_a_reshape_takes_its_inputs_memory_where_nothing_reads_it_after():
     np.testing.assert_allclose(got, 2 * np.exp(feed["x"]).reshape(6, 4), rtol=1e-6)
 
 
+def test_the_gradient_of_an_add_takes_out_grads_memory_instead_of_copying_it():
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        x = pc.data("x", [8, 16])
+        b = pc.data("b", [16])
+        for v in (x, b):
+            v.stop_gradient = False
+        biased = pc.ops.add(pc.ops.exp(x), b)  # x_grad is out_grad; b_grad sums it
+        residual = pc.ops.sub(biased, x)  # x_grad is out_grad; y_grad its negation
+        loss = pc.ops.sum(pc.ops.mul(residual, residual))
+        grads = pc.gradients([loss], [x, b])
+    rng = np.random.default_rng(3)
+    feed = {"x": rng.standard_normal((8, 16)).astype(F32), "b": rng.standard_normal(16).astype(F32)}
+    plan, _ = run_both(prog, None, [feed], grads)
+    shared = 0
+    for step in plan.steps:
+        if step.op.type in ("add_grad", "sub_grad"):
+            out_grad, x_grad = step.op.input("out_grad")[0], step.op.output("x_grad")[0]
+            shared += addresses(plan, out_grad) == addresses(plan, x_grad)
+    assert shared == 2
+    got_x, got_b = pc.Executor().run(prog, feed=feed, fetch_list=grads)
+    e = np.exp(feed["x"].astype(np.float64))
+    d = 2 * (e + feed["b"] - feed["x"])  # d loss / d residual
+    np.testing.assert_allclose(got_x, d * e - d, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_b, d.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
 class Keeper:
     """A Python kernel that keeps the arrays it is given."""
 
