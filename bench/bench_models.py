@@ -39,6 +39,7 @@ from pathlib import Path
 
 import networks
 import numpy as np
+import products
 import timing
 from bench_memory import peak_growth, worker
 from networks import CONFIGS
@@ -204,13 +205,15 @@ def compare(torch, ort, name: str, args, directory: Path) -> None:
         if sessions:
             calls["ORT"] = lambda s=sessions[threads]: s.run(None, ort_feed)
         calls["PyTorch"] = torch_threads(torch_infer)
-        report(name, threads, "inference", calls, args.rounds)
+        ms = report(name, threads, "inference", calls, args.rounds)
+        report_floor(name, threads, test, ms)
         if not args.skip_train:
             calls = {
                 "ours": lambda e=executor: e.run(main, feed=feed, scope=scope),
                 "PyTorch": torch_threads(step),
             }
-            report(name, threads, "training", calls, args.rounds)
+            ms = report(name, threads, "training", calls, args.rounds)
+            report_floor(name, threads, main, ms)
 
 
 def check_outputs(name: str, outputs: dict[str, np.ndarray]) -> None:
@@ -248,8 +251,9 @@ def check_losses(name: str, ours: list[float], theirs: list[float]) -> None:
         raise SystemExit(f"{name}: ours trains otherwise than PyTorch from the same weights")
 
 
-def report(name: str, threads: int, what: str, calls: dict, rounds: int) -> None:
-    """Time ``calls`` in interleaved rounds; print a row of milliseconds, ratios and target."""
+def report(name: str, threads: int, what: str, calls: dict, rounds: int) -> dict[str, float]:
+    """Time ``calls`` in interleaved rounds; print a row of milliseconds, ratios and target;
+    return the milliseconds."""
     timed = timing.interleaved(calls, rounds, settle=SETTLE, warmup_seconds=1.0)
     ms = {who: t * 1e3 for who, t in timed.items()}
     ort_ms, torch_ms = ms.get("ORT", math.nan), ms["PyTorch"]
@@ -259,6 +263,22 @@ def report(name: str, threads: int, what: str, calls: dict, rounds: int) -> None
     print(
         f"{name:13} {threads:7d} {what:9} {ms['ours']:9.2f} {ort} {torch_ms:10.2f} {ort_ratio} "
         f"{ms['ours'] / torch_ms:11.2f}x   ours/{other} <= {target:.2f}x"
+    )
+    return ms
+
+
+def report_floor(name: str, threads: int, program, ms: dict[str, float]) -> None:
+    """Where ``program``'s matrix products alone (bench/products.py) take over half of our
+    time in ``ms``, print their time as a row and its ratios: no implementation on these GEMMs
+    runs below it."""
+    floor = products.floor_seconds(products.products(program, CONFIGS[name][1][0]), threads)
+    if floor is None or floor * 1e3 < ms["ours"] / 2:
+        return
+    floor_ms = floor * 1e3
+    ort = f"{floor_ms / ms['ORT']:8.2f}x" if "ORT" in ms else f"{'-':>9}"
+    print(
+        f"{name:13} {threads:7d} {'products':9} {floor_ms:9.2f} {'':9} {'':10} {ort} "
+        f"{floor_ms / ms['PyTorch']:11.2f}x   (its GEMMs alone, NumPy's or PyTorch's)"
     )
 
 
