@@ -1,8 +1,8 @@
-"""paddle-ops-math's matmul_bias pass (paddle_ops_math/passes.py): in CPU plans without
-gradients a linear layer's bias add becomes the matmul's bias. A Transformer encoder layer
-gives the same outputs with the pass as without; what must not be fused is not (a fetched
-product, a training program, a bias that is not one row's worth); a matmul with a bias
-exports to ONNX as MatMul then Add."""
+"""paddle-ops-math's matmul_bias pass (paddle_ops_math/passes.py): in CPU plans a linear
+layer's bias add becomes the matmul's bias, and in training its add_grad the bias's gradient.
+A Transformer encoder layer gives the same outputs with the pass as without, and an MLP trains
+alike; what must not be fused is not (a fetched product, a product read twice, a bias that is
+not one row's worth); a matmul with a bias exports to ONNX as MatMul then Add."""
 
 from __future__ import annotations
 
@@ -90,18 +90,62 @@ def test_an_add_that_is_not_a_rows_bias_is_not_fused(shape):
     np.testing.assert_allclose(got, feed["x"] @ feed["w"] + feed["b"], rtol=1e-5, atol=1e-6)
 
 
-def test_a_training_program_is_not_fused():
+def mlp():
+    """Two linear layers (relu between) trained by SGD, and a startup program."""
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):
         x = pc.layers.data("x", [6])
-        loss = pc.ops.mean(pc.layers.linear(x, 3))
+        h = pc.ops.relu(pc.layers.linear(x, 5))
+        loss = pc.ops.mean(pc.ops.square(pc.layers.linear(h, 3)))
         pc.optimizer.SGD(0.1).minimize(loss)
-    scope = pc.Scope()
-    exe = pc.Executor()
+    return main, startup, loss
+
+
+def train(main, startup, loss, steps=3):
+    """The losses of ``steps`` training steps from the startup's weights, the parameters
+    after them, and the plan."""
+    feed = {"x": np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)}
+    scope, exe = pc.Scope(), pc.Executor()
     exe.run(startup, scope=scope)
-    feed = {"x": RNG.standard_normal((4, 6)).astype(np.float32)}
-    plan = exe.prepare(main, feed, [loss])
+    losses = [exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0] for _ in range(steps)]
+    params = {p.name: scope.get(p.name).copy() for p in main.all_parameters()}
+    return losses, params, exe.prepare(main, feed, [loss])
+
+
+def test_a_training_programs_linear_layers_take_their_biases_and_train_alike(without):
+    main, startup, loss = mlp()
+    losses, params, plan = train(main, startup, loss)
+    biased = [s.op for s in plan.steps if s.op.type == "matmul" and s.op.input("bias")]
+    assert len(biased) == 2
+    # Each add_grad became its bias's gradient, read from out's gradient by a sum.
+    assert "add" not in plan.op_types and "add_grad" not in plan.op_types
+    sums = [s.op for s in plan.steps if s.op.type == "sum"]
+    assert sorted(op.output("out")[0] for op in sums) == [
+        "linear_0.bias@GRAD",
+        "linear_1.bias@GRAD",
+    ]
+    for op in plan.steps:
+        if op.op.type == "matmul_grad":
+            assert not op.op.input("out_grad")[0].startswith("matmul_")  # out's gradient
+    without("matmul_bias")
+    want_losses, want_params, other = train(main, startup, loss)
+    assert other.op_types.count("add_grad") == 2
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    for name, value in want_params.items():
+        np.testing.assert_allclose(params[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_product_whose_gradient_has_another_reader_is_not_fused():
+    main, startup = pc.Program(), pc.Program()
+    with pc.program_guard(main, startup):
+        x = pc.layers.data("x", [6])
+        product = pc.ops.matmul(x, pc.layers.create_parameter([6, 4], "float32", "w"))
+        out = pc.ops.add(product, pc.layers.create_parameter([4], "float32", "b"))
+        loss = pc.ops.mean(pc.ops.mul(out, product))  # the product is read twice
+        pc.optimizer.SGD(0.1).minimize(loss)
+    _, _, plan = train(main, startup, loss, steps=1)
     assert not any(s.op.input("bias") for s in plan.steps if s.op.type == "matmul")
+    assert plan.op_types.count("add_grad") == 1
 
 
 def test_unknown_pass_names_are_refused():
