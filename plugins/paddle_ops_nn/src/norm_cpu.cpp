@@ -428,6 +428,9 @@ class LayerNorm {
 template <class T, bool kScale>
 void x_grad_row(const T* x, const T* dy, const T* scale, T* dx, int64_t cols, double m,
                 double inv) {
+  if constexpr (std::is_same_v<T, float>)
+    if (use_avx2())
+      return avx2::layer_norm_grad_row_f32(x, dy, kScale ? scale : nullptr, dx, cols, m, inv);
   const auto g = [&](int64_t j) { return kScale ? double(dy[j]) * scale[j] : double(dy[j]); };
   const double sum_g = sum_of(cols, g);
   const double sum_gx = sum_of(cols, [&](int64_t j) { return g(j) * (x[j] - m); }) * inv;
@@ -484,6 +487,13 @@ class LayerNormGrad {
         const double m = mean[r], inv = inv_std_of(var[r], eps);
         const T* xr = x + r * cols;
         const T* gr = dy + r * cols;
+        if constexpr (std::is_same_v<T, float>) {
+          if (use_avx2()) {
+            avx2::layer_norm_param_grad_row_f32(xr, gr, lo, hi, m, inv, acc_scale.data(),
+                                                acc_bias.data());
+            continue;
+          }
+        }
         for (int64_t j = lo; j < hi; ++j) {
           acc_bias[j - lo] += gr[j];
           acc_scale[j - lo] += gr[j] * ((xr[j] - m) * inv);

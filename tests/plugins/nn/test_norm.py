@@ -324,15 +324,23 @@ for name, x in np.load(sys.argv[1]).items():
     got = run_op("layer_norm", inputs, {"begin_norm_axis": 1})
     for slot in ("y", "mean", "variance"):
         results[f"{name} {slot}"] = got[slot][0]
+    grad_inputs = {"x": x, "mean": got["mean"][0], "variance": got["variance"][0]}
+    grad_inputs["y_grad"] = np.roll(x, 1, axis=1) * 3 - 1
+    if "scale" in inputs:
+        grad_inputs["scale"] = inputs["scale"]
+    grads = run_op("layer_norm_grad", grad_inputs, {"begin_norm_axis": 1})
+    for slot in ("x_grad", "scale_grad", "bias_grad"):
+        results[f"{name} {slot}"] = grads[slot][0]
 np.savez(sys.argv[2], **results)
 """
 
 
 @pytest.mark.skipif(not cpu_has_avx2_fma(), reason="this CPU has no AVX2+FMA")
 def test_layer_norm_rows_have_the_same_bits_with_and_without_avx2(tmp_path):
-    """Float32 rows run norm_avx2.cpp on CPUs with AVX2: the portable loops' operations in the
-    same order, so the same bits, in the vector loops and in the tails (rows of 8 and 8k + r
-    values), for a mean far from the spread, and with -0 and NaN among the inputs."""
+    """Float32 rows, and their gradients, run norm_avx2.cpp on CPUs with AVX2: the portable
+    loops' operations in the same order, so the same bits, in the vector loops and in the
+    tails (rows of 8 and 8k + r values), for a mean far from the spread, and with -0 and NaN
+    among the inputs."""
     rng = np.random.default_rng(5)
     inputs = {f"plain {cols}": rng.standard_normal((6, cols)) for cols in (1, 7, 8, 13, 256)}
     inputs["offset"] = 1e4 + rng.standard_normal((6, 37))
