@@ -177,6 +177,5 @@ class _Fusion:
         block.remove_op(at)
         for name in grad.output(bias_slot):
             rank = len(block.var(out_grad).shape)
-            block.insert_op(
-                at, "sum", {"x": out_grad}, {"out": name}, {"axes": list(range(rank - 1))}
-            )
+            axes = {"axes": list(range(rank - 1)), "noop_with_empty_axes": True}  # (as the rule's)
+            block.insert_op(at, "sum", {"x": out_grad}, {"out": name}, axes)

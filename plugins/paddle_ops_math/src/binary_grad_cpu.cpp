@@ -4,7 +4,8 @@
 // are C-contiguous floats; out_grad has the broadcast shape. Either output may be absent. Each
 // gradient is computed at the broadcast shape, then summed over the dimensions its input was
 // broadcast along. add's and sub's x_grad may be out_grad's own memory (declared in place):
-// x_grad is computed first, and is out_grad's values, so y_grad reads them unchanged after. float16 and bfloat16 run the float32 code on widened copies (AsFloat32).
+// x_grad is computed first, and is out_grad's values, so y_grad reads them unchanged after.
+// float16 and bfloat16 run the float32 code on widened copies (AsFloat32).
 #include <cmath>
 #include <type_traits>
 

@@ -24,6 +24,8 @@ MATMUL = [  # x shape, y shape, transpose_x, transpose_y
     # 1-D operands are vectors, promoted as numpy.matmul promotes them (never transposed)
     ((4,), (4,), False, False),
     ((4,), (4,), True, True),
+    ((3,), (3, 5), False, False),  # out [5]: a bias's gradient sums over no axis
+    ((3,), (5, 3), False, True),
     ((3,), (2, 3, 5), False, False),
     ((3,), (2, 5, 3), False, True),
     ((2, 1, 5, 3), (3,), False, False),

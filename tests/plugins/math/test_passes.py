@@ -135,6 +135,38 @@ def test_a_training_programs_linear_layers_take_their_biases_and_train_alike(wit
         np.testing.assert_allclose(params[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+def test_a_vectors_linear_layer_trains_alike_with_its_bias_fused(without):
+    """A vector x makes out [N]: the bias's gradient is out's, with no axis to sum."""
+
+    def run():
+        main, startup = pc.Program(), pc.Program()
+        with pc.program_guard(main, startup):
+            x = pc.data("x", [6])
+            w = pc.layers.create_parameter([6, 4], "float32", "w")
+            b = pc.layers.create_parameter(
+                [4], "float32", "b", default_initializer=pc.initializer.Constant(0.5)
+            )
+            out = pc.ops.add(pc.ops.matmul(x, w), b)
+            pc.optimizer.SGD(0.1).minimize(pc.ops.sum(pc.ops.mul(out, out)))
+        scope, exe = pc.Scope(), pc.Executor()
+        exe.run(startup, scope=scope)
+        feed = {"x": np.linspace(-1, 1, 6, dtype=np.float32)}
+        w0, b0 = scope.get("w").copy(), scope.get("b").copy()
+        exe.run(main, feed=feed, scope=scope)
+        fused = any(
+            s.op.input("bias") for s in exe.prepare(main, feed, []).steps if s.op.type == "matmul"
+        )
+        want_b = b0 - 0.1 * 2 * (feed["x"] @ w0 + b0)  # d sum(out^2) / db = 2 out
+        np.testing.assert_allclose(scope.get("b"), want_b, rtol=1e-5, atol=1e-6)
+        return fused, scope.get("w").copy()
+
+    fused, w = run()
+    without("matmul_bias")
+    unfused, want = run()
+    assert fused and not unfused
+    np.testing.assert_allclose(w, want, rtol=1e-5, atol=1e-6)
+
+
 def test_a_product_whose_gradient_has_another_reader_is_not_fused():
     main, startup = pc.Program(), pc.Program()
     with pc.program_guard(main, startup):

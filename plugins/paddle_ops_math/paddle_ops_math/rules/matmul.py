@@ -48,7 +48,8 @@ def matmul_grad(ctx):
             "sum",
             {"x": ctx.output_grad("out")},
             {"out": bias_grad},
-            {"axes": list(range(rank - 1)), "keepdim": False},
+            # (a vector x makes out [N]: no axis to sum, and out's gradient is the bias's)
+            {"axes": list(range(rank - 1)), "keepdim": False, "noop_with_empty_axes": True},
         )
 
 
