@@ -1,8 +1,9 @@
-// layer_norm's float32 rows for AVX2 (norm_avx2.hpp), forward and backward. The same operations in the same order as
-// norm_cpu.cpp's normalize_row, eight or four lanes at a time, so the same bits: the sums in
-// double, as eight interleaved partial sums (sum_of's), each lane of the two accumulators one
-// of them; then y in float. Both files are compiled with -ffp-contract=off (CMakeLists.txt): a
-// fused multiply-add rounds once where two operations round twice.
+// layer_norm's float32 rows for AVX2 (norm_avx2.hpp), forward and backward. The same operations
+// in the same order as norm_cpu.cpp's normalize_row, x_grad_row and scale and bias sums, eight
+// or four lanes at a time, so the same bits: the row sums in double, as eight interleaved
+// partial sums (sum_of's), each lane of the two accumulators one of them; then y (or x_grad) in
+// float. Both files are compiled with -ffp-contract=off (CMakeLists.txt): a fused multiply-add
+// rounds once where two operations round twice.
 #include "norm_avx2.hpp"
 
 #include <immintrin.h>
@@ -15,7 +16,8 @@ namespace {
 // sum_of's order: element i + k of each block of eight into partial k, the rest into partial 0,
 // then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)). lanes(i) gives what is summed of
 // elements [i, i + 4) as four doubles, one(i) that of element i.
-template <class Lanes, class One> double sum_of_lanes(int64_t n, const Lanes& lanes, const One& one) {
+template <class Lanes, class One>
+double sum_of_lanes(int64_t n, const Lanes& lanes, const One& one) {
   __m256d low = _mm256_setzero_pd(), high = _mm256_setzero_pd();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
