@@ -8,8 +8,8 @@ along one axis (a scale per channel), in the op's dtype or as int64 (labels, ind
 every combination its shape rule accepts is run. Attrs keep their defaults, but for an axis
 (each axis of the shape), axes (none, the first, the last), a shape (the empty one) and k (its
 default, and 0). Where the op has a gradient, that of its first output is appended too. A few
-cases whose inputs no such rule derives (recurrences, attention with dropout) are listed in
-EXTRA.
+cases whose inputs no such rule derives (recurrences, attention with dropout, packed
+attention) are listed in EXTRA.
 
 The property: each case answers within ``--budget`` seconds (walking 2**40 empty rows takes
 hours), with every fetched array of its declared dtype and shape, the same values when run
@@ -167,6 +167,9 @@ EXTRA = [
     *(attention(q, k, ev, attrs)
       for q, k, ev in (([2, HUGE, 0, 4], [2, HUGE, 0, 4], 4), ([0, 2, HUGE, 4], [0, 2, 3, 4], 4),
                        ([1, 1, 3, 0], [1, 1, HUGE, 0], 0))
+      for attrs in ({}, {"dropout_p": 0.5, "is_test": False}, {"is_causal": True})),
+    *(case("packed_attention", {"qkv": T(F, qkv)}, attrs)
+      for qkv in ([HUGE, 0, 3, 2, 4], [0, HUGE, 3, 2, 4], [2, 3, 3, HUGE, 0])
       for attrs in ({}, {"dropout_p": 0.5, "is_test": False}, {"is_causal": True})),
     *(case("batch_norm", {"x": T(F, x), **STATISTICS}, {"is_test": True})
       for x in ([HUGE, 3, 0, 4], [0, 3, HUGE, 4])),

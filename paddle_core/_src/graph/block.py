@@ -193,19 +193,23 @@ class Block:
         inputs: dict[str, Any] | None = None,
         outputs: dict[str, Any] | None = None,
         attrs: dict[str, Any] | None = None,
+        *,
+        new_type: str | None = None,
     ) -> Operator:
         """Rebind an op of this block in place (a program pass's tool): ``inputs``, ``outputs``
         (slot -> a variable or name, or a list of them) and ``attrs`` replace the ones given
-        (slots and attrs not given stay), checked and
-        shape-inferred as ``append_op`` checks a new op. The op keeps its place, role and
-        identity, so a planner can tell it from ops a pass inserted. Raises like
-        ``append_op``; then the op is unchanged."""
+        (slots and attrs not given stay), checked and shape-inferred as ``append_op`` checks a
+        new op. With ``new_type`` the op becomes an op of that type (a fused op computing what
+        it computed), of exactly the slots and attrs given. The op keeps its place, role and
+        identity, so a planner can tell it from ops a pass inserted, and draws the random
+        numbers it drew before. Raises like ``append_op``; then the op is unchanged."""
         if op.block is not self:
             raise ProgramError(f"op {op.type!r} is not an op of block {self.idx}")
-        info = get_registry().op(op.type)
+        info = get_registry().op(op.type if new_type is None else new_type)
+        kept = new_type is None  # the slots and attrs not given stay
         duplicable = {slot for slot, dup, _, _ in info.signature().inputs if dup}
         bound = {}  # as append_op takes them: one name (not a list) for a slot of one variable
-        for slot, value in {**op.inputs, **_given(inputs)}.items():
+        for slot, value in {**(op.inputs if kept else {}), **_given(inputs)}.items():
             if isinstance(value, (list, tuple)) and len(value) == 1 and slot not in duplicable:
                 value = value[0]
             if value is not None and value != []:
@@ -214,10 +218,11 @@ class Block:
             self,
             info,
             bound,
-            {**op.attrs, **_given(attrs)},
-            {**op.outputs, **_given(outputs)},
+            {**(op.attrs if kept else {}), **_given(attrs)},
+            {**(op.outputs if kept else {}), **_given(outputs)},
         )
         self.ops.pop()  # appended last: its fields move into ``op``
+        op.type, op.provider = new.type, new.provider
         op.inputs, op.outputs = new.inputs, new.outputs
         op.attrs, op.attr_types = new.attrs, new.attr_types
         for vs in out_vars.values():

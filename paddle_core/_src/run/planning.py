@@ -149,8 +149,8 @@ def plan(
     ``select(block, fed, origins)`` picks the ops to run from the (possibly transformed)
     global block, in block order; by default ``prune``. ``origins`` is None where no pass
     rewrote the block, else each op's index in the program before the passes (None for an op
-    a pass inserted). Ops keep the random keys of their places in the block whichever are
-    picked.
+    a pass inserted). Ops keep the random keys of their places in the program before the
+    passes whichever are picked: a pass changes no op's random numbers.
 
     ``block_idx`` plans a sub-block instead (control flow, ``control.py``: the program is
     then the outer plan's, already transformed); ``carried`` are fed variables its ops may
@@ -174,12 +174,13 @@ def plan(
         ops = select(block, set(fed), origins)
     feed_until = first_reads(block, fed - carried)
     index_of = {id(op): index for index, op in enumerate(block.ops)}
+    place_of = _random_places(block, origins)
     for op in ops:
         _bind_inputs(spec, block, op, available)
         _check_fed_outputs(block, op, index_of[id(op)], feed_until)
         step = _step(registry, manager, op, device, fallback, spec.shapes)
         if step.info.draws(step.attrs):
-            step.random_key = random_key(program.random_seed, block.idx, index_of[id(op)])
+            step.random_key = random_key(program.random_seed, block.idx, place_of[id(op)])
             spec.random = True
         if op.type in CONTROL_OPS:  # its blocks are planned too; they give its shapes
             step.sub_specs = plan_sub_blocks(step, spec.shapes, device, plan)
@@ -401,6 +402,20 @@ def kernel_dtype(op: Any, info: Any, inputs: list, shapes: dict[str, tuple[tuple
     for name in op.output_names:
         return op.block.find_var(name).dtype
     raise ProgramError(f"op {op.type!r} has neither inputs nor outputs")
+
+
+def _random_places(block: Any, origins: list[int | None] | None) -> dict[int, int]:
+    """The place each op of ``block`` draws its random numbers by: its index in the program
+    before the passes (the block's own where none ran). An op a pass inserted draws by a place
+    after all of those, its index past their count: no two ops share a stream."""
+    ops = block.ops
+    if origins is None:
+        return {id(op): index for index, op in enumerate(ops)}
+    count = 1 + max((o for o in origins if o is not None), default=-1)
+    return {
+        id(op): origin if origin is not None else count + index
+        for index, (op, origin) in enumerate(zip(ops, origins))
+    }
 
 
 def random_key(seed: int, block: int, index: int) -> int:

@@ -8,7 +8,9 @@ planner on its private copy of a program:
 - ``onednn_fusion`` (fusion.py): a convolution's residual add and activation computed as part
   of it, in plans without gradients;
 - ``onednn_filter_cache`` (filter_cache.py): convolution filters converted once per change,
-  not per run.
+  not per run;
+- ``attention_packing`` (attention_packing.py): a self-attention's attention reading q, k and
+  v where the projection wrote them, without the split and transposes around it.
 
 ``set_pass_enabled(name, False)`` switches one off for the plans prepared from then on (a
 prepared plan keeps what it was prepared with), to debug a pass or to compare results with
@@ -21,9 +23,12 @@ from typing import Any
 
 from paddle_core import ConfigError, hookimpl
 
-from . import batch_norm_folding, filter_cache, fusion, layout
+from . import attention_packing, batch_norm_folding, filter_cache, fusion, layout
 
-PASSES = {module.NAME: module for module in (batch_norm_folding, layout, fusion, filter_cache)}
+PASSES = {
+    module.NAME: module
+    for module in (batch_norm_folding, layout, fusion, filter_cache, attention_packing)
+}
 _disabled: set[str] = set()
 
 

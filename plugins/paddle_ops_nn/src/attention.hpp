@@ -41,6 +41,9 @@ constexpr int32_t kAttentionMaxLead = 8;
 // attn_mask?, rng_state?); rng_state's: the forward's output and the gradient's input.
 constexpr int32_t kAttentionMaskSlot = 3, kAttentionGradMaskSlot = 6;
 constexpr int32_t kAttentionStateSlot = 2, kAttentionGradStateSlot = 7;
+// packed_attention's: (qkv, attn_mask?) and (qkv, out, logsumexp, out_grad, attn_mask?,
+// rng_state?); its forward's rng_state is output 2, as above.
+constexpr int32_t kPackedMaskSlot = 1, kPackedGradMaskSlot = 4, kPackedGradStateSlot = 5;
 
 using pc::Random;
 
@@ -145,14 +148,15 @@ inline void expect_attention_rank(const Tensor& t, const char* what, const Tenso
 }
 
 // Reads the mask's geometry into g; fails unless it is bool or q's dtype and broadcasts to
-// [..., L, S].
-inline void attention_mask(const Tensor& m, const Tensor& q, AttentionGeometry& g) {
+// the scores' shape [lead..., L, S] (lead: `nlead` dimensions, batch and heads).
+inline void attention_mask(const Tensor& m, const Tensor& q, const int64_t* lead, int32_t nlead,
+                           AttentionGeometry& g) {
   if (m.dtype() == PC_BOOL) g.mask = MaskKind::kBool;
   else if (m.dtype() == q.dtype()) g.mask = MaskKind::kFloat;
   else
     fail("attn_mask %s must be bool or q's dtype %s", m.describe().c_str(),
          q.describe().c_str());
-  const int32_t nd = q.ndim(), md = m.ndim();
+  const int32_t nd = nlead + 2, md = m.ndim();
   auto bad = [&] {
     fail("attn_mask %s does not broadcast to the scores' shape [..., L=%lld, S=%lld] of q %s",
          m.describe().c_str(), static_cast<long long>(g.L), static_cast<long long>(g.S),
@@ -169,14 +173,32 @@ inline void attention_mask(const Tensor& m, const Tensor& q, AttentionGeometry& 
   };
   g.mask_row = stride(nd - 2, g.L);
   g.mask_col = stride(nd - 1, g.S);
-  g.lead = nd - 2;
+  g.lead = nlead;
   if (g.lead > kAttentionMaxLead)
     fail("attn_mask with q %s: at most %d leading dimensions are supported with a mask",
          q.describe().c_str(), kAttentionMaxLead);
   for (int32_t k = 0; k < g.lead; ++k) {
-    g.lead_dims[k] = q.dim(k);
-    g.lead_strides[k] = stride(k, q.dim(k));
+    g.lead_dims[k] = lead[k];
+    g.lead_strides[k] = stride(k, lead[k]);
   }
+}
+
+// Reads the attrs (dropout, causal, scale) into g, whose E is known; has_mask: whether an
+// attn_mask is given.
+inline void attention_attrs(const Attrs& attrs, bool has_mask, AttentionGeometry& g) {
+  const double p = attrs.f("dropout_p");
+  if (!(p >= 0 && p < 1)) fail("dropout_p=%g must be in [0, 1)", p);
+  if (p > 0 && !attrs.b("is_test")) {
+    g.drops = true;
+    g.dropout_p = static_cast<float>(p);
+    g.keep_scale = 1 / (1 - p);
+  }
+  g.causal = attrs.b("is_causal");
+  if (g.causal && has_mask)
+    fail("is_causal=true and an attn_mask cannot be given together (as PyTorch)");
+  const double scale = attrs.f("scale");
+  // scale 0 means 1 / sqrt(E); with E == 0 every dot product is 0, and any scale gives 0.
+  g.scale = scale != 0 ? scale : (g.E > 0 ? 1 / std::sqrt(double(g.E)) : 1.0);
 }
 
 // The geometry of q, k, v (slots 0-2), the attn_mask if slot mask_slot has one, and the attrs;
@@ -199,20 +221,13 @@ inline AttentionGeometry attention_geometry(const Attrs& attrs, const Slots& in,
   if (v.dim(-2) != g.S)
     fail("v %s must have k's sequence length S=%lld (k %s)", v.describe().c_str(),
          static_cast<long long>(g.S), k.describe().c_str());
-  const double p = attrs.f("dropout_p");
-  if (!(p >= 0 && p < 1)) fail("dropout_p=%g must be in [0, 1)", p);
-  if (p > 0 && !attrs.b("is_test")) {
-    g.drops = true;
-    g.dropout_p = static_cast<float>(p);
-    g.keep_scale = 1 / (1 - p);
+  attention_attrs(attrs, in.has(mask_slot), g);
+  if (in.has(mask_slot)) {
+    int64_t lead[kAttentionMaxLead] = {};  // (attention_mask refuses more)
+    for (int32_t d = 0; d < std::min<int32_t>(q.ndim() - 2, kAttentionMaxLead); ++d)
+      lead[d] = q.dim(d);
+    attention_mask(in(mask_slot), q, lead, q.ndim() - 2, g);
   }
-  g.causal = attrs.b("is_causal");
-  if (g.causal && in.has(mask_slot))
-    fail("is_causal=true and an attn_mask cannot be given together (as PyTorch)");
-  const double scale = attrs.f("scale");
-  // scale 0 means 1 / sqrt(E); with E == 0 every dot product is 0, and any scale gives 0.
-  g.scale = scale != 0 ? scale : (g.E > 0 ? 1 / std::sqrt(double(g.E)) : 1.0);
-  if (in.has(mask_slot)) attention_mask(in(mask_slot), q, g);
   return g;
 }
 
@@ -272,6 +287,74 @@ inline AttentionGeometry check_attention_grad(const Attrs& attrs, const Slots& i
   if (out.has(0)) expect_attention_shape(out(0), q, g.L, g.E, "q_grad");
   if (out.has(1)) expect_attention_shape(out(1), q, g.S, g.E, "k_grad");
   if (out.has(2)) expect_attention_shape(out(2), q, g.S, g.Ev, "v_grad");
+  return g;
+}
+
+// -- packed_attention: self-attention's q, k and v packed in one tensor -----------------------
+//
+// qkv [B, L, 3, H, E] holds q, k and v of each head (a self-attention's projection [B, L,
+// 3 * H * E] as it comes out of the matmul): batch B * H, S = L, Ev = E. out is [B, L, H, E]
+// (the heads side by side, as the output projection reads them), logsumexp [B, H, L], the mask
+// broadcasts to [B, H, L, L]; qkv_grad is qkv's shape. Batch entry b is head b % H of sequence
+// b / H, as scaled_dot_product_attention's of q [B, H, L, E], whose numbers these are.
+
+// The geometry of qkv (slot 0), the attn_mask if slot mask_slot has one, and the attrs.
+inline AttentionGeometry packed_attention_geometry(const Attrs& attrs, const Slots& in,
+                                                   int32_t mask_slot) {
+  const Tensor qkv = in(0);
+  dispatch(qkv.dtype(), Floats{}, [](auto) {});
+  if (qkv.ndim() != 5 || qkv.dim(2) != 3)
+    fail("qkv %s must be [B, L, 3, H, E]: the queries, keys and values of each head",
+         qkv.describe().c_str());
+  AttentionGeometry g;
+  g.batch = qkv.dim(0) * qkv.dim(3);
+  g.L = g.S = qkv.dim(1);
+  g.E = g.Ev = qkv.dim(4);
+  attention_attrs(attrs, in.has(mask_slot), g);
+  if (in.has(mask_slot)) {
+    const int64_t lead[2] = {qkv.dim(0), qkv.dim(3)};
+    attention_mask(in(mask_slot), qkv, lead, 2, g);
+  }
+  return g;
+}
+
+// Fails unless t is qkv's dtype with the shape of qkv's dimensions `axes` (-1 ends them).
+inline void expect_packed_shape(const Tensor& t, const Tensor& qkv, const int32_t (&axes)[6],
+                                const char* what, const char* form) {
+  expect_same_dtype(qkv, t, what);
+  int32_t n = 0;
+  while (n < 6 && axes[n] >= 0) ++n;
+  bool ok = t.ndim() == n;
+  for (int32_t k = 0; ok && k < n; ++k) ok = t.dim(k) == qkv.dim(axes[k]);
+  if (!ok)
+    fail("%s %s must be %s of qkv %s", what, t.describe().c_str(), form,
+         qkv.describe().c_str());
+}
+
+constexpr int32_t kPackedOut[6] = {0, 1, 3, 4, -1}, kPackedLse[6] = {0, 3, 1, -1};
+constexpr int32_t kPackedQkv[6] = {0, 1, 2, 3, 4, -1};
+
+// packed_attention: (qkv, attn_mask?) -> (out, logsumexp, rng_state?).
+inline AttentionGeometry check_packed_attention(const Attrs& attrs, const Slots& in,
+                                                const Slots& out) {
+  const AttentionGeometry g = packed_attention_geometry(attrs, in, kPackedMaskSlot);
+  expect_packed_shape(out(0), in(0), kPackedOut, "out", "[B, L, H, E]");
+  expect_packed_shape(out(1), in(0), kPackedLse, "logsumexp", "[B, H, L]");
+  expect_rng_state(g, out, kAttentionStateSlot);
+  return g;
+}
+
+// packed_attention_grad: (qkv, out, logsumexp, out_grad, attn_mask?, rng_state?) ->
+// (qkv_grad).
+inline AttentionGeometry check_packed_attention_grad(const Attrs& attrs, const Slots& in,
+                                                     const Slots& out) {
+  const AttentionGeometry g = packed_attention_geometry(attrs, in, kPackedGradMaskSlot);
+  const Tensor qkv = in(0);
+  expect_packed_shape(in(1), qkv, kPackedOut, "out", "[B, L, H, E]");
+  expect_packed_shape(in(2), qkv, kPackedLse, "logsumexp", "[B, H, L]");
+  expect_packed_shape(in(3), qkv, kPackedOut, "out_grad", "[B, L, H, E]");
+  expect_rng_state(g, in, kPackedGradStateSlot);
+  expect_packed_shape(out(0), qkv, kPackedQkv, "qkv_grad", "the shape");
   return g;
 }
 

@@ -1,6 +1,8 @@
 // scaled_dot_product_attention and its gradient on the CPU, fused and blocked (FlashAttention-2's
 // order of work): no [L, S] matrix is ever held, only one [128, 256] tile of scores per thread.
 // Geometry, checks and the masked score are attention.hpp's (shared with the CUDA kernels).
+// packed_attention and its gradient are the same kernels on q, k and v where qkv [B, L, 3, H, E]
+// holds them, their rows strided (Rows, below).
 //
 // Forward, per (batch, tile of 128 queries), one task each: for each tile of 256 keys, scores =
 // q k^T (an OpenBLAS GEMM), scaled and masked; an online softmax keeps each row's running max m
@@ -17,10 +19,12 @@
 // belong to one task; q_grad is summed over the shares, which write partial sums of their own
 // when there are fewer batches than threads.
 //
-// Memory contract: every tensor is C-contiguous and checked in prepare; each thread works in its
-// tiles (128 KB in float32 forward, 256 KB backward: within a core's L2); the backward's partial
-// q_grad sums (threads / batch copies of q_grad at most) exist only when batch < threads. Tiles, D
-// and the partial sums lie in the kernel's workspace. Float32 row loops run attention_avx2.cpp on
+// Memory contract: every tensor is C-contiguous and checked in prepare (packed_attention's q, k,
+// v and out, and their gradients, are rows of qkv, out and qkv_grad, whose shapes prepare
+// checks); each thread works in its tiles (128 KB in float32 forward, 256 KB backward: within a
+// core's L2); the backward's partial q_grad sums (threads / batch contiguous copies of q_grad at
+// most) exist only when batch < threads. Tiles, D and the partial sums lie in the kernel's
+// workspace. Float32 row loops run attention_avx2.cpp on
 // CPUs with AVX2 and FMA. OpenBLAS runs one thread inside each of ours.
 #include <algorithm>
 #include <cmath>
@@ -89,25 +93,64 @@ class RowDraws {
   float u_[4 * kBlocks];
 };
 
+// Where an operand's rows lie: those of batch entry b (of batch * heads) begin at entry(b) and
+// are `row` apart. scaled_dot_product_attention's operands are C-contiguous [..., rows, cols];
+// packed_attention's are views of qkv [B, L, 3, H, E] and out [B, L, H, E] (attention.hpp).
+struct Rows {
+  int64_t heads = 1, outer = 0, inner = 0, row = 0, offset = 0;
+  int64_t entry(int64_t b) const { return offset + b / heads * outer + b % heads * inner; }
+};
+
+// The rows of q, k, v and out; their gradients' lie as they do.
+struct Layout {
+  Rows q, k, v, out;
+};
+
+// scaled_dot_product_attention's: each operand contiguous.
+inline Layout contiguous_layout(const AttentionGeometry& g) {
+  auto rows = [](int64_t n, int64_t cols) { return Rows{1, n * cols, 0, cols, 0}; };
+  return {rows(g.L, g.E), rows(g.S, g.E), rows(g.S, g.Ev), rows(g.L, g.Ev)};
+}
+
+// packed_attention's: heads H of qkv [B, L, 3, H, E] and out [B, L, H, E].
+inline Layout packed_layout(const AttentionGeometry& g, int64_t heads) {
+  const int64_t width = heads * g.E;  // (E == Ev, L == S)
+  const Rows q{heads, g.L * 3 * width, g.E, 3 * width, 0};
+  Rows k = q, v = q;
+  k.offset = width, v.offset = 2 * width;
+  return {q, k, v, Rows{heads, g.L * width, g.E, width, 0}};
+}
+
+// The inputs q, k, v (the same tensor, qkv, when packed) and the mask (null: none).
+template <class T> struct Operands {
+  const T *q, *k, *v;
+  const void* mask;
+};
+
 // The tensors of one batch entry (b of batch * heads), and what its tiles share.
 template <class T> struct Batch {
   const AttentionGeometry& g;
   const T *q, *k, *v;
-  const void* mask;   // at the batch's first element, or null
-  const Random* rng;  // the dropout's stream, or null: no dropout
+  int64_t qr, kr, vr;  // their rows' distances
+  const void* mask;    // at the batch's first element, or null
+  const Random* rng;   // the dropout's stream, or null: no dropout
   int64_t b;
 
-  Batch(const AttentionGeometry& geo, const Slots& in, int32_t mask_slot, int64_t b,
+  Batch(const AttentionGeometry& geo, const Layout& lay, const Operands<T>& in, int64_t b,
         const Random* stream)
       : g(geo),
-        q(in(0).data<T>() + b * geo.L * geo.E),
-        k(in(1).data<T>() + b * geo.S * geo.E),
-        v(in(2).data<T>() + b * geo.S * geo.Ev),
+        q(in.q + lay.q.entry(b)),
+        k(in.k + lay.k.entry(b)),
+        v(in.v + lay.v.entry(b)),
+        qr(lay.q.row),
+        kr(lay.k.row),
+        vr(lay.v.row),
         mask(nullptr),
         rng(stream),
         b(b) {
-    if (geo.mask == MaskKind::kBool) mask = in(mask_slot).data<uint8_t>() + geo.mask_offset(b);
-    if (geo.mask == MaskKind::kFloat) mask = in(mask_slot).data<T>() + geo.mask_offset(b);
+    if (geo.mask == MaskKind::kBool)
+      mask = static_cast<const uint8_t*>(in.mask) + geo.mask_offset(b);
+    if (geo.mask == MaskKind::kFloat) mask = static_cast<const T*>(in.mask) + geo.mask_offset(b);
   }
 
   // Whether a tile of queries [i0, i0 + rows) and keys [j0, j0 + cols) has plain scores: no
@@ -120,8 +163,8 @@ template <class T> struct Batch {
 
   // scores[rows, cols] = q[i0:] k[j0:]^T (dot products, unscaled).
   void dots(int64_t i0, int64_t rows, int64_t j0, int64_t cols, T* scores) const {
-    gemm<T>(false, true, rows, cols, g.E, T(1), q + i0 * g.E, g.E, k + j0 * g.E, g.E, T(0),
-            scores, cols);
+    gemm<T>(false, true, rows, cols, g.E, T(1), q + i0 * qr, qr, k + j0 * kr, kr, T(0), scores,
+            cols);
   }
 
   // One row of dot products as scores (scaled, masked); returns their max.
@@ -210,12 +253,13 @@ void online_softmax_row(ForwardTile<T>& w, T* row, int64_t cols, int64_t r, T ro
   w.m[r] = m_new;
 }
 
-// out and logsumexp of queries [i0, i0 + rows) of one batch entry.
+// out (rows `ldo` apart) and logsumexp of queries [i0, i0 + rows) of one batch entry.
 template <class T>
-void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, T* lse, ForwardTile<T>& w) {
+void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, int64_t ldo, T* lse,
+                  ForwardTile<T>& w) {
   const AttentionGeometry& g = bt.g;
-  T* o = out + i0 * g.Ev;
-  std::fill_n(o, rows * g.Ev, T(0));
+  T* o = out + i0 * ldo;
+  for (int64_t r = 0; r < rows; ++r) std::fill_n(o + r * ldo, g.Ev, T(0));
   std::fill_n(w.m, rows, kNegInf<T>);
   std::fill_n(w.l, rows, T(0));
   const int64_t key_end = bt.key_end(i0 + rows);
@@ -227,16 +271,16 @@ void forward_tile(const Batch<T>& bt, int64_t i0, int64_t rows, T* out, T* lse, 
     for (int64_t r = 0; r < rows; ++r) {
       T* row = scores + r * cols;
       const T row_max = bt.score_row(row, cols, i0 + r, j0, plain);
-      online_softmax_row(w, row, cols, r, row_max, o + r * g.Ev, g.Ev);
+      online_softmax_row(w, row, cols, r, row_max, o + r * ldo, g.Ev);
       if (bt.rng != nullptr) bt.drop_row(row, cols, i0 + r, j0, w.draws);
     }
-    gemm<T>(false, false, rows, g.Ev, cols, T(1), scores, cols, bt.v + j0 * g.Ev, g.Ev, T(1), o,
-            g.Ev);
+    gemm<T>(false, false, rows, g.Ev, cols, T(1), scores, cols, bt.v + j0 * bt.vr, bt.vr, T(1), o,
+            ldo);
   }
   for (int64_t r = 0; r < rows; ++r) {
     const bool any = w.l[r] > T(0);
     const T inv = any ? T(1) / w.l[r] : T(0);
-    for (int64_t c = 0; c < g.Ev; ++c) o[r * g.Ev + c] *= inv;
+    for (int64_t c = 0; c < g.Ev; ++c) o[r * ldo + c] *= inv;
     lse[i0 + r] = any ? w.m[r] + std::log(w.l[r]) : kNegInf<T>;
   }
 }
@@ -248,17 +292,18 @@ inline size_t forward_workspace(int32_t dtype, int32_t threads) {
   return tile * static_cast<size_t>(threads);
 }
 
-// rng (null: no dropout) is the dropout's stream; ws the forward's workspace.
+// out and logsumexp (out's slots 0 and 1); rng (null: no dropout) is the dropout's stream, ws
+// the forward's workspace.
 template <class T>
-void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots& out,
-                       const Random* rng, char* ws, int32_t threads) {
+void attention_forward(const AttentionGeometry& g, const Layout& lay, const Operands<T>& in,
+                       const Slots& out, const Random* rng, char* ws, int32_t threads) {
   const int64_t tiles = (g.L + kQueryTile - 1) / kQueryTile;
   T* o = out(0).data<T>();
   T* lse = out(1).data<T>();
   if (featureless(g)) {  // out has no column: each row's logsumexp, its keys not walked
     parallel_rows(g.batch * g.L, threads, kGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t row = lo; row < hi; ++row) {
-        const Batch<T> bt(g, in, kAttentionMaskSlot, row / g.L, nullptr);
+        const Batch<T> bt(g, lay, in, row / g.L, nullptr);
         lse[row] = uniform_logsumexp<T>(g, bt.mask, row % g.L);
       }
     });
@@ -269,8 +314,8 @@ void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots&
     ForwardTile<T> w(thread_slot(ws, ForwardTile<T>::kBytes));
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t b = task / tiles, i0 = task % tiles * kQueryTile;
-      forward_tile(Batch<T>(g, in, kAttentionMaskSlot, b, rng), i0,
-                   std::min(kQueryTile, g.L - i0), o + b * g.L * g.Ev, lse + b * g.L, w);
+      forward_tile(Batch<T>(g, lay, in, b, rng), i0, std::min(kQueryTile, g.L - i0),
+                   o + lay.out.entry(b), lay.out.row, lse + b * g.L, w);
     }
   });
 }
@@ -280,8 +325,11 @@ void attention_forward(const AttentionGeometry& g, const Slots& in, const Slots&
 // Where one task of the backward writes: its batch entry's gradients (null: not wanted), and
 // the rows of D = rowsum(out_grad * out).
 template <class T> struct GradTargets {
-  T *dq, *dk, *dv;
-  const T *dout, *lse, *D;
+  T *dq, *dk, *dv;        // at the batch entry (null: not wanted)
+  int64_t dqr, dkr, dvr;  // their rows' distances
+  const T* dout;
+  int64_t doutr;
+  const T *lse, *D;
 };
 
 // The per-thread tiles of the backward: probabilities (then dS; with dropout P Z) and dP (with
@@ -306,24 +354,24 @@ void backward_pair(const Batch<T>& bt, const GradTargets<T>& t, int64_t i0, int6
   bt.dots(i0, rows, j0, cols, p);
   for (int64_t r = 0; r < rows; ++r)
     bt.probability_row(p + r * cols, cols, i0 + r, j0, plain, t.lse[i0 + r]);
-  const T* dout = t.dout + i0 * g.Ev;
+  const T* dout = t.dout + i0 * t.doutr;
+  const T* v = bt.v + j0 * bt.vr;
   const bool wants_ds = t.dq != nullptr || t.dk != nullptr;
   T* ds = p;  // dS is written over P; with dropout, which reads P after dP, over dP
   if (bt.rng != nullptr) {  // p = P Z, dp = dS
     if (wants_ds)
-      gemm<T>(false, true, rows, cols, g.Ev, T(1), dout, g.Ev, bt.v + j0 * g.Ev, g.Ev, T(0), dp,
-              cols);
+      gemm<T>(false, true, rows, cols, g.Ev, T(1), dout, t.doutr, v, bt.vr, T(0), dp, cols);
     for (int64_t r = 0; r < rows; ++r)
       bt.drop_grad_row(p + r * cols, dp + r * cols, cols, i0 + r, j0, t.D[i0 + r], wants_ds,
                        w.draws);
     ds = dp;
   }
   if (t.dv != nullptr)
-    gemm<T>(true, false, cols, g.Ev, rows, T(1), p, cols, dout, g.Ev, T(1), t.dv + j0 * g.Ev, g.Ev);
+    gemm<T>(true, false, cols, g.Ev, rows, T(1), p, cols, dout, t.doutr, T(1), t.dv + j0 * t.dvr,
+            t.dvr);
   if (!wants_ds) return;
   if (bt.rng == nullptr) {
-    gemm<T>(false, true, rows, cols, g.Ev, T(1), dout, g.Ev, bt.v + j0 * g.Ev, g.Ev, T(0), dp,
-            cols);
+    gemm<T>(false, true, rows, cols, g.Ev, T(1), dout, t.doutr, v, bt.vr, T(0), dp, cols);
     for (int64_t r = 0; r < rows; ++r) {  // dS = P (dP - D), into p
       const T d = t.D[i0 + r];
       T *pr = p + r * cols, *dpr = dp + r * cols;
@@ -331,11 +379,11 @@ void backward_pair(const Batch<T>& bt, const GradTargets<T>& t, int64_t i0, int6
     }
   }
   if (t.dk != nullptr)
-    gemm<T>(true, false, cols, g.E, rows, scale, ds, cols, bt.q + i0 * g.E, g.E, T(1),
-            t.dk + j0 * g.E, g.E);
+    gemm<T>(true, false, cols, g.E, rows, scale, ds, cols, bt.q + i0 * bt.qr, bt.qr, T(1),
+            t.dk + j0 * t.dkr, t.dkr);
   if (t.dq != nullptr)
-    gemm<T>(false, false, rows, g.E, cols, scale, ds, cols, bt.k + j0 * g.E, g.E, T(1),
-            t.dq + i0 * g.E, g.E);
+    gemm<T>(false, false, rows, g.E, cols, scale, ds, cols, bt.k + j0 * bt.kr, bt.kr, T(1),
+            t.dq + i0 * t.dqr, t.dqr);
 }
 
 // The gradients' contributions of key tiles [tile_lo, tile_hi) of one batch entry.
@@ -352,15 +400,17 @@ void backward_keys(const Batch<T>& bt, const GradTargets<T>& t, int64_t tile_lo,
   }
 }
 
-// D[row] = sum(out_grad * out) over each of the batch * L rows.
+// D[row] = sum(out_grad * out) over each of the batch * L rows (out's and out_grad's rows
+// lie as `rows` says).
 template <class T>
-void rowsum_dout_out(const AttentionGeometry& g, const T* dout, const T* o, T* D,
-                     int32_t threads) {
+void rowsum_dout_out(const AttentionGeometry& g, const Rows& rows, const T* dout, const T* o,
+                     T* D, int32_t threads) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(g.Ev, 1));
   parallel_rows(g.batch * g.L, threads, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
+      const int64_t at = rows.entry(r / g.L) + r % g.L * rows.row;
       double acc = 0;
-      for (int64_t c = 0; c < g.Ev; ++c) acc += double(dout[r * g.Ev + c]) * o[r * g.Ev + c];
+      for (int64_t c = 0; c < g.Ev; ++c) acc += double(dout[at + c]) * o[at + c];
       D[r] = static_cast<T>(acc);
     }
   });
@@ -375,8 +425,9 @@ template <class T> T* zeroed(const Slots& out, int32_t slot, int64_t n) {
 }
 
 // How the backward splits its work: shares of the key tiles per batch entry, enough tasks for
-// every thread; with several, each share but the first sums its q_grad into a copy of its own
-// (`partial`), added up after. Its workspace: D, the partial q_grads, a BackwardTile per thread.
+// every thread; with several, each share but the first sums its q_grad into a contiguous copy
+// of its own (`partial`), added up after. Its workspace: D, the partial q_grads, a BackwardTile
+// per thread.
 struct BackwardPlan {
   BackwardPlan(const AttentionGeometry& g, int32_t dtype, int32_t threads) {
     const int64_t key_tiles = (g.S + kKeyTile - 1) / kKeyTile;
@@ -394,20 +445,25 @@ struct BackwardPlan {
   size_t d_bytes = 0, partial_bytes = 0, tile_bytes = 0, workspace = 0;
 };
 
-// rng (null: no dropout) is the forward's dropout stream; ws the backward's workspace.
+// The gradients' bases (null: not wanted; the layout's offsets not applied), zeroed.
+template <class T> struct Gradients {
+  T *dq, *dk, *dv;
+};
+
+// The gradients, from the forward's out and logsumexp and from out_grad. rng (null: no
+// dropout) is the forward's dropout stream; ws the backward's workspace.
 template <class T>
-void attention_backward(const AttentionGeometry& g, const BackwardPlan& plan, const Slots& in,
-                        const Slots& out, const Random* rng, char* ws, int32_t threads) {
-  T* dq = zeroed<T>(out, 0, g.batch * g.L * g.E);
-  T* dk = zeroed<T>(out, 1, g.batch * g.S * g.E);
-  T* dv = zeroed<T>(out, 2, g.batch * g.S * g.Ev);
+void attention_backward(const AttentionGeometry& g, const Layout& lay, const BackwardPlan& plan,
+                        const Operands<T>& in, const T* o, const T* lse, const T* dout,
+                        const Gradients<T>& grads, const Random* rng, char* ws,
+                        int32_t threads) {
+  T *dq = grads.dq, *dk = grads.dk, *dv = grads.dv;
   // No gradient of an element to compute, no task: the tasks go by batch entry and walk the
   // pairs of queries and keys, which tensors of no element may still count 2^40 of
   // ([2^40, 0, E], [..., 2^40, 0]: the op runs for rng_state's sake).
   if (dq == nullptr && dk == nullptr && dv == nullptr) return;
-  const T *o = in(3).data<T>(), *lse = in(4).data<T>(), *dout = in(5).data<T>();
   T* D = reinterpret_cast<T*>(ws);
-  rowsum_dout_out(g, dout, o, D, threads);
+  rowsum_dout_out(g, lay.out, dout, o, D, threads);
   const int64_t key_tiles = (g.S + kKeyTile - 1) / kKeyTile;
   const int64_t shares = plan.shares;
   const int64_t q_size = g.batch * g.L * g.E;
@@ -419,32 +475,102 @@ void attention_backward(const AttentionGeometry& g, const BackwardPlan& plan, co
     BackwardTile<T> w(thread_slot(tiles, plan.tile_bytes));
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t b = task / shares, share = task % shares;
-      T* dq_share = dq == nullptr ? nullptr
-                    : share == 0    ? dq
-                                    : partial + (share - 1) * q_size;
-      const GradTargets<T> t{dq_share == nullptr ? nullptr : dq_share + b * g.L * g.E,
-                             dk == nullptr ? nullptr : dk + b * g.S * g.E,
-                             dv == nullptr ? nullptr : dv + b * g.S * g.Ev,
-                             dout + b * g.L * g.Ev, lse + b * g.L, D + b * g.L};
-      backward_keys(Batch<T>(g, in, kAttentionGradMaskSlot, b, rng), t,
-                    key_tiles * share / shares, key_tiles * (share + 1) / shares, w);
+      T* dq_entry = dq == nullptr ? nullptr
+                    : share == 0  ? dq + lay.q.entry(b)
+                                  : partial + (share - 1) * q_size + b * g.L * g.E;
+      const GradTargets<T> t{dq_entry,
+                             dk == nullptr ? nullptr : dk + lay.k.entry(b),
+                             dv == nullptr ? nullptr : dv + lay.v.entry(b),
+                             share == 0 ? lay.q.row : g.E,
+                             lay.k.row,
+                             lay.v.row,
+                             dout + lay.out.entry(b),
+                             lay.out.row,
+                             lse + b * g.L,
+                             D + b * g.L};
+      backward_keys(Batch<T>(g, lay, in, b, rng), t, key_tiles * share / shares,
+                    key_tiles * (share + 1) / shares, w);
     }
   });
   if (!partial) return;
-  parallel_for(q_size, threads, kGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t s = 0; s + 1 < shares; ++s)
-      for (int64_t e = lo; e < hi; ++e) dq[e] += partial[s * q_size + e];
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(g.E, 1));
+  parallel_rows(g.batch * g.L, threads, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      T* row = dq + lay.q.entry(r / g.L) + r % g.L * lay.q.row;
+      for (int64_t s = 0; s + 1 < shares; ++s) {
+        const T* part = partial + s * q_size + r * g.E;
+        for (int64_t e = 0; e < g.E; ++e) row[e] += part[e];
+      }
+    }
   });
 }
 
 // -- the kernels -----------------------------------------------------------------------------
 
-class Attention {
+// The mask (slot `slot` of `in`, where g has one), or null.
+template <class T> const void* mask_of(const AttentionGeometry& g, const Slots& in, int32_t slot) {
+  if (g.mask == MaskKind::kBool) return in(slot).data<uint8_t>();
+  if (g.mask == MaskKind::kFloat) return in(slot).data<T>();
+  return nullptr;
+}
+
+// What the two ops differ in. scaled_dot_product_attention: q, k, v (slots 0-2), each
+// contiguous, and a gradient of each.
+struct Separate {
+  static constexpr pc::Signature forward{"111?", "11?"}, backward{"111111??", "???"};
+  // The mask's slots; the gradient's out, logsumexp and out_grad are its inputs kOut to kOut + 2.
+  static constexpr int32_t kMask = kAttentionMaskSlot, kGradMask = kAttentionGradMaskSlot,
+                           kGradState = kAttentionGradStateSlot, kOut = 3;
+  static AttentionGeometry check(const Attrs& a, const Slots& in, const Slots& out) {
+    return check_attention(a, in, out);
+  }
+  static AttentionGeometry check_grad(const Attrs& a, const Slots& in, const Slots& out) {
+    return check_attention_grad(a, in, out);
+  }
+  static Layout layout(const AttentionGeometry& g, const Slots&) { return contiguous_layout(g); }
+  template <class T>
+  static Operands<T> operands(const AttentionGeometry& g, const Slots& in, int32_t mask_slot) {
+    return {in(0).data<T>(), in(1).data<T>(), in(2).data<T>(), mask_of<T>(g, in, mask_slot)};
+  }
+  template <class T> static Gradients<T> gradients(const AttentionGeometry& g, const Slots& out) {
+    return {zeroed<T>(out, 0, g.batch * g.L * g.E), zeroed<T>(out, 1, g.batch * g.S * g.E),
+            zeroed<T>(out, 2, g.batch * g.S * g.Ev)};
+  }
+};
+
+// packed_attention: qkv [B, L, 3, H, E] (slot 0) holds q, k and v; qkv_grad all three
+// gradients.
+struct Packed {
+  static constexpr pc::Signature forward{"1?", "11?"}, backward{"1111??", "1"};
+  static constexpr int32_t kMask = kPackedMaskSlot, kGradMask = kPackedGradMaskSlot,
+                           kGradState = kPackedGradStateSlot, kOut = 1;
+  static AttentionGeometry check(const Attrs& a, const Slots& in, const Slots& out) {
+    return check_packed_attention(a, in, out);
+  }
+  static AttentionGeometry check_grad(const Attrs& a, const Slots& in, const Slots& out) {
+    return check_packed_attention_grad(a, in, out);
+  }
+  static Layout layout(const AttentionGeometry& g, const Slots& in) {
+    return packed_layout(g, in(0).dim(3));
+  }
+  template <class T>
+  static Operands<T> operands(const AttentionGeometry& g, const Slots& in, int32_t mask_slot) {
+    const T* qkv = in(0).data<T>();
+    return {qkv, qkv, qkv, mask_of<T>(g, in, mask_slot)};
+  }
+  template <class T> static Gradients<T> gradients(const AttentionGeometry& g, const Slots& out) {
+    T* d = zeroed<T>(out, 0, g.batch * g.L * 3 * g.E);
+    return {d, d, d};
+  }
+};
+
+template <class Form> class Attention {
  public:
-  static constexpr pc::Signature signature{"111?", "11?"};
+  static constexpr pc::Signature signature = Form::forward;
   using DTypes = Floats;
   Attention(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : g_(check_attention(attrs, in, out)),
+      : g_(Form::check(attrs, in, out)),
+        layout_(Form::layout(g_, in)),
         seed_(attrs.l("seed")),
         ws_(ctx, forward_workspace(in(0).dtype(), ctx.num_threads())) {}
 
@@ -456,37 +582,45 @@ class Attention {
       state[1] = static_cast<int64_t>(rng.run());
     }
     dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
-      attention_forward<decltype(t)>(g_, in, out, g_.drops ? &rng : nullptr, ws_.data(ctx),
-                                     ctx.num_threads());
+      using T = decltype(t);
+      attention_forward<T>(g_, layout_, Form::template operands<T>(g_, in, Form::kMask), out,
+                           g_.drops ? &rng : nullptr, ws_.data(ctx), ctx.num_threads());
     });
   }
 
  private:
   AttentionGeometry g_;
+  Layout layout_;
   int64_t seed_;
   pc::Workspace ws_;
 };
 
-class AttentionGrad {
+template <class Form> class AttentionGrad {
  public:
-  static constexpr pc::Signature signature{"111111??", "???"};
+  static constexpr pc::Signature signature = Form::backward;
   using DTypes = Floats;
   AttentionGrad(const Attrs& attrs, const Slots& in, const Slots& out, const Context& ctx)
-      : g_(check_attention_grad(attrs, in, out)),
+      : g_(Form::check_grad(attrs, in, out)),
+        layout_(Form::layout(g_, in)),
         plan_(g_, in(0).dtype(), ctx.num_threads()),
         ws_(ctx, plan_.workspace) {}
 
   void run(const Slots& in, const Slots& out, const Context& ctx) const {
-    const Random rng = g_.drops ? attention_stream(in(kAttentionGradStateSlot).data<int64_t>())
+    const Random rng = g_.drops ? attention_stream(in(Form::kGradState).template data<int64_t>())
                                 : Random(uint64_t{0}, uint64_t{0});
     dispatch(in(0).dtype(), DTypes{}, [&](auto t) {
-      attention_backward<decltype(t)>(g_, plan_, in, out, g_.drops ? &rng : nullptr,
-                                      ws_.data(ctx), ctx.num_threads());
+      using T = decltype(t);
+      const int32_t o = Form::kOut;
+      attention_backward<T>(g_, layout_, plan_, Form::template operands<T>(g_, in, Form::kGradMask),
+                            in(o).data<T>(), in(o + 1).data<T>(), in(o + 2).data<T>(),
+                            Form::template gradients<T>(g_, out), g_.drops ? &rng : nullptr,
+                            ws_.data(ctx), ctx.num_threads());
     });
   }
 
  private:
   AttentionGeometry g_;
+  Layout layout_;
   BackwardPlan plan_;
   pc::Workspace ws_;
 };
@@ -494,7 +628,9 @@ class AttentionGrad {
 }  // namespace
 
 PADDLE_CORE_REGISTER_KERNELS(
-    pc::kernel<Attention>("scaled_dot_product_attention"),
-    pc::kernel<AttentionGrad>("scaled_dot_product_attention_grad"));
+    pc::kernel<Attention<Separate>>("scaled_dot_product_attention"),
+    pc::kernel<AttentionGrad<Separate>>("scaled_dot_product_attention_grad"),
+    pc::kernel<Attention<Packed>>("packed_attention"),
+    pc::kernel<AttentionGrad<Packed>>("packed_attention_grad"));
 
 }  // namespace paddle_ops_nn

@@ -259,6 +259,22 @@ def test_insert_op_places_the_op_and_rewrite_op_rebinds_one_in_place(program):
         other.rewrite_op(last)
 
 
+def test_rewrite_op_with_a_new_type_takes_only_what_is_given(program):
+    """A fused op in the place, role and identity of the op it replaces: nothing of the old
+    type's slots or attrs carries over."""
+    block = program.global_block()
+    x = pc.data("x", [2, 3])
+    first = block.append_op("toy_relu", inputs={"x": x}, outputs={"out": "r"})
+    scale = block.append_op("toy_scale", {"x": "r"}, {"out": "y"}, {"scale": 3.0})
+    same = block.rewrite_op(scale, {"x": x}, {"out": "y"}, new_type="toy_relu")
+    assert same is scale and block.ops == [first, scale] and scale.role == "forward"
+    assert (scale.type, scale.inputs, scale.outputs) == ("toy_relu", {"x": ["x"]}, {"out": ["y"]})
+    assert "scale" not in scale.attrs and block.var("y").op is scale
+    with pytest.raises(pc.OpInputError, match="toy_scale"):  # x is not given: it is missing
+        block.rewrite_op(scale, outputs={"out": "y"}, new_type="toy_scale")
+    assert scale.type == "toy_relu"  # unchanged
+
+
 def test_append_op_into_given_outputs(program):
     block = program.global_block()
     x = pc.data("x", [2, 6])

@@ -81,6 +81,7 @@ LISTED = {
         {"q": ("float32", [2, 3, 4]), "k": ("float32", [2, 5, 4]), "v": ("float32", [2, 5, 3])},
         {"is_causal": True},
     ),
+    "packed_attention": ({"qkv": ("float32", [2, 3, 3, 2, 4])}, {"is_causal": True}),
 }
 UNARY = ({"x": F4}, {})  # the case of an op of one input x and no required attr
 

@@ -90,12 +90,13 @@ def test_an_add_that_is_not_a_rows_bias_is_not_fused(shape):
     np.testing.assert_allclose(got, feed["x"] @ feed["w"] + feed["b"], rtol=1e-5, atol=1e-6)
 
 
-def mlp():
-    """Two linear layers (relu between) trained by SGD, and a startup program."""
+def mlp(dropout=0.0):
+    """Two linear layers (relu and dropout between) trained by SGD, and a startup program."""
     main, startup = pc.Program(), pc.Program()
+    main.random_seed = 5
     with pc.program_guard(main, startup):
         x = pc.layers.data("x", [6])
-        h = pc.ops.relu(pc.layers.linear(x, 5))
+        h = pc.layers.dropout(pc.ops.relu(pc.layers.linear(x, 5)), dropout)
         loss = pc.ops.mean(pc.ops.square(pc.layers.linear(h, 3)))
         pc.optimizer.SGD(0.1).minimize(loss)
     return main, startup, loss
@@ -112,8 +113,10 @@ def train(main, startup, loss, steps=3):
     return losses, params, exe.prepare(main, feed, [loss])
 
 
-def test_a_training_programs_linear_layers_take_their_biases_and_train_alike(without):
-    main, startup, loss = mlp()
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+def test_a_training_programs_linear_layers_take_their_biases_and_train_alike(dropout, without):
+    """With dropout too: the ops the pass removes do not move the dropout's random numbers."""
+    main, startup, loss = mlp(dropout)
     losses, params, plan = train(main, startup, loss)
     biased = [s.op for s in plan.steps if s.op.type == "matmul" and s.op.input("bias")]
     assert len(biased) == 2

@@ -39,8 +39,9 @@ built = pytest.mark.skipif(
 # The ops with no CUDA kernel, and why: reorder_layout converts to and from oneDNN's blocked
 # layout, which only the layout pass of CPU plans makes (paddle_ops_nn/layout.py); a CUDA plan
 # keeps its tensors NCHW and never holds one. fingerprint is the filter cache pass's, which
-# runs for oneDNN's convolutions (filter_cache.py).
-CPU_ONLY = {"reorder_layout", "fingerprint"}
+# runs for oneDNN's convolutions (filter_cache.py). packed_attention and its gradient are the
+# attention_packing pass's, which rewrites CPU plans only (attention_packing.py).
+CPU_ONLY = {"reorder_layout", "fingerprint", "packed_attention", "packed_attention_grad"}
 
 
 def test_every_nn_op_but_the_cpu_only_ones_has_cuda_kernels():

@@ -1,7 +1,9 @@
-"""Shape and grad rules of scaled_dot_product_attention (kernels: src/attention_cpu.cpp).
+"""Shape and grad rules of scaled_dot_product_attention and packed_attention (kernels:
+src/attention_cpu.cpp).
 
 q ``[..., L, E]``, k ``[..., S, E]`` and v ``[..., S, Ev]`` share their leading dimensions; the
-mask broadcasts to ``[..., L, S]`` by NumPy's rules. Everything is checked here, when the op is
+mask broadcasts to ``[..., L, S]`` by NumPy's rules. packed_attention's qkv ``[B, L, 3, H, E]``
+holds q, k and v of each head: its scores are ``[B, H, L, L]``. Everything is checked here, when the op is
 appended (and again on the fed shapes); the kernels check it once more at prepare time.
 Unknown dimensions (None) pass and are taken from whichever input knows them. With dropout
 (``dropout_p`` > 0 and not ``is_test``) the op also gives ``rng_state`` (int64 [2]), which its
@@ -52,15 +54,14 @@ def _qkv(ctx):
     return lead, q.shape[-2], S, v.shape[-1]
 
 
-def _mask(ctx, lead, L, S) -> None:
+def _mask(ctx, lead, L, S, dtype: str, of: str = "q") -> None:
     mask = ctx.input("attn_mask")
     if mask is None:
         return
     if ctx.attrs["is_causal"]:
         ctx.fail("is_causal=True and an attn_mask cannot be given together (as PyTorch)")
-    q = ctx.input("q")
-    if mask.dtype not in ("bool", q.dtype):
-        ctx.fail(f"attn_mask must be bool or q's dtype {q.dtype}, got {mask.dtype}")
+    if mask.dtype not in ("bool", dtype):
+        ctx.fail(f"attn_mask must be bool or {of}'s dtype {dtype}, got {mask.dtype}")
     target = (*lead, L, S)
     fits = mask.ndim <= len(target) and all(
         m is None or m == 1 or _same(m, t) for m, t in zip(reversed(mask.shape), reversed(target))
@@ -83,8 +84,8 @@ def attention_shape(ctx) -> None:
     """scaled_dot_product_attention: out [..., L, Ev], logsumexp [..., L] and, with dropout,
     rng_state int64 [2]."""
     lead, L, S, Ev = _qkv(ctx)
-    _mask(ctx, lead, L, S)
     dtype = ctx.input("q").dtype
+    _mask(ctx, lead, L, S, dtype)
     ctx.set_output("out", (*lead, L, Ev), dtype)
     ctx.set_output("logsumexp", (*lead, L), dtype)
     if attention_draws(ctx.attrs):
@@ -94,13 +95,18 @@ def attention_shape(ctx) -> None:
 def attention_grad_shape(ctx) -> None:
     """scaled_dot_product_attention_grad: each gradient like its input."""
     lead, L, S, Ev = _qkv(ctx)
-    _mask(ctx, lead, L, S)
     dtype = ctx.input("q").dtype
-    for slot, want in (
-        ("out", (*lead, L, Ev)),
-        ("out_grad", (*lead, L, Ev)),
-        ("logsumexp", (*lead, L)),
-    ):
+    _mask(ctx, lead, L, S, dtype)
+    _forward_results(ctx, dtype, (*lead, L, Ev), (*lead, L))
+    for slot in ("q", "k", "v"):
+        var = ctx.input(slot)
+        ctx.set_output(f"{slot}_grad", var.shape, dtype)
+
+
+def _forward_results(ctx, dtype: str, out, logsumexp) -> None:
+    """A gradient op's out, out_grad, logsumexp and rng_state checked against the shapes
+    the forward op gave."""
+    for slot, want in (("out", out), ("out_grad", out), ("logsumexp", logsumexp)):
         var = ctx.input(slot)
         if var.dtype != dtype or var.ndim != len(want) or not all(map(_same, var.shape, want)):
             ctx.fail(f"{slot} must be {dtype}{_fmt(want)}, got {var.dtype}{_fmt(var.shape)}")
@@ -114,9 +120,40 @@ def attention_grad_shape(ctx) -> None:
         state.dtype != "int64" or state.ndim != 1 or not _same(state.shape[0], 2)
     ):
         ctx.fail(f"rng_state must be int64[2], got {state.dtype}{_fmt(state.shape)}")
-    for slot in ("q", "k", "v"):
-        var = ctx.input(slot)
-        ctx.set_output(f"{slot}_grad", var.shape, dtype)
+
+
+def _packed(ctx):
+    """qkv checked; returns its (B, L, H, E)."""
+    qkv = ctx.input("qkv")
+    if qkv.dtype not in FLOATS:
+        ctx.fail(f"qkv must be float32 or float64, got {qkv.dtype} (cast it first)")
+    if qkv.ndim != 5 or not _same(qkv.shape[2], 3):
+        ctx.fail(
+            f"qkv must be [B, L, 3, H, E] (the queries, keys and values of H heads), got "
+            f"{_fmt(qkv.shape)}"
+        )
+    B, L, _, H, E = qkv.shape
+    _mask(ctx, (B, H), L, L, qkv.dtype, of="qkv")
+    return B, L, H, E
+
+
+def packed_attention_shape(ctx) -> None:
+    """packed_attention: out [B, L, H, E], logsumexp [B, H, L] and, with dropout, rng_state
+    int64 [2]."""
+    B, L, H, E = _packed(ctx)
+    dtype = ctx.input("qkv").dtype
+    ctx.set_output("out", (B, L, H, E), dtype)
+    ctx.set_output("logsumexp", (B, H, L), dtype)
+    if attention_draws(ctx.attrs):
+        ctx.set_output("rng_state", (2,), "int64")
+
+
+def packed_attention_grad_shape(ctx) -> None:
+    """packed_attention_grad: qkv_grad like qkv."""
+    B, L, H, E = _packed(ctx)
+    qkv = ctx.input("qkv")
+    _forward_results(ctx, qkv.dtype, (B, L, H, E), (B, H, L))
+    ctx.set_output("qkv_grad", qkv.shape, qkv.dtype)
 
 
 def attention_backward(ctx) -> None:
