@@ -15,9 +15,9 @@ Per configuration and thread count, medians of interleaved rounds:
   thread count, inter-op 1), and PyTorch's eager (eval, no_grad);
 - a training step, ours beside PyTorch's: softmax cross-entropy and SGD with momentum 0.9 for
   the image networks, the output's mean square and Adam for the encoder;
-- SETTLE untimed calls of the same library before each timed one, so that no library's call
-  shares its cores with the previous one's still-spinning threads or starts with its data
-  evicted from the caches;
+- timing.SETTLE untimed calls of the same library before each timed one, so that no library's
+  call shares its cores with the previous one's still-spinning threads or starts with its
+  data evicted from the caches;
 - the first training step's peak growth of resident memory, ours and PyTorch's each in a fresh
   process (bench_memory's measure), at the first thread count given.
 Targets (the performance issue's): inference in at most 0.9x ONNX Runtime's time, a training
@@ -61,13 +61,6 @@ TOLERANCE = 1e-3
 FALL_TOLERANCE = 0.1
 # What ours is held against, and the largest ratio ours / theirs the issue asks for.
 TARGETS = {"inference": ("ORT", 0.9), "training": ("PyTorch", 0.7), "memory": ("PyTorch", 1.5)}
-# Untimed calls of the same library before each timed one: the steady state of a loop of its
-# own calls, its data in the caches. ONNX Runtime's and PyTorch's thread pools spin for a while
-# after a call; timed straight after another library's call, a call shared its cores with those
-# threads (PyTorch's 2-thread encoder inference measured 1.5x its own 1-thread time, ours
-# 1.4x). A rest instead of these calls left every library's threads asleep and its cores idle,
-# 10-30% slower than in a loop of its own calls.
-SETTLE = 2
 MB = 1 << 20
 
 
@@ -254,7 +247,7 @@ def check_losses(name: str, ours: list[float], theirs: list[float]) -> None:
 def report(name: str, threads: int, what: str, calls: dict, rounds: int) -> dict[str, float]:
     """Time ``calls`` in interleaved rounds; print a row of milliseconds, ratios and target;
     return the milliseconds."""
-    timed = timing.interleaved(calls, rounds, settle=SETTLE, warmup_seconds=1.0)
+    timed = timing.interleaved(calls, rounds, settle=timing.SETTLE, warmup_seconds=1.0)
     ms = {who: t * 1e3 for who, t in timed.items()}
     ort_ms, torch_ms = ms.get("ORT", math.nan), ms["PyTorch"]
     ort = f"{ort_ms:9.2f}" if "ORT" in ms else f"{'-':>9}"

@@ -4,8 +4,9 @@ Each network is written in PyTorch (bench/networks.py: the ONNX model tests' def
 random weights), exported with torch.onnx.export (its TorchScript exporter), imported with
 pc.onnx.load and run by an Executor; ONNX Runtime runs the same file (default optimisations:
 batch norm folded, conv and activation fused, its CPU layouts) and PyTorch the module (eval,
-no_grad). One and two threads, medians of interleaved rounds. Also the import time of resnet18
-(target: under 1 s). bench_models.py runs the same networks built with our layers instead.
+no_grad). One and two threads, medians of interleaved rounds, each timed call after
+timing.SETTLE untimed ones of the same library (no library's call shares its cores with the
+threads another's left spinning). Also the import time of resnet18 (target: under 1 s). bench_models.py runs the same networks built with our layers instead.
 
     python bench/bench_onnx.py [--rounds 9] [--threads 1 2] [--models resnet18_224 ...]
     (pip install torch==2.13.0 onnxruntime; the speed targets against ONNX Runtime are the
@@ -62,7 +63,9 @@ def main() -> None:
                 calls = timed_calls(torch, ort, module, x, imported, path, threads)
                 ms = {
                     k: t * 1e3
-                    for k, t in timing.interleaved(calls, args.rounds, warmup_seconds=1.0).items()
+                    for k, t in timing.interleaved(
+                        calls, args.rounds, settle=timing.SETTLE, warmup_seconds=1.0
+                    ).items()
                 }
                 ort_ms = ms.get("ort", math.nan)
                 print(

@@ -17,6 +17,14 @@ from types import ModuleType
 
 Call = Callable[[], object]
 
+# Untimed calls of the same library before each timed one: the steady state of a loop of its
+# own calls, its data in the caches. ONNX Runtime's and PyTorch's thread pools spin for a while
+# after a call; timed straight after another library's call, a call shared its cores with those
+# threads (PyTorch's 2-thread encoder inference measured 1.5x its own 1-thread time, ours
+# 1.4x). A rest instead of these calls left every library's threads asleep and its cores idle,
+# 10-30% slower than in a loop of its own calls.
+SETTLE = 2  # (interleaved's settle where libraries that spin are compared)
+
 # What the helpers time with: the wall clock, or (use_cpu_time) the process's CPU time.
 clock = time.perf_counter
 
