@@ -9,6 +9,8 @@ planner on its private copy of a program:
   of it, in plans without gradients;
 - ``onednn_filter_cache`` (filter_cache.py): convolution filters converted once per change,
   not per run;
+- ``attention_fusion`` (attention_fusion.py): attention composed of matmuls and a softmax, as
+  ONNX models hold it, as one scaled_dot_product_attention;
 - ``attention_packing`` (attention_packing.py): a self-attention's attention reading q, k and
   v where the projection wrote them, without the split and transposes around it.
 
@@ -23,11 +25,25 @@ from typing import Any
 
 from paddle_core import ConfigError, hookimpl
 
-from . import attention_packing, batch_norm_folding, filter_cache, fusion, layout
+from . import (
+    attention_fusion,
+    attention_packing,
+    batch_norm_folding,
+    filter_cache,
+    fusion,
+    layout,
+)
 
 PASSES = {
     module.NAME: module
-    for module in (batch_norm_folding, layout, fusion, filter_cache, attention_packing)
+    for module in (
+        batch_norm_folding,
+        layout,
+        fusion,
+        filter_cache,
+        attention_fusion,
+        attention_packing,
+    )
 }
 _disabled: set[str] = set()
 
