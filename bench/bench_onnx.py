@@ -6,7 +6,8 @@ pc.onnx.load and run by an Executor; ONNX Runtime runs the same file (default op
 batch norm folded, conv and activation fused, its CPU layouts) and PyTorch the module (eval,
 no_grad). One and two threads, medians of interleaved rounds, each timed call after
 timing.SETTLE untimed ones of the same library (no library's call shares its cores with the
-threads another's left spinning). Also the import time of resnet18 (target: under 1 s). bench_models.py runs the same networks built with our layers instead.
+threads another's left spinning). Also the import time of resnet18 (target: under 1 s).
+bench_models.py runs the same networks built with our layers instead.
 
     python bench/bench_onnx.py [--rounds 9] [--threads 1 2] [--models resnet18_224 ...]
     (pip install torch==2.13.0 onnxruntime; the speed targets against ONNX Runtime are the

@@ -53,6 +53,13 @@ class Block:
             block = block.parent
         return None
 
+    def free_name(self, name: str) -> str:
+        """``name``, with underscores added until no variable this block sees has it: a name
+        for a value a program pass makes, after the one it stands for."""
+        while self.find_var(name) is not None:
+            name += "_"
+        return name
+
     def var(self, name: str) -> Variable:
         """Like ``find_var`` but raises ProgramError naming close matches."""
         var = self.find_var(name)

@@ -214,7 +214,7 @@ class _Fusion:
 
         def insert(type_: str, inputs: dict, attrs: dict | None = None) -> str:
             nonlocal at
-            out = self._name(f"{match.second.output('out')[0]}@{type_}")
+            out = self.block.free_name(f"{match.second.output('out')[0]}@{type_}")
             block.insert_op(at, type_, inputs, {"out": out}, attrs).role = role
             at += 1
             return out
@@ -236,15 +236,10 @@ class _Fusion:
         inputs = {"q": q, "k": k, "v": match.second.input("y")[0]}
         if match.mask is not None:
             inputs["attn_mask"] = match.mask
-        lse = self._name(f"{match.second.output('out')[0]}@logsumexp")
+        lse = self.block.free_name(f"{match.second.output('out')[0]}@logsumexp")
         outputs = {"out": match.second.output("out")[0], "logsumexp": lse}
         block.insert_op(
             at, "scaled_dot_product_attention", inputs, outputs, {"scale": 1.0}
         ).role = role
         for op in match.ops():
             block.remove_op(block.ops.index(op))
-
-    def _name(self, name: str) -> str:
-        while self.block.find_var(name) is not None:
-            name += "_"
-        return name

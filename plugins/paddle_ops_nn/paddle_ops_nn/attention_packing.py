@@ -224,7 +224,7 @@ class _Packing:
         block, attention = self.block, chain.attention
         heads, size = block.var(chain.reshapes[0].output("out")[0]).shape[2:]
         (projection,) = chain.split.input("x")
-        packed = self._name(f"{projection}@packed")
+        packed = self.block.free_name(f"{projection}@packed")
         block.insert_op(
             block.ops.index(attention),
             "reshape",
@@ -260,7 +260,7 @@ class _Packing:
         }
         if grad.input("rng_state"):
             (inputs["rng_state"],) = grad.input("rng_state")
-        packed_grad = self._name(f"{packed}@GRAD")
+        packed_grad = self.block.free_name(f"{packed}@GRAD")
         block.rewrite_op(
             grad,
             inputs,
@@ -277,8 +277,3 @@ class _Packing:
             {"out": projection_grad},
             {"shape": [0, 0, width]},
         ).role = grad.role
-
-    def _name(self, name: str) -> str:
-        while self.block.find_var(name) is not None:
-            name += "_"
-        return name

@@ -83,7 +83,7 @@ class _Folding:
 
         def op(type_: str, inputs: dict, **attrs: Any) -> str:
             nonlocal index, made
-            out = self._name(f"{norm.output('y')[0]}@fold{made}")
+            out = self.block.free_name(f"{norm.output('y')[0]}@fold{made}")
             block.insert_op(index, type_, inputs, {"out": out}, attrs).role = conv.role
             index, made = index + 1, made + 1
             return out
@@ -106,8 +106,3 @@ class _Folding:
             inputs={"filter": folded_filter, "bias": folded_bias},
             outputs={"out": norm.output("y")},
         )
-
-    def _name(self, name: str) -> str:
-        while self.block.find_var(name) is not None:
-            name += "_"
-        return name

@@ -267,10 +267,7 @@ class _Propagation:
     # -- building ------------------------------------------------------------------------
 
     def _name(self, name: str) -> str:
-        twin = f"{name}@nhwc" if self.b < 0 else f"{name}@nChw{self.b}c"
-        while self.block.find_var(twin) is not None:
-            twin += "_"
-        return twin
+        return self.block.free_name(f"{name}@nhwc" if self.b < 0 else f"{name}@nChw{self.b}c")
 
     def _new_twin(self, name: str) -> str:
         self.twin[name] = self._name(name)

@@ -24,8 +24,8 @@
 // checks); each thread works in its tiles (128 KB in float32 forward, 256 KB backward: within a
 // core's L2); the backward's partial q_grad sums (threads / batch contiguous copies of q_grad at
 // most) exist only when batch < threads. Tiles, D and the partial sums lie in the kernel's
-// workspace. Float32 row loops run attention_avx2.cpp on
-// CPUs with AVX2 and FMA. OpenBLAS runs one thread inside each of ours.
+// workspace. Float32 row loops run attention_avx2.cpp on CPUs with AVX2 and FMA. OpenBLAS runs
+// one thread inside each of ours.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

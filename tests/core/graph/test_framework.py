@@ -259,6 +259,13 @@ def test_insert_op_places_the_op_and_rewrite_op_rebinds_one_in_place(program):
         other.rewrite_op(last)
 
 
+def test_free_name_adds_underscores_until_no_variable_has_it(program):
+    block = program.global_block()
+    pc.data("x", [2, 3])
+    block.create_var("x_", [2, 3])
+    assert block.free_name("x") == "x__" and block.free_name("y") == "y"
+
+
 def test_rewrite_op_with_a_new_type_takes_only_what_is_given(program):
     """A fused op in the place, role and identity of the op it replaces: nothing of the old
     type's slots or attrs carries over."""

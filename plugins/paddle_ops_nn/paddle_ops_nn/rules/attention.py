@@ -3,8 +3,9 @@ src/attention_cpu.cpp).
 
 q ``[..., L, E]``, k ``[..., S, E]`` and v ``[..., S, Ev]`` share their leading dimensions; the
 mask broadcasts to ``[..., L, S]`` by NumPy's rules. packed_attention's qkv ``[B, L, 3, H, E]``
-holds q, k and v of each head: its scores are ``[B, H, L, L]``. Everything is checked here, when the op is
-appended (and again on the fed shapes); the kernels check it once more at prepare time.
+holds q, k and v of each head: its scores are ``[B, H, L, L]``. Everything is checked here,
+when the op is appended (and again on the fed shapes); the kernels check it once more at
+prepare time.
 Unknown dimensions (None) pass and are taken from whichever input knows them. With dropout
 (``dropout_p`` > 0 and not ``is_test``) the op also gives ``rng_state`` (int64 [2]), which its
 gradient op reads.
