@@ -51,8 +51,10 @@ def configure(tmp_path: Path, *defines: str, env: dict[str, str] | None = None):
     (tmp_path / "kernels_cuda.cu").write_text(KERNEL)
     command = ["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "build")]
     command += [f"-Dpaddle_core_DIR={pc.get_cmake_dir()}", *(f"-D{d}" for d in defines)]
+    # The recipe's own default architectures, not the ones this run's builds may be given.
+    base = {k: v for k, v in os.environ.items() if k != "CUDAARCHS"}
     return subprocess.run(
-        command, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})}
+        command, capture_output=True, text=True, timeout=300, env={**base, **(env or {})}
     )
 
 
