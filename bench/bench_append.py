@@ -6,12 +6,17 @@ broadcasting `add` (no attrs, two inputs), and `matmul` (two bool attrs, a Pytho
 Target: under 15 µs per appended op. For scale: PaddlePaddle 3.3's static graph takes 160-700 µs
 per appended op on this class of machine (see the project's ANCHORS notes).
 
+Each build starts after a full garbage collection (untimed): a program's ops, variables and
+blocks refer to each other, so a dropped program is freed by Python's cycle collector, which
+otherwise ran, and was timed, inside the next build (3-10 µs an op of that one).
+
     python bench/bench_append.py [--ops 10000] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 
@@ -49,7 +54,10 @@ def main() -> None:
     )
     for kind in ("scale", "add", "matmul"):
         build(kind, 100)  # first use builds the op's validator and loads its rules
-        runs = [build(kind, args.ops) / args.ops * 1e6 for _ in range(args.repeat)]
+        runs = []
+        for _ in range(args.repeat):
+            gc.collect()  # the last program's teardown, outside the timing
+            runs.append(build(kind, args.ops) / args.ops * 1e6)
         print(f"{kind:12} {statistics.median(runs):13.2f} {min(runs):11.2f}")
     print("\ntarget: < 15 µs per appended op")
 

@@ -54,16 +54,16 @@ def append(
     attrs = sig.validate(attrs)
     if sig.block_attrs:
         check_sub_blocks(info.type, attrs, sig.block_attrs, block)
-    in_vars = _bind_inputs(block, info, sig, inputs)
+    in_vars, in_names = _bind_inputs(block, info, sig, inputs)
     ctx = ShapeContext(info.type, in_vars, attrs, sig.output_slots, block)
     infer(info, ctx)
     _check_kernel_dtype(info, sig, in_vars, ctx)
-    out_vars = _bind_outputs(block, info, sig, ctx.outputs, outputs, name)
+    out_vars, out_names = _bind_outputs(block, info, sig, ctx.outputs, outputs, name)
     op = Operator(
         block,
         info.type,
-        {slot: [v.name for v in vs] for slot, vs in in_vars.items()},
-        {slot: [v.name for v in vs] for slot, vs in out_vars.items()},
+        in_names,
+        out_names,
         attrs,
         sig.attr_types,
         block.program.op_role,
@@ -122,9 +122,11 @@ def _check_kernel_dtype(info: Any, sig: Any, in_vars: dict, ctx: ShapeContext) -
 
 def _bind_inputs(
     block: Block, info: Any, sig: Any, given: dict[str, Any]
-) -> dict[str, list[Variable]]:
+) -> tuple[dict[str, list[Variable]], dict[str, list[str]]]:
+    """The input variables by slot, and their names (the op's inputs)."""
     op_type = info.type
     bound: dict[str, list[Variable]] = {}
+    names: dict[str, list[str]] = {}
     for slot, duplicable, dispensable, comment in sig.inputs:
         value = given.get(slot)
         if value is None:
@@ -139,13 +141,15 @@ def _bind_inputs(
                     op=op_type,
                 )
             bound[slot] = [value]  # the common case: one variable of this block or the global one
-        elif duplicable:
+            names[slot] = [value.name]
+            continue
+        if duplicable:
             values = value if isinstance(value, (list, tuple)) else [value]
             if not values and not dispensable:
                 raise OpInputError(
                     f"op {op_type!r}: input {slot!r} needs at least one variable", op=op_type
                 )
-            bound[slot] = [_to_var(block, op_type, slot, v) for v in values]
+            bound[slot] = vars_ = [_to_var(block, op_type, slot, v) for v in values]
         elif isinstance(value, (list, tuple)):
             raise OpInputError(
                 f"op {op_type!r}: input {slot!r} takes one variable, got a "
@@ -153,17 +157,18 @@ def _bind_inputs(
                 op=op_type,
             )
         else:
-            bound[slot] = [_to_var(block, op_type, slot, value)]
+            bound[slot] = vars_ = [_to_var(block, op_type, slot, value)]
+        names[slot] = [v.name for v in vars_]
     if len(given) > len(bound):
         for key, value in given.items():
             if key not in sig.input_names and value is not None:
-                names = [s[0] for s in sig.inputs]
+                slots = [s[0] for s in sig.inputs]
                 raise OpInputError(
-                    f"op {op_type!r} has no input {shown(key)}{did_you_mean(key, names)}; "
-                    f"its inputs are: {', '.join(names) or 'none'}",
+                    f"op {op_type!r} has no input {shown(key)}{did_you_mean(key, slots)}; "
+                    f"its inputs are: {', '.join(slots) or 'none'}",
                     op=op_type,
                 )
-    return bound
+    return bound, names
 
 
 def _to_var(block: Block, op_type: str, slot: str, value: Any) -> Variable:
@@ -191,7 +196,8 @@ def _bind_outputs(
     specs: dict[str, list[tuple[tuple, str]]],
     given: dict[str, Any] | None,
     name: str | None,
-) -> dict[str, list[Variable]]:
+) -> tuple[dict[str, list[Variable]], dict[str, list[str]]]:
+    """The output variables by slot (created, or the given ones updated), and their names."""
     op_type = info.type
     for slot, _, dispensable in sig.outputs:
         if slot not in specs and not dispensable:
@@ -204,24 +210,38 @@ def _bind_outputs(
         for shape, dtype in slot_specs:
             check_spec(info, slot, shape, dtype)
     if given is not None:
-        return _given_outputs(block, info, sig, specs, given)
+        out = _given_outputs(block, info, sig, specs, given)
+        return out, {slot: [v.name for v in vs] for slot, vs in out.items()}
+    if name is None and len(specs) == 1:  # the common case, one output: a quarter less time
+        ((slot, slot_specs),) = specs.items()
+        if len(slot_specs) == 1:
+            ((shape, dtype),) = slot_specs
+            var_name = f"{block.program.unique_name(op_type)}.{slot}"
+            block.vars[var_name] = var = _fresh_var(block, op_type, var_name, shape, dtype)
+            return {slot: [var]}, {slot: [var_name]}
     base = name or block.program.unique_name(op_type)
     single = name is not None and len(specs) == 1 and len(next(iter(specs.values()))) == 1
     out: dict[str, list[Variable]] = {}
+    names: dict[str, list[str]] = {}
     for slot, slot_specs in specs.items():
         many = len(slot_specs) > 1
         out[slot] = created = []
+        names[slot] = created_names = []
         for i, (shape, dtype) in enumerate(slot_specs):
             var_name = name if single else (f"{base}.{slot}_{i}" if many else f"{base}.{slot}")
-            if var_name in block.vars:
-                raise OpInputError(
-                    f"op {op_type!r}: a variable named {var_name!r} already exists", op=op_type
-                )
-            created.append(Variable(block, var_name, shape, dtype))
+            created.append(_fresh_var(block, op_type, var_name, shape, dtype))
+            created_names.append(var_name)
     for created in out.values():  # none is added to the block unless all names are free
         for var in created:
             block.vars[var.name] = var
-    return out
+    return out, names
+
+
+def _fresh_var(block: Block, op_type: str, name: str, shape: tuple, dtype: str) -> Variable:
+    """A new output variable (not yet in the block), its name free."""
+    if name in block.vars:
+        raise OpInputError(f"op {op_type!r}: a variable named {name!r} already exists", op=op_type)
+    return Variable(block, name, shape, dtype)
 
 
 def _given_outputs(

@@ -22,11 +22,9 @@ class OpAttrs(dict):
     """An op's attrs: a dict that refuses changes, since a plan prepared for the old values
     would go on running them. ``Operator.set_attr`` changes one the safe way."""
 
+    # No __init__ of its own: dict's constructor makes one (each appended op does), and the op
+    # sets op_type.
     __slots__ = ("op_type",)
-
-    def __init__(self, values: dict[str, Any], op_type: str) -> None:
-        super().__init__(values)
-        self.op_type = op_type
 
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
         raise ProgramError(
@@ -60,7 +58,8 @@ class Operator:
         self.outputs = outputs
         # Validated Python values, every declared attr; read-only, since a plan prepared for
         # the old values would go on running them: change one with set_attr.
-        self.attrs = OpAttrs(attrs, type)
+        self.attrs = OpAttrs(attrs)
+        self.attrs.op_type = type
         self.attr_types = attr_types  # attr -> AttrType (shared with the op's registry entry)
         self.role = role  # one of ROLES
         # Who provided the op's type when it was appended (a loaded op keeps what its program
@@ -101,7 +100,8 @@ class Operator:
         for var_name, (shape, dtype) in reinfer_from(self, attrs).items():
             var = self.block.var(var_name)
             var.shape, var.dtype = shape, dtype
-        self.attrs = OpAttrs(attrs, self.type)
+        self.attrs = OpAttrs(attrs)
+        self.attrs.op_type = self.type
         self.attr_types = sig.attr_types
         self.block.program._version += 1
 

@@ -92,10 +92,17 @@ def load_program(path: str | os.PathLike, *, check_ops: bool = True) -> Program:
                 f"cannot load a program from {path!r}: it holds {info.st_size} bytes, more "
                 f"than a program can ({MAX_PROGRAM_BYTES})"
             )
+        # The size stat gave, and one byte more to see a file still being written: a read of
+        # the most a program may hold allocated all of it (2 GiB) up front, for every load.
         with open(path, "rb") as f:
-            data = f.read(MAX_PROGRAM_BYTES + 1)
+            data = f.read(info.st_size + 1)
     except OSError as e:
         raise ProgramError(f"cannot load a program from {path!r}: {e.strerror}") from None
+    if len(data) != info.st_size:
+        raise ProgramError(
+            f"cannot load a program from {path!r}: it changed while it was read "
+            f"({info.st_size} bytes, then {len(data)})"
+        )
     form = _format_of(path)
     if form == "text":
         desc = pb.ProgramDesc()

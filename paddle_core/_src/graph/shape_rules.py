@@ -49,12 +49,16 @@ def grad_shapes(ctx: Any) -> None:
 
 def elementwise(ctx: Any) -> None:
     """The first output is all inputs broadcast together (NumPy rules); dtypes must match."""
-    vars_ = [v for vs in ctx.inputs.values() for v in vs]
-    dtype = vars_[0].dtype
-    for v in vars_:
-        if v.dtype != dtype:
-            ctx.fail(f"inputs must share one dtype, got {dtype} and {v.dtype}")
-    ctx.set_output(ctx.output_slots[0], broadcast_shapes(ctx, *[v.shape for v in vars_]), dtype)
+    shapes = []
+    dtype = None
+    for vs in ctx.inputs.values():
+        for v in vs:
+            if dtype is None:
+                dtype = v.dtype
+            elif v.dtype != dtype:
+                ctx.fail(f"inputs must share one dtype, got {dtype} and {v.dtype}")
+            shapes.append(v.shape)
+    ctx.set_output(ctx.output_slots[0], broadcast_shapes(ctx, *shapes), dtype)
 
 
 def broadcast_shapes(ctx: Any, *shapes: tuple) -> tuple:
@@ -65,21 +69,26 @@ def broadcast_shapes(ctx: Any, *shapes: tuple) -> tuple:
     """
     if not shapes:
         return ()
-    if shapes.count(shapes[0]) == len(shapes):
-        return tuple(shapes[0])
+    first = shapes[0]
+    if first == shapes[-1] and shapes.count(first) == len(shapes):
+        return tuple(first)
     rank = max(map(len, shapes))
     out = [1] * rank
     for s in shapes:  # fold each shape into out, aligned at the last axis
-        for i, d in enumerate(s, rank - len(s)):
+        i = rank - len(s)
+        for d in s:  # (None tested by identity first: comparing it with an int is slow)
             dim = out[i]
-            if d == 1 or d == dim:
-                continue
-            if dim == 1 or dim is None:
-                out[i] = d
-            elif d is not None:
-                ctx.fail(
-                    "shapes "
-                    + ", ".join(str(list(s)) for s in shapes)
-                    + f" cannot be broadcast together (axis {i - rank}: {dim} vs {d})"
-                )
+            if d is None:
+                if dim == 1:
+                    out[i] = None
+            elif d != 1 and d != dim:
+                if dim == 1 or dim is None:
+                    out[i] = d
+                else:
+                    ctx.fail(
+                        "shapes "
+                        + ", ".join(str(list(s)) for s in shapes)
+                        + f" cannot be broadcast together (axis {i - rank}: {dim} vs {d})"
+                    )
+            i += 1
     return tuple(out)

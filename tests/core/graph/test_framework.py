@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import numpy as np
@@ -467,6 +468,36 @@ def test_save_and_load(tmp_path, filename):
     assert loaded.serialize() == p.serialize()
     pc.save_program(loaded, path)
     assert path.read_bytes() == raw
+
+
+def test_loading_reads_the_file_as_it_is(tmp_path, monkeypatch):
+    """Memory for the file's bytes only (a read of the most a program may hold allocated 2 GiB
+    per load); a file whose size moves while it is read is refused, not half read."""
+    import tracemalloc
+
+    path = tmp_path / "prog.pb"
+    pc.save_program(build_rich_program(), path)
+    tracemalloc.start()
+    try:
+        pc.load_program(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**24, peak
+    size = path.stat().st_size
+    with open(path, "ab") as f:  # grows after the size was taken: stat reports the old one
+        f.write(b"\0")
+    stat = os.stat
+
+    def stale(p, *args, **kwargs):
+        info = stat(p, *args, **kwargs)
+        if str(p) != str(path):
+            return info
+        return os.stat_result((*info[:6], size, *info[7:]))
+
+    monkeypatch.setattr(os, "stat", stale)
+    with pytest.raises(pc.ProgramError, match=rf"changed while it was read \({size} bytes, then"):
+        pc.load_program(str(path))
 
 
 def test_clone_is_independent():
