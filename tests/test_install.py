@@ -50,7 +50,7 @@ def user_env(tmp_path: Path) -> dict[str, str]:
     plugins build their CPU kernels only, at -O1: the CUDA build and the release build's -O3
     are the suite's own (every plugin's test_*cuda_build.py, and every kernel test), and these
     tests are about the install steps, which are the same. -O1 compiles in half -O3's time,
-    and these builds were most of CI's."""
+    and these three tests took over half of the suite's time in CI."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "python3").symlink_to(sys.executable)
