@@ -69,9 +69,8 @@ def broadcast_shapes(ctx: Any, *shapes: tuple) -> tuple:
     """
     if not shapes:
         return ()
-    first = shapes[0]
-    if first == shapes[-1] and shapes.count(first) == len(shapes):
-        return tuple(first)
+    if shapes.count(shapes[0]) == len(shapes):
+        return tuple(shapes[0])
     rank = max(map(len, shapes))
     out = [1] * rank
     for s in shapes:  # fold each shape into out, aligned at the last axis

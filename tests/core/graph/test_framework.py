@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -473,8 +474,6 @@ def test_save_and_load(tmp_path, filename):
 def test_loading_reads_the_file_as_it_is(tmp_path, monkeypatch):
     """Memory for the file's bytes only (a read of the most a program may hold allocated 2 GiB
     per load); a file whose size moves while it is read is refused, not half read."""
-    import tracemalloc
-
     path = tmp_path / "prog.pb"
     pc.save_program(build_rich_program(), path)
     tracemalloc.start()
