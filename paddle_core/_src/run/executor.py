@@ -33,7 +33,7 @@ from ..graph.variable import Variable, format_shape
 from ..plugins import devices, hooks
 from ..plugins.config import ConfigWarning, thread_setting
 from ..plugins.registry import get_registry
-from . import folding
+from . import folding, scheduling
 from .planning import plan
 from .prepared import PreparedProgram
 from .scope import Scope, global_scope
@@ -74,27 +74,31 @@ class Executor:
         cache_size: int = 64,
         reuse_memory: bool = True,
         fold_constants: bool = True,
+        early_updates: bool = True,
     ) -> None:
         self.device = devices.get_device(device)
         check_setting("Executor", "num_threads", num_threads, 1, MAX_THREADS, none_ok=True)
         check_setting("Executor", "cache_size", cache_size, 1, 2**31 - 1)
-        if type(reuse_memory) is not bool:
-            raise ConfigError(
-                f"Executor: reuse_memory must be True or False, got {shown(reuse_memory)}"
-            )
+        switches = {
+            "reuse_memory": reuse_memory,
+            "fold_constants": fold_constants,
+            "early_updates": early_updates,
+        }
+        for name, value in switches.items():
+            if type(value) is not bool:
+                raise ConfigError(f"Executor: {name} must be True or False, got {shown(value)}")
         self.num_threads = num_threads or default_num_threads()  # for kernels that thread
         self.cache_size = cache_size
         # Whether values whose lifetimes within a run do not overlap share memory (off: each
         # planned value keeps a buffer of its own, as a check on a kernel suspected of
         # reading memory it did not write).
         self.reuse_memory = reuse_memory
-        if type(fold_constants) is not bool:
-            raise ConfigError(
-                f"Executor: fold_constants must be True or False, got {shown(fold_constants)}"
-            )
         # Whether ops that read only parameters the plan does not write run once and again
         # only when those are set, not on every run (folding.py; off: every op every run).
         self.fold_constants = fold_constants
+        # Whether each parameter update runs as soon as its gradient is ready, not after the
+        # whole backward pass (scheduling.py; off: in the program's order).
+        self.early_updates = early_updates
         self._last: _RepeatedCall | None = None  # the previous run(), for its fast repeat
         self.prepare_count = 0  # how many plans were built (cache misses)
         self.run_count = 0
@@ -197,6 +201,8 @@ class Executor:
         self, program: Program, signature: tuple, fetch_names: list[str]
     ) -> PreparedProgram:
         spec = plan(program, self.device, signature, fetch_names)
+        if self.early_updates:
+            scheduling.update_early(spec)
         prologue, spec = folding.split(spec) if self.fold_constants else (None, spec)
         prepared = PreparedProgram(spec, self.device, self.num_threads, self.reuse_memory)
         if prologue is not None:

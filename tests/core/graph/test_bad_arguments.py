@@ -66,6 +66,7 @@ def test_a_computed_shape_too_large_for_one_buffer_is_refused(x):
         ({"num_threads": 2.0}, r"num_threads must be an int"),
         ({"cache_size": 0}, r"cache_size must be an int in \[1, "),
         ({"reuse_memory": "no"}, r"reuse_memory must be True or False, got 'no'"),
+        ({"early_updates": 1}, r"early_updates must be True or False, got 1"),
     ],
 )
 def test_executor_arguments_are_checked(kwargs, message):
