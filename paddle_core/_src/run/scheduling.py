@@ -22,8 +22,6 @@ from typing import Any
 from .control import CONTROL_OPS
 from .planning import PlanSpec
 
-PASS_NAME = "early_updates"
-
 
 def update_early(spec: PlanSpec) -> None:
     """Reorder ``spec``'s steps so that each update follows the last step it depends on."""
