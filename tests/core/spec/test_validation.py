@@ -432,6 +432,28 @@ def test_ops_never_share_a_list_default(x, odd, via):
     assert first.attrs["weights"] is not second.attrs["weights"]
 
 
+# -- the same attrs again (validated once, kept per op type) ------------------------------------
+
+
+def test_ops_given_the_same_attrs_hold_equal_attrs_of_their_own(x):
+    first, second = (pc.ops.toy_scale(x, scale=2.0, bias=0.5).op for _ in range(2))
+    assert first.attrs == second.attrs == {"scale": 2.0, "bias": 0.5, "bias_after_scale": True}
+    first.set_attr("scale", 3.0)
+    assert second.attrs["scale"] == 2.0
+    assert pc.ops.toy_scale(x, scale=2.0, bias=0.5).op.attrs["scale"] == 2.0
+
+
+def test_a_value_equal_to_one_validated_before_is_validated_as_itself(x):
+    # 0.0 == -0.0, True == 1 == np.True_: none takes another's validated attrs.
+    for zero in (0.0, -0.0, 0.0):
+        scale = pc.ops.toy_scale(x, scale=zero).op.attrs["scale"]
+        assert math.copysign(1.0, scale) == math.copysign(1.0, zero)
+    assert pc.ops.toy_matmul(x, x, transpose_y=True).op.attrs["transpose_y"] is True
+    with pytest.raises(pc.AttrError, match="got int 1"):
+        pc.ops.toy_matmul(x, x, transpose_y=1)
+    assert pc.ops.toy_matmul(x, x, transpose_y=np.True_).op.attrs["transpose_y"] is True
+
+
 # -- lists ------------------------------------------------------------------------------------
 
 
