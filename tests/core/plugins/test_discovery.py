@@ -480,7 +480,10 @@ def test_a_missing_first_party_op_names_a_command_that_works_where_the_user_is(
         return str(err.value)[len(prefix) : -1]
 
     dist, project = checkout / "dist", checkout / "plugins" / "paddle_ops_nn"
-    # No wheel: the project, which builds against the paddle-core installed (plain pip).
+    # No wheel: the project, which builds against the paddle-core installed (plain pip). From
+    # outside the checkout (wherever pytest runs from), its absolute path.
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
     assert hint() == f"pip install {project}"
     monkeypatch.chdir(checkout)  # inside the checkout, as the user would type it there
     assert hint() == "pip install ./plugins/paddle_ops_nn"
