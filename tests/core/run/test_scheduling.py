@@ -12,7 +12,7 @@ import paddle_core as pc
 UPDATES = {"sgd", "momentum", "adam"}
 
 
-def mlp(optimizer, grad_clip=False, between=None):
+def mlp(optimizer, between=None):
     """A 4-layer perceptron's training program on mean((fc(x) - y)^2). ``between(loss)``
     appends ops after the gradients and before the updates."""
     main, start = pc.Program(), pc.Program()
@@ -22,8 +22,6 @@ def mlp(optimizer, grad_clip=False, between=None):
         for _ in range(4):
             h = pc.layers.fc(h, 96, act="relu")
         loss = pc.ops.mean(pc.ops.square(pc.ops.sub(pc.layers.fc(h, 1), y)))
-        if grad_clip:
-            optimizer.grad_clip = pc.optimizer.GradientClipByGlobalNorm(0.5)
         params_grads = optimizer.backward(loss)
         if between is not None:
             between(loss)
@@ -101,7 +99,8 @@ def test_updates_run_as_their_gradients_are_ready_with_the_same_results(optimize
 
 
 def test_updates_after_a_global_norm_clip_wait_for_every_gradient():
-    main, start, loss = mlp(pc.optimizer.Momentum(0.05), grad_clip=True)
+    clip = pc.optimizer.GradientClipByGlobalNorm(0.5)
+    main, start, loss = mlp(pc.optimizer.Momentum(0.05, grad_clip=clip))
     early, _ = trained_both_ways(main, start, loss)
     plan = early.prepare(main, batch(), [loss])
     assert min(updates_at(plan)) > last_grad_at(plan)  # (each reads the norm of them all)
