@@ -9,7 +9,9 @@ ours gives PyTorch's outputs (and ONNX Runtime's) within float32's tolerance, Py
 a training batch, and the same fall of that loss over a training step, and stops with exit
 status 1 where it does not.
 
-Per configuration and thread count, medians of interleaved rounds:
+Per configuration and thread count, medians of interleaved rounds, and beside the target the
+lower and upper quartiles of the rounds' own ratios (ours / theirs in one round: the machine's
+load moves both alike), which say how far a median's ratio may move between runs:
 - inference: ours (the training program's clone(for_test=True)), ONNX Runtime's on the PyTorch
   module's export (torch.onnx.export, dynamo=False; default optimisations, intra-op threads the
   thread count, inter-op 1), and PyTorch's eager (eval, no_grad);
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -245,17 +248,23 @@ def check_losses(name: str, ours: list[float], theirs: list[float]) -> None:
 
 
 def report(name: str, threads: int, what: str, calls: dict, rounds: int) -> dict[str, float]:
-    """Time ``calls`` in interleaved rounds; print a row of milliseconds, ratios and target;
-    return the milliseconds."""
-    timed = timing.interleaved(calls, rounds, settle=timing.SETTLE, warmup_seconds=1.0)
-    ms = {who: t * 1e3 for who, t in timed.items()}
+    """Time ``calls`` in interleaved rounds; print a row of milliseconds, ratios, the target
+    and the middle half of the rounds' own ratios against it; return the milliseconds."""
+    times = timing.rounds(calls, rounds, settle=timing.SETTLE, warmup_seconds=1.0)
+    ms = {who: statistics.median(t) * 1e3 for who, t in times.items()}
     ort_ms, torch_ms = ms.get("ORT", math.nan), ms["PyTorch"]
     ort = f"{ort_ms:9.2f}" if "ORT" in ms else f"{'-':>9}"
     ort_ratio = f"{ms['ours'] / ort_ms:8.2f}x" if "ORT" in ms else f"{'-':>9}"
     other, target = TARGETS[what]
+    # A round's calls saw the same machine: the spread of their ratios shows how far a
+    # median's ratio could move with the load of another run.
+    spread = ""
+    if other in times:  # (without ONNX Runtime, nothing to hold the inference against)
+        low, high = timing.quartiles([a / b for a, b in zip(times["ours"], times[other])])
+        spread = f"; rounds {low:.2f}-{high:.2f}x"
     print(
         f"{name:13} {threads:7d} {what:9} {ms['ours']:9.2f} {ort} {torch_ms:10.2f} {ort_ratio} "
-        f"{ms['ours'] / torch_ms:11.2f}x   ours/{other} <= {target:.2f}x"
+        f"{ms['ours'] / torch_ms:11.2f}x   ours/{other} <= {target:.2f}x{spread}"
     )
     return ms
 

@@ -84,13 +84,27 @@ def interleaved(
     settle: int = 0,
     warmup_seconds: float = 0.0,
 ) -> dict[str, float]:
-    """Median seconds per call of each function, timed in rounds that call each once in turn:
-    load that comes and goes on a shared machine then hits every system alike. ``pause``
-    before each call lets spinning thread pools go idle; ``settle`` untimed calls of the same
-    function before each timed one let it start where the previous function's threads no
-    longer spin, with its own threads awake (as in a loop of its own calls);
-    ``warmup_seconds`` of untimed rounds first (the first calls over a fresh large buffer run
-    slow for every library)."""
+    """Median seconds per call of each function, timed in rounds that call each once in turn
+    (``rounds``, which says what the arguments do)."""
+    times = rounds(calls, repeat, pause=pause, settle=settle, warmup_seconds=warmup_seconds)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def rounds(
+    calls: dict[str, Call],
+    repeat: int,
+    *,
+    pause: float = 0.0,
+    settle: int = 0,
+    warmup_seconds: float = 0.0,
+) -> dict[str, list[float]]:
+    """Seconds of each function's call in each of ``repeat`` rounds that call each once in
+    turn: load that comes and goes on a shared machine then hits every system alike, and the
+    calls of one round saw the same machine. ``pause`` before each call lets spinning thread
+    pools go idle; ``settle`` untimed calls of the same function before each timed one let it
+    start where the previous function's threads no longer spin, with its own threads awake (as
+    in a loop of its own calls); ``warmup_seconds`` of untimed rounds first (the first calls
+    over a fresh large buffer run slow for every library)."""
     start = time.perf_counter()
     while True:
         for fn in calls.values():
@@ -107,7 +121,15 @@ def interleaved(
             begin = clock()
             fn()
             times[name].append(clock() - begin)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
+
+
+def quartiles(values: list[float]) -> tuple[float, float]:
+    """The lower and upper quartiles of ``values`` (at least one)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return low, high
 
 
 def banner(doc: str) -> None:

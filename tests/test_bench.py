@@ -2,7 +2,7 @@
 they time things). Every package beyond the standard library, NumPy, paddle-core and this
 project's plugins comes from ``timing.optional``, which says what is skipped and how to install
 it, so that no benchmark fails for want of PyTorch, ONNX Runtime, threadpoolctl, SciPy or
-scikit-learn."""
+scikit-learn. And the timing helpers they share call the systems compared as they say."""
 
 from __future__ import annotations
 
@@ -70,3 +70,28 @@ def test_the_performance_page_installs_every_optional_package() -> None:
     page = (ROOT / "docs" / "performance.md").read_text()
     lines = re.findall(r"`\.venv/bin/pip install ([^`]+)`", page)
     assert set(OPTIONAL.values()) == {package for line in lines for package in line.split()}
+
+
+@pytest.fixture
+def timing():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import timing
+    finally:
+        sys.path.remove(str(BENCH))
+    return timing
+
+
+def test_rounds_call_each_system_in_turn_and_keep_every_round(timing) -> None:
+    log = []
+    calls = {"ours": lambda: log.append("ours"), "theirs": lambda: log.append("theirs")}
+    times = timing.rounds(calls, 3, settle=1)
+    # One untimed round first, then per round each system's settling call and its timed one.
+    assert log == ["ours", "theirs"] + ["ours", "ours", "theirs", "theirs"] * 3
+    assert {name: len(t) for name, t in times.items()} == {"ours": 3, "theirs": 3}
+    assert all(t >= 0 for samples in times.values() for t in samples)
+
+
+def test_quartiles_bound_the_middle_half(timing) -> None:
+    assert timing.quartiles([5.0, 1.0, 4.0, 2.0, 3.0]) == (2.0, 4.0)
+    assert timing.quartiles([7.0]) == (7.0, 7.0)
