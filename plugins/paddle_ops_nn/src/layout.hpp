@@ -13,9 +13,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common.hpp"
+#include "layout_avx2.hpp"
 
 namespace paddle_ops_nn {
 
@@ -125,11 +127,15 @@ inline Activation output_activation(int64_t n, int64_t c, int64_t h, int64_t w, 
 
 #if !defined(__CUDACC__)  // (parallel loops: CPU files only, as in common.hpp)
 // Copies between plain NCHW and nChw{b}c (a.block), for T of any size; parallel over the
-// (image, channel block) tiles, each a transpose of [b, H * W] into [H * W, b].
+// (image, channel block) tiles, each a transpose of [b, H * W] into [H * W, b] (float32 where
+// b is a multiple of 8: layout_avx2.cpp's, on CPUs with AVX2).
 template <class T> void to_blocked(const Activation& a, const T* plain, T* blocked, int threads) {
   const int64_t b = a.block, plane = a.plane(), tiles = a.n * (a.c / b);
+  const bool vector = std::is_same_v<T, float> && b % 8 == 0 && use_avx2();
   parallel_rows(tiles, threads, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane * b, 1)),
                 [&](int64_t lo, int64_t hi) {
+                  if constexpr (std::is_same_v<T, float>)
+                    if (vector) return avx2::to_blocked_f32(plain, blocked, b, plane, lo, hi);
                   for (int64_t t = lo; t < hi; ++t) {
                     const T* src = plain + t * b * plane;  // channels t * b .. of image t / (C / b)
                     T* dst = blocked + t * b * plane;
@@ -141,8 +147,11 @@ template <class T> void to_blocked(const Activation& a, const T* plain, T* block
 
 template <class T> void to_plain(const Activation& a, const T* blocked, T* plain, int threads) {
   const int64_t b = a.block, plane = a.plane(), tiles = a.n * (a.c / b);
+  const bool vector = std::is_same_v<T, float> && b % 8 == 0 && use_avx2();
   parallel_rows(tiles, threads, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane * b, 1)),
                 [&](int64_t lo, int64_t hi) {
+                  if constexpr (std::is_same_v<T, float>)
+                    if (vector) return avx2::to_plain_f32(blocked, plain, b, plane, lo, hi);
                   for (int64_t t = lo; t < hi; ++t) {
                     const T* src = blocked + t * b * plane;
                     T* dst = plain + t * b * plane;

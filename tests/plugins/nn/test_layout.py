@@ -50,10 +50,15 @@ def propagation():
 # -- reorder_layout ------------------------------------------------------------------------------
 
 
+# Planes of 8 * k positions and of a few more (float32's 8x8 transposes and their tail).
+PLANES = [(3, 5), (4, 6), (9, 11)]
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("b", BLOCKS)
-def test_reorder_layout_matches_numpy(b, dtype):
-    x = RNG.standard_normal((2, 2 * b, 3, 5)).astype(dtype)
+@pytest.mark.parametrize("h, w", PLANES)
+def test_reorder_layout_matches_numpy(b, dtype, h, w):
+    x = RNG.standard_normal((2, 2 * b, h, w)).astype(dtype)
     got = run1("reorder_layout", {"x": x}, {"channel_block": b})
     np.testing.assert_array_equal(got, blocked(x, b))
     np.testing.assert_array_equal(run1("reorder_layout", {"x": got}, {"channel_block": 0}), x)
@@ -62,8 +67,9 @@ def test_reorder_layout_matches_numpy(b, dtype):
 
 
 @pytest.mark.parametrize("c", [3, 8, 24])
-def test_reorder_layout_to_channels_last_matches_numpy(c):
-    x = RNG.standard_normal((2, c, 3, 5)).astype(np.float32)
+@pytest.mark.parametrize("h, w", PLANES)
+def test_reorder_layout_to_channels_last_matches_numpy(c, h, w):
+    x = RNG.standard_normal((2, c, h, w)).astype(np.float32)
     got = run1("reorder_layout", {"x": x}, {"channel_block": -1})
     np.testing.assert_array_equal(got, channels_last(x))
     np.testing.assert_array_equal(run1("reorder_layout", {"x": got}, {"channel_block": 0}), x)
