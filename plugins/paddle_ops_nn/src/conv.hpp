@@ -77,16 +77,14 @@ std::unique_ptr<ConvEngine> make_dnnl_conv(const ConvShape& shape, unsigned pass
                                            int threads, Layouts layout,
                                            const ConvEpilogue& epilogue, bool keep_filter);
 
-// The Winograd engine (conv_winograd_avx2.cpp): the forward passes and input gradients of
-// float32 3x3 convolutions of stride 1, channels and filters multiples of 8, on channels-last,
-// nChw8c or plain activations, by F(4x4, 3x3) where its tiles are at least as many as the
-// filters and F(2x2, 3x3) elsewhere; `weights` (another engine, or null where passes want no
-// filter gradient) computes the filter gradient. Made only where use_avx2(); make_conv_engine
-// chooses it where it measured faster.
+// The Winograd engine (conv_winograd_avx2.cpp): the forward passes, input gradients and
+// filter and bias gradients of float32 3x3 convolutions of stride 1, channels and filters
+// multiples of 8, on channels-last, nChw8c or plain activations, by F(4x4, 3x3) where its
+// tiles are at least as many as the filters and F(2x2, 3x3) elsewhere. Made only where
+// use_avx2(); make_conv_engine chooses it where it measured faster.
 std::unique_ptr<ConvEngine> make_winograd_conv(const ConvShape& shape, unsigned passes, bool bias,
                                                Layouts layout, const ConvEpilogue& epilogue,
-                                               bool keep_filter,
-                                               std::unique_ptr<ConvEngine> weights);
+                                               bool keep_filter);
 
 // y[n, k, :] += b[k] / db[k] = sum of dy[:, k, :], over planes of `plane` elements (float32 or
 // float64): the bias of engines that do not fuse it, and conv2d_transpose's.

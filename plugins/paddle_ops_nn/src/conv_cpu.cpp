@@ -19,7 +19,7 @@ namespace paddle_ops_nn {
 
 namespace {
 
-// Where the Winograd engine computes a convolution's forward pass and input gradient: a
+// Where the Winograd engine computes a convolution (each pass asked of it): a
 // float32 3x3 filter, stride 1, with at least 64 channels in and out (multiples of 8), 32 tiles
 // of 2x2 outputs, and at most half the direct convolution's multiplications (16 per tile
 // against 9 per output: a tile mostly past the edge of odd or tiny outputs is waste), on
@@ -28,9 +28,15 @@ namespace {
 // in inference, one thread, 0.52-0.65x its time at 128 and 256 channels, 0.89x at 64; against
 // its jit kernels on nChw8c in training (1 and 2 threads, batch 1 at 224x224 and batch 32 at
 // 32x32), 0.63-0.95x for the forward pass and 0.73-0.84x for the input gradient, which
-// transforms the filter at every call. Slower where these exclude it: 1.34x for 7x7 outputs at
-// batch 1 in inference (16 tiles, GEMMs of 16 rows) and 1.5x in training, 6x for 1x1 outputs.
-bool winograd_suits(const ConvShape& s, int32_t dtype, unsigned passes, Layouts layout) {
+// transforms the filter at every call. With its filter gradient in place of the built-in
+// engine's OpenBLAS products, conv2d_grad (x's and the filter's gradients; ResNet-18's 3x3
+// shapes at batch 1 and 32, bench_conv's) took 0.55-0.84x the time at two threads and
+// 0.31-1.0x at one, but 1.05-1.22x for 256 channels over 14x14 at batch 1 (49 tiles: short
+// sums of a large transformed filter), kept for one rule: ResNet-18's training steps took
+// 0.80-0.97x the time at one thread and 0.70-0.99x at two. Slower where these exclude it:
+// 1.34x for 7x7 outputs at batch 1 in inference (16 tiles, GEMMs of 16 rows) and 1.5x in
+// training, 6x for 1x1 outputs.
+bool winograd_suits(const ConvShape& s, int32_t dtype, Layouts layout) {
   const auto unit = [](const Axis& a) { return a.kernel == 3 && a.stride == 1 && a.dilation == 1; };
   // Plain NCHW (staged in nChw8c) was measured on AVX2 only: where oneDNN blocks by 16
   // (AVX-512), its own kernels compute plain convolutions.
@@ -40,7 +46,7 @@ bool winograd_suits(const ConvShape& s, int32_t dtype, unsigned passes, Layouts 
   const int64_t tiles = s.batch * ((s.h.out + 1) / 2) * ((s.w.out + 1) / 2);
   const int64_t outputs = s.batch * s.h.out * s.w.out;
   return winograd_enabled() && use_avx2() && dtype == PC_FLOAT32 &&
-         (passes & (kForward | kBackwardData)) && placed(layout.x) && placed(layout.out) &&
+         placed(layout.x) && placed(layout.out) &&
          s.groups == 1 && unit(s.h) && unit(s.w) && s.channels >= 64 && s.filters >= 64 &&
          s.channels % 8 == 0 && s.filters % 8 == 0 && tiles >= 32 && 32 * tiles <= 9 * outputs;
 }
@@ -50,13 +56,8 @@ bool winograd_suits(const ConvShape& s, int32_t dtype, unsigned passes, Layouts 
 std::unique_ptr<ConvEngine> make_conv_engine(const ConvShape& shape, int32_t dtype, unsigned passes,
                                              bool bias, int threads, Layouts layout,
                                              const ConvEpilogue& epilogue, bool keep_filter) {
-  if (winograd_suits(shape, dtype, passes, layout)) {
-    std::unique_ptr<ConvEngine> weights;  // the filter gradient's
-    if (passes & kBackwardWeights)
-      weights = make_conv_engine(shape, dtype, kBackwardWeights, bias, threads, layout);
-    return make_winograd_conv(shape, passes, bias, layout, epilogue, keep_filter,
-                              std::move(weights));
-  }
+  if (winograd_suits(shape, dtype, layout))
+    return make_winograd_conv(shape, passes, bias, layout, epilogue, keep_filter);
   if constexpr (kOnednnBuilt)
     if (dtype == PC_FLOAT32 && onednn_enabled())
       return make_dnnl_conv(shape, passes, bias, threads, layout, epilogue, keep_filter);

@@ -1,17 +1,19 @@
 // The Winograd convolution engine: F(2x2, 3x3) and F(4x4, 3x3) for float32 3x3 convolutions
-// of stride 1, their forward passes and input gradients, on channels-last or nChw8c
-// activations (plain NCHW ones staged in nChw8c). oneDNN has Winograd on AVX-512 only; on AVX2
-// its direct kernels do 2.25x (F(2x2)) or 4x (F(4x4)) the multiplications. Each M x M block of
-// outputs ("tile") comes from an (M + 2) x (M + 2) block of inputs in (M + 2)^2 products
-// instead of 9 M^2. Three steps per block of tiles:
+// of stride 1, their forward passes, input gradients and filter gradients, on channels-last or
+// nChw8c activations (plain NCHW ones staged in nChw8c). oneDNN has Winograd on AVX-512 only;
+// on AVX2 its direct kernels do 2.25x (F(2x2)) or 4x (F(4x4)) the multiplications. Each M x M
+// block of outputs ("tile") comes from an (M + 2) x (M + 2) block of inputs in (M + 2)^2
+// products instead of 9 M^2. Three steps per block of tiles:
 //   V[e][t][c] = (B^T d B)[e]   the input tiles transformed (d: tile t's inputs of channel c)
 //   M[e] = V[e] U[e]            a GEMM per e (OpenBLAS); U[e][c][k] = (G g G^T)[e], the filter's
 //   y's tile = A^T m A          per output channel, then the epilogue (bias, residual, act)
 // with the matrices of Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks"
 // (2016). The input gradient is the forward pass of dy through the filter mirrored (rotated
-// 180 degrees, its channels and filters swapped). The filter gradient comes from another
-// engine. The transformed filter of an inference is kept between calls (keep_filter) as
-// oneDNN's converted filter is. Compiled for AVX2+FMA: made only where use_avx2() (conv_cpu.cpp).
+// 180 degrees, its channels and filters swapped). The filter gradient is the forward pass's
+// adjoint in the filter, with the transposed transforms: dw = G^T (sum over tiles of
+// (A dy A^T) (B^T d B)) G, a GEMM per e summing over the tiles. The transformed filter of an
+// inference is kept between calls (keep_filter) as oneDNN's converted filter is. Compiled for
+// AVX2+FMA: made only where use_avx2() (conv_cpu.cpp).
 #include <immintrin.h>
 #include <omp.h>
 
@@ -59,6 +61,14 @@ template <> struct Winograd<2> {
   static void output(const __m256 m[4], __m256 r[2]) {
     r[0] = add(add(m[0], m[1]), m[2]), r[1] = sub(sub(m[1], m[2]), m[3]);
   }
+  // The filter gradient's: output's transpose (A d) and filter's (G^T m).
+  static void expand(const __m256 d[2], __m256 r[4]) {
+    r[0] = d[0], r[1] = add(d[0], d[1]), r[2] = sub(d[0], d[1]), r[3] = mul(-1.f, d[1]);
+  }
+  static void reduce(const __m256 m[4], __m256 r[3]) {
+    const __m256 half_sum = mul(0.5f, add(m[1], m[2]));
+    r[0] = add(m[0], half_sum), r[1] = mul(0.5f, sub(m[1], m[2])), r[2] = add(half_sum, m[3]);
+  }
 };
 
 // Points 0, 1, -1, 2, -2 and infinity (Lavin and Gray's F(4x4, 3x3)).
@@ -84,6 +94,20 @@ template <> struct Winograd<4> {
     const __m256 c = add(m[3], m[4]), e = sub(m[3], m[4]);
     r[0] = add(add(m[0], a), c), r[1] = madd(2.f, e, b), r[2] = madd(4.f, c, a);
     r[3] = add(madd(8.f, e, b), m[5]);
+  }
+  // The filter gradient's: output's transpose (A d) and filter's (G^T m).
+  static void expand(const __m256 d[4], __m256 r[6]) {
+    const __m256 even = add(d[0], d[2]), odd = add(d[1], d[3]);               // d0 + d2, d1 + d3
+    const __m256 even4 = madd(4.f, d[2], d[0]), odd8 = madd(8.f, d[3], mul(2.f, d[1]));
+    r[0] = d[0], r[1] = add(even, odd), r[2] = sub(even, odd);
+    r[3] = add(even4, odd8), r[4] = sub(even4, odd8), r[5] = d[3];
+  }
+  static void reduce(const __m256 m[6], __m256 r[3]) {
+    const __m256 a = add(m[1], m[2]), b = sub(m[1], m[2]);
+    const __m256 c = add(m[3], m[4]), e = sub(m[3], m[4]);
+    r[0] = madd(1.f / 24, c, madd(-1.f / 6, a, mul(0.25f, m[0])));
+    r[1] = madd(1.f / 12, e, mul(-1.f / 6, b));
+    r[2] = add(mul(1.f / 6, sub(c, a)), m[5]);
   }
 };
 
@@ -170,6 +194,58 @@ template <int M> class WinogradPass {
     }
   }
 
+  // Staged plain x and dy, V and Z of a block, and M: filter_gradient's scratch.
+  size_t filter_gradient_bytes() const {
+    return aligned(in_.plain ? in_.floats() : 0) + aligned(out_.plain ? out_.floats() : 0) +
+           aligned(kTaps * block_ * s_.channels) + aligned(kTaps * block_ * s_.filters) +
+           aligned(kTaps * s_.filters * s_.channels);
+  }
+
+  // This convolution's filter gradient dw [K, C, 3, 3] (where not null) and bias gradient db
+  // (where not null) from x and out's gradient dy. The forward pass's adjoint in the filter:
+  // dw = G^T M G, M[e] the sum over the tiles of Z[e]^T V[e], with V = B^T d B the input tiles
+  // transformed as the forward pass does and Z = A dy A^T the tiles of dy.
+  void filter_gradient(const float* x, const float* dy, float* dw, float* db, char* scratch,
+                       int threads) const {
+    const float* in = x;
+    const float* grad = dy;
+    if (in_.plain && dw != nullptr) {
+      float* staged = reinterpret_cast<float*>(scratch);
+      to_blocked(in_.shape, x, staged, threads);
+      in = staged;
+    }
+    scratch += aligned(in_.plain ? in_.floats() : 0);
+    if (out_.plain) {
+      float* staged = reinterpret_cast<float*>(scratch);
+      to_blocked(out_.shape, dy, staged, threads);
+      grad = staged;
+    }
+    scratch += aligned(out_.plain ? out_.floats() : 0);
+    if (db != nullptr) bias_gradient(grad, db, threads);
+    if (dw == nullptr) return;
+    const int64_t C = s_.channels, K = s_.filters;
+    float* v = reinterpret_cast<float*>(scratch);
+    float* z = v + aligned(kTaps * block_ * C) / sizeof(float);
+    float* m = z + aligned(kTaps * block_ * K) / sizeof(float);
+    if (tiles_ == 0) std::fill_n(m, kTaps * K * C, 0.f);
+    BlasOneThread blas;  // each of our threads runs its own GEMMs
+    for (int64_t first = 0; first < tiles_; first += block_) {
+      const int64_t count = std::min(block_, tiles_ - first);
+      const float beta = first == 0 ? 0.f : 1.f;
+#pragma omp parallel num_threads(threads)
+      {
+        const int64_t p = omp_get_thread_num(), q = omp_get_num_threads();
+        transform_input(in, v, first, count * p / q, count * (p + 1) / q);
+        transform_gradient(grad, z, first, count * p / q, count * (p + 1) / q);
+#pragma omp barrier
+        for (int64_t e = p; e < kTaps; e += q)
+          gemm<float>(true, false, K, C, count, 1.f, z + e * block_ * K, K, v + e * block_ * C, C,
+                      beta, m + e * K * C, C);
+      }
+    }
+    reduce_filter(m, dw, threads);
+  }
+
  private:
   struct Out {
     float* y;
@@ -178,13 +254,17 @@ template <int M> class WinogradPass {
     ConvEpilogue::Activation activation;
   };
 
-  // A tile's image and its first output row and column.
+  // A tile's image, its first output row and column, and its rows and columns inside the
+  // output (M, or fewer at the bottom and right edges).
   struct Tile {
     int64_t n, row, col;
+    int rows, cols;
   };
   Tile tile(int64_t t) const {
     const int64_t per_image = tiles_h_ * tiles_w_, r = t % per_image;
-    return {t / per_image, r / tiles_w_ * M, r % tiles_w_ * M};
+    const int64_t row = r / tiles_w_ * M, col = r % tiles_w_ * M;
+    return {t / per_image, row, col, static_cast<int>(std::min<int64_t>(M, s_.h.out - row)),
+            static_cast<int>(std::min<int64_t>(M, s_.w.out - col))};
   }
 
   // V for tiles [begin, end) of the block starting at tile `first`, 8 channels at a time.
@@ -244,10 +324,9 @@ template <int M> class WinogradPass {
   // y's M x M outputs of tiles [begin, end) of the block (those inside the image).
   void transform_output(const float* m, const Out& out, int64_t first, int64_t begin,
                         int64_t end) const {
-    const int64_t K = s_.filters, OH = s_.h.out, OW = s_.w.out, step = block_ * K;
+    const int64_t K = s_.filters, step = block_ * K;
     for (int64_t i = begin; i < end; ++i) {
       const Tile t = tile(first + i);
-      const int rows = std::min<int64_t>(M, OH - t.row), cols = std::min<int64_t>(M, OW - t.col);
       for (int64_t k = 0; k < K; k += 8) {
         const float* at = m + i * K + k;
         __m256 a[kIn][M];  // a[c]: column c of A^T m
@@ -257,17 +336,90 @@ template <int M> class WinogradPass {
           Winograd<M>::output(column, a[c]);
         }
         const float* bias = out.bias ? out.bias + k : nullptr;
-        for (int r = 0; r < rows; ++r) {
+        for (int r = 0; r < t.rows; ++r) {
           __m256 row[kIn], o[M];  // (A^T m) A
           for (int c = 0; c < kIn; ++c) row[c] = a[c][r];
           Winograd<M>::output(row, o);
-          for (int c = 0; c < cols; ++c) {
+          for (int c = 0; c < t.cols; ++c) {
             const int64_t place = out_.at(t.n, t.row + r, t.col + c, k);
             const float* residual = out.residual ? out.residual + place : nullptr;
             _mm256_storeu_ps(out.y + place, epilogue(o[c], out, bias, residual));
           }
         }
       }
+    }
+  }
+
+  // Z for tiles [begin, end) of the block starting at tile `first`: A dy A^T of each tile's
+  // M x M gradients (zeros past the output's edge), 8 filters at a time.
+  void transform_gradient(const float* dy, float* z, int64_t first, int64_t begin,
+                          int64_t end) const {
+    const int64_t K = s_.filters, step = block_ * K;
+    for (int64_t i = begin; i < end; ++i) {
+      const Tile t = tile(first + i);
+      for (int64_t k = 0; k < K; k += 8) {
+        __m256 a[M][kIn];  // a[c]: column c of A dy
+        for (int c = 0; c < M; ++c) {
+          __m256 column[M];
+          for (int r = 0; r < M; ++r)
+            column[r] = r < t.rows && c < t.cols
+                            ? _mm256_loadu_ps(dy + out_.at(t.n, t.row + r, t.col + c, k))
+                            : _mm256_setzero_ps();
+          Winograd<M>::expand(column, a[c]);
+        }
+        float* o = z + i * K + k;
+        for (int r = 0; r < kIn; ++r) {  // (A dy) A^T
+          __m256 row[M], expanded[kIn];
+          for (int c = 0; c < M; ++c) row[c] = a[c][r];
+          Winograd<M>::expand(row, expanded);
+          for (int c = 0; c < kIn; ++c) _mm256_storeu_ps(o + (r * kIn + c) * step, expanded[c]);
+        }
+      }
+    }
+  }
+
+  // dw[k][c] = G^T M[.][k][c] G for every filter k, 8 channels at a time.
+  void reduce_filter(const float* m, float* dw, int threads) const {
+    const int64_t C = s_.channels, K = s_.filters, plane = K * C;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t c = 0; c < C; c += 8) {
+        __m256 q[kIn][3];  // q[j]: column j of G^T M
+        for (int j = 0; j < kIn; ++j) {
+          __m256 column[kIn];
+          for (int i = 0; i < kIn; ++i)
+            column[i] = _mm256_loadu_ps(m + (i * kIn + j) * plane + k * C + c);
+          Winograd<M>::reduce(column, q[j]);
+        }
+        alignas(32) float taps[9][8];  // (G^T M) G, tap by tap
+        for (int u = 0; u < 3; ++u) {
+          __m256 row[kIn], reduced[3];
+          for (int j = 0; j < kIn; ++j) row[j] = q[j][u];
+          Winograd<M>::reduce(row, reduced);
+          for (int w = 0; w < 3; ++w) _mm256_store_ps(taps[u * 3 + w], reduced[w]);
+        }
+        for (int lane = 0; lane < 8; ++lane)
+          for (int tap = 0; tap < 9; ++tap) dw[(k * C + c + lane) * 9 + tap] = taps[tap][lane];
+      }
+  }
+
+  // db[k] = the sum of dy's filter k over every position, 8 filters at a time (a row's sum in
+  // float, the rows' in double).
+  void bias_gradient(const float* dy, float* db, int threads) const {
+    const int64_t K = s_.filters;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < K; k += 8) {
+      double sums[8] = {};
+      for (int64_t n = 0; n < s_.batch; ++n)
+        for (int64_t y = 0; y < s_.h.out; ++y) {
+          __m256 row = _mm256_setzero_ps();
+          for (int64_t x = 0; x < s_.w.out; ++x)
+            row = _mm256_add_ps(row, _mm256_loadu_ps(dy + out_.at(n, y, x, k)));
+          alignas(32) float part[8];
+          _mm256_store_ps(part, row);
+          for (int lane = 0; lane < 8; ++lane) sums[lane] += part[lane];
+        }
+      for (int lane = 0; lane < 8; ++lane) db[k + lane] = static_cast<float>(sums[lane]);
     }
   }
 
@@ -294,26 +446,25 @@ template <int M> class WinogradConv final : public ConvEngine {
 
  public:
   WinogradConv(const ConvShape& s, unsigned passes, bool bias, Layouts layout,
-               const ConvEpilogue& epilogue, bool keep_filter, std::unique_ptr<ConvEngine> weights)
-      : s_(s), bias_(bias), keep_(keep_filter && (passes & kForward)),
-        weights_(std::move(weights)) {
+               const ConvEpilogue& epilogue, bool keep_filter)
+      : s_(s), bias_(bias), keep_(keep_filter && (passes & kForward)) {
     filter_floats_ = kTaps * s.channels * s.filters;
     if (passes & kForward) forward_.emplace(s, layout.x, layout.out, epilogue);
     if (passes & kBackwardData)
       backward_.emplace(input_gradient_shape(s), layout.out, layout.x, ConvEpilogue{});
+    if (passes & kBackwardWeights) filter_grad_.emplace(s, layout.x, layout.out, ConvEpilogue{});
     if (keep_) kept_.resize(static_cast<size_t>(filter_floats_));
   }
 
   size_t workspace_bytes() const override {
     const size_t u = aligned(filter_floats_);
-    size_t bytes = weights_ ? weights_->workspace_bytes() : 0;
+    size_t bytes = 0;
     if (forward_) bytes = std::max(bytes, (keep_ ? 0 : u) + forward_->scratch_bytes());
     if (backward_) bytes = std::max(bytes, u + backward_->scratch_bytes());
+    if (filter_grad_) bytes = std::max(bytes, filter_grad_->filter_gradient_bytes());
     return bytes;
   }
-  size_t state_bytes() const override {
-    return kept_.size() * sizeof(float) + (weights_ ? weights_->state_bytes() : 0);
-  }
+  size_t state_bytes() const override { return kept_.size() * sizeof(float); }
 
   void forward(const void* x, const void* w, const void* b, const void* residual, void* y, char* ws,
                int threads, bool same_filter) const override {
@@ -339,8 +490,10 @@ template <int M> class WinogradConv final : public ConvEngine {
 
   void backward_weights(const void* x, const void* dy, void* dw, void* db, char* ws,
                         int threads) const override {
-    if (!weights_) fail("this Winograd engine was made without the filter gradient");
-    weights_->backward_weights(x, dy, dw, db, ws, threads);
+    if (!filter_grad_) fail("this Winograd engine was made without the filter gradient");
+    filter_grad_->filter_gradient(static_cast<const float*>(x), static_cast<const float*>(dy),
+                                  static_cast<float*>(dw),
+                                  bias_ ? static_cast<float*>(db) : nullptr, ws, threads);
   }
 
  private:
@@ -386,8 +539,9 @@ template <int M> class WinogradConv final : public ConvEngine {
   ConvShape s_;
   bool bias_, keep_;
   int64_t filter_floats_ = 0;
-  std::optional<WinogradPass<M>> forward_, backward_;
-  std::unique_ptr<ConvEngine> weights_;  // the filter gradient's engine, or null
+  // The forward pass, the input gradient's (dy through the mirrored filter) and the
+  // filter gradient's (the forward pass's geometry).
+  std::optional<WinogradPass<M>> forward_, backward_, filter_grad_;
   mutable std::vector<float> kept_;      // U between calls (keep_filter)
   mutable bool filter_ready_ = false;
 };
@@ -396,8 +550,7 @@ template <int M> class WinogradConv final : public ConvEngine {
 
 std::unique_ptr<ConvEngine> make_winograd_conv(const ConvShape& shape, unsigned passes, bool bias,
                                                Layouts layout, const ConvEpilogue& epilogue,
-                                               bool keep_filter,
-                                               std::unique_ptr<ConvEngine> weights) {
+                                               bool keep_filter) {
   // F(4x4, 3x3) where its tiles are at least as many as the filters: then its transformed
   // filter (36 values a channel pair, transformed at every training step) is no larger than
   // the transformed input (36 a tile and channel), and its GEMMs are tall enough. Measured
@@ -408,10 +561,8 @@ std::unique_ptr<ConvEngine> make_winograd_conv(const ConvShape& shape, unsigned 
   const int outputs = tiles >= shape.filters ? 4 : 2;
   count_winograd_engine(outputs);
   if (outputs == 4)
-    return std::make_unique<WinogradConv<4>>(shape, passes, bias, layout, epilogue, keep_filter,
-                                             std::move(weights));
-  return std::make_unique<WinogradConv<2>>(shape, passes, bias, layout, epilogue, keep_filter,
-                                           std::move(weights));
+    return std::make_unique<WinogradConv<4>>(shape, passes, bias, layout, epilogue, keep_filter);
+  return std::make_unique<WinogradConv<2>>(shape, passes, bias, layout, epilogue, keep_filter);
 }
 
 }  // namespace paddle_ops_nn

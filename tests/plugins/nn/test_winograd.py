@@ -1,9 +1,8 @@
 """The Winograd engine (paddle_ops_nn.winograd), F(2x2, 3x3) and F(4x4, 3x3): float32 3x3
-convolutions of stride 1, forward passes and input gradients, on channels-last, nChw8c and
-plain activations. Against NumPy in float64 over odd output sizes, asymmetric and wide
-paddings, bias, residual and every fused activation, each time checking which algorithm
-computed it; the filter and bias
-gradients beside it, from the other engine; where it must not be chosen, that it is not; a
+convolutions of stride 1, forward passes, input gradients and filter and bias gradients, on
+channels-last, nChw8c and plain activations. Against NumPy in float64 over odd output sizes,
+asymmetric and wide paddings, bias, residual and every fused activation, each time checking
+which algorithm computed it; where it must not be chosen, that it is not; a
 filter set again between runs of a plan that keeps the transformed filter; a ResNet-like
 network's outputs and training gradients with and without it."""
 
@@ -166,7 +165,7 @@ def test_winograd_matches_numpy(n, c, k, h, w, paddings, outputs, bias, residual
 @pytest.mark.parametrize("block", BLOCKS)
 def test_winograd_input_gradient_matches_numpy(n, c, k, h, w, paddings, outputs, block):
     """x_grad from the mirrored filter (the wide and the missing paddings are its missing and
-    wide ones); filter_grad and bias_grad from the other engine, in the same kernel."""
+    wide ones); filter_grad from the forward pass's transforms' adjoint, bias_grad a sum."""
     x, f = data(n, c, h, w), data(k, c, 3, 3) / np.float32(np.sqrt(9 * k))
     top, bottom, left, right = paddings
     dy = data(n, k, h + top + bottom - 2, w + left + right - 2)
@@ -354,15 +353,16 @@ def test_conv2d_transpose_and_its_gradient_run_on_it(padding, outputs):
         direct = run_op("conv2d_transpose_grad", inputs, attrs)
     finally:
         winograd.set_enabled(previous)
-    for slot in ("x_grad", "filter_grad"):
-        np.testing.assert_allclose(grads[slot][0], direct[slot][0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grads["x_grad"][0], direct["x_grad"][0], rtol=1e-4, atol=1e-4)
+    dw = direct["filter_grad"][0]  # (sums of 1800 products: to float32 rounding of the largest)
+    np.testing.assert_allclose(grads["filter_grad"][0], dw, rtol=1e-4, atol=1e-5 * abs(dw).max())
 
 
 @needs_avx2_onednn
 def test_many_blocks_of_tiles_on_two_threads():
     """512 tiles of 4x4 where a block holds 455: the tiles in two blocks, each block's
-    transforms and GEMMs divided between two threads; the forward pass and x_grad of a
-    training plan against NumPy."""
+    transforms and GEMMs divided between two threads; the forward pass, x_grad and the filter
+    gradient (summed over both blocks) of a training plan against NumPy."""
     skip_where_plain_is_not_winograds(0)
     x, f, g = data(2, 64, 64, 64), data(64, 64, 3, 3) / np.float32(24), data(2, 64, 64, 64)
     prog = pc.Program()
@@ -372,12 +372,33 @@ def test_many_blocks_of_tiles_on_two_threads():
             pc.data("f", list(f.shape)),
             pc.data("g", list(g.shape)),
         )
-        xv.stop_gradient = False
+        xv.stop_gradient = fv.stop_gradient = False
         y = pc.ops.conv2d(xv, fv, paddings=[1, 1])
-        (dx,) = pc.gradients([y], [xv], target_gradients=[gv])
+        dx, df = pc.gradients([y], [xv, fv], target_gradients=[gv])
     before = winograd.engines_prepared(4)
     feed = {"x": x, "f": f, "g": g}
-    got, got_dx = pc.Executor(num_threads=2).run(prog, feed=feed, fetch_list=[y, dx])
+    got, got_dx, got_df = pc.Executor(num_threads=2).run(prog, feed=feed, fetch_list=[y, dx, df])
     assert winograd.engines_prepared(4) - before == 2
     np.testing.assert_allclose(got, reference(x, f, None, None, (1,) * 4, "", 0, 0), **TOLERANCE[4])
-    np.testing.assert_allclose(got_dx, reference_gradients(x, f, g, (1,) * 4)[0], **TOLERANCE[4])
+    want_dx, want_df, _ = reference_gradients(x, f, g, (1,) * 4)
+    np.testing.assert_allclose(got_dx, want_dx, **TOLERANCE[4])
+    np.testing.assert_allclose(got_df, want_df, rtol=1e-4, atol=1e-5 * np.abs(want_df).max())
+
+
+@needs_avx2_onednn
+def test_a_filter_gradient_alone_runs_on_it():
+    """conv2d_grad asked for the filter's gradient only (x fed, as for a first layer): the
+    engine is made for that pass alone, and its result matches NumPy's."""
+    skip_where_plain_is_not_winograds(0)
+    x, f, g = data(2, 64, 20, 20), data(64, 64, 3, 3) / np.float32(24), data(2, 64, 20, 20)
+    prog = pc.Program()
+    with pc.program_guard(prog):
+        xv, fv, gv = (pc.data(n, list(v.shape)) for n, v in (("x", x), ("f", f), ("g", g)))
+        fv.stop_gradient = False
+        y = pc.ops.conv2d(xv, fv, paddings=[1, 1])
+        (df,) = pc.gradients([y], [fv], target_gradients=[gv])
+    before = winograd.engines_prepared(2)
+    _, got = pc.Executor().run(prog, feed={"x": x, "f": f, "g": g}, fetch_list=[y, df])
+    assert winograd.engines_prepared(2) - before == 2  # conv2d's and conv2d_grad's
+    want = reference_gradients(x, f, g, (1,) * 4)[1]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
